@@ -1,0 +1,67 @@
+"""tenure: leases with fencing tokens, and a work queue claimed under them."""
+
+from tenure.core.clock import Clock, FakeClock, SystemClock
+from tenure.core.models import (
+    Event,
+    ExtendResult,
+    FencedValue,
+    FencedWrite,
+    ForceReleaseResult,
+    Lease,
+    LostLease,
+    Principal,
+    ReleaseResult,
+    RenewAllResult,
+)
+from tenure.core.policy import Policy, PolicySet
+from tenure.errors import (
+    AssignedToOther,
+    Forbidden,
+    InvalidRequest,
+    LeaseHeld,
+    LeaseLost,
+    NotFound,
+    NotHolder,
+    StaleToken,
+    TenureError,
+    TooLarge,
+    Unauthenticated,
+)
+from tenure.reaper import Reaper
+from tenure.service import Service
+from tenure.store import Store, open_store
+
+__version__ = "0.1.0.dev0"
+
+__all__ = [
+    "AssignedToOther",
+    "Clock",
+    "Event",
+    "ExtendResult",
+    "FakeClock",
+    "FencedValue",
+    "FencedWrite",
+    "Forbidden",
+    "ForceReleaseResult",
+    "InvalidRequest",
+    "Lease",
+    "LeaseHeld",
+    "LeaseLost",
+    "LostLease",
+    "NotFound",
+    "NotHolder",
+    "Policy",
+    "PolicySet",
+    "Principal",
+    "Reaper",
+    "ReleaseResult",
+    "RenewAllResult",
+    "Service",
+    "StaleToken",
+    "Store",
+    "SystemClock",
+    "TenureError",
+    "TooLarge",
+    "Unauthenticated",
+    "open_store",
+]

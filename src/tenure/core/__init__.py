@@ -1,0 +1,1 @@
+"""The domain core: frozen models and pure decision functions. No I/O here."""

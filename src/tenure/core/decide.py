@@ -1,0 +1,285 @@
+"""Pure decision functions: given what the store holds for a key and the instant, decide.
+
+Each function returns a :class:`Decision`: the record to save (``None`` when nothing changed),
+the events to append in the same transaction, the result, and the error to raise *after*
+committing (a conflict is counted and recorded even though the caller gets an error).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from tenure.core.models import (
+    EventDraft,
+    ExtendResult,
+    FencedValue,
+    FencedWrite,
+    ForceReleaseResult,
+    KeyRecord,
+    Principal,
+    ReleaseResult,
+)
+from tenure.errors import (
+    Forbidden,
+    LeaseHeld,
+    LeaseLost,
+    NotFound,
+    NotHolder,
+    StaleToken,
+    TenureError,
+)
+
+
+@dataclass(frozen=True)
+class Decision:
+    record: KeyRecord | None
+    events: tuple[EventDraft, ...] = ()
+    result: Any = None
+    error: TenureError | None = None
+
+    def raise_or_result(self) -> Any:
+        if self.error is not None:
+            raise self.error
+        return self.result
+
+
+def settle(rec: KeyRecord | None, now: int) -> tuple[KeyRecord | None, tuple[EventDraft, ...]]:
+    """Record the end of a lease whose deadline passed and that nobody recorded yet."""
+    if rec is None or rec.ended is not None or rec.expires_at > now:
+        return rec, ()
+    done = rec.update(ended="expired")
+    event = EventDraft(
+        "expired", rec.key, rec.holder, rec.task, rec.token, data={"deadline": rec.expires_at}
+    )
+    return done, (event,)
+
+
+def _changed(before: KeyRecord | None, after: KeyRecord | None) -> KeyRecord | None:
+    return None if after is before else after
+
+
+def _not_holder(rec: KeyRecord) -> NotHolder:
+    return NotHolder(
+        f"{rec.key!r} is held by {rec.holder!r}",
+        key=rec.key,
+        holder=rec.holder,
+        task=rec.task,
+        expires_at=rec.expires_at,
+    )
+
+
+def _renewed(rec: KeyRecord, now: int, ttl_ms: int, **changes: Any) -> KeyRecord:
+    # Nothing shortens a lease: a renewal after an extend keeps the later deadline.
+    return rec.update(
+        renewed_at=now,
+        ttl_ms=ttl_ms,
+        renewals=rec.renewals + 1,
+        expires_at=max(rec.expires_at, now + ttl_ms),
+        **changes,
+    )
+
+
+def decide_acquire(
+    before: KeyRecord | None,
+    key: str,
+    who: Principal,
+    ttl_ms: int,
+    task: str | None,
+    meta: dict[str, Any] | None,
+    now: int,
+) -> Decision:
+    rec, events = settle(before, now)
+    if rec is not None and rec.is_live(now):
+        if rec.holder == who.name:
+            changes: dict[str, Any] = {}
+            if task is not None:
+                changes["task"] = task
+            if meta is not None:
+                changes["meta"] = meta
+            renewed = _renewed(rec, now, ttl_ms, **changes)
+            return Decision(renewed, events, renewed.lease(now))
+        held = rec.update(conflicts=rec.conflicts + 1)
+        conflict = EventDraft(
+            "conflict",
+            key,
+            rec.holder,
+            rec.task,
+            rec.token,
+            actor=who.name,
+            data={"wanted_task": task},
+        )
+        error = LeaseHeld(
+            f"{key!r} is held by {rec.holder!r}",
+            key=key,
+            holder=rec.holder,
+            task=rec.task,
+            expires_at=rec.expires_at,
+            token=rec.token,
+        )
+        return Decision(held, (*events, conflict), None, error)
+    fresh = KeyRecord(
+        key=key,
+        token=(rec.token if rec else 0) + 1,
+        holder=who.name,
+        task=task,
+        ttl_ms=ttl_ms,
+        acquired_at=now,
+        renewed_at=now,
+        expires_at=now + ttl_ms,
+        meta=meta or {},
+        conflicts=rec.conflicts if rec else 0,
+    )
+    acquired = EventDraft(
+        "acquired", key, who.name, task, fresh.token, actor=who.name, data={"ttl_ms": ttl_ms}
+    )
+    return Decision(fresh, (*events, acquired), fresh.lease(now))
+
+
+def _check_own(
+    rec: KeyRecord | None, key: str, who: Principal, token: int, now: int
+) -> TenureError | None:
+    """Why ``who`` may not touch the lease ``token`` on ``key`` right now, if it may not."""
+    if rec is None:
+        return NotFound(f"no lease was ever granted on {key!r}", key=key, what="lease")
+    if rec.is_live(now) and rec.holder != who.name:
+        return _not_holder(rec)
+    if token > rec.token or (rec.is_live(now) and token != rec.token):
+        return StaleToken(
+            f"token {token} is not the current token of {key!r}",
+            key=key,
+            token=token,
+            current_token=rec.token,
+        )
+    if token < rec.token:
+        # An older lease of the key; the service looks up how it ended.
+        return LeaseLost(
+            f"the lease with token {token} on {key!r} is gone", key=key, reason=None, token=token
+        )
+    if not rec.is_live(now):
+        return LeaseLost(
+            f"the lease on {key!r} is gone ({rec.ended})", key=key, reason=rec.ended, token=token
+        )
+    return None
+
+
+def decide_renew(
+    before: KeyRecord | None, key: str, who: Principal, token: int, ttl_ms: int | None, now: int
+) -> Decision:
+    rec, events = settle(before, now)
+    error = _check_own(rec, key, who, token, now)
+    if error is not None or rec is None:
+        return Decision(_changed(before, rec), events, None, error)
+    renewed = _renewed(rec, now, ttl_ms or rec.ttl_ms)
+    return Decision(renewed, events, renewed.lease(now))
+
+
+def decide_extend(
+    before: KeyRecord | None,
+    key: str,
+    who: Principal,
+    token: int,
+    requested_until: int,
+    max_lease: int,
+    now: int,
+) -> Decision:
+    rec, events = settle(before, now)
+    error = _check_own(rec, key, who, token, now)
+    if error is not None or rec is None:
+        return Decision(_changed(before, rec), events, None, error)
+    cap = now + max_lease
+    granted = min(requested_until, cap)
+    capped = requested_until > cap
+    if granted <= rec.expires_at:
+        result = ExtendResult(rec.lease(now), False, capped, requested_until, rec.expires_at)
+        return Decision(_changed(before, rec), events, result)
+    extended = rec.update(expires_at=granted)
+    event = EventDraft(
+        "extended",
+        key,
+        rec.holder,
+        rec.task,
+        rec.token,
+        actor=who.name,
+        data={"requested_until": requested_until, "granted_until": granted, "capped": capped},
+    )
+    result = ExtendResult(extended.lease(now), True, capped, requested_until, granted)
+    return Decision(extended, (*events, event), result)
+
+
+def decide_release(
+    before: KeyRecord | None, key: str, who: Principal, token: int | None, now: int
+) -> Decision:
+    rec, events = settle(before, now)
+    if rec is None:
+        return Decision(None, (), ReleaseResult(False, None))
+    if not rec.is_live(now) or (rec.holder == who.name and token not in (None, rec.token)):
+        return Decision(_changed(before, rec), events, ReleaseResult(False, rec.lease(now)))
+    if rec.holder != who.name:
+        return Decision(_changed(before, rec), events, None, _not_holder(rec))
+    done = rec.update(ended="released")
+    event = EventDraft("released", key, rec.holder, rec.task, rec.token, actor=who.name)
+    return Decision(done, (*events, event), ReleaseResult(True, done.lease(now)))
+
+
+def may_force_release(
+    actor: Principal, holder: Principal | None, holder_ancestors: tuple[str, ...]
+) -> bool:
+    """Admins always; supervisors over non-admins; any ancestor of the holder."""
+    if actor.is_admin:
+        return True
+    holder_is_admin = holder is not None and holder.is_admin
+    if actor.is_supervisor and not holder_is_admin:
+        return True
+    return actor.name in holder_ancestors
+
+
+def decide_force_release(
+    before: KeyRecord | None, key: str, actor: Principal, reason: str, allowed: bool, now: int
+) -> Decision:
+    rec, events = settle(before, now)
+    if rec is None or not rec.is_live(now):
+        error: TenureError = NotFound(f"no live lease on {key!r}", key=key, what="live lease")
+        return Decision(_changed(before, rec), events, None, error)
+    if not allowed:
+        error = Forbidden(
+            f"{actor.name!r} may not force-release a lease of {rec.holder!r}",
+            key=key,
+            actor=actor.name,
+            reason=reason,
+        )
+        return Decision(_changed(before, rec), events, None, error)
+    done = rec.update(ended="force_released", fence_open=False)
+    event = EventDraft(
+        "force_released", key, rec.holder, rec.task, rec.token, actor=actor.name, reason=reason
+    )
+    return Decision(done, (*events, event), ForceReleaseResult(done.lease(now), actor.name, reason))
+
+
+def decide_write(
+    before: KeyRecord | None,
+    register: FencedValue | None,
+    duplicate: FencedWrite | None,
+    key: str,
+    who: Principal,
+    token: int,
+    value: Any,
+    now: int,
+) -> Decision:
+    """A fenced write: accepted only with the key's current token, whatever the clock says."""
+    if duplicate is not None:
+        return Decision(None, (), duplicate)
+    rec, events = settle(before, now)
+    if rec is None or token != rec.token or not rec.fence_open:
+        current = rec.token if rec else None
+        why = "was revoked by a force-release" if rec and token == rec.token else "is stale"
+        error = StaleToken(
+            f"token {token} {why} for {key!r}", key=key, token=token, current_token=current
+        )
+        return Decision(_changed(before, rec), events, None, error)
+    version = (register.version if register else 0) + 1
+    event = EventDraft(
+        "written", key, rec.holder, rec.task, token, actor=who.name, data={"version": version}
+    )
+    result = FencedWrite(key, token, value, version)
+    return Decision(_changed(before, rec), (*events, event), result)

@@ -1,0 +1,225 @@
+"""Frozen models of the lease engine. Instants are integer epoch milliseconds (UTC)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Literal
+
+Ending = Literal["released", "expired", "force_released", "taken_over"]
+ENDINGS: tuple[str, ...] = ("released", "expired", "force_released", "taken_over")
+LeaseState = Literal["live", "released", "expired", "force_released", "taken_over"]
+Kind = Literal["human", "agent", "service"]
+KINDS: tuple[str, ...] = ("human", "agent", "service")
+ROLES: tuple[str, ...] = ("admin", "supervisor")
+
+
+@dataclass(frozen=True)
+class Principal:
+    """An authenticated identity. The holder of a lease is always one of these."""
+
+    name: str
+    kind: Kind = "service"
+    roles: tuple[str, ...] = ()
+    parent: str | None = None
+
+    @property
+    def is_admin(self) -> bool:
+        return "admin" in self.roles
+
+    @property
+    def is_supervisor(self) -> bool:
+        return "supervisor" in self.roles
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "roles": list(self.roles),
+            "parent": self.parent,
+        }
+
+
+@dataclass(frozen=True)
+class Lease:
+    """A lease as callers see it, with its ``state`` at the instant it was read."""
+
+    key: str
+    holder: str
+    task: str | None
+    token: int
+    ttl_ms: int
+    acquired_at: int
+    renewed_at: int
+    expires_at: int
+    renewals: int
+    meta: dict[str, Any] = field(default_factory=dict)
+    state: LeaseState = "live"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class KeyRecord:
+    """Everything the store keeps for one key: its latest lease and the key's bookkeeping.
+
+    The row outlives the lease, so ``token`` (the latest token issued for the key) only grows.
+    ``ended`` is how the latest lease ended, ``None`` while nothing recorded its end.
+    ``fence_open`` is false once a force-release revoked the latest token for fenced writes.
+    """
+
+    key: str
+    token: int
+    holder: str
+    task: str | None
+    ttl_ms: int
+    acquired_at: int
+    renewed_at: int
+    expires_at: int
+    renewals: int = 0
+    meta: dict[str, Any] = field(default_factory=dict)
+    ended: Ending | None = None
+    fence_open: bool = True
+    conflicts: int = 0
+
+    def is_live(self, now: int) -> bool:
+        return self.ended is None and self.expires_at > now
+
+    def state(self, now: int) -> LeaseState:
+        if self.ended is not None:
+            return self.ended
+        return "live" if self.expires_at > now else "expired"
+
+    def lease(self, now: int) -> Lease:
+        return Lease(
+            self.key,
+            self.holder,
+            self.task,
+            self.token,
+            self.ttl_ms,
+            self.acquired_at,
+            self.renewed_at,
+            self.expires_at,
+            self.renewals,
+            dict(self.meta),
+            self.state(now),
+        )
+
+    def update(self, **changes: Any) -> KeyRecord:
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class EventDraft:
+    """An event before the store gives it an ``id`` and an instant."""
+
+    type: str
+    key: str | None
+    holder: str | None = None
+    task: str | None = None
+    token: int | None = None
+    actor: str | None = None
+    reason: str | None = None
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Event:
+    """One append-only record of a state change. ``id`` grows with every event."""
+
+    id: int
+    at: int
+    type: str
+    key: str | None
+    holder: str | None
+    task: str | None
+    token: int | None
+    actor: str | None
+    reason: str | None
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class EventQuery:
+    after: int = 0
+    key: str | None = None
+    holder: str | None = None
+    type: str | None = None
+    token: int | None = None
+    limit: int = 100
+
+
+@dataclass(frozen=True)
+class FencedValue:
+    """The fenced register of one key: the last accepted value and who wrote it."""
+
+    key: str
+    token: int
+    value: Any
+    version: int
+    updated_at: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class FencedWrite:
+    key: str
+    token: int
+    value: Any
+    version: int
+    duplicate: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class ExtendResult:
+    lease: Lease
+    extended: bool
+    capped: bool
+    requested_until: int
+    granted_until: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class ReleaseResult:
+    released: bool
+    lease: Lease | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class ForceReleaseResult:
+    lease: Lease
+    actor: str
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class LostLease:
+    key: str
+    reason: str
+    token: int | None = None
+
+
+@dataclass(frozen=True)
+class RenewAllResult:
+    renewed: tuple[Lease, ...]
+    lost: tuple[LostLease, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)

@@ -1,0 +1,58 @@
+"""Deployment policy (SPEC section 3) with per-key-prefix overrides."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+SECOND = 1000
+MINUTE = 60 * SECOND
+HOUR = 60 * MINUTE
+
+
+@dataclass(frozen=True)
+class Policy:
+    """Limits for one key. Durations are milliseconds, sizes bytes."""
+
+    default_ttl: int = 30 * SECOND
+    min_ttl: int = 1 * SECOND
+    max_ttl: int = 10 * MINUTE
+    max_lease: int = 24 * HOUR
+    max_key_bytes: int = 512
+    max_meta_bytes: int = 4 * 1024
+    max_value_bytes: int = 1024 * 1024
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(f"policy {f.name} must be a positive integer, got {value!r}")
+        if not self.min_ttl <= self.default_ttl <= self.max_ttl:
+            raise ValueError("policy needs min_ttl <= default_ttl <= max_ttl")
+        if self.max_lease < self.max_ttl:
+            raise ValueError("policy needs max_lease >= max_ttl")
+
+    def override(self, **changes: Any) -> Policy:
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class PolicySet:
+    """A default policy and overrides by key prefix; the longest matching prefix wins."""
+
+    default: Policy = field(default_factory=Policy)
+    overrides: tuple[tuple[str, Policy], ...] = ()
+
+    def with_prefix(self, prefix: str, **changes: Any) -> PolicySet:
+        """A copy with ``changes`` applied (on top of the default) to keys under ``prefix``."""
+        if not prefix:
+            raise ValueError("an override needs a non-empty prefix")
+        rest = tuple((p, pol) for p, pol in self.overrides if p != prefix)
+        return PolicySet(self.default, (*rest, (prefix, self.default.override(**changes))))
+
+    def for_key(self, key: str) -> Policy:
+        best: tuple[int, Policy] = (-1, self.default)
+        for prefix, pol in self.overrides:
+            if key.startswith(prefix) and len(prefix) > best[0]:
+                best = (len(prefix), pol)
+        return best[1]

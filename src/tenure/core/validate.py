@@ -1,0 +1,140 @@
+"""Input checks. Each raises :class:`InvalidRequest` or :class:`TooLarge` naming the field."""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+from typing import Any
+
+from tenure.core.policy import Policy
+from tenure.errors import InvalidRequest, TooLarge
+
+MAX_TOKEN = 2**63 - 1
+MAX_TASK_CHARS = 1024
+MAX_REASON_CHARS = 1024
+MAX_OP_ID_CHARS = 256
+MAX_LIMIT = 1000
+
+
+def _invalid(field: str, why: str) -> InvalidRequest:
+    return InvalidRequest(f"{field}: {why}", field=field)
+
+
+def is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_text(field: str, value: object, max_chars: int, *, required: bool = True) -> str:
+    if not isinstance(value, str):
+        raise _invalid(field, "must be a string")
+    if required and not value.strip():
+        raise _invalid(field, "must not be empty")
+    if len(value) > max_chars:
+        raise _invalid(field, f"must be at most {max_chars} characters")
+    if any(unicodedata.category(ch) == "Cc" for ch in value if ch not in "\t\n"):
+        raise _invalid(field, "must not contain control characters")
+    return value
+
+
+def check_key(key: object, policy: Policy, field: str = "key") -> str:
+    if not isinstance(key, str) or not key:
+        raise _invalid(field, "must be a non-empty string")
+    size = len(key.encode("utf-8", "surrogatepass"))
+    if size > policy.max_key_bytes:
+        raise TooLarge(
+            f"{field} is {size} bytes, more than {policy.max_key_bytes}",
+            field=field,
+            limit=policy.max_key_bytes,
+            size=size,
+        )
+    if key != key.strip() or any(unicodedata.category(ch)[0] in "CZ" and ch != " " for ch in key):
+        raise _invalid(field, "must not contain control, separator or surrounding spaces")
+    return key
+
+
+def check_ttl(ttl_ms: object, policy: Policy, field: str = "ttl_ms") -> int:
+    if ttl_ms is None:
+        return policy.default_ttl
+    if not is_int(ttl_ms):
+        raise _invalid(field, "must be an integer number of milliseconds")
+    assert isinstance(ttl_ms, int)
+    if not policy.min_ttl <= ttl_ms <= policy.max_ttl:
+        raise _invalid(field, f"must be between {policy.min_ttl} and {policy.max_ttl} ms")
+    return ttl_ms
+
+
+def check_positive(field: str, value: object, maximum: int = MAX_TOKEN) -> int:
+    if not is_int(value):
+        raise _invalid(field, "must be an integer")
+    assert isinstance(value, int)
+    if not 1 <= value <= maximum:
+        raise _invalid(field, f"must be between 1 and {maximum}")
+    return value
+
+
+def check_token(token: object, field: str = "token") -> int:
+    return check_positive(field, token)
+
+
+def check_optional_token(token: object, field: str = "token") -> int | None:
+    return None if token is None else check_token(token, field)
+
+
+def check_task(task: object) -> str | None:
+    return None if task is None else check_text("task", task, MAX_TASK_CHARS)
+
+
+def json_size(field: str, value: object) -> int:
+    try:
+        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise _invalid(field, f"must be JSON ({exc})") from None
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def check_meta(meta: object, policy: Policy) -> dict[str, Any] | None:
+    if meta is None:
+        return None
+    if not isinstance(meta, dict) or not all(isinstance(k, str) for k in meta):
+        raise _invalid("meta", "must be a JSON object")
+    size = json_size("meta", meta)
+    if size > policy.max_meta_bytes:
+        raise TooLarge(
+            f"meta is {size} bytes, more than {policy.max_meta_bytes}",
+            field="meta",
+            limit=policy.max_meta_bytes,
+            size=size,
+        )
+    return meta
+
+
+def check_value(value: object, policy: Policy) -> object:
+    size = json_size("value", value)
+    if size > policy.max_value_bytes:
+        raise TooLarge(
+            f"value is {size} bytes, more than {policy.max_value_bytes}",
+            field="value",
+            limit=policy.max_value_bytes,
+            size=size,
+        )
+    return value
+
+
+def check_instant(field: str, value: object) -> int:
+    if not is_int(value):
+        raise _invalid(field, "must be an integer of epoch milliseconds")
+    assert isinstance(value, int)
+    if not 0 <= value <= MAX_TOKEN:
+        raise _invalid(field, "is out of range")
+    return value
+
+
+def check_limit(limit: object) -> int:
+    return check_positive("limit", limit, MAX_LIMIT)
+
+
+def check_cursor(after: object) -> int:
+    if not is_int(after) or not 0 <= after <= MAX_TOKEN:  # type: ignore[operator]
+        raise _invalid("after", "must be a non-negative integer")
+    assert isinstance(after, int)
+    return after

@@ -1,0 +1,147 @@
+"""One exception root, one class per problem ``code`` of SPEC section 4.
+
+Every error carries the structured fields that explain it, renders itself as an
+RFC 9457 problem document, and can be rebuilt from one, so a client raises the
+same class the server meant.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class TenureError(Exception):
+    """Root of every error tenure raises on purpose."""
+
+    code: ClassVar[str] = "error"
+    status: ClassVar[int] = 500
+    title: ClassVar[str] = "tenure error"
+    fields: ClassVar[tuple[str, ...]] = ()
+    registry: ClassVar[dict[str, type[TenureError]]] = {}
+
+    def __init__(self, detail: str = "", **info: Any) -> None:
+        unknown = set(info) - set(self.fields) - {"key"}
+        if unknown:
+            raise TypeError(f"{type(self).__name__} got unknown fields {sorted(unknown)}")
+        self.detail = detail or self.title
+        self.key: str | None = info.pop("key", None)
+        for name in self.fields:
+            setattr(self, name, info.get(name))
+        super().__init__(self.detail)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        TenureError.registry[cls.code] = cls
+
+    def info(self) -> dict[str, Any]:
+        """The structured fields, ``key`` included when known."""
+        out: dict[str, Any] = {} if self.key is None else {"key": self.key}
+        for name in self.fields:
+            out[name] = getattr(self, name)
+        return out
+
+    def to_problem(self) -> dict[str, Any]:
+        """This error as an RFC 9457 problem document."""
+        return {
+            "type": f"https://tenure.dev/problems/{self.code}",
+            "title": self.title,
+            "status": self.status,
+            "code": self.code,
+            "detail": self.detail,
+            **self.info(),
+        }
+
+    @staticmethod
+    def from_problem(problem: dict[str, Any]) -> TenureError:
+        """Rebuild the error a problem document describes (unknown codes: the root)."""
+        cls = TenureError.registry.get(str(problem.get("code")), TenureError)
+        names = {*cls.fields, "key"}
+        info = {k: v for k, v in problem.items() if k in names}
+        return cls(str(problem.get("detail") or ""), **info)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.detail!r}, {self.info()!r})"
+
+
+class Unauthenticated(TenureError):
+    code, status, title = "unauthenticated", 401, "missing or unknown bearer token"
+
+
+class Forbidden(TenureError):
+    code, status, title = "forbidden", 403, "not allowed"
+    fields = ("actor", "reason")
+    actor: str | None
+    reason: str | None
+
+
+class NotHolder(TenureError):
+    code, status, title = "not_holder", 403, "the lease is held by someone else"
+    fields = ("holder", "task", "expires_at")
+    holder: str | None
+    task: str | None
+    expires_at: int | None
+
+
+class NotFound(TenureError):
+    code, status, title = "not_found", 404, "no such thing"
+    fields = ("what",)
+    what: str | None
+
+
+class LeaseHeld(TenureError):
+    code, status, title = "lease_held", 409, "the key is leased by someone else"
+    fields = ("holder", "task", "expires_at", "token")
+    holder: str | None
+    task: str | None
+    expires_at: int | None
+    token: int | None
+
+
+class LeaseLost(TenureError):
+    code, status, title = "lease_lost", 409, "the lease is gone"
+    fields = ("reason", "token")
+    reason: str | None
+    token: int | None
+
+
+class StaleToken(TenureError):
+    code, status, title = "stale_token", 409, "the token is not the key's current token"
+    fields = ("token", "current_token")
+    token: int | None
+    current_token: int | None
+
+
+class AssignedToOther(TenureError):
+    code, status, title = "assigned_to_other", 409, "the item is assigned to someone else"
+    fields = ("assignee", "lease_state")
+    assignee: str | None
+    lease_state: str | None
+
+
+class InvalidRequest(TenureError):
+    code, status, title = "invalid_request", 422, "invalid request"
+    fields = ("field",)
+    field: str | None
+
+
+class TooLarge(TenureError):
+    code, status, title = "too_large", 413, "value too large"
+    fields = ("field", "limit", "size")
+    field: str | None
+    limit: int | None
+    size: int | None
+
+
+__all__ = [
+    "AssignedToOther",
+    "Forbidden",
+    "InvalidRequest",
+    "LeaseHeld",
+    "LeaseLost",
+    "NotFound",
+    "NotHolder",
+    "StaleToken",
+    "TenureError",
+    "TooLarge",
+    "Unauthenticated",
+]

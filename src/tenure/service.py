@@ -1,0 +1,310 @@
+"""The in-process service: every front (HTTP, CLI, MCP, dashboard) calls this.
+
+The caller's identity is an argument here; the server takes it from authentication.
+Each write is one short transaction on the key: lock, read the instant, decide (pure), save.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from tenure.core import validate as v
+from tenure.core.decide import (
+    Decision,
+    decide_acquire,
+    decide_extend,
+    decide_force_release,
+    decide_release,
+    decide_renew,
+    decide_write,
+    may_force_release,
+)
+from tenure.core.models import (
+    ENDINGS,
+    Event,
+    EventQuery,
+    ExtendResult,
+    FencedValue,
+    FencedWrite,
+    ForceReleaseResult,
+    Lease,
+    LostLease,
+    Principal,
+    ReleaseResult,
+    RenewAllResult,
+)
+from tenure.core.policy import Policy, PolicySet
+from tenure.errors import InvalidRequest, LeaseLost, NotFound, TenureError
+from tenure.store.base import KeyTx, Store
+
+MAX_ANCESTRY = 64
+Who = Principal | str
+
+
+def as_principal(who: Who) -> Principal:
+    if isinstance(who, Principal):
+        return who
+    return Principal(v.check_text("principal", who, 256))
+
+
+class Service:
+    """Leases, the fenced register and the event log over one :class:`Store`."""
+
+    def __init__(self, store: Store, policy: PolicySet | None = None) -> None:
+        self.store = store
+        self.policy = policy or PolicySet()
+
+    def _run(self, key: str, decide: Callable[[KeyTx], Decision], *, create: bool = False) -> Any:
+        with self.store.key_tx(key, create=create) as tx:
+            decision = decide(tx)
+            if decision.record is not None:
+                tx.save(decision.record)
+            if decision.events:
+                tx.append(decision.events)
+        return decision.raise_or_result()
+
+    # leases ---------------------------------------------------------------------------------
+    def acquire(
+        self,
+        who: Who,
+        key: str,
+        ttl_ms: int | None = None,
+        task: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> Lease:
+        """Grant ``key`` to ``who``, or renew it if ``who`` holds it already (same token)."""
+        me = as_principal(who)
+        policy = self._policy(key)
+        ttl = v.check_ttl(ttl_ms, policy)
+        task = v.check_task(task)
+        meta = v.check_meta(meta, policy)
+        lease: Lease = self._run(
+            key, lambda tx: decide_acquire(tx.record, key, me, ttl, task, meta, tx.now), create=True
+        )
+        return lease
+
+    def renew(self, who: Who, key: str, token: int, ttl_ms: int | None = None) -> Lease:
+        me = as_principal(who)
+        policy = self._policy(key)
+        token = v.check_token(token)
+        ttl = None if ttl_ms is None else v.check_ttl(ttl_ms, policy)
+        try:
+            lease: Lease = self._run(
+                key, lambda tx: decide_renew(tx.record, key, me, token, ttl, tx.now)
+            )
+        except LeaseLost as lost:
+            raise self._explain(lost, key) from None
+        return lease
+
+    def renew_all(self, who: Who, keys: Iterable[str] | None = None) -> RenewAllResult:
+        """Renew every live lease of ``who`` (or those in ``keys``), each with its own ttl."""
+        me = as_principal(who)
+        if keys is None:
+            targets = [
+                (r.key, r.token) for r in self.store.live(self.store.now_ms(), holder=me.name)
+            ]
+        else:
+            wanted = [self._check_key(k) for k in _as_list(keys, "keys")]
+            targets = []
+            for key in dict.fromkeys(wanted):
+                rec = self.store.get(key)
+                targets.append((key, rec.token if rec and rec.holder == me.name else 0))
+        renewed, lost = [], []
+        for key, token in targets:
+            if token == 0:
+                lost.append(LostLease(key, "not_held"))
+                continue
+            try:
+                renewed.append(self.renew(me, key, token))
+            except TenureError as err:
+                lost.append(LostLease(key, str(getattr(err, "reason", None) or err.code), token))
+        return RenewAllResult(tuple(renewed), tuple(lost))
+
+    def extend(
+        self, who: Who, key: str, token: int, until: int | None = None, by_ms: int | None = None
+    ) -> ExtendResult:
+        """Push the deadline to ``until`` or now + ``by_ms``, capped at now + ``max_lease``."""
+        me = as_principal(who)
+        policy = self._policy(key)
+        token = v.check_token(token)
+        if (until is None) == (by_ms is None):
+            raise InvalidRequest("give exactly one of until and by_ms", key=key, field="until")
+        if until is not None:
+            until = v.check_instant("until", until)
+        else:
+            by_ms = v.check_positive("by_ms", by_ms)
+
+        def decide(tx: KeyTx) -> Decision:
+            wanted = until if until is not None else tx.now + (by_ms or 0)
+            return decide_extend(tx.record, key, me, token, wanted, policy.max_lease, tx.now)
+
+        try:
+            result: ExtendResult = self._run(key, decide)
+        except LeaseLost as lost:
+            raise self._explain(lost, key) from None
+        return result
+
+    def release(self, who: Who, key: str, token: int | None = None) -> ReleaseResult:
+        """End your lease on ``key``. Releasing what you do not hold says ``released: False``."""
+        me = as_principal(who)
+        self._check_key(key)
+        token = v.check_optional_token(token)
+        result: ReleaseResult = self._run(
+            key, lambda tx: decide_release(tx.record, key, me, token, tx.now)
+        )
+        return result
+
+    def force_release(self, who: Who, key: str, reason: str) -> ForceReleaseResult:
+        """End someone's live lease as an authority; its token is dead for fenced writes."""
+        actor = as_principal(who)
+        self._check_key(key)
+        reason = v.check_text("reason", reason, v.MAX_REASON_CHARS)
+
+        def decide(tx: KeyTx) -> Decision:
+            rec = tx.record
+            allowed = rec is not None and self._may_force(actor, rec.holder)
+            return decide_force_release(rec, key, actor, reason, allowed, tx.now)
+
+        result: ForceReleaseResult = self._run(key, decide)
+        return result
+
+    def _may_force(self, actor: Principal, holder_name: str) -> bool:
+        if actor.is_admin:
+            return True
+        holder = self.store.get_principal(holder_name)
+        return may_force_release(actor, holder, self.ancestors(holder_name))
+
+    def ancestors(self, name: str) -> tuple[str, ...]:
+        """The principals that dispatched ``name``, nearest first."""
+        chain: list[str] = []
+        current = self.store.get_principal(name)
+        while current is not None and current.parent and len(chain) < MAX_ANCESTRY:
+            if current.parent in chain or current.parent == name:
+                break
+            chain.append(current.parent)
+            current = self.store.get_principal(current.parent)
+        return tuple(chain)
+
+    def get(self, key: str) -> Lease:
+        """The latest lease on ``key`` with its ``state`` (``live``, ``expired``, …)."""
+        self._check_key(key)
+        rec = self.store.get(key)
+        if rec is None:
+            raise NotFound(f"no lease was ever granted on {key!r}", key=key, what="lease")
+        return rec.lease(self.store.now_ms())
+
+    def list(
+        self,
+        prefix: str | None = None,
+        holder: str | None = None,
+        task: str | None = None,
+        limit: int | None = None,
+    ) -> list[Lease]:
+        """Live leases, by key."""
+        for name, value in (("prefix", prefix), ("holder", holder), ("task", task)):
+            if value is not None:
+                v.check_text(name, value, 1024, required=False)
+        if limit is not None:
+            limit = v.check_positive("limit", limit, 100_000)
+        now = self.store.now_ms()
+        return [r.lease(now) for r in self.store.live(now, prefix, holder, task, limit)]
+
+    def contention(self, key: str) -> int:
+        """How many acquisitions of ``key`` were refused because someone held it."""
+        self._check_key(key)
+        rec = self.store.get(key)
+        return rec.conflicts if rec else 0
+
+    # fenced register ------------------------------------------------------------------------
+    def write(
+        self, who: Who, key: str, token: int, value: Any, op_id: str | None = None
+    ) -> FencedWrite:
+        """Store ``value`` under ``key`` if ``token`` is the key's current token."""
+        me = as_principal(who)
+        policy = self._policy(key)
+        token = v.check_token(token)
+        v.check_value(value, policy)
+        if op_id is not None:
+            op_id = v.check_text("op_id", op_id, v.MAX_OP_ID_CHARS)
+
+        def decide(tx: KeyTx) -> Decision:
+            duplicate = tx.find_op(op_id) if op_id is not None else None
+            decision = decide_write(
+                tx.record,
+                None if duplicate else tx.register(),
+                duplicate,
+                key,
+                me,
+                token,
+                value,
+                tx.now,
+            )
+            if isinstance(decision.result, FencedWrite) and not decision.result.duplicate:
+                tx.save_register(decision.result, op_id)
+            return decision
+
+        result: FencedWrite = self._run(key, decide)
+        return result
+
+    def read(self, key: str) -> FencedValue:
+        self._check_key(key)
+        value = self.store.read_register(key)
+        if value is None:
+            raise NotFound(f"nothing was written to {key!r}", key=key, what="fenced value")
+        return value
+
+    # events and upkeep ----------------------------------------------------------------------
+    def events(
+        self,
+        after: int = 0,
+        key: str | None = None,
+        holder: str | None = None,
+        type: str | None = None,
+        limit: int = 100,
+    ) -> builtins.list[Event]:
+        query = EventQuery(
+            after=v.check_cursor(after),
+            key=None if key is None else self._check_key(key),
+            holder=None if holder is None else v.check_text("holder", holder, 256),
+            type=None if type is None else v.check_text("type", type, 64),
+            limit=v.check_limit(limit),
+        )
+        return self.store.events(query)
+
+    def reap(self, limit: int = 1000) -> builtins.list[Event]:
+        """Record ``expired`` for lapsed leases nobody recorded yet (exactly once)."""
+        return self.store.reap(v.check_limit(limit))
+
+    # helpers --------------------------------------------------------------------------------
+    def _check_key(self, key: str) -> str:
+        self._policy(key)
+        return key
+
+    def _policy(self, key: str) -> Policy:
+        """The policy of ``key``, once ``key`` is known to be a valid key under it."""
+        policy = self.policy.for_key(key) if isinstance(key, str) else self.policy.default
+        v.check_key(key, policy)
+        return policy
+
+    def _explain(self, lost: LeaseLost, key: str) -> LeaseLost:
+        """Name how an older lease ended, from its ending event."""
+        if lost.reason is not None or lost.token is None:
+            return lost
+        for event in self.store.events(EventQuery(key=key, token=lost.token, limit=50)):
+            if event.type in ENDINGS:
+                return LeaseLost(
+                    f"the lease with token {lost.token} on {key!r} was "
+                    f"{event.type.replace('_', ' ')}",
+                    key=key,
+                    reason=event.type,
+                    token=lost.token,
+                )
+        return LeaseLost(lost.detail, key=key, reason="expired", token=lost.token)
+
+
+def _as_list(values: Iterable[str], field: str) -> list[str]:
+    if isinstance(values, str) or not isinstance(values, Iterable):
+        raise InvalidRequest(f"{field} must be a list of strings", field=field)
+    return list(values)

@@ -1,0 +1,86 @@
+"""The store protocol: the only seam between the service and a database.
+
+A write goes through :meth:`Store.key_tx`: a short transaction that holds the key's row lock
+(``SELECT … FOR UPDATE`` on PostgreSQL, the write lock of ``BEGIN IMMEDIATE`` on SQLite), reads
+the instant on the store's clock *after* the lock is held, and commits the record and its events
+together. Decisions are made by the pure functions in :mod:`tenure.core.decide` in between, so no
+Python read-then-write can race: the database serialises writers on the key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from typing import Protocol
+
+from tenure.core.models import (
+    Event,
+    EventDraft,
+    EventQuery,
+    FencedValue,
+    FencedWrite,
+    KeyRecord,
+    Principal,
+)
+
+
+class KeyTx(Protocol):
+    """One open transaction on one key."""
+
+    now: int
+    record: KeyRecord | None
+
+    def register(self) -> FencedValue | None: ...
+
+    def find_op(self, op_id: str) -> FencedWrite | None: ...
+
+    def save(self, record: KeyRecord) -> None: ...
+
+    def save_register(self, write: FencedWrite, op_id: str | None) -> None: ...
+
+    def append(self, events: Sequence[EventDraft]) -> None: ...
+
+
+class Store(Protocol):
+    """What the service needs from a database. Instants come from :meth:`now_ms`."""
+
+    url: str
+
+    def key_tx(self, key: str, *, create: bool = False) -> AbstractContextManager[KeyTx]:
+        """Lock ``key`` and open a transaction; ``create`` makes its row if missing."""
+        ...
+
+    def now_ms(self) -> int: ...
+
+    def get(self, key: str) -> KeyRecord | None: ...
+
+    def live(
+        self,
+        now: int,
+        prefix: str | None = None,
+        holder: str | None = None,
+        task: str | None = None,
+        limit: int | None = None,
+    ) -> list[KeyRecord]: ...
+
+    def read_register(self, key: str) -> FencedValue | None: ...
+
+    def events(self, query: EventQuery) -> list[Event]: ...
+
+    def reap(self, limit: int) -> list[Event]:
+        """Record ``expired`` for up to ``limit`` lapsed, unrecorded leases; exactly once."""
+        ...
+
+    def next_deadline(self) -> int | None:
+        """The earliest deadline of a lease whose end is not yet recorded."""
+        ...
+
+    def add_principal(self, principal: Principal, token_hash: str | None) -> None: ...
+
+    def get_principal(self, name: str) -> Principal | None: ...
+
+    def principal_by_token(self, token_hash: str) -> Principal | None: ...
+
+    def schema_version(self) -> int: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,104 @@
+"""Mapping between database rows and core models, shared by both backends."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from tenure.core.models import Event, EventDraft, FencedValue, FencedWrite, KeyRecord, Principal
+
+Loads = Callable[[Any], Any]
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def loads_text(value: Any) -> Any:
+    return json.loads(value) if isinstance(value, str | bytes) else value
+
+
+def record_from(row: Sequence[Any], loads: Loads = loads_text) -> KeyRecord:
+    (
+        key,
+        token,
+        holder,
+        task,
+        ttl_ms,
+        acquired_at,
+        renewed_at,
+        expires_at,
+        renewals,
+        meta,
+        ended,
+        fence_open,
+        conflicts,
+    ) = row
+    return KeyRecord(
+        key,
+        token,
+        holder,
+        task,
+        ttl_ms,
+        acquired_at,
+        renewed_at,
+        expires_at,
+        renewals,
+        loads(meta),
+        ended,
+        bool(fence_open),
+        conflicts,
+    )
+
+
+def record_params(rec: KeyRecord, meta: Any) -> dict[str, Any]:
+    return {
+        "key": rec.key,
+        "token": rec.token,
+        "holder": rec.holder,
+        "task": rec.task,
+        "ttl_ms": rec.ttl_ms,
+        "acquired_at": rec.acquired_at,
+        "renewed_at": rec.renewed_at,
+        "expires_at": rec.expires_at,
+        "renewals": rec.renewals,
+        "meta": meta,
+        "ended": rec.ended,
+        "fence_open": rec.fence_open,
+        "conflicts": rec.conflicts,
+    }
+
+
+def event_params(event: EventDraft, at: int, data: Any) -> dict[str, Any]:
+    return {
+        "at": at,
+        "type": event.type,
+        "key": event.key,
+        "holder": event.holder,
+        "task": event.task,
+        "token": event.token,
+        "actor": event.actor,
+        "reason": event.reason,
+        "data": data,
+    }
+
+
+def event_from(row: Sequence[Any], loads: Loads = loads_text) -> Event:
+    id_, at, type_, key, holder, task, token, actor, reason, data = row
+    return Event(id_, at, type_, key, holder, task, token, actor, reason, loads(data))
+
+
+def register_from(row: Sequence[Any], loads: Loads = loads_text) -> FencedValue:
+    key, token, value, version, updated_at = row
+    return FencedValue(key, token, loads(value), version, updated_at)
+
+
+def op_from(row: Sequence[Any], loads: Loads = loads_text) -> FencedWrite:
+    key, token, value, version = row
+    return FencedWrite(key, token, loads(value), version, duplicate=True)
+
+
+def principal_from(row: Sequence[Any], loads: Loads = loads_text) -> Principal:
+    name, kind, roles, parent = row
+    return Principal(name, kind, tuple(loads(roles)), parent)

@@ -1,0 +1,84 @@
+-- name: get_lease
+SELECT key, token, holder, task, ttl_ms, acquired_at, renewed_at, expires_at, renewals, meta,
+       ended, fence_open, conflicts
+FROM tenure_leases WHERE key = :key;
+
+-- name: save_lease
+INSERT INTO tenure_leases (key, token, holder, task, ttl_ms, acquired_at, renewed_at,
+                           expires_at, renewals, meta, ended, fence_open, conflicts)
+VALUES (:key, :token, :holder, :task, :ttl_ms, :acquired_at, :renewed_at, :expires_at,
+        :renewals, :meta, :ended, :fence_open, :conflicts)
+ON CONFLICT (key) DO UPDATE SET
+    token = excluded.token, holder = excluded.holder, task = excluded.task,
+    ttl_ms = excluded.ttl_ms, acquired_at = excluded.acquired_at,
+    renewed_at = excluded.renewed_at, expires_at = excluded.expires_at,
+    renewals = excluded.renewals, meta = excluded.meta, ended = excluded.ended,
+    fence_open = excluded.fence_open, conflicts = excluded.conflicts
+-- Tokens only grow, whatever the caller computed.
+WHERE excluded.token >= tenure_leases.token;
+
+-- name: live_leases
+SELECT key, token, holder, task, ttl_ms, acquired_at, renewed_at, expires_at, renewals, meta,
+       ended, fence_open, conflicts
+FROM tenure_leases
+WHERE ended IS NULL AND expires_at > :now
+  AND (:prefix IS NULL OR substr(key, 1, length(:prefix)) = :prefix)
+  AND (:holder IS NULL OR holder = :holder)
+  AND (:task IS NULL OR task = :task)
+ORDER BY key
+LIMIT :limit;
+
+-- name: insert_event
+INSERT INTO tenure_events (at, type, key, holder, task, token, actor, reason, data)
+VALUES (:at, :type, :key, :holder, :task, :token, :actor, :reason, :data);
+
+-- name: list_events
+SELECT id, at, type, key, holder, task, token, actor, reason, data
+FROM tenure_events
+WHERE id > :after
+  AND (:key IS NULL OR key = :key)
+  AND (:holder IS NULL OR holder = :holder)
+  AND (:type IS NULL OR type = :type)
+  AND (:token IS NULL OR token = :token)
+ORDER BY id
+LIMIT :limit;
+
+-- name: due_leases
+SELECT key, token, holder, task, expires_at
+FROM tenure_leases
+WHERE ended IS NULL AND expires_at <= :now
+ORDER BY expires_at
+LIMIT :limit;
+
+-- name: mark_expired
+UPDATE tenure_leases SET ended = 'expired'
+WHERE key = :key AND token = :token AND ended IS NULL AND expires_at <= :now;
+
+-- name: next_deadline
+SELECT min(expires_at) FROM tenure_leases WHERE ended IS NULL;
+
+-- name: get_register
+SELECT key, token, value, version, updated_at FROM tenure_fenced WHERE key = :key;
+
+-- name: save_register
+INSERT INTO tenure_fenced (key, token, value, version, updated_at)
+VALUES (:key, :token, :value, :version, :now)
+ON CONFLICT (key) DO UPDATE SET token = excluded.token, value = excluded.value,
+    version = excluded.version, updated_at = excluded.updated_at;
+
+-- name: find_op
+SELECT key, token, value, version FROM tenure_fenced_ops WHERE key = :key AND op_id = :op_id;
+
+-- name: save_op
+INSERT INTO tenure_fenced_ops (key, op_id, token, value, version)
+VALUES (:key, :op_id, :token, :value, :version);
+
+-- name: add_principal
+INSERT INTO tenure_principals (name, kind, roles, parent, token_hash, created_at)
+VALUES (:name, :kind, :roles, :parent, :token_hash, :now);
+
+-- name: get_principal
+SELECT name, kind, roles, parent FROM tenure_principals WHERE name = :name;
+
+-- name: principal_by_token
+SELECT name, kind, roles, parent FROM tenure_principals WHERE token_hash = :token_hash;

@@ -1,0 +1,260 @@
+"""The SQLite store: the embedded default. WAL mode, durable commits, the process's clock."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from tenure.core.clock import Clock, SystemClock
+from tenure.core.models import (
+    Event,
+    EventDraft,
+    EventQuery,
+    FencedValue,
+    FencedWrite,
+    KeyRecord,
+    Principal,
+)
+from tenure.store import rows
+from tenure.store.sqlfiles import migrations, queries
+
+Q = queries("sqlite")
+SYNCHRONOUS = ("FULL", "NORMAL", "EXTRA")
+
+
+class _SqliteKeyTx:
+    def __init__(self, conn: sqlite3.Connection, key: str, now: int) -> None:
+        self.conn, self.key, self.now = conn, key, now
+        row = conn.execute(Q["get_lease"], {"key": key}).fetchone()
+        self.record: KeyRecord | None = rows.record_from(row) if row else None
+
+    def register(self) -> FencedValue | None:
+        row = self.conn.execute(Q["get_register"], {"key": self.key}).fetchone()
+        return rows.register_from(row) if row else None
+
+    def find_op(self, op_id: str) -> FencedWrite | None:
+        row = self.conn.execute(Q["find_op"], {"key": self.key, "op_id": op_id}).fetchone()
+        return rows.op_from(row) if row else None
+
+    def save(self, record: KeyRecord) -> None:
+        params = rows.record_params(record, rows.dumps(record.meta))
+        params["fence_open"] = int(record.fence_open)
+        if self.conn.execute(Q["save_lease"], params).rowcount != 1:
+            raise RuntimeError(f"refused to lower the token of {record.key!r}")
+
+    def save_register(self, write: FencedWrite, op_id: str | None) -> None:
+        params = {
+            "key": write.key,
+            "token": write.token,
+            "value": rows.dumps(write.value),
+            "version": write.version,
+            "now": self.now,
+        }
+        self.conn.execute(Q["save_register"], params)
+        if op_id is not None:
+            del params["now"]
+            self.conn.execute(Q["save_op"], {**params, "op_id": op_id})
+
+    def append(self, events: Sequence[EventDraft]) -> None:
+        insert_events(self.conn, events, self.now)
+
+
+def insert_events(conn: sqlite3.Connection, events: Sequence[EventDraft], now: int) -> list[Event]:
+    out = []
+    for e in events:
+        cur = conn.execute(Q["insert_event"], rows.event_params(e, now, rows.dumps(e.data)))
+        assert cur.lastrowid is not None
+        out.append(
+            Event(
+                cur.lastrowid,
+                now,
+                e.type,
+                e.key,
+                e.holder,
+                e.task,
+                e.token,
+                e.actor,
+                e.reason,
+                e.data,
+            )
+        )
+    return out
+
+
+class SqliteStore:
+    """A store in one SQLite file, safe to share between threads and processes."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        clock: Clock | None = None,
+        synchronous: str = "FULL",
+        busy_timeout_ms: int = 30_000,
+    ) -> None:
+        if synchronous.upper() not in SYNCHRONOUS:
+            raise ValueError(f"synchronous must be one of {SYNCHRONOUS}")
+        self.path = Path(path)
+        self.url = f"sqlite:///{self.path}"
+        self.clock = clock or SystemClock()
+        self._pragmas = (
+            f"PRAGMA busy_timeout = {int(busy_timeout_ms)}",
+            "PRAGMA journal_mode = WAL",
+            f"PRAGMA synchronous = {synchronous.upper()}",
+        )
+        self._local = threading.local()
+        self._all: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+        self._closed = False
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._migrate()
+
+    # connections -------------------------------------------------------------------------
+    def _conn(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            if self._closed:
+                raise RuntimeError("the store is closed")
+            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            for pragma in self._pragmas:
+                conn.execute(pragma)
+            self._local.conn = conn
+            with self._lock:
+                self._all.append(conn)
+        return conn
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        conn = self._conn()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    def _migrate(self) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS tenure_schema "
+                "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
+                "applied_at INTEGER NOT NULL)"
+            )
+            current = conn.execute("SELECT coalesce(max(version), 0) FROM tenure_schema")
+            have = int(current.fetchone()[0])
+            known = migrations("sqlite")
+            if have > len(known):
+                raise RuntimeError(f"{self.path} has schema {have}, newer than this tenure")
+            for version, name, sql in known[have:]:
+                for statement in _statements(sql):
+                    conn.execute(statement)
+                conn.execute(
+                    "INSERT INTO tenure_schema VALUES (?, ?, ?)",
+                    (version, name, self.clock.now_ms()),
+                )
+
+    def schema_version(self) -> int:
+        return int(self._conn().execute("SELECT max(version) FROM tenure_schema").fetchone()[0])
+
+    # the protocol --------------------------------------------------------------------------
+    def now_ms(self) -> int:
+        return self.clock.now_ms()
+
+    @contextmanager
+    def key_tx(self, key: str, *, create: bool = False) -> Iterator[_SqliteKeyTx]:
+        with self._write() as conn:
+            # The instant is read once the write lock is held, so it orders with the commit.
+            yield _SqliteKeyTx(conn, key, self.clock.now_ms())
+
+    def get(self, key: str) -> KeyRecord | None:
+        row = self._conn().execute(Q["get_lease"], {"key": key}).fetchone()
+        return rows.record_from(row) if row else None
+
+    def live(
+        self,
+        now: int,
+        prefix: str | None = None,
+        holder: str | None = None,
+        task: str | None = None,
+        limit: int | None = None,
+    ) -> list[KeyRecord]:
+        params = {
+            "now": now,
+            "prefix": prefix or None,
+            "holder": holder,
+            "task": task,
+            "limit": -1 if limit is None else limit,
+        }
+        return [rows.record_from(r) for r in self._conn().execute(Q["live_leases"], params)]
+
+    def read_register(self, key: str) -> FencedValue | None:
+        row = self._conn().execute(Q["get_register"], {"key": key}).fetchone()
+        return rows.register_from(row) if row else None
+
+    def events(self, query: EventQuery) -> list[Event]:
+        params = {
+            "after": query.after,
+            "key": query.key,
+            "holder": query.holder,
+            "type": query.type,
+            "token": query.token,
+            "limit": query.limit,
+        }
+        return [rows.event_from(r) for r in self._conn().execute(Q["list_events"], params)]
+
+    def reap(self, limit: int) -> list[Event]:
+        with self._write() as conn:
+            now = self.clock.now_ms()
+            due = conn.execute(Q["due_leases"], {"now": now, "limit": limit}).fetchall()
+            drafts = []
+            for key, token, holder, task, expires_at in due:
+                marked = conn.execute(Q["mark_expired"], {"key": key, "token": token, "now": now})
+                if marked.rowcount == 1:
+                    drafts.append(
+                        EventDraft(
+                            "expired", key, holder, task, token, data={"deadline": expires_at}
+                        )
+                    )
+            return insert_events(conn, drafts, now)
+
+    def next_deadline(self) -> int | None:
+        value = self._conn().execute(Q["next_deadline"]).fetchone()[0]
+        return None if value is None else int(value)
+
+    def add_principal(self, principal: Principal, token_hash: str | None) -> None:
+        params = {
+            **principal.to_dict(),
+            "roles": rows.dumps(list(principal.roles)),
+            "token_hash": token_hash,
+            "now": self.clock.now_ms(),
+        }
+        with self._write() as conn:
+            conn.execute(Q["add_principal"], params)
+
+    def get_principal(self, name: str) -> Principal | None:
+        row = self._conn().execute(Q["get_principal"], {"name": name}).fetchone()
+        return rows.principal_from(row) if row else None
+
+    def principal_by_token(self, token_hash: str) -> Principal | None:
+        row = self._conn().execute(Q["principal_by_token"], {"token_hash": token_hash}).fetchone()
+        return rows.principal_from(row) if row else None
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            conns, self._all = self._all, []
+        for conn in conns:
+            conn.close()
+        self._local = threading.local()
+
+
+def _statements(sql: str) -> list[str]:
+    return [s.strip() for s in sql.split(";") if s.strip() and not _only_comments(s)]
+
+
+def _only_comments(chunk: str) -> bool:
+    return all(not line.strip() or line.strip().startswith("--") for line in chunk.splitlines())
