@@ -1,0 +1,258 @@
+"""The PostgreSQL store: a connection pool, row locks, and the database's clock.
+
+Every server sharing the database reads instants from PostgreSQL's ``clock_timestamp()``, so
+their deadlines agree. A key's transaction holds the key's row lock (``SELECT … FOR UPDATE``);
+a new key first gets a placeholder row (``INSERT … ON CONFLICT DO NOTHING``) so there is a row
+to lock, and concurrent first acquisitions queue on it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+from psycopg.types.json import Jsonb
+from psycopg_pool import ConnectionPool
+
+from tenure.core.clock import Clock
+from tenure.core.models import (
+    Event,
+    EventDraft,
+    EventQuery,
+    FencedValue,
+    FencedWrite,
+    KeyRecord,
+    Principal,
+)
+from tenure.store import rows
+from tenure.store.sqlfiles import migrations, queries
+
+Q = queries("postgres")
+MIGRATION_LOCK = (7468, 0)
+
+
+def _same(value: Any) -> Any:
+    return value  # psycopg decodes jsonb itself
+
+
+def _record(row: Sequence[Any] | None) -> KeyRecord | None:
+    if row is None or row[1] == 0:  # token 0: the placeholder of a key being created
+        return None
+    return rows.record_from(row, _same)
+
+
+class _PgKeyTx:
+    def __init__(
+        self, cur: psycopg.Cursor[Any], key: str, now: int, record: KeyRecord | None
+    ) -> None:
+        self.cur, self.key, self.now, self.record = cur, key, now, record
+
+    def register(self) -> FencedValue | None:
+        row = self.cur.execute(Q["get_register"], {"key": self.key}).fetchone()
+        return rows.register_from(row, _same) if row else None
+
+    def find_op(self, op_id: str) -> FencedWrite | None:
+        row = self.cur.execute(Q["find_op"], {"key": self.key, "op_id": op_id}).fetchone()
+        return rows.op_from(row, _same) if row else None
+
+    def save(self, record: KeyRecord) -> None:
+        params = rows.record_params(record, Jsonb(record.meta))
+        if self.cur.execute(Q["save_lease"], params).rowcount != 1:
+            raise RuntimeError(f"refused to lower the token of {record.key!r}")
+
+    def save_register(self, write: FencedWrite, op_id: str | None) -> None:
+        params = {
+            "key": write.key,
+            "token": write.token,
+            "value": Jsonb(write.value),
+            "version": write.version,
+            "now": self.now,
+        }
+        self.cur.execute(Q["save_register"], params)
+        if op_id is not None:
+            del params["now"]
+            self.cur.execute(Q["save_op"], {**params, "op_id": op_id})
+
+    def append(self, events: Sequence[EventDraft]) -> None:
+        insert_events(self.cur, events, self.now)
+
+
+def insert_events(cur: psycopg.Cursor[Any], events: Sequence[EventDraft], now: int) -> list[Event]:
+    if not events:
+        return []
+    cur.execute(Q["serialize_events"])
+    out = []
+    for e in events:
+        row = cur.execute(Q["insert_event"], rows.event_params(e, now, Jsonb(e.data))).fetchone()
+        assert row is not None
+        out.append(
+            Event(row[0], now, e.type, e.key, e.holder, e.task, e.token, e.actor, e.reason, e.data)
+        )
+    return out
+
+
+class PostgresStore:
+    """A store in one PostgreSQL database, shareable by several servers."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        clock: Clock | None = None,
+        min_size: int = 1,
+        max_size: int = 10,
+        timeout: float = 30.0,
+    ) -> None:
+        self.url = url
+        self.clock = clock
+        self.pool = ConnectionPool(
+            url,
+            min_size=min_size,
+            max_size=max_size,
+            timeout=timeout,
+            kwargs={"autocommit": True},
+            open=False,
+            name="tenure",
+        )
+        self.pool.open(wait=True, timeout=timeout)
+        try:
+            self._migrate()
+        except BaseException:
+            self.pool.close()
+            raise
+
+    @contextmanager
+    def _tx(self) -> Iterator[psycopg.Cursor[Any]]:
+        with self.pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
+            yield cur
+
+    def _now(self, cur: psycopg.Cursor[Any]) -> int:
+        if self.clock is not None:
+            return self.clock.now_ms()
+        row = cur.execute(Q["now_ms"]).fetchone()
+        assert row is not None
+        return int(row[0])
+
+    def _migrate(self) -> None:
+        with self._tx() as cur:
+            cur.execute("SELECT pg_advisory_xact_lock(%s, %s)", MIGRATION_LOCK)
+            cur.execute(
+                "CREATE TABLE IF NOT EXISTS tenure_schema (version integer PRIMARY KEY,"
+                " name text NOT NULL, applied_at bigint NOT NULL)"
+            )
+            row = cur.execute("SELECT coalesce(max(version), 0) FROM tenure_schema").fetchone()
+            have = int(row[0]) if row else 0
+            known = migrations("postgres")
+            if have > len(known):
+                raise RuntimeError(f"the database has schema {have}, newer than this tenure")
+            for version, name, sql in known[have:]:
+                cur.execute(sql.encode())
+                cur.execute(
+                    "INSERT INTO tenure_schema VALUES (%s, %s, %s)", (version, name, self._now(cur))
+                )
+
+    def schema_version(self) -> int:
+        row = self._one("SELECT max(version) FROM tenure_schema", {})
+        return int(row[0]) if row else 0
+
+    def _one(self, sql: str, params: dict[str, Any]) -> tuple[Any, ...] | None:
+        with self.pool.connection() as conn:
+            return conn.execute(sql.encode(), params).fetchone()
+
+    def _all(self, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+        with self.pool.connection() as conn:
+            return conn.execute(sql.encode(), params).fetchall()
+
+    # the protocol --------------------------------------------------------------------------
+    def now_ms(self) -> int:
+        if self.clock is not None:
+            return self.clock.now_ms()
+        row = self._one(Q["now_ms"], {})
+        assert row is not None
+        return int(row[0])
+
+    @contextmanager
+    def key_tx(self, key: str, *, create: bool = False) -> Iterator[_PgKeyTx]:
+        with self._tx() as cur:
+            row = cur.execute(Q["lock_lease"], {"key": key}).fetchone()
+            if row is None and create:
+                cur.execute(Q["create_lease_row"], {"key": key})
+                row = cur.execute(Q["lock_lease"], {"key": key}).fetchone()
+            # The instant is read once the row lock is held, so it orders with the commit.
+            yield _PgKeyTx(cur, key, self._now(cur), _record(row))
+
+    def get(self, key: str) -> KeyRecord | None:
+        return _record(self._one(Q["get_lease"], {"key": key}))
+
+    def live(
+        self,
+        now: int,
+        prefix: str | None = None,
+        holder: str | None = None,
+        task: str | None = None,
+        limit: int | None = None,
+    ) -> list[KeyRecord]:
+        params = {
+            "now": now,
+            "prefix": prefix or None,
+            "holder": holder,
+            "task": task,
+            "limit": limit,
+        }
+        return [rows.record_from(r, _same) for r in self._all(Q["live_leases"], params)]
+
+    def read_register(self, key: str) -> FencedValue | None:
+        row = self._one(Q["get_register"], {"key": key})
+        return rows.register_from(row, _same) if row else None
+
+    def events(self, query: EventQuery) -> list[Event]:
+        params = {
+            "after": query.after,
+            "key": query.key,
+            "holder": query.holder,
+            "type": query.type,
+            "token": query.token,
+            "limit": query.limit,
+        }
+        return [rows.event_from(r, _same) for r in self._all(Q["list_events"], params)]
+
+    def reap(self, limit: int) -> list[Event]:
+        with self._tx() as cur:
+            now = self._now(cur)
+            due = cur.execute(Q["reap"], {"now": now, "limit": limit}).fetchall()
+            drafts = [
+                EventDraft("expired", key, holder, task, token, data={"deadline": expires_at})
+                for key, token, holder, task, expires_at in sorted(due, key=_deadline)
+            ]
+            return insert_events(cur, drafts, now)
+
+    def next_deadline(self) -> int | None:
+        row = self._one(Q["next_deadline"], {})
+        return None if row is None or row[0] is None else int(row[0])
+
+    def add_principal(self, principal: Principal, token_hash: str | None) -> None:
+        params = {
+            **principal.to_dict(),
+            "roles": Jsonb(list(principal.roles)),
+            "token_hash": token_hash,
+            "now": self.now_ms(),
+        }
+        with self._tx() as cur:
+            cur.execute(Q["add_principal"], params)
+
+    def get_principal(self, name: str) -> Principal | None:
+        row = self._one(Q["get_principal"], {"name": name})
+        return rows.principal_from(row, _same) if row else None
+
+    def principal_by_token(self, token_hash: str) -> Principal | None:
+        row = self._one(Q["principal_by_token"], {"token_hash": token_hash})
+        return rows.principal_from(row, _same) if row else None
+
+    def close(self) -> None:
+        self.pool.close()
+
+
+def _deadline(row: tuple[Any, ...]) -> Any:
+    return row[4]

@@ -1,0 +1,63 @@
+-- One row per key ever leased. The row outlives its lease, so `token` (the latest token
+-- issued for the key) is durable state that only grows.
+CREATE TABLE tenure_leases (
+    key          text    PRIMARY KEY,
+    token        bigint  NOT NULL CHECK (token >= 0),
+    holder       text    NOT NULL,
+    task         text,
+    ttl_ms       bigint  NOT NULL,
+    acquired_at  bigint  NOT NULL,
+    renewed_at   bigint  NOT NULL,
+    expires_at   bigint  NOT NULL,
+    renewals     bigint  NOT NULL DEFAULT 0,
+    meta         jsonb   NOT NULL DEFAULT '{}',
+    ended        text,
+    fence_open   boolean NOT NULL DEFAULT true,
+    conflicts    bigint  NOT NULL DEFAULT 0
+);
+
+-- The reaper finds lapsed, unrecorded leases in time proportional to their number.
+CREATE INDEX tenure_leases_due ON tenure_leases (expires_at) WHERE ended IS NULL;
+CREATE INDEX tenure_leases_holder ON tenure_leases (holder) WHERE ended IS NULL;
+
+CREATE TABLE tenure_events (
+    id      bigint  GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    at      bigint  NOT NULL,
+    type    text    NOT NULL,
+    key     text,
+    holder  text,
+    task    text,
+    token   bigint,
+    actor   text,
+    reason  text,
+    data    jsonb   NOT NULL DEFAULT '{}'
+);
+CREATE INDEX tenure_events_key ON tenure_events (key, id);
+CREATE INDEX tenure_events_holder ON tenure_events (holder, id);
+CREATE INDEX tenure_events_type ON tenure_events (type, id);
+
+CREATE TABLE tenure_fenced (
+    key         text    PRIMARY KEY,
+    token       bigint  NOT NULL,
+    value       jsonb   NOT NULL,
+    version     bigint  NOT NULL,
+    updated_at  bigint  NOT NULL
+);
+
+CREATE TABLE tenure_fenced_ops (
+    key      text    NOT NULL,
+    op_id    text    NOT NULL,
+    token    bigint  NOT NULL,
+    value    jsonb   NOT NULL,
+    version  bigint  NOT NULL,
+    PRIMARY KEY (key, op_id)
+);
+
+CREATE TABLE tenure_principals (
+    name        text    PRIMARY KEY,
+    kind        text    NOT NULL,
+    roles       jsonb   NOT NULL DEFAULT '[]',
+    parent      text,
+    token_hash  text    UNIQUE,
+    created_at  bigint  NOT NULL
+);
