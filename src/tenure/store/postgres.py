@@ -232,15 +232,39 @@ class PostgresStore:
         row = self._one(Q["next_deadline"], {})
         return None if row is None or row[0] is None else int(row[0])
 
-    def add_principal(self, principal: Principal, token_hash: str | None) -> None:
-        params = {
-            **principal.to_dict(),
-            "roles": Jsonb(list(principal.roles)),
-            "token_hash": token_hash,
-            "now": self.now_ms(),
-        }
+    def add_principal(
+        self, principal: Principal, token_hash: str | None = None, token_id: str | None = None
+    ) -> None:
         with self._tx() as cur:
+            now = self._now(cur)
+            params = {**principal.to_dict(), "roles": Jsonb(list(principal.roles)), "now": now}
             cur.execute(Q["add_principal"], params)
+            if token_hash is not None:
+                token = {
+                    "id": token_id or token_hash[:12],
+                    "principal": principal.name,
+                    "token_hash": token_hash,
+                    "now": now,
+                }
+                cur.execute(Q["add_token"], token)
+
+    def add_token(self, name: str, token_id: str, token_hash: str) -> None:
+        with self._tx() as cur:
+            params = {
+                "id": token_id,
+                "principal": name,
+                "token_hash": token_hash,
+                "now": self._now(cur),
+            }
+            cur.execute(Q["add_token"], params)
+
+    def revoke_token(self, token_id: str) -> bool:
+        with self._tx() as cur:
+            params = {"id": token_id, "now": self._now(cur)}
+            return cur.execute(Q["revoke_token"], params).rowcount == 1
+
+    def list_principals(self) -> list[Principal]:
+        return [rows.principal_from(r, _same) for r in self._all(Q["list_principals"], {})]
 
     def get_principal(self, name: str) -> Principal | None:
         row = self._one(Q["get_principal"], {"name": name})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -225,15 +226,39 @@ class SqliteStore:
         value = self._conn().execute(Q["next_deadline"]).fetchone()[0]
         return None if value is None else int(value)
 
-    def add_principal(self, principal: Principal, token_hash: str | None) -> None:
+    def add_principal(
+        self, principal: Principal, token_hash: str | None = None, token_id: str | None = None
+    ) -> None:
+        now = self.clock.now_ms()
+        params = {**principal.to_dict(), "roles": rows.dumps(list(principal.roles)), "now": now}
+        with self._write() as conn:
+            conn.execute(Q["add_principal"], params)
+            if token_hash is not None:
+                token = {
+                    "id": token_id or token_hash[:12],
+                    "principal": principal.name,
+                    "token_hash": token_hash,
+                    "now": now,
+                }
+                conn.execute(Q["add_token"], token)
+
+    def add_token(self, name: str, token_id: str, token_hash: str) -> None:
         params = {
-            **principal.to_dict(),
-            "roles": rows.dumps(list(principal.roles)),
+            "id": token_id,
+            "principal": name,
             "token_hash": token_hash,
             "now": self.clock.now_ms(),
         }
         with self._write() as conn:
-            conn.execute(Q["add_principal"], params)
+            conn.execute(Q["add_token"], params)
+
+    def revoke_token(self, token_id: str) -> bool:
+        with self._write() as conn:
+            cur = conn.execute(Q["revoke_token"], {"id": token_id, "now": self.clock.now_ms()})
+            return cur.rowcount == 1
+
+    def list_principals(self) -> list[Principal]:
+        return [rows.principal_from(r) for r in self._conn().execute(Q["list_principals"])]
 
     def get_principal(self, name: str) -> Principal | None:
         row = self._conn().execute(Q["get_principal"], {"name": name}).fetchone()
@@ -253,8 +278,6 @@ class SqliteStore:
 
 
 def _statements(sql: str) -> list[str]:
-    return [s.strip() for s in sql.split(";") if s.strip() and not _only_comments(s)]
-
-
-def _only_comments(chunk: str) -> bool:
-    return all(not line.strip() or line.strip().startswith("--") for line in chunk.splitlines())
+    """Split a migration into statements (comments dropped first: they may hold ``;``)."""
+    code = re.sub(r"--[^\n]*", "", sql)
+    return [s.strip() for s in code.split(";") if s.strip()]

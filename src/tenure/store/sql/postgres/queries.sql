@@ -98,11 +98,27 @@ INSERT INTO tenure_fenced_ops (key, op_id, token, value, version)
 VALUES (%(key)s, %(op_id)s, %(token)s, %(value)s, %(version)s);
 
 -- name: add_principal
-INSERT INTO tenure_principals (name, kind, roles, parent, token_hash, created_at)
-VALUES (%(name)s, %(kind)s, %(roles)s, %(parent)s, %(token_hash)s, %(now)s);
+INSERT INTO tenure_principals (name, kind, roles, parent, created_at)
+VALUES (%(name)s, %(kind)s, %(roles)s, %(parent)s, %(now)s);
+
+-- name: add_token
+INSERT INTO tenure_tokens (id, principal, token_hash, created_at)
+VALUES (%(id)s, %(principal)s, %(token_hash)s, %(now)s);
+
+-- name: revoke_token
+UPDATE tenure_tokens SET revoked_at = %(now)s
+WHERE id = %(id)s AND revoked_at IS NULL;
+
+-- name: list_tokens
+SELECT id, created_at, revoked_at FROM tenure_tokens WHERE principal = %(name)s ORDER BY created_at, id;
 
 -- name: get_principal
 SELECT name, kind, roles, parent FROM tenure_principals WHERE name = %(name)s;
 
+-- name: list_principals
+SELECT name, kind, roles, parent FROM tenure_principals ORDER BY name;
+
 -- name: principal_by_token
-SELECT name, kind, roles, parent FROM tenure_principals WHERE token_hash = %(token_hash)s;
+SELECT p.name, p.kind, p.roles, p.parent
+FROM tenure_tokens t JOIN tenure_principals p ON p.name = t.principal
+WHERE t.token_hash = %(token_hash)s AND t.revoked_at IS NULL;

@@ -74,11 +74,27 @@ INSERT INTO tenure_fenced_ops (key, op_id, token, value, version)
 VALUES (:key, :op_id, :token, :value, :version);
 
 -- name: add_principal
-INSERT INTO tenure_principals (name, kind, roles, parent, token_hash, created_at)
-VALUES (:name, :kind, :roles, :parent, :token_hash, :now);
+INSERT INTO tenure_principals (name, kind, roles, parent, created_at)
+VALUES (:name, :kind, :roles, :parent, :now);
+
+-- name: add_token
+INSERT INTO tenure_tokens (id, principal, token_hash, created_at)
+VALUES (:id, :principal, :token_hash, :now);
+
+-- name: revoke_token
+UPDATE tenure_tokens SET revoked_at = :now
+WHERE id = :id AND revoked_at IS NULL;
+
+-- name: list_tokens
+SELECT id, created_at, revoked_at FROM tenure_tokens WHERE principal = :name ORDER BY created_at, id;
 
 -- name: get_principal
 SELECT name, kind, roles, parent FROM tenure_principals WHERE name = :name;
 
+-- name: list_principals
+SELECT name, kind, roles, parent FROM tenure_principals ORDER BY name;
+
 -- name: principal_by_token
-SELECT name, kind, roles, parent FROM tenure_principals WHERE token_hash = :token_hash;
+SELECT p.name, p.kind, p.roles, p.parent
+FROM tenure_tokens t JOIN tenure_principals p ON p.name = t.principal
+WHERE t.token_hash = :token_hash AND t.revoked_at IS NULL;

@@ -58,6 +58,15 @@ CREATE TABLE tenure_principals (
     kind        text    NOT NULL,
     roles       jsonb   NOT NULL DEFAULT '[]',
     parent      text,
-    token_hash  text    UNIQUE,
     created_at  bigint  NOT NULL
 );
+
+-- Bearer tokens: only a hash is kept. A principal may hold several; revoking keeps the row.
+CREATE TABLE tenure_tokens (
+    id          text    PRIMARY KEY,
+    principal   text    NOT NULL REFERENCES tenure_principals (name),
+    token_hash  text    NOT NULL UNIQUE,
+    created_at  bigint  NOT NULL,
+    revoked_at  bigint
+);
+CREATE INDEX tenure_tokens_principal ON tenure_tokens (principal);

@@ -54,10 +54,19 @@ CREATE TABLE tenure_fenced_ops (
 ) WITHOUT ROWID;
 
 CREATE TABLE tenure_principals (
-    name        TEXT PRIMARY KEY,
-    kind        TEXT NOT NULL,
-    roles       TEXT NOT NULL DEFAULT '[]',
+    name        TEXT    PRIMARY KEY,
+    kind        TEXT    NOT NULL,
+    roles       TEXT    NOT NULL DEFAULT '[]',
     parent      TEXT,
-    token_hash  TEXT UNIQUE,
     created_at  INTEGER NOT NULL
 ) WITHOUT ROWID;
+
+-- Bearer tokens: only a hash is kept. A principal may hold several; revoking keeps the row.
+CREATE TABLE tenure_tokens (
+    id          TEXT    PRIMARY KEY,
+    principal   TEXT    NOT NULL REFERENCES tenure_principals (name),
+    token_hash  TEXT    NOT NULL UNIQUE,
+    created_at  INTEGER NOT NULL,
+    revoked_at  INTEGER
+) WITHOUT ROWID;
+CREATE INDEX tenure_tokens_principal ON tenure_tokens (principal);
