@@ -3,25 +3,23 @@
 from __future__ import annotations
 
 import argparse
-import os
-from pathlib import Path
 
 from tenure.errors import LeaseHeld, StaleToken
 from tenure.service import Service
+from tenure.settings import Settings
 from tenure.store.open import open_store
-
-DEFAULT_DB = Path(os.environ.get("XDG_DATA_HOME", Path.home() / ".local/share")) / "tenure"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tenure.demo", description=__doc__)
     parser.add_argument(
         "--db",
-        default=str(DEFAULT_DB / "demo.db"),
+        default=None,
         help="sqlite:///path, a file path or postgresql://… (default: %(default)s)",
     )
     args = parser.parse_args(argv)
-    store = open_store(args.db)
+    db = args.db or str(Settings.from_env().data_dir / "demo.db")
+    store = open_store(db)
     service = Service(store)
     say = print
     say(f"database: {store.url} (schema {store.schema_version()})")

@@ -1,0 +1,99 @@
+"""Settings: the only reader of the environment.
+
+- ``TENURE_DB``: the database URL, ``sqlite:///…`` or ``postgresql://…``
+  (default ``sqlite:///<data dir>/tenure.db``).
+- ``TENURE_DATA_DIR``: where the default database lives
+  (default ``$XDG_DATA_HOME/tenure``, else ``~/.local/share/tenure``).
+- ``TENURE_HOST``, ``TENURE_PORT``: what ``tenure serve`` binds (``127.0.0.1``, ``7676``).
+- ``TENURE_URL``: the server the client and CLI talk to (``http://127.0.0.1:7676``).
+- ``TENURE_TOKEN``: the bearer token of the client and CLI.
+- ``TENURE_MAX_BODY_BYTES``: the largest request body the server reads (2 MiB).
+- ``TENURE_POLICY``: the policy as JSON,
+  ``{"default": {"default_ttl": 30000, …}, "prefixes": {"jobs/": {"max_ttl": 600000}}}``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from tenure.core.policy import Policy, PolicySet
+
+DEFAULT_PORT = 7676
+DEFAULT_HOST = "127.0.0.1"
+
+
+def default_data_dir(env: Mapping[str, str]) -> Path:
+    if env.get("TENURE_DATA_DIR"):
+        return Path(env["TENURE_DATA_DIR"])
+    base = env.get("XDG_DATA_HOME") or str(Path(env.get("HOME", "~")).expanduser() / ".local/share")
+    return Path(base) / "tenure"
+
+
+@dataclass(frozen=True)
+class Settings:
+    db: str
+    data_dir: Path = Path(".")
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    url: str = f"http://{DEFAULT_HOST}:{DEFAULT_PORT}"
+    token: str | None = None
+    max_body_bytes: int = 2 * 1024 * 1024
+    policy: PolicySet = field(default_factory=PolicySet)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+        """Settings from ``env`` (default: ``os.environ``), then explicit ``overrides``."""
+        env = os.environ if env is None else env
+        data_dir = default_data_dir(env)
+        db = env.get("TENURE_DB") or f"sqlite:///{data_dir / 'tenure.db'}"
+        port = _int(env, "TENURE_PORT", DEFAULT_PORT)
+        host = env.get("TENURE_HOST") or DEFAULT_HOST
+        settings = cls(
+            db=db,
+            data_dir=data_dir,
+            host=host,
+            port=port,
+            url=env.get("TENURE_URL") or f"http://{host}:{port}",
+            token=env.get("TENURE_TOKEN") or None,
+            max_body_bytes=_int(env, "TENURE_MAX_BODY_BYTES", 2 * 1024 * 1024),
+            policy=parse_policy(env.get("TENURE_POLICY")),
+        )
+        given = {k: v for k, v in overrides.items() if v is not None}
+        return replace(settings, **given) if given else settings
+
+
+def _int(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = env.get(name)
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be an integer, got {raw!r}") from None
+    if value <= 0:
+        raise ValueError(f"{name} must be positive, got {raw!r}")
+    return value
+
+
+def parse_policy(raw: str | None) -> PolicySet:
+    """``{"default": {"default_ttl": 30000, …}, "prefixes": {"jobs/": {"max_ttl": …}}}``."""
+    if not raw:
+        return PolicySet()
+    try:
+        doc = json.loads(raw)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"TENURE_POLICY is not JSON: {err}") from None
+    if not isinstance(doc, dict) or set(doc) - {"default", "prefixes"}:
+        raise ValueError('TENURE_POLICY must be {"default": {...}, "prefixes": {...}}')
+    try:
+        policies = PolicySet(Policy(**doc.get("default", {})))
+        for prefix, changes in doc.get("prefixes", {}).items():
+            policies = policies.with_prefix(prefix, **changes)
+    except TypeError as err:
+        raise ValueError(f"TENURE_POLICY: {err}") from None
+    return policies
