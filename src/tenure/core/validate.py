@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import unicodedata
 from typing import Any
 
@@ -10,6 +11,10 @@ from tenure.core.policy import Policy
 from tenure.errors import InvalidRequest, TooLarge
 
 MAX_TOKEN = 2**63 - 1
+# Keys are any non-empty UTF-8 text without control characters (C0, DEL, C1) or surrogates;
+# the same rule is the `pattern` of `key` in the HTTP API's schema.
+KEY_PATTERN = "^[^\\x00-\\x1f\\x7f-\\x9f\\ud800-\\udfff]+$"
+KEY_FORBIDDEN = re.compile("[\\x00-\\x1f\\x7f-\\x9f\\ud800-\\udfff]")
 MAX_TASK_CHARS = 1024
 MAX_REASON_CHARS = 1024
 MAX_OP_ID_CHARS = 256
@@ -47,8 +52,8 @@ def check_key(key: object, policy: Policy, field: str = "key") -> str:
             limit=policy.max_key_bytes,
             size=size,
         )
-    if key != key.strip() or any(unicodedata.category(ch)[0] in "CZ" and ch != " " for ch in key):
-        raise _invalid(field, "must not contain control, separator or surrounding spaces")
+    if KEY_FORBIDDEN.search(key):
+        raise _invalid(field, "must not contain control characters or lone surrogates")
     return key
 
 

@@ -83,8 +83,8 @@ class Store(Protocol):
 
     def add_token(self, name: str, token_id: str, token_hash: str) -> None: ...
 
-    def revoke_token(self, token_id: str) -> bool:
-        """Revoke a token; ``False`` if no such unrevoked token exists."""
+    def revoke_token(self, name: str, token_id: str) -> bool:
+        """Revoke a token of ``name``; ``False`` if it has no such unrevoked token."""
         ...
 
     def list_principals(self) -> list[Principal]: ...

@@ -258,9 +258,9 @@ class PostgresStore:
             }
             cur.execute(Q["add_token"], params)
 
-    def revoke_token(self, token_id: str) -> bool:
+    def revoke_token(self, name: str, token_id: str) -> bool:
         with self._tx() as cur:
-            params = {"id": token_id, "now": self._now(cur)}
+            params = {"id": token_id, "principal": name, "now": self._now(cur)}
             return cur.execute(Q["revoke_token"], params).rowcount == 1
 
     def list_principals(self) -> list[Principal]:

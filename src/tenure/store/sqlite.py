@@ -252,9 +252,10 @@ class SqliteStore:
         with self._write() as conn:
             conn.execute(Q["add_token"], params)
 
-    def revoke_token(self, token_id: str) -> bool:
+    def revoke_token(self, name: str, token_id: str) -> bool:
+        params = {"id": token_id, "principal": name, "now": self.clock.now_ms()}
         with self._write() as conn:
-            cur = conn.execute(Q["revoke_token"], {"id": token_id, "now": self.clock.now_ms()})
+            cur = conn.execute(Q["revoke_token"], params)
             return cur.rowcount == 1
 
     def list_principals(self) -> list[Principal]:

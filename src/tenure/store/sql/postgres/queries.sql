@@ -107,7 +107,7 @@ VALUES (%(id)s, %(principal)s, %(token_hash)s, %(now)s);
 
 -- name: revoke_token
 UPDATE tenure_tokens SET revoked_at = %(now)s
-WHERE id = %(id)s AND revoked_at IS NULL;
+WHERE id = %(id)s AND principal = %(principal)s AND revoked_at IS NULL;
 
 -- name: list_tokens
 SELECT id, created_at, revoked_at FROM tenure_tokens WHERE principal = %(name)s ORDER BY created_at, id;

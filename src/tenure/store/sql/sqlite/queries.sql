@@ -83,7 +83,7 @@ VALUES (:id, :principal, :token_hash, :now);
 
 -- name: revoke_token
 UPDATE tenure_tokens SET revoked_at = :now
-WHERE id = :id AND revoked_at IS NULL;
+WHERE id = :id AND principal = :principal AND revoked_at IS NULL;
 
 -- name: list_tokens
 SELECT id, created_at, revoked_at FROM tenure_tokens WHERE principal = :name ORDER BY created_at, id;

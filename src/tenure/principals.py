@@ -1,0 +1,126 @@
+"""Principals and their bearer tokens: random, high entropy, shown once, stored hashed.
+
+A token reads ``tnr_<id>_<secret>``: ``id`` (12 hex characters) names it for revocation and
+listing; the whole token is hashed with SHA-256 (fine for 256-bit random secrets, which no
+dictionary attack can reach) and only the hash is stored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+from dataclasses import dataclass
+
+from tenure.core import validate as v
+from tenure.core.models import KINDS, ROLES, Principal
+from tenure.errors import Forbidden, InvalidRequest, NotFound, Unauthenticated
+from tenure.store.base import Store
+
+TOKEN_RE = re.compile(r"^tnr_([0-9a-f]{12})_([A-Za-z0-9_-]{43})$")
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@:/-]{0,127}$")
+
+
+@dataclass(frozen=True)
+class IssuedToken:
+    """A token as issued: the secret is shown once and never stored."""
+
+    principal: Principal
+    token_id: str
+    token: str
+
+
+def new_token() -> tuple[str, str]:
+    token_id = secrets.token_hex(6)
+    return token_id, f"tnr_{token_id}_{secrets.token_urlsafe(32)}"
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def check_principal(name: object, kind: object, roles: object, parent: object) -> Principal:
+    """A valid :class:`Principal` from untrusted fields, or :class:`InvalidRequest`."""
+    if not isinstance(name, str) or not NAME_RE.match(name):
+        raise InvalidRequest(
+            "name: 1-128 characters of letters, digits and . _ @ : / -, starting with a "
+            "letter or digit",
+            field="name",
+        )
+    if kind not in KINDS:
+        raise InvalidRequest(f"kind: one of {', '.join(KINDS)}", field="kind")
+    if not isinstance(roles, list | tuple) or any(r not in ROLES for r in roles):
+        raise InvalidRequest(f"roles: a list of {', '.join(ROLES)}", field="roles")
+    if parent is not None and (not isinstance(parent, str) or not NAME_RE.match(parent)):
+        raise InvalidRequest("parent: the name of an existing principal", field="parent")
+    return Principal(name, kind, tuple(dict.fromkeys(roles)), parent)  # type: ignore[arg-type]
+
+
+class Principals:
+    """Create, authenticate and revoke principals over one store."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def bootstrap(
+        self,
+        name: str,
+        kind: str = "human",
+        roles: tuple[str, ...] | list[str] = (),
+        parent: str | None = None,
+    ) -> IssuedToken:
+        """Create a principal with a first token, trusting the caller (CLI on the database)."""
+        principal = check_principal(name, kind, list(roles), parent)
+        if self.store.get_principal(principal.name) is not None:
+            return self._token_for(principal.name)
+        if parent is not None and self.store.get_principal(parent) is None:
+            raise InvalidRequest(f"parent: no principal named {parent!r}", field="parent")
+        token_id, token = new_token()
+        self.store.add_principal(principal, hash_token(token), token_id)
+        return IssuedToken(principal, token_id, token)
+
+    def _token_for(self, name: str) -> IssuedToken:
+        """An extra token for an existing principal."""
+        principal = self.store.get_principal(name)
+        if principal is None:
+            raise NotFound(f"no principal named {name!r}", what="principal")
+        token_id, token = new_token()
+        self.store.add_token(name, token_id, hash_token(token))
+        return IssuedToken(principal, token_id, token)
+
+    def create(
+        self,
+        actor: Principal,
+        name: str,
+        kind: str = "agent",
+        roles: list[str] | None = None,
+        parent: str | None = None,
+    ) -> IssuedToken:
+        """An admin creates a principal (or a new token for an existing one)."""
+        if not actor.is_admin:
+            raise Forbidden(
+                "only admins create principals", actor=actor.name, reason="admin role required"
+            )
+        return self.bootstrap(name, kind, roles or [], parent)
+
+    def authenticate(self, token: str | None) -> Principal:
+        if not token or not TOKEN_RE.match(token):
+            raise Unauthenticated("a valid bearer token is required")
+        principal = self.store.principal_by_token(hash_token(token))
+        if principal is None:
+            raise Unauthenticated("unknown or revoked token")
+        return principal
+
+    def revoke(self, actor: Principal, name: str, token_id: str) -> None:
+        """Revoke one token of ``name``; admins revoke anyone's, principals their own."""
+        v.check_text("token_id", token_id, 64)
+        if not actor.is_admin and actor.name != name:
+            raise Forbidden(
+                "only admins revoke the tokens of others",
+                actor=actor.name,
+                reason="admin role required",
+            )
+        if self.store.get_principal(name) is None:
+            raise NotFound(f"no principal named {name!r}", what="principal")
+        if not self.store.revoke_token(name, token_id):
+            raise NotFound(f"no live token {token_id!r} of {name!r}", what="token")

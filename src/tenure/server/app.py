@@ -1,0 +1,257 @@
+"""The ASGI app: authentication, the lease, fenced-register and principal routes, health."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+import anyio
+from fastapi import Depends, FastAPI, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from tenure import __version__
+from tenure.core.clock import Clock
+from tenure.core.models import Lease, Principal
+from tenure.principals import Principals
+from tenure.reaper import Reaper
+from tenure.server import openapi, problems
+from tenure.server import schemas as s
+from tenure.server.problems import BodyLimit, JsonByDefault
+from tenure.server.waiters import Waiters
+from tenure.service import Service
+from tenure.settings import Settings
+from tenure.store.open import open_store
+
+P = openapi.problem_responses
+bearer = HTTPBearer(auto_error=False, description="a token from `tenure principal add`")
+
+
+@dataclass
+class State:
+    service: Service
+    principals: Principals
+    waiters: Waiters
+    reaper: Reaper
+
+
+def state(request: Request) -> State:
+    st: State = request.app.state.tenure
+    return st
+
+
+def caller(
+    request: Request, creds: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
+) -> Principal:
+    return state(request).principals.authenticate(creds.credentials if creds else None)
+
+
+Caller = Annotated[Principal, Depends(caller)]
+St = Annotated[State, Depends(state)]
+
+
+def create_app(settings: Settings | None = None, *, clock: Clock | None = None) -> FastAPI:
+    """The app for ``settings`` (default: from the environment). Opens the store on startup."""
+    settings = settings or Settings.from_env()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        store = await anyio.to_thread.run_sync(lambda: open_store(settings.db, clock=clock))
+        service = Service(store, settings.policy)
+        reaper = Reaper(service).start()
+        waiters = Waiters(lambda: int(time.time() * 1000))
+        app.state.tenure = State(service, Principals(store), waiters, reaper)
+        try:
+            yield
+        finally:
+            waiters.close()
+            reaper.stop()
+            await anyio.to_thread.run_sync(store.close)
+
+    app = FastAPI(
+        title="tenure",
+        version=__version__,
+        lifespan=lifespan,
+        description="Leases with fencing tokens for people, services and agents.",
+    )
+    problems.install(app)
+    openapi.install(app)
+    app.add_middleware(JsonByDefault)
+    app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
+    add_lease_routes(app)
+    add_other_routes(app)
+    return app
+
+
+def lease_out(lease: Lease) -> dict[str, Any]:
+    return lease.to_dict()
+
+
+def add_lease_routes(app: FastAPI) -> None:
+    @app.post(
+        "/v1/leases/acquire",
+        response_model=s.LeaseReply,
+        tags=["leases"],
+        responses=P(400, 401, 409, 413, 422),
+    )
+    async def acquire(body: s.AcquireIn, me: Caller, st: St) -> dict[str, Any]:
+        """Acquire `key`, or renew it if you hold it; `wait_ms` long-polls while it is held."""
+
+        async def attempt() -> Lease:
+            return await anyio.to_thread.run_sync(
+                lambda: st.service.acquire(me, body.key, body.ttl_ms, body.task, body.meta)
+            )
+
+        lease = await st.waiters.acquire(body.key, attempt, body.wait_ms or 0)
+        return {"lease": lease_out(lease)}
+
+    @app.post(
+        "/v1/leases/renew",
+        response_model=s.LeaseReply,
+        tags=["leases"],
+        responses=P(400, 401, 403, 404, 409, 413, 422),
+    )
+    def renew(body: s.RenewIn, me: Caller, st: St) -> dict[str, Any]:
+        return {"lease": lease_out(st.service.renew(me, body.key, body.token, body.ttl_ms))}
+
+    @app.post(
+        "/v1/leases/renew-all",
+        response_model=s.RenewAllReply,
+        tags=["leases"],
+        responses=P(400, 401, 413, 422),
+    )
+    def renew_all(body: s.RenewAllIn, me: Caller, st: St) -> dict[str, Any]:
+        return st.service.renew_all(me, body.keys).to_dict()
+
+    @app.post(
+        "/v1/leases/extend",
+        response_model=s.ExtendReply,
+        tags=["leases"],
+        responses=P(400, 401, 403, 404, 409, 413, 422),
+    )
+    def extend(body: s.ExtendIn, me: Caller, st: St) -> dict[str, Any]:
+        return st.service.extend(me, body.key, body.token, body.until, body.by_ms).to_dict()
+
+    @app.post(
+        "/v1/leases/release",
+        response_model=s.ReleaseReply,
+        tags=["leases"],
+        responses=P(400, 401, 403, 413, 422),
+    )
+    def release(body: s.ReleaseIn, me: Caller, st: St) -> dict[str, Any]:
+        result = st.service.release(me, body.key, body.token)
+        if result.released:
+            st.waiters.notify(body.key)
+        return result.to_dict()
+
+    @app.post(
+        "/v1/leases/force-release",
+        response_model=s.ForceReleaseReply,
+        tags=["leases"],
+        responses=P(400, 401, 403, 404, 413, 422),
+    )
+    def force_release(body: s.ForceReleaseIn, me: Caller, st: St) -> dict[str, Any]:
+        result = st.service.force_release(me, body.key, body.reason)
+        st.waiters.notify(body.key)
+        return result.to_dict()
+
+    @app.get("/v1/leases", response_model=s.LeasesReply, tags=["leases"], responses=P(401, 422))
+    def list_leases(
+        me: Caller,
+        st: St,
+        prefix: str | None = None,
+        holder: str | None = None,
+        task: str | None = None,
+        limit: int = 1000,
+    ) -> dict[str, Any]:
+        leases = st.service.list(prefix, holder, task, limit)
+        return {"leases": [lease_out(lease) for lease in leases]}
+
+    @app.get(
+        "/v1/leases/{key:path}",
+        response_model=s.LeaseReply,
+        tags=["leases"],
+        responses=P(401, 404, 413, 422),
+    )
+    def get_lease(key: str, me: Caller, st: St) -> dict[str, Any]:
+        return {"lease": lease_out(st.service.get(key))}
+
+
+def add_other_routes(app: FastAPI) -> None:
+    @app.post(
+        "/v1/fenced/write",
+        response_model=s.FencedWriteReply,
+        tags=["fenced"],
+        responses=P(400, 401, 409, 413, 422),
+    )
+    def fenced_write(body: s.FencedWriteIn, me: Caller, st: St) -> dict[str, Any]:
+        return st.service.write(me, body.key, body.token, body.value, body.op_id).to_dict()
+
+    @app.get(
+        "/v1/fenced/{key:path}",
+        response_model=s.FencedValueReply,
+        tags=["fenced"],
+        responses=P(401, 404, 413, 422),
+    )
+    def fenced_read(key: str, me: Caller, st: St) -> dict[str, Any]:
+        return st.service.read(key).to_dict()
+
+    @app.get(
+        "/v1/events", response_model=s.EventsReply, tags=["operations"], responses=P(401, 413, 422)
+    )
+    def events(
+        me: Caller,
+        st: St,
+        after: int = 0,
+        key: str | None = None,
+        holder: str | None = None,
+        type: str | None = None,
+        limit: int = 100,
+    ) -> dict[str, Any]:
+        found = st.service.events(after, key, holder, type, limit)
+        return {"events": [e.to_dict() for e in found], "next": found[-1].id if found else after}
+
+    @app.get("/v1/me", response_model=s.MeReply, tags=["principals"], responses=P(401))
+    def whoami(me: Caller) -> dict[str, Any]:
+        return {"principal": me.to_dict()}
+
+    @app.post(
+        "/v1/principals",
+        response_model=s.PrincipalReply,
+        tags=["principals"],
+        status_code=201,
+        responses=P(400, 401, 403, 413, 422),
+    )
+    def add_principal(body: s.PrincipalIn, me: Caller, st: St) -> dict[str, Any]:
+        issued = st.principals.create(me, body.name, body.kind, list(body.roles), body.parent)
+        return {
+            "principal": issued.principal.to_dict(),
+            "token": issued.token,
+            "token_id": issued.token_id,
+        }
+
+    @app.delete(
+        "/v1/principals/{name}/tokens/{token_id}",
+        status_code=204,
+        tags=["principals"],
+        responses=P(401, 403, 404, 422),
+    )
+    def revoke_token(name: str, token_id: str, me: Caller, st: St) -> None:
+        st.principals.revoke(me, name, token_id)
+
+    @app.get("/healthz", response_model=s.Health, tags=["operations"])
+    def healthz() -> dict[str, Any]:
+        return {"status": "ok"}
+
+    @app.get(
+        "/readyz",
+        response_model=s.Health,
+        tags=["operations"],
+        responses={503: {"description": "the database is unreachable"}},
+    )
+    def readyz(st: St) -> dict[str, Any]:
+        st.service.store.now_ms() if hasattr(st.service.store, "pool") else None
+        st.service.store.schema_version()
+        return {"status": "ok"}

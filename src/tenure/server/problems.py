@@ -1,0 +1,145 @@
+"""Every error leaves the server as ``application/problem+json`` with a stable ``code``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from tenure.errors import InvalidRequest, NotFound, TenureError, TooLarge
+
+PROBLEM = "application/problem+json"
+STATUS_CODES = {
+    400: "invalid_request",
+    401: "unauthenticated",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    409: "lease_held",
+    413: "too_large",
+    422: "invalid_request",
+}
+
+
+def problem_response(
+    err: TenureError, status: int | None = None, headers: dict[str, str] | None = None
+) -> JSONResponse:
+    body = err.to_problem()
+    if status is not None:
+        body["status"] = status
+    return JSONResponse(body, status_code=body["status"], media_type=PROBLEM, headers=headers)
+
+
+def _field(loc: tuple[Any, ...]) -> str:
+    parts = [str(p) for p in loc if p not in ("body", "query", "path", "header")]
+    return ".".join(parts) or "body"
+
+
+async def on_tenure_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, TenureError)
+    headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
+    return problem_response(exc, headers=headers)
+
+
+async def on_validation_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    errors = exc.errors()
+    first = errors[0] if errors else {"loc": ("body",), "msg": "invalid", "type": ""}
+    if first.get("type") == "json_invalid" or (
+        first.get("type") in ("missing", "model_attributes_type", "dict_type")
+        and tuple(first.get("loc", ())) == ("body",)
+    ):
+        err = InvalidRequest(f"the body is not a JSON object: {first.get('msg')}", field="body")
+        return problem_response(err, status=400)
+    field = _field(tuple(first.get("loc", ())))
+    if first.get("type") == "extra_forbidden":
+        detail = f"{field}: unknown field"
+    else:
+        detail = f"{field}: {first.get('msg', 'invalid')}"
+    return problem_response(InvalidRequest(detail, field=field))
+
+
+async def on_http_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    headers = dict(exc.headers or {})
+    if exc.status_code == 404:
+        return problem_response(NotFound("no such route", what="route"), headers=headers)
+    body = {
+        "type": f"https://tenure.dev/problems/{STATUS_CODES.get(exc.status_code, 'error')}",
+        "title": str(exc.detail),
+        "status": exc.status_code,
+        "code": STATUS_CODES.get(exc.status_code, "error"),
+        "detail": str(exc.detail),
+    }
+    return JSONResponse(body, exc.status_code, media_type=PROBLEM, headers=headers)
+
+
+def install(app: FastAPI) -> None:
+    app.add_exception_handler(TenureError, on_tenure_error)
+    app.add_exception_handler(RequestValidationError, on_validation_error)
+    app.add_exception_handler(StarletteHTTPException, on_http_error)
+
+
+class BodyLimit:
+    """Refuse request bodies over ``limit`` bytes with ``413 too_large`` before parsing."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        length = dict(scope["headers"]).get(b"content-length")
+        if length is not None and length.isdigit() and int(length) > self.limit:
+            await self._refuse(scope, receive, send, int(length))
+            return
+        seen = 0
+
+        async def limited() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.limit:
+                    raise _TooBig(seen)
+            return message
+
+        try:
+            await self.app(scope, limited, send)
+        except _TooBig as big:
+            await self._refuse(scope, receive, send, big.size)
+
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send, size: int) -> None:
+        err = TooLarge(
+            f"the body is {size} bytes, more than {self.limit}",
+            field="body",
+            limit=self.limit,
+            size=size,
+        )
+        await problem_response(err)(scope, receive, send)
+
+
+class _TooBig(Exception):
+    def __init__(self, size: int) -> None:
+        self.size = size
+
+
+class JsonByDefault:
+    """Read request bodies as JSON unless they say otherwise (``curl -d`` says form data)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] in ("POST", "PUT", "PATCH"):
+            headers = [(k, v) for k, v in scope["headers"] if k != b"content-type"]
+            kind = dict(scope["headers"]).get(b"content-type", b"")
+            if not kind or kind.startswith(b"application/x-www-form-urlencoded"):
+                kind = b"application/json"
+            scope = {**scope, "headers": [*headers, (b"content-type", kind)]}
+        await self.app(scope, receive, send)

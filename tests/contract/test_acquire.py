@@ -1,0 +1,204 @@
+"""Invariants 1 (one holder) and 8 (conflicts are named; re-acquiring keeps the token)."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+import tenure
+from tenure import LeaseHeld, Service
+
+
+def test_acquire_grants_a_lease_on_the_store_clock(
+    service: Service, clock: tenure.FakeClock
+) -> None:
+    t0 = clock.now_ms()
+    lease = service.acquire("alice", "jobs/a", ttl_ms=5_000, task="run-1", meta={"n": 1})
+    assert lease == tenure.Lease(
+        key="jobs/a",
+        holder="alice",
+        task="run-1",
+        token=1,
+        ttl_ms=5_000,
+        acquired_at=t0,
+        renewed_at=t0,
+        expires_at=t0 + 5_000,
+        renewals=0,
+        meta={"n": 1},
+        state="live",
+    )
+    assert service.get("jobs/a") == lease
+    assert service.list() == [lease]
+
+
+def test_acquire_without_ttl_uses_the_default_ttl(
+    service: Service, clock: tenure.FakeClock
+) -> None:
+    lease = service.acquire("alice", "jobs/a")
+    assert lease.ttl_ms == 30_000
+    assert lease.expires_at == clock.now_ms() + 30_000
+    assert lease.task is None
+    assert lease.meta == {}
+
+
+def test_conflict_names_holder_task_and_expires_at(
+    service: Service, clock: tenure.FakeClock
+) -> None:
+    held = service.acquire("alice", "jobs/a", ttl_ms=5_000, task="run-1")
+    clock.advance(1_000)
+    with pytest.raises(LeaseHeld) as caught:
+        service.acquire("bob", "jobs/a", ttl_ms=5_000, task="run-2")
+    err = caught.value
+    assert (err.key, err.holder, err.task, err.expires_at) == (
+        "jobs/a",
+        "alice",
+        "run-1",
+        held.expires_at,
+    )
+    assert err.token == 1
+    assert err.code == "lease_held" and err.status == 409
+    problem = err.to_problem()
+    assert problem["holder"] == "alice" and problem["expires_at"] == held.expires_at
+    # The refusal changed nothing about the lease.
+    assert service.get("jobs/a") == held
+
+
+def test_one_holder_up_to_the_deadline_then_the_next(
+    service: Service, clock: tenure.FakeClock
+) -> None:
+    held = service.acquire("alice", "jobs/a", ttl_ms=2_000)
+    clock.set(held.expires_at - 1)
+    with pytest.raises(LeaseHeld):
+        service.acquire("bob", "jobs/a")
+    assert [lease.holder for lease in service.list()] == ["alice"]
+    clock.set(held.expires_at)  # the deadline itself is no longer live
+    taken = service.acquire("bob", "jobs/a", ttl_ms=2_000)
+    assert (taken.holder, taken.token, taken.acquired_at) == ("bob", 2, held.expires_at)
+    assert [lease.holder for lease in service.list()] == ["bob"]
+    with pytest.raises(LeaseHeld) as caught:
+        service.acquire("alice", "jobs/a")
+    assert caught.value.holder == "bob"
+
+
+def test_concurrent_acquirers_get_exactly_one_winner(
+    make_store, clock: tenure.FakeClock
+) -> None:
+    # Two stores on one database (two server instances), several threads each.
+    services = [Service(make_store()), Service(make_store())]
+    names = [f"agent-{i}" for i in range(8)]
+    barrier = threading.Barrier(len(names))
+    won: list[tenure.Lease] = []
+    refused: list[LeaseHeld] = []
+    lock = threading.Lock()
+
+    def contend(i: int) -> None:
+        barrier.wait()
+        try:
+            lease = services[i % 2].acquire(names[i], "jobs/hot", ttl_ms=60_000)
+        except LeaseHeld as err:
+            with lock:
+                refused.append(err)
+        else:
+            with lock:
+                won.append(lease)
+
+    threads = [threading.Thread(target=contend, args=(i,)) for i in range(len(names))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert len(won) == 1
+    assert won[0].token == 1
+    assert len(refused) == len(names) - 1
+    assert {err.holder for err in refused} == {won[0].holder}
+    assert services[0].contention("jobs/hot") == len(names) - 1
+    assert [lease.holder for lease in services[1].list()] == [won[0].holder]
+
+
+def test_reacquiring_your_own_live_lease_renews_it_and_keeps_the_token(
+    service: Service, clock: tenure.FakeClock
+) -> None:
+    t0 = clock.now_ms()
+    first = service.acquire("alice", "jobs/a", ttl_ms=10_000, task="run-1", meta={"a": 1})
+    clock.advance(4_000)
+    again = service.acquire("alice", "jobs/a", ttl_ms=20_000)
+    assert again.token == first.token == 1
+    assert again.acquired_at == t0
+    assert again.renewed_at == t0 + 4_000
+    assert again.expires_at == t0 + 24_000
+    assert again.renewals == 1
+    assert again.ttl_ms == 20_000
+    # Task and meta stay unless given anew.
+    assert (again.task, again.meta) == ("run-1", {"a": 1})
+    third = service.acquire("alice", "jobs/a", ttl_ms=10_000, task="run-2", meta={"b": 2})
+    assert (third.token, third.task, third.meta, third.renewals) == (1, "run-2", {"b": 2}, 2)
+    # A shorter ttl never shortens the lease.
+    assert third.expires_at == t0 + 24_000
+    assert [e.type for e in service.events(key="jobs/a")] == ["acquired"]
+
+
+def test_contention_is_counted_per_key_and_recorded_as_conflict_events(
+    service: Service, clock: tenure.FakeClock
+) -> None:
+    service.acquire("alice", "jobs/a", ttl_ms=5_000, task="run-1")
+    service.acquire("alice", "jobs/b", ttl_ms=5_000)
+    for who in ("bob", "carol"):
+        with pytest.raises(LeaseHeld):
+            service.acquire(who, "jobs/a", task=f"{who}-task")
+    assert service.contention("jobs/a") == 2
+    assert service.contention("jobs/b") == 0
+    assert service.contention("jobs/never") == 0
+    conflicts = service.events(type="conflict")
+    assert [(e.key, e.actor, e.holder, e.task, e.token) for e in conflicts] == [
+        ("jobs/a", "bob", "alice", "run-1", 1),
+        ("jobs/a", "carol", "alice", "run-1", 1),
+    ]
+    assert conflicts[0].data == {"wanted_task": "bob-task"}
+    assert service.events(type="conflict", key="jobs/b") == []
+    # The count is the key's history: it outlives the lease it was counted against.
+    clock.advance(5_000)
+    service.acquire("bob", "jobs/a")
+    assert service.contention("jobs/a") == 2
+
+
+def test_list_filters_live_leases_by_prefix_holder_and_task(
+    service: Service, clock: tenure.FakeClock
+) -> None:
+    service.acquire("alice", "jobs/a", ttl_ms=5_000, task="t1")
+    service.acquire("bob", "jobs/b", ttl_ms=5_000, task="t2")
+    service.acquire("alice", "locks/c", ttl_ms=5_000, task="t2")
+    service.acquire("alice", "jobs/short", ttl_ms=1_000)
+    service.acquire("carol", "jobs/gone", ttl_ms=5_000)
+    service.release("carol", "jobs/gone")
+    clock.advance(1_000)
+
+    def keys(**filters: str) -> list[str]:
+        return [lease.key for lease in service.list(**filters)]
+
+    assert keys() == ["jobs/a", "jobs/b", "locks/c"]
+    assert keys(prefix="jobs/") == ["jobs/a", "jobs/b"]
+    assert keys(holder="alice") == ["jobs/a", "locks/c"]
+    assert keys(task="t2") == ["jobs/b", "locks/c"]
+    assert keys(prefix="jobs/", holder="alice", task="t1") == ["jobs/a"]
+    assert keys(prefix="nothing/") == []
+    assert [lease.key for lease in service.list(limit=2)] == ["jobs/a", "jobs/b"]
+    assert all(lease.state == "live" for lease in service.list())
+
+
+def test_prefix_filter_is_literal_not_a_pattern(service: Service) -> None:
+    service.acquire("alice", "a%b/1")
+    service.acquire("alice", "axb/2")
+    service.acquire("alice", "a_c/3")
+    service.acquire("alice", "abc/4")
+    assert [lease.key for lease in service.list(prefix="a%")] == ["a%b/1"]
+    assert [lease.key for lease in service.list(prefix="a_")] == ["a_c/3"]
+
+
+def test_unicode_keys_and_meta_round_trip(service: Service) -> None:
+    key = "jobs/ünïcødé/日本/🚀"
+    meta = {"nested": {"list": [1, 2.5, "x", None, True]}, "emoji": "🚀"}
+    lease = service.acquire("alice", key, meta=meta, task="tâche")
+    assert service.get(key) == lease
+    assert (lease.meta, lease.task) == (meta, "tâche")
+    assert [x.key for x in service.list(prefix="jobs/ünï")] == [key]
