@@ -142,11 +142,9 @@ def _check_own(
     """Why ``who`` may not touch the lease ``token`` on ``key`` right now, if it may not."""
     if rec is None:
         return NotFound(f"no lease was ever granted on {key!r}", key=key, what="lease")
-    if rec.is_live(now) and rec.holder != who.name:
-        return _not_holder(rec)
-    if token > rec.token or (rec.is_live(now) and token != rec.token):
+    if token > rec.token:
         return StaleToken(
-            f"token {token} is not the current token of {key!r}",
+            f"token {token} was never issued for {key!r}",
             key=key,
             token=token,
             current_token=rec.token,
@@ -156,6 +154,8 @@ def _check_own(
         return LeaseLost(
             f"the lease with token {token} on {key!r} is gone", key=key, reason=None, token=token
         )
+    if rec.is_live(now) and rec.holder != who.name:
+        return _not_holder(rec)
     if not rec.is_live(now):
         return LeaseLost(
             f"the lease on {key!r} is gone ({rec.ended})", key=key, reason=rec.ended, token=token
