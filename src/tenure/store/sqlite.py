@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -101,6 +102,7 @@ class SqliteStore:
         self.path = Path(path)
         self.url = f"sqlite:///{self.path}"
         self.clock = clock or SystemClock()
+        self._busy_s = busy_timeout_ms / 1000
         self._pragmas = (
             f"PRAGMA busy_timeout = {int(busy_timeout_ms)}",
             "PRAGMA journal_mode = WAL",
@@ -121,7 +123,7 @@ class SqliteStore:
                 raise RuntimeError("the store is closed")
             conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             for pragma in self._pragmas:
-                conn.execute(pragma)
+                _retry_locked(conn, pragma, self._busy_s)
             self._local.conn = conn
             with self._lock:
                 self._all.append(conn)
@@ -276,6 +278,22 @@ class SqliteStore:
         for conn in conns:
             conn.close()
         self._local = threading.local()
+
+
+def _retry_locked(conn: sqlite3.Connection, sql: str, budget_s: float) -> None:
+    """Run ``sql``, retrying while the file is locked: switching a new file to WAL needs the
+    write lock, and SQLite does not apply ``busy_timeout`` to it."""
+    deadline = time.monotonic() + budget_s
+    delay = 0.001
+    while True:
+        try:
+            conn.execute(sql)
+            return
+        except sqlite3.OperationalError as err:
+            if "locked" not in str(err) or time.monotonic() > deadline:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 0.05)
 
 
 def _statements(sql: str) -> list[str]:

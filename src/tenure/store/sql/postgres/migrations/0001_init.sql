@@ -1,4 +1,5 @@
--- One row per key ever leased. The row outlives its lease, so `token` (the latest token
+-- One row per key ever leased. JSON is kept as text (as on SQLite), so values read back exactly as written.
+-- The row outlives its lease, so `token` (the latest token
 -- issued for the key) is durable state that only grows.
 CREATE TABLE tenure_leases (
     key          text    PRIMARY KEY,
@@ -10,7 +11,7 @@ CREATE TABLE tenure_leases (
     renewed_at   bigint  NOT NULL,
     expires_at   bigint  NOT NULL,
     renewals     bigint  NOT NULL DEFAULT 0,
-    meta         jsonb   NOT NULL DEFAULT '{}',
+    meta         text    NOT NULL DEFAULT '{}',
     ended        text,
     fence_open   boolean NOT NULL DEFAULT true,
     conflicts    bigint  NOT NULL DEFAULT 0
@@ -30,7 +31,7 @@ CREATE TABLE tenure_events (
     token   bigint,
     actor   text,
     reason  text,
-    data    jsonb   NOT NULL DEFAULT '{}'
+    data    text    NOT NULL DEFAULT '{}'
 );
 CREATE INDEX tenure_events_key ON tenure_events (key, id);
 CREATE INDEX tenure_events_holder ON tenure_events (holder, id);
@@ -39,7 +40,7 @@ CREATE INDEX tenure_events_type ON tenure_events (type, id);
 CREATE TABLE tenure_fenced (
     key         text    PRIMARY KEY,
     token       bigint  NOT NULL,
-    value       jsonb   NOT NULL,
+    value       text    NOT NULL,
     version     bigint  NOT NULL,
     updated_at  bigint  NOT NULL
 );
@@ -48,7 +49,7 @@ CREATE TABLE tenure_fenced_ops (
     key      text    NOT NULL,
     op_id    text    NOT NULL,
     token    bigint  NOT NULL,
-    value    jsonb   NOT NULL,
+    value    text    NOT NULL,
     version  bigint  NOT NULL,
     PRIMARY KEY (key, op_id)
 );
@@ -56,7 +57,7 @@ CREATE TABLE tenure_fenced_ops (
 CREATE TABLE tenure_principals (
     name        text    PRIMARY KEY,
     kind        text    NOT NULL,
-    roles       jsonb   NOT NULL DEFAULT '[]',
+    roles       text    NOT NULL DEFAULT '[]',
     parent      text,
     created_at  bigint  NOT NULL
 );

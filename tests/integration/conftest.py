@@ -1,0 +1,89 @@
+"""A real tenure server (uvicorn on a free loopback port, in a thread) on each backend.
+
+- ``live_server``: a running :class:`LiveServer` on the test's database (``store_url``), with an
+  admin principal ``root`` (``live_server.admin_token``) and ``live_server.token_for(name,
+  kind="agent", roles=(), parent=None)`` to add more principals directly on the database.
+  ``live_server.stop()`` and ``live_server.start()`` stop and restart it on the same port and
+  database (for outage tests).
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+
+import httpx
+import pytest
+import uvicorn
+
+import tenure
+from tenure.principals import Principals
+from tenure.server import create_app
+from tenure.settings import Settings
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class LiveServer:
+    def __init__(self, db: str, settings: Settings | None = None) -> None:
+        self.db = db
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.settings = settings or Settings(db=db, port=self.port)
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+        self.admin_token = self.token_for("root", kind="human", roles=("admin",))
+
+    def token_for(
+        self, name: str, kind: str = "agent", roles: tuple[str, ...] = (), parent: str | None = None
+    ) -> str:
+        store = tenure.open_store(self.db)
+        try:
+            return Principals(store).bootstrap(name, kind, roles, parent).token
+        finally:
+            store.close()
+
+    def start(self) -> LiveServer:
+        app = create_app(self.settings)
+        config = uvicorn.Config(
+            app,
+            host="127.0.0.1",
+            port=self.port,
+            log_level="warning",
+            lifespan="on",
+            timeout_graceful_shutdown=5,
+        )
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + 20
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the test server did not start")
+            time.sleep(0.02)
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None and self._thread is not None:
+            self._server.should_exit = True
+            self._thread.join(30)
+            self._server = self._thread = None
+
+    def http(self, token: str | None = None) -> httpx.Client:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        return httpx.Client(base_url=self.url, headers=headers, timeout=30)
+
+
+@pytest.fixture
+def live_server(store_url: str) -> Iterator[LiveServer]:
+    server = LiveServer(store_url).start()
+    try:
+        yield server
+    finally:
+        server.stop()
