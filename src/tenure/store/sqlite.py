@@ -111,6 +111,7 @@ class SqliteStore:
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
+        self._writer = threading.Lock()
         self._closed = False
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._migrate()
@@ -131,14 +132,18 @@ class SqliteStore:
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
-        conn = self._conn()
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield conn
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
+        # Threads of one process queue on a lock (fair and cheap) before SQLite's write lock,
+        # whose busy handler sleeps and retries; other processes still meet at the file lock.
+        with self._writer:
+            conn = self._conn()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
 
     def _migrate(self) -> None:
         with self._write() as conn:
