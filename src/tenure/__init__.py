@@ -1,5 +1,6 @@
 """tenure: leases with fencing tokens, and a work queue claimed under them."""
 
+from tenure.client import AsyncClient, AsyncLeaseHandle, Client, LeaseHandle
 from tenure.core.clock import Clock, FakeClock, SystemClock
 from tenure.core.models import (
     Event,
@@ -35,6 +36,9 @@ __version__ = "0.1.0.dev0"
 
 __all__ = [
     "AssignedToOther",
+    "AsyncClient",
+    "AsyncLeaseHandle",
+    "Client",
     "Clock",
     "Event",
     "ExtendResult",
@@ -45,6 +49,7 @@ __all__ = [
     "ForceReleaseResult",
     "InvalidRequest",
     "Lease",
+    "LeaseHandle",
     "LeaseHeld",
     "LeaseLost",
     "LostLease",

@@ -292,8 +292,9 @@ class Service:
         """Name how an older lease ended, from its ending event."""
         if lost.reason is not None or lost.token is None:
             return lost
-        for event in self.store.events(EventQuery(key=key, token=lost.token, limit=50)):
-            if event.type in ENDINGS:
+        for ending in ENDINGS:
+            query = EventQuery(key=key, token=lost.token, type=ending, limit=1)
+            for event in self.store.events(query):
                 return LeaseLost(
                     f"the lease with token {lost.token} on {key!r} was "
                     f"{event.type.replace('_', ' ')}",

@@ -1,0 +1,38 @@
+"""The Python client of tenure: :class:`Client` (blocking) and :class:`AsyncClient` (asyncio).
+
+Both have the same methods with the same parameters; they share the request building, reply
+parsing and retry rules of :mod:`tenure.client._shared` and differ only in how a call travels
+(the transport): HTTP with httpx, or, given a database URL, direct mode (:mod:`.direct`), which
+runs the service in this process. ``client.lease(...)`` holds a lease with a heartbeat
+(:mod:`.lease`).
+
+```python
+import tenure
+
+with tenure.Client() as client:  # TENURE_URL, TENURE_TOKEN
+    with client.lease("jobs/nightly", ttl=30, task="cron:nightly", wait=60) as lease:
+        client.fenced_write("reports/nightly", lease.token, {"rows": 42}, op_id="run-42")
+        lease.check()  # raises tenure.LeaseLost once the lease is gone
+```
+"""
+
+from tenure.client._shared import (
+    IssuedToken,
+    RetryPolicy,
+    TransportError,
+    UnexpectedReply,
+)
+from tenure.client.aio import AsyncClient
+from tenure.client.lease import AsyncLeaseHandle, LeaseHandle
+from tenure.client.sync import Client
+
+__all__ = [
+    "AsyncClient",
+    "AsyncLeaseHandle",
+    "Client",
+    "IssuedToken",
+    "LeaseHandle",
+    "RetryPolicy",
+    "TransportError",
+    "UnexpectedReply",
+]

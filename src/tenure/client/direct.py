@@ -1,0 +1,211 @@
+"""Direct mode: the client API in this process, on the database, with no server.
+
+``Client("sqlite:///path/tenure.db", principal="cron")`` (or a ``postgresql://`` URL) opens the
+database and runs each call through :class:`tenure.Service` (and
+:class:`tenure.principals.Principals`), then reads the result with the same parsing as a server's
+reply, so both modes return the same models and raise the same errors.
+
+**Direct mode trusts the principal name it is given.** There is no token and no
+authentication: whoever can open the database can act as anyone, as the CLI's ``principal add``
+does. The roles of a principal that exists in the database (``admin``, ``supervisor``) and its
+parent apply; an unknown name acts as a plain principal of kind ``service``. Use it for cron
+jobs and scripts on a host that owns the database, never to serve other callers.
+
+There is no reaper in direct mode: leases still end on time (expiry is the store's job), but
+the ``expired`` event of a lapsed lease is recorded when a server's reaper, or the next call on
+the key, gets to it. ``wait_ms`` is served by polling the key (a server wakes waiters at once on
+release; in direct mode a release by another process is seen within a poll interval).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import psycopg
+import psycopg_pool
+
+from tenure.client._shared import MAX_WAIT_MS, Call, Reply, TransportError, transport_error
+from tenure.core import validate as v
+from tenure.core.models import Principal
+from tenure.core.policy import PolicySet
+from tenure.errors import InvalidRequest, LeaseHeld
+from tenure.principals import Principals
+from tenure.service import Service
+from tenure.settings import Settings
+from tenure.store.open import open_store
+
+POLL_MIN_S = 0.02
+POLL_MAX_S = 0.25
+SLACK_S = 0.005
+DB_ERRORS = (sqlite3.OperationalError, psycopg.OperationalError, psycopg_pool.PoolTimeout)
+
+Handler = Callable[[Principal, dict[str, Any]], Any]
+
+
+class DirectBackend:
+    """Runs one call on the database as ``principal`` (trusted, not authenticated).
+
+    Results come back as the JSON the server would send, so the clients parse them alike.
+    Thread-safe: the stores are.
+    """
+
+    def __init__(self, url: str, principal: str, *, policy: PolicySet | None = None) -> None:
+        self.name = v.check_text("principal", principal, 128)
+        self.url = url
+        self.store = open_store(url)
+        self.service = Service(self.store, policy or Settings.from_env().policy)
+        self.principals = Principals(self.store)
+        self._lock = threading.Lock()
+        self._closed = False
+        self._handlers: dict[str, Handler] = {
+            "acquire": self._acquire,
+            "renew": lambda me, a: {
+                "lease": self.service.renew(me, a["key"], a["token"], a.get("ttl_ms")).to_dict()
+            },
+            "renew_all": lambda me, a: self.service.renew_all(me, a.get("keys")).to_dict(),
+            "extend": lambda me, a: self.service.extend(
+                me, a["key"], a["token"], a.get("until"), a.get("by_ms")
+            ).to_dict(),
+            "release": lambda me, a: self.service.release(me, a["key"], a.get("token")).to_dict(),
+            "force_release": lambda me, a: self.service.force_release(
+                me, a["key"], a["reason"]
+            ).to_dict(),
+            "get_lease": lambda me, a: {"lease": self.service.get(a["key"]).to_dict()},
+            "list_leases": lambda me, a: {
+                "leases": [
+                    lease.to_dict()
+                    for lease in self.service.list(a.get("prefix"), a.get("holder"), a.get("task"))
+                ]
+            },
+            "fenced_write": lambda me, a: self.service.write(
+                me, a["key"], a["token"], a["value"], a.get("op_id")
+            ).to_dict(),
+            "fenced_read": lambda me, a: self.service.read(a["key"]).to_dict(),
+            "events": self._events,
+            "me": lambda me, a: {"principal": me.to_dict()},
+            "add_principal": self._add_principal,
+            "revoke_token": self._revoke_token,
+        }
+
+    def principal(self) -> Principal:
+        """Who the calls act as: the stored principal of that name, else a plain one."""
+        return self.store.get_principal(self.name) or Principal(self.name)
+
+    def handle(self, call: Call[Any]) -> Reply:
+        """One try of ``call``: the reply's JSON, or the service's own exception."""
+        if self._closed:
+            raise RuntimeError("the client is closed")
+        handler = self._handlers.get(call.op)
+        if handler is None:
+            raise NotImplementedError(f"direct mode has no {call.op!r}")
+        try:
+            return Reply(200, handler(self.principal(), call.args()))
+        except DB_ERRORS as exc:
+            # No connection from the pool: nothing ran. Any other database error: it may have.
+            sent = not isinstance(exc, psycopg_pool.PoolTimeout)
+            raise transport_error(call, exc, sent=sent) from exc
+
+    def _acquire(self, me: Principal, a: dict[str, Any]) -> dict[str, Any]:
+        lease = self.service.acquire(me, a["key"], a.get("ttl_ms"), a.get("task"), a.get("meta"))
+        return {"lease": lease.to_dict()}
+
+    def _events(self, me: Principal, a: dict[str, Any]) -> dict[str, Any]:
+        found = self.service.events(
+            a.get("after", 0), a.get("key"), a.get("holder"), a.get("type"), a.get("limit", 100)
+        )
+        return {"events": [e.to_dict() for e in found]}
+
+    def _add_principal(self, me: Principal, a: dict[str, Any]) -> dict[str, Any]:
+        issued = self.principals.create(
+            me, a["name"], a.get("kind", "agent"), list(a.get("roles") or []), a.get("parent")
+        )
+        return {
+            "principal": issued.principal.to_dict(),
+            "token": issued.token,
+            "token_id": issued.token_id,
+        }
+
+    def _revoke_token(self, me: Principal, a: dict[str, Any]) -> None:
+        self.principals.revoke(me, a["name"], a["token_id"])
+        return None
+
+    def wait_hint(self, held: LeaseHeld, left: float, polls: int) -> float:
+        """How long to sleep before trying a held key again."""
+        until_expiry = ((held.expires_at or 0) - self.store.now_ms()) / 1000 + SLACK_S
+        backoff = min(POLL_MAX_S, POLL_MIN_S * 2.0**polls)
+        return max(0.0, min(left, until_expiry, backoff))
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self.store.close()
+
+
+def _wait_ms(call: Call[Any]) -> int:
+    if call.op != "acquire":
+        return 0
+    wait = (call.body or {}).get("wait_ms")
+    if wait is None:
+        return 0
+    if not v.is_int(wait) or not 0 <= wait <= MAX_WAIT_MS:
+        raise InvalidRequest(f"wait_ms: must be between 0 and {MAX_WAIT_MS}", field="wait_ms")
+    return int(wait)
+
+
+class DirectTransport:
+    """Direct mode for :class:`~tenure.client.Client`: calls run in the calling thread."""
+
+    def __init__(self, backend: DirectBackend) -> None:
+        self.backend = backend
+
+    def send(self, call: Call[Any], timeout: float) -> Reply:
+        wait_ms = _wait_ms(call)
+        deadline = time.monotonic() + wait_ms / 1000
+        polls = 0
+        while True:
+            try:
+                return self.backend.handle(call)
+            except LeaseHeld as held:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise
+                time.sleep(self.backend.wait_hint(held, left, polls))
+                polls += 1
+
+    def close(self) -> None:
+        self.backend.close()
+
+
+class AsyncDirectTransport:
+    """Direct mode for :class:`~tenure.client.AsyncClient`: each try runs in a worker thread,
+    and a wait sleeps on the event loop between tries."""
+
+    def __init__(self, backend: DirectBackend) -> None:
+        self.backend = backend
+
+    async def send(self, call: Call[Any], timeout: float) -> Reply:
+        wait_ms = _wait_ms(call)
+        deadline = time.monotonic() + wait_ms / 1000
+        polls = 0
+        while True:
+            try:
+                return await asyncio.to_thread(self.backend.handle, call)
+            except LeaseHeld as held:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise
+                await asyncio.sleep(self.backend.wait_hint(held, left, polls))
+                polls += 1
+
+    async def close(self) -> None:
+        await asyncio.to_thread(self.backend.close)
+
+
+__all__ = ["AsyncDirectTransport", "DirectBackend", "DirectTransport", "TransportError"]

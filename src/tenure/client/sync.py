@@ -1,0 +1,267 @@
+"""The blocking client: :class:`Client`, over HTTP or (direct mode) over the database."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from datetime import datetime
+from types import TracebackType
+from typing import Any, TypeVar
+
+import httpx
+
+from tenure.client import _shared as sh
+from tenure.client._shared import (
+    Call,
+    IssuedToken,
+    Reply,
+    RetryPolicy,
+    SyncTransport,
+    TransportError,
+)
+from tenure.client.lease import LeaseHandle
+from tenure.core.models import (
+    Event,
+    ExtendResult,
+    FencedValue,
+    FencedWrite,
+    ForceReleaseResult,
+    Lease,
+    Principal,
+    ReleaseResult,
+    RenewAllResult,
+)
+from tenure.core.policy import PolicySet
+
+T = TypeVar("T")
+
+
+class HttpTransport:
+    """One try of a call over HTTP with httpx (connection pooling, keep-alive)."""
+
+    def __init__(self, url: str, token: str | None, http: httpx.BaseTransport | None = None):
+        self._http = httpx.Client(
+            base_url=url,
+            headers=sh.http_headers(token),
+            transport=http,
+            limits=sh.HTTP_LIMITS,
+            trust_env=False,  # tenure reads the environment only through Settings
+        )
+
+    def send(self, call: Call[Any], timeout: float) -> Reply:
+        request = sh.http_request(self._http, call, timeout)
+        try:
+            response = self._http.send(request)
+        except httpx.TransportError as exc:
+            raise sh.transport_error(call, exc) from exc
+        return sh.reply_from_httpx(response)
+
+    def close(self) -> None:
+        self._http.close()
+
+
+class Client:
+    """The tenure API, blocking. Every method is one call (with retries, see below).
+
+    ``Client()`` talks to ``TENURE_URL`` with ``TENURE_TOKEN``; ``Client(url, token=...)`` to a
+    given server. ``Client("sqlite:///path/tenure.db", principal="cron")`` (or a
+    ``postgresql://`` URL) runs the same API in this process against the database, with no
+    server: see :mod:`tenure.client.direct` (it trusts the principal name it is given).
+
+    ``timeout`` (seconds) bounds each phase of each try (connect, send, read; a long poll's wait
+    is added to the read). ``retry`` is the :class:`RetryPolicy`; which calls it may repeat is
+    described in :mod:`tenure.client._shared`: reads, renewals, extends, releases with a token
+    and fenced writes with an ``op_id`` after any transient failure; everything else, ``acquire``
+    included, only when the request provably never reached the server. Failures on the way raise
+    :class:`~tenure.client.TransportError`; the server's refusals raise the matching
+    :class:`~tenure.TenureError` subclass with its fields.
+
+    The client is thread-safe and a context manager; :meth:`lease` holds a lease with a
+    background heartbeat.
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        token: str | None = None,
+        principal: str | None = None,
+        timeout: float = 10.0,
+        retry: RetryPolicy | None = None,
+        policy: PolicySet | None = None,
+        transport: SyncTransport | None = None,
+    ) -> None:
+        where = sh.target(url, token, principal)
+        if timeout <= 0:
+            raise ValueError("timeout must be positive")
+        self.url = where.url
+        self.timeout = float(timeout)
+        self.retry = retry or RetryPolicy()
+        self.direct = where.direct
+        if transport is None:
+            if where.direct:
+                from tenure.client.direct import DirectBackend, DirectTransport
+
+                assert where.principal is not None
+                backend = DirectBackend(where.url, where.principal, policy=policy)
+                transport = DirectTransport(backend)
+            else:
+                if policy is not None:
+                    raise ValueError("policy= is for direct mode; the server has its own")
+                transport = HttpTransport(where.url, where.token)
+        self._transport = transport
+
+    # the call machinery ---------------------------------------------------------------------
+    def _send_once(self, call: Call[Any], timeout: float | None = None) -> Reply:
+        return self._transport.send(call, self.timeout if timeout is None else timeout)
+
+    def _exchange(
+        self, call: Call[Any], *, retry: RetryPolicy | None = None, timeout: float | None = None
+    ) -> tuple[Reply, float]:
+        """The final reply to ``call`` after retries, and when its try was sent (monotonic)."""
+        policy = retry or self.retry
+        start = time.monotonic()
+        attempt = 0
+        while True:
+            attempt += 1
+            sent = time.monotonic()
+            try:
+                reply = self._send_once(call, timeout)
+            except TransportError as err:
+                pause = policy.next_delay(call, attempt, time.monotonic() - start, error=err)
+                if pause is None:
+                    raise
+            else:
+                if reply.ok:
+                    return reply, sent
+                pause = policy.next_delay(call, attempt, time.monotonic() - start, reply=reply)
+                if pause is None:
+                    return reply, sent
+            time.sleep(pause)
+
+    def _timed(self, call: Call[T], **options: Any) -> tuple[T, float]:
+        reply, sent = self._exchange(call, **options)
+        return sh.interpret(call, reply), sent
+
+    def _call(self, call: Call[T]) -> T:
+        return self._timed(call)[0]
+
+    # leases -----------------------------------------------------------------------------------
+    def acquire(
+        self,
+        key: str,
+        ttl_ms: int | None = None,
+        task: str | None = None,
+        meta: dict[str, Any] | None = None,
+        wait_ms: int | None = None,
+    ) -> Lease:
+        """Acquire ``key`` (or renew it if you hold it); ``wait_ms`` waits while it is held."""
+        return self._call(sh.acquire(key, ttl_ms, task, meta, wait_ms))
+
+    def renew(self, key: str, token: int, ttl_ms: int | None = None) -> Lease:
+        """Renew your lease ``token`` on ``key``; :class:`~tenure.LeaseLost` once it is gone."""
+        return self._call(sh.renew(key, token, ttl_ms))
+
+    def renew_all(self, keys: list[str] | tuple[str, ...] | None = None) -> RenewAllResult:
+        """Renew all your live leases (or those on ``keys``) in one call."""
+        return self._call(sh.renew_all(keys))
+
+    def extend(
+        self, key: str, token: int, until: int | datetime | None = None, by_ms: int | None = None
+    ) -> ExtendResult:
+        """Push the deadline to ``until`` (epoch ms or an aware datetime) or now + ``by_ms``."""
+        return self._call(sh.extend(key, token, until, by_ms))
+
+    def release(self, key: str, token: int | None = None) -> ReleaseResult:
+        """End your lease on ``key`` (only lease ``token`` if given). Idempotent."""
+        return self._call(sh.release(key, token))
+
+    def force_release(self, key: str, reason: str) -> ForceReleaseResult:
+        """End someone's live lease as an authority (admin, supervisor, or the holder's parent)."""
+        return self._call(sh.force_release(key, reason))
+
+    def get_lease(self, key: str) -> Lease:
+        """The latest lease on ``key`` with its ``state``; :class:`~tenure.NotFound` if none."""
+        return self._call(sh.get_lease(key))
+
+    def list_leases(
+        self, prefix: str | None = None, holder: str | None = None, task: str | None = None
+    ) -> list[Lease]:
+        """Live leases, by key."""
+        return self._call(sh.list_leases(prefix, holder, task))
+
+    def lease(
+        self,
+        key: str,
+        ttl: float = 30.0,
+        task: str | None = None,
+        meta: dict[str, Any] | None = None,
+        wait: float | None = None,
+        on_lost: Callable[[LeaseHandle], object] | None = None,
+    ) -> LeaseHandle:
+        """A context manager holding ``key``: acquires on entry (waiting up to ``wait``
+        seconds), renews in a background thread every ``ttl``/3 seconds, releases on exit.
+
+        See :class:`~tenure.client.lease.LeaseHandle` for how a lost lease is reported.
+        """
+        return LeaseHandle(self, key, ttl, task, meta, wait, on_lost)
+
+    # fenced register --------------------------------------------------------------------------
+    def fenced_write(
+        self, key: str, token: int, value: Any, op_id: str | None = None
+    ) -> FencedWrite:
+        """Write ``value`` under ``key`` if ``token`` is the key's current token."""
+        return self._call(sh.fenced_write(key, token, value, op_id))
+
+    def fenced_read(self, key: str) -> FencedValue:
+        """The last value accepted under ``key``."""
+        return self._call(sh.fenced_read(key))
+
+    # events and principals --------------------------------------------------------------------
+    def events(
+        self,
+        after: int = 0,
+        key: str | None = None,
+        holder: str | None = None,
+        type: str | None = None,
+        limit: int = 100,
+    ) -> list[Event]:
+        """Events with ids greater than ``after``, oldest first."""
+        return self._call(sh.events(after, key, holder, type, limit))
+
+    def me(self) -> Principal:
+        """The principal this client acts as."""
+        return self._call(sh.me())
+
+    def add_principal(
+        self,
+        name: str,
+        kind: str = "agent",
+        roles: tuple[str, ...] | list[str] = (),
+        parent: str | None = None,
+    ) -> IssuedToken:
+        """Create a principal (admins only) and return its first token (or a new one)."""
+        return self._call(sh.add_principal(name, kind, roles, parent))
+
+    def revoke_token(self, name: str, token_id: str) -> None:
+        """Revoke one token of ``name`` (your own, or anyone's as an admin)."""
+        self._call(sh.revoke_token(name, token_id))
+
+    # lifecycle --------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Close connections (or the database in direct mode)."""
+        self._transport.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.url!r})"

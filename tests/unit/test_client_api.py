@@ -1,0 +1,85 @@
+"""Client and AsyncClient expose the same API: same public methods, same parameters."""
+
+from __future__ import annotations
+
+import inspect
+
+import tenure
+from tenure.client import AsyncClient, AsyncLeaseHandle, Client, LeaseHandle
+
+ASYNC_NAMES = {
+    "AsyncClient": "Client",
+    "AsyncLeaseHandle": "LeaseHandle",
+    "AsyncTransport": "SyncTransport",
+}
+NOT_COROUTINES = {"lease"}  # returns an async context manager
+
+
+def public(cls: type) -> dict[str, object]:
+    return {
+        name: member
+        for name, member in inspect.getmembers(cls)
+        if not name.startswith("_") and (callable(member) or isinstance(member, property))
+    }
+
+
+def normalised(annotation: object) -> str:
+    text = str(annotation)
+    for async_name, sync_name in ASYNC_NAMES.items():
+        text = text.replace(async_name, sync_name)
+    return text
+
+
+def shape(func: object) -> list[tuple[str, object, object, str]]:
+    sig = inspect.signature(func)  # type: ignore[arg-type]
+    params = [
+        (p.name, p.kind, p.default, normalised(p.annotation)) for p in sig.parameters.values()
+    ]
+    return [*params, ("return", None, None, normalised(sig.return_annotation))]
+
+
+def test_clients_have_the_same_public_methods() -> None:
+    assert set(public(Client)) == set(public(AsyncClient))
+    expected = {
+        "acquire", "renew", "renew_all", "extend", "release", "force_release", "get_lease",
+        "list_leases", "fenced_write", "fenced_read", "events", "me", "add_principal",
+        "revoke_token", "lease", "close",
+    }  # fmt: skip
+    assert expected <= set(public(Client))
+
+
+def test_clients_methods_take_the_same_parameters() -> None:
+    for name, method in public(Client).items():
+        other = getattr(AsyncClient, name)
+        assert shape(method) == shape(other), name
+    assert shape(Client.__init__) == shape(AsyncClient.__init__)
+
+
+def test_async_methods_are_coroutines_except_lease() -> None:
+    for name, method in public(AsyncClient).items():
+        assert inspect.iscoroutinefunction(method) == (name not in NOT_COROUTINES), name
+    for name, method in public(Client).items():
+        assert not inspect.iscoroutinefunction(method), name
+
+
+def test_lease_handles_have_the_same_api() -> None:
+    assert set(public(LeaseHandle)) == set(public(AsyncLeaseHandle))
+    handles = (LeaseHandle(object(), "k"), AsyncLeaseHandle(object(), "k"))  # type: ignore[arg-type]
+    for handle in handles:
+        for name in ("key", "lost", "lost_reason", "check", "release", "ttl", "deadline"):
+            assert hasattr(handle, name), name
+        for name in ("token", "expires_at", "lease"):
+            assert isinstance(getattr(type(handle), name), property), name
+    for name, member in public(LeaseHandle).items():
+        other = public(AsyncLeaseHandle)[name]
+        if isinstance(member, property):
+            assert isinstance(other, property), name
+        else:
+            assert shape(member) == shape(other), name
+
+
+def test_top_level_exports() -> None:
+    for name in ("Client", "AsyncClient", "LeaseHandle", "AsyncLeaseHandle"):
+        assert name in tenure.__all__
+        assert getattr(tenure, name) is getattr(tenure.client, name)
+    assert tenure.__all__ == sorted(tenure.__all__, key=str)
