@@ -31,6 +31,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as err:  # settings from the environment
         print(f"tenure: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        return 130
 
 
 def emit_error(err: TenureError, as_json: bool) -> None:

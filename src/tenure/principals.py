@@ -12,12 +12,12 @@ import re
 import secrets
 from dataclasses import dataclass
 
-from tenure.core import validate as v
 from tenure.core.models import KINDS, ROLES, Principal
 from tenure.errors import Forbidden, InvalidRequest, NotFound, Unauthenticated
 from tenure.store.base import Store
 
 TOKEN_RE = re.compile(r"^tnr_([0-9a-f]{12})_([A-Za-z0-9_-]{43})$")
+TOKEN_ID_RE = re.compile(r"^[0-9a-f]{12}$")
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@:/-]{0,127}$")
 
 
@@ -41,7 +41,7 @@ def hash_token(token: str) -> str:
 
 def check_principal(name: object, kind: object, roles: object, parent: object) -> Principal:
     """A valid :class:`Principal` from untrusted fields, or :class:`InvalidRequest`."""
-    if not isinstance(name, str) or not NAME_RE.match(name):
+    if not isinstance(name, str) or not NAME_RE.fullmatch(name):
         raise InvalidRequest(
             "name: 1-128 characters of letters, digits and . _ @ : / -, starting with a "
             "letter or digit",
@@ -51,7 +51,7 @@ def check_principal(name: object, kind: object, roles: object, parent: object) -
         raise InvalidRequest(f"kind: one of {', '.join(KINDS)}", field="kind")
     if not isinstance(roles, list | tuple) or any(r not in ROLES for r in roles):
         raise InvalidRequest(f"roles: a list of {', '.join(ROLES)}", field="roles")
-    if parent is not None and (not isinstance(parent, str) or not NAME_RE.match(parent)):
+    if parent is not None and (not isinstance(parent, str) or not NAME_RE.fullmatch(parent)):
         raise InvalidRequest("parent: the name of an existing principal", field="parent")
     return Principal(name, kind, tuple(dict.fromkeys(roles)), parent)  # type: ignore[arg-type]
 
@@ -74,7 +74,8 @@ class Principals:
         if self.store.get_principal(principal.name) is not None:
             return self._token_for(principal.name)
         if parent is not None and self.store.get_principal(parent) is None:
-            raise InvalidRequest(f"parent: no principal named {parent!r}", field="parent")
+            # Well-formed, but naming nobody: like any reference to a missing resource, 404.
+            raise NotFound(f"parent: no principal named {parent!r}", what="principal")
         token_id, token = new_token()
         self.store.add_principal(principal, hash_token(token), token_id)
         return IssuedToken(principal, token_id, token)
@@ -104,7 +105,7 @@ class Principals:
         return self.bootstrap(name, kind, roles or [], parent)
 
     def authenticate(self, token: str | None) -> Principal:
-        if not token or not TOKEN_RE.match(token):
+        if not token or not TOKEN_RE.fullmatch(token):
             raise Unauthenticated("a valid bearer token is required")
         principal = self.store.principal_by_token(hash_token(token))
         if principal is None:
@@ -113,7 +114,10 @@ class Principals:
 
     def revoke(self, actor: Principal, name: str, token_id: str) -> None:
         """Revoke one token of ``name``; admins revoke anyone's, principals their own."""
-        v.check_text("token_id", token_id, 64)
+        if not isinstance(name, str) or not NAME_RE.fullmatch(name):
+            raise InvalidRequest("name: not a principal name", field="name")
+        if not isinstance(token_id, str) or not TOKEN_ID_RE.fullmatch(token_id):
+            raise InvalidRequest("token_id: 12 lowercase hex digits", field="token_id")
         if not actor.is_admin and actor.name != name:
             raise Forbidden(
                 "only admins revoke the tokens of others",

@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Annotated, Any
 
 import anyio
-from fastapi import Depends, FastAPI, Request
+from fastapi import Depends, FastAPI, Path, Query, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from tenure import __version__
-from tenure.core.clock import Clock
+from tenure.core.clock import Clock, SystemClock
 from tenure.core.models import Lease, Principal
+from tenure.core.validate import MAX_LIMIT
 from tenure.principals import Principals
 from tenure.reaper import Reaper
 from tenure.server import openapi, problems
@@ -50,6 +50,13 @@ def caller(
 
 Caller = Annotated[Principal, Depends(caller)]
 St = Annotated[State, Depends(state)]
+KeyParam = Annotated[str, Path(json_schema_extra=s.key_schema())]
+
+
+def text_query(max_chars: int, description: str, *, blank: bool = False) -> Any:
+    pattern = s.FILTER_PATTERN if blank else s.TEXT_PATTERN
+    extra = {"maxLength": max_chars, "pattern": pattern}
+    return Query(description=description, json_schema_extra=extra)
 
 
 def create_app(settings: Settings | None = None, *, clock: Clock | None = None) -> FastAPI:
@@ -61,7 +68,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
         store = await anyio.to_thread.run_sync(lambda: open_store(settings.db, clock=clock))
         service = Service(store, settings.policy)
         reaper = Reaper(service).start()
-        waiters = Waiters(lambda: int(time.time() * 1000))
+        waiters = Waiters((clock or SystemClock()).now_ms)
         app.state.tenure = State(service, Principals(store), waiters, reaper)
         try:
             yield
@@ -75,9 +82,10 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
         version=__version__,
         lifespan=lifespan,
         description="Leases with fencing tokens for people, services and agents.",
+        generate_unique_id_function=lambda route: route.name,  # operationId: the function name
     )
     problems.install(app)
-    openapi.install(app)
+    openapi.install(app, settings.policy)
     app.add_middleware(JsonByDefault)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
     add_lease_routes(app)
@@ -94,7 +102,7 @@ def add_lease_routes(app: FastAPI) -> None:
         "/v1/leases/acquire",
         response_model=s.LeaseReply,
         tags=["leases"],
-        responses=P(400, 401, 409, 413, 422),
+        responses={**P(400, 401, 409, 413, 422), 200: openapi.LEASE_LINKS},
     )
     async def acquire(body: s.AcquireIn, me: Caller, st: St) -> dict[str, Any]:
         """Acquire `key`, or renew it if you hold it; `wait_ms` long-polls while it is held."""
@@ -161,11 +169,12 @@ def add_lease_routes(app: FastAPI) -> None:
     def list_leases(
         me: Caller,
         st: St,
-        prefix: str | None = None,
-        holder: str | None = None,
-        task: str | None = None,
-        limit: int = 1000,
+        prefix: Annotated[str | None, text_query(1024, "keys starting with", blank=True)] = None,
+        holder: Annotated[str | None, text_query(1024, "held by", blank=True)] = None,
+        task: Annotated[str | None, text_query(1024, "serving this task", blank=True)] = None,
+        limit: Annotated[int, Query(ge=1, le=100_000)] = 1000,
     ) -> dict[str, Any]:
+        """Live leases, by key."""
         leases = st.service.list(prefix, holder, task, limit)
         return {"leases": [lease_out(lease) for lease in leases]}
 
@@ -175,7 +184,8 @@ def add_lease_routes(app: FastAPI) -> None:
         tags=["leases"],
         responses=P(401, 404, 413, 422),
     )
-    def get_lease(key: str, me: Caller, st: St) -> dict[str, Any]:
+    def get_lease(key: KeyParam, me: Caller, st: St) -> dict[str, Any]:
+        """The latest lease on `key` (URL-encoded) with its `state`, live or not."""
         return {"lease": lease_out(st.service.get(key))}
 
 
@@ -184,7 +194,7 @@ def add_other_routes(app: FastAPI) -> None:
         "/v1/fenced/write",
         response_model=s.FencedWriteReply,
         tags=["fenced"],
-        responses=P(400, 401, 409, 413, 422),
+        responses={**P(400, 401, 409, 413, 422), 200: openapi.FENCED_LINKS},
     )
     def fenced_write(body: s.FencedWriteIn, me: Caller, st: St) -> dict[str, Any]:
         return st.service.write(me, body.key, body.token, body.value, body.op_id).to_dict()
@@ -195,7 +205,7 @@ def add_other_routes(app: FastAPI) -> None:
         tags=["fenced"],
         responses=P(401, 404, 413, 422),
     )
-    def fenced_read(key: str, me: Caller, st: St) -> dict[str, Any]:
+    def fenced_read(key: KeyParam, me: Caller, st: St) -> dict[str, Any]:
         return st.service.read(key).to_dict()
 
     @app.get(
@@ -204,12 +214,13 @@ def add_other_routes(app: FastAPI) -> None:
     def events(
         me: Caller,
         st: St,
-        after: int = 0,
-        key: str | None = None,
-        holder: str | None = None,
-        type: str | None = None,
-        limit: int = 100,
+        after: Annotated[int, Query(ge=0, le=s.MAX_INT, description="an event id")] = 0,
+        key: Annotated[str | None, Query(json_schema_extra=s.key_schema("events of"))] = None,
+        holder: Annotated[str | None, text_query(256, "events of this holder")] = None,
+        type: Annotated[str | None, text_query(64, "events of this type")] = None,
+        limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = 100,
     ) -> dict[str, Any]:
+        """Events after the cursor `after`, oldest first; `next` is the cursor to go on from."""
         found = st.service.events(after, key, holder, type, limit)
         return {"events": [e.to_dict() for e in found], "next": found[-1].id if found else after}
 
@@ -222,7 +233,7 @@ def add_other_routes(app: FastAPI) -> None:
         response_model=s.PrincipalReply,
         tags=["principals"],
         status_code=201,
-        responses=P(400, 401, 403, 413, 422),
+        responses={**P(400, 401, 403, 404, 413, 422), 201: openapi.PRINCIPAL_LINKS},
     )
     def add_principal(body: s.PrincipalIn, me: Caller, st: St) -> dict[str, Any]:
         issued = st.principals.create(me, body.name, body.kind, list(body.roles), body.parent)
@@ -233,25 +244,29 @@ def add_other_routes(app: FastAPI) -> None:
         }
 
     @app.delete(
-        "/v1/principals/{name}/tokens/{token_id}",
+        "/v1/principals/{name:path}/tokens/{token_id}",
         status_code=204,
         tags=["principals"],
         responses=P(401, 403, 404, 422),
     )
-    def revoke_token(name: str, token_id: str, me: Caller, st: St) -> None:
+    def revoke_token(
+        name: Annotated[str, Path(json_schema_extra={"pattern": s.NAME_PATTERN})],
+        token_id: Annotated[str, Path(json_schema_extra={"pattern": s.TOKEN_ID_PATTERN})],
+        me: Caller,
+        st: St,
+    ) -> None:
+        """Revoke one token (admins: anyone's; others: their own)."""
         st.principals.revoke(me, name, token_id)
 
     @app.get("/healthz", response_model=s.Health, tags=["operations"])
     def healthz() -> dict[str, Any]:
         return {"status": "ok"}
 
-    @app.get(
-        "/readyz",
-        response_model=s.Health,
-        tags=["operations"],
-        responses={503: {"description": "the database is unreachable"}},
-    )
-    def readyz(st: St) -> dict[str, Any]:
-        st.service.store.now_ms() if hasattr(st.service.store, "pool") else None
-        st.service.store.schema_version()
+    @app.get("/readyz", response_model=s.Health, tags=["operations"], responses=P(503))
+    def readyz(st: St) -> Any:
+        """Ready when the database answers."""
+        try:
+            st.service.store.schema_version()
+        except Exception as exc:
+            return problems.unavailable(f"the database cannot be reached: {type(exc).__name__}")
         return {"status": "ok"}

@@ -39,21 +39,31 @@ def _field(loc: tuple[Any, ...]) -> str:
     return ".".join(parts) or "body"
 
 
+def challenge(request: Request) -> dict[str, str]:
+    """The ``WWW-Authenticate`` header of a 401 (RFC 6750: name a rejected token)."""
+    if request.headers.get("authorization", "").lower().startswith("bearer "):
+        return {"WWW-Authenticate": 'Bearer realm="tenure", error="invalid_token"'}
+    return {"WWW-Authenticate": 'Bearer realm="tenure"'}
+
+
 async def on_tenure_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, TenureError)
-    headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
-    return problem_response(exc, headers=headers)
+    return problem_response(exc, headers=challenge(request) if exc.status == 401 else None)
 
 
 async def on_validation_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     errors = exc.errors()
     first = errors[0] if errors else {"loc": ("body",), "msg": "invalid", "type": ""}
-    if first.get("type") == "json_invalid" or (
-        first.get("type") in ("missing", "model_attributes_type", "dict_type")
-        and tuple(first.get("loc", ())) == ("body",)
-    ):
-        err = InvalidRequest(f"the body is not a JSON object: {first.get('msg')}", field="body")
+    kind, loc = first.get("type"), tuple(first.get("loc", ()))
+    if kind == "json_invalid":
+        ctx = first.get("ctx")
+        why = str(ctx.get("error", "")) if isinstance(ctx, dict) else ""
+        err = InvalidRequest(f"the body is not valid JSON: {why}".rstrip(": "), field="body")
+        return problem_response(err, status=400)
+    if loc == ("body",) and kind in ("missing", "model_attributes_type", "dict_type"):
+        what = "missing" if kind == "missing" else "not a JSON object"
+        err = InvalidRequest(f"the body is {what}: send a JSON object", field="body")
         return problem_response(err, status=400)
     field = _field(tuple(first.get("loc", ())))
     if first.get("type") == "extra_forbidden":
@@ -65,20 +75,53 @@ async def on_validation_error(request: Request, exc: Exception) -> JSONResponse:
 
 async def on_http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
+    if isinstance(exc, _TooBig):
+        return problem_response(exc.error)
     headers = dict(exc.headers or {})
     if exc.status_code == 404:
         return problem_response(NotFound("no such route", what="route"), headers=headers)
+    if exc.status_code == 400:  # FastAPI could not read the body (say, it is not UTF-8)
+        err = InvalidRequest(f"the body cannot be read: {exc.detail}", field="body")
+        return problem_response(err, status=400, headers=headers)
+    detail = str(exc.detail)
+    if exc.status_code == 405:
+        detail = f"{request.method} is not allowed here; allowed: {headers.get('Allow', 'none')}"
     body = {
         "type": f"https://tenure.dev/problems/{STATUS_CODES.get(exc.status_code, 'error')}",
         "title": str(exc.detail),
         "status": exc.status_code,
         "code": STATUS_CODES.get(exc.status_code, "error"),
-        "detail": str(exc.detail),
+        "detail": detail,
     }
     return JSONResponse(body, exc.status_code, media_type=PROBLEM, headers=headers)
 
 
+def unavailable(detail: str) -> JSONResponse:
+    """``503 unavailable``: the server runs but cannot serve (its database is gone)."""
+    body = {
+        "type": "https://tenure.dev/problems/unavailable",
+        "title": "not ready",
+        "status": 503,
+        "code": "unavailable",
+        "detail": detail,
+    }
+    return JSONResponse(body, 503, media_type=PROBLEM)
+
+
+async def on_crash(request: Request, exc: Exception) -> JSONResponse:
+    """A bug: still a problem document (the traceback goes to the log, not to the caller)."""
+    body = {
+        "type": "https://tenure.dev/problems/internal",
+        "title": "internal error",
+        "status": 500,
+        "code": "internal",
+        "detail": "the server failed; the error is in its log",
+    }
+    return JSONResponse(body, 500, media_type=PROBLEM)
+
+
 def install(app: FastAPI) -> None:
+    app.add_exception_handler(Exception, on_crash)
     app.add_exception_handler(TenureError, on_tenure_error)
     app.add_exception_handler(RequestValidationError, on_validation_error)
     app.add_exception_handler(StarletteHTTPException, on_http_error)
@@ -106,27 +149,29 @@ class BodyLimit:
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > self.limit:
-                    raise _TooBig(seen)
+                    raise _TooBig(self.error(seen))
             return message
 
-        try:
-            await self.app(scope, limited, send)
-        except _TooBig as big:
-            await self._refuse(scope, receive, send, big.size)
+        await self.app(scope, limited, send)
 
-    async def _refuse(self, scope: Scope, receive: Receive, send: Send, size: int) -> None:
-        err = TooLarge(
-            f"the body is {size} bytes, more than {self.limit}",
+    def error(self, size: int) -> TooLarge:
+        return TooLarge(
+            f"the body is {size} bytes or more, more than {self.limit}",
             field="body",
             limit=self.limit,
             size=size,
         )
-        await problem_response(err)(scope, receive, send)
+
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send, size: int) -> None:
+        await problem_response(self.error(size))(scope, receive, send)
 
 
-class _TooBig(Exception):
-    def __init__(self, size: int) -> None:
-        self.size = size
+class _TooBig(StarletteHTTPException):
+    """Raised while a body without ``Content-Length`` streams in; the handler renders it."""
+
+    def __init__(self, error: TooLarge) -> None:
+        super().__init__(413, error.detail)
+        self.error = error
 
 
 class JsonByDefault:

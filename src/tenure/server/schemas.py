@@ -1,56 +1,117 @@
 """Request and response bodies of the REST API, for parsing and for the OpenAPI document.
 
-The models only shape the wire: types, required fields, no unknown fields. The rules (policy,
-who may do what) live in the service, which validates everything again.
+The models shape the wire: types, required fields, no unknown fields. The rules (key and text
+limits, the policy's TTL bounds, who may do what) live in the service, which checks every value;
+the models only *publish* those rules (``json_schema_extra``) so that the OpenAPI document
+describes exactly what the server accepts. Limits that depend on the deployment's policy are
+marked with ``x-tenure-limit`` and filled in by :mod:`tenure.server.openapi`.
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
-from tenure.core.validate import KEY_PATTERN, MAX_OP_ID_CHARS, MAX_REASON_CHARS, MAX_TASK_CHARS
+from tenure.core.validate import MAX_OP_ID_CHARS, MAX_REASON_CHARS, MAX_TASK_CHARS
 
 MAX_INT = 2**63 - 1
-TEXT_PATTERN = (
-    r"^[^\x00-\x08\x0b-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x08\x0b-\x1f\x7f-\x9f]*$"
-)
+MAX_WAIT_MS = 300_000
+LIMIT = "x-tenure-limit"  # marks a bound that openapi.py takes from the policy
 
-Key = Annotated[
+# What the service accepts, as ECMA-262 regular expressions (the dialect of JSON Schema).
+CONTROL = r"\x00-\x08\x0b-\x1f\x7f-\x9f"  # control characters, but tab and newline
+SPACE = r"\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"  # + str.isspace
+KEY_PATTERN = r"^[^\x00-\x1f\x7f-\x9f]+$"  # JSON text cannot carry lone surrogates anyway
+TEXT_PATTERN = f"^[^{CONTROL}]*[^{SPACE}][^{CONTROL}]*$"  # no control characters, not blank
+FILTER_PATTERN = f"^[^{CONTROL}]*$"
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._@:/-]{0,127}$"
+TOKEN_ID_PATTERN = r"^[0-9a-f]{12}$"
+
+
+def key_schema(description: str = "the lease key") -> dict[str, Any]:
+    return {
+        "minLength": 1,
+        "maxLength": 512,
+        "pattern": KEY_PATTERN,
+        "description": f"{description}: 1 to max_key_bytes bytes of UTF-8 (a longer key is "
+        "refused with 413 too_large), no control characters",
+        "examples": ["jobs/nightly-report"],
+        LIMIT: "max_key_bytes",
+    }
+
+
+def text_schema(max_chars: int, description: str) -> dict[str, Any]:
+    return {
+        "minLength": 1,
+        "maxLength": max_chars,
+        "pattern": TEXT_PATTERN,
+        "description": f"{description}: not blank, no control characters but tab and newline",
+    }
+
+
+def _whole(value: object) -> object:
+    """JSON Schema counts ``35.0`` as an integer; so does the API (never ``true`` or ``"35"``)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+Whole = BeforeValidator(_whole)  # after the bounds, so they stay in the integer's own schema
+Key = Annotated[str, Field(json_schema_extra=key_schema())]
+Token = Annotated[int, Field(ge=1, le=MAX_INT, description="a fencing token"), Whole]
+Ttl = Annotated[
+    int,
+    Field(
+        ge=1,
+        le=MAX_INT,
+        description="the lease's term in milliseconds, between the policy's min_ttl and max_ttl",
+        json_schema_extra={LIMIT: "ttl"},
+    ),
+    Whole,
+]
+Millis = Annotated[int, Field(ge=1, le=MAX_INT), Whole]
+Instant = Annotated[int, Field(ge=0, le=MAX_INT, description="epoch milliseconds (UTC)"), Whole]
+WaitMs = Annotated[
+    int,
+    Field(ge=0, le=MAX_WAIT_MS, description="long-poll up to this long while the key is held"),
+    Whole,
+]
+Task = Annotated[str, Field(json_schema_extra=text_schema(MAX_TASK_CHARS, "what the lease serves"))]
+Reason = Annotated[
+    str, Field(json_schema_extra=text_schema(MAX_REASON_CHARS, "why (recorded in the event)"))
+]
+OpId = Annotated[str, Field(json_schema_extra=text_schema(MAX_OP_ID_CHARS, "an idempotency key"))]
+Name = Annotated[
     str,
     Field(
-        min_length=1,
-        max_length=512,
-        pattern=KEY_PATTERN,
-        description="1 to max_key_bytes bytes of UTF-8, no control characters",
+        json_schema_extra={
+            "pattern": NAME_PATTERN,
+            "description": "1-128 characters: letters, digits and . _ @ : / -",
+        }
     ),
 ]
-Token = Annotated[int, Field(ge=1, le=MAX_INT, description="a fencing token")]
-Millis = Annotated[int, Field(ge=1, le=MAX_INT)]
-Instant = Annotated[int, Field(ge=0, le=MAX_INT, description="epoch milliseconds (UTC)")]
-Task = Annotated[str, Field(min_length=1, max_length=MAX_TASK_CHARS, pattern=TEXT_PATTERN)]
-Reason = Annotated[str, Field(min_length=1, max_length=MAX_REASON_CHARS, pattern=TEXT_PATTERN)]
-OpId = Annotated[str, Field(min_length=1, max_length=MAX_OP_ID_CHARS, pattern=TEXT_PATTERN)]
-Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._@:/-]{0,127}$")]
 
 
 class Body(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, regex_engine="python-re")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class AcquireIn(Body):
     key: Key
-    ttl_ms: Millis | None = None
+    ttl_ms: Ttl | None = None
     task: Task | None = None
-    meta: dict[str, Any] | None = None
-    wait_ms: Annotated[int, Field(ge=0, le=300_000)] | None = None
+    meta: Annotated[
+        dict[str, Any] | None,
+        Field(description="a small JSON object, at most max_meta_bytes (else 413 too_large)"),
+    ] = None
+    wait_ms: WaitMs | None = None
 
 
 class RenewIn(Body):
     key: Key
     token: Token
-    ttl_ms: Millis | None = None
+    ttl_ms: Ttl | None = None
 
 
 class RenewAllIn(Body):
@@ -58,10 +119,22 @@ class RenewAllIn(Body):
 
 
 class ExtendIn(Body):
+    """Exactly one of ``until`` and ``by_ms``."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "oneOf": [
+                {"required": ["until"], "properties": {"until": {"type": "integer"}}},
+                {"required": ["by_ms"], "properties": {"by_ms": {"type": "integer"}}},
+            ]
+        }
+    )
     key: Key
     token: Token
     until: Instant | None = None
-    by_ms: Millis | None = None
+    by_ms: Annotated[
+        Millis | None, Field(description="the new deadline is now + by_ms (capped at max_lease)")
+    ] = None
 
 
 class ReleaseIn(Body):
@@ -77,7 +150,7 @@ class ForceReleaseIn(Body):
 class FencedWriteIn(Body):
     key: Key
     token: Token
-    value: Any
+    value: Annotated[Any, Field(description="any JSON value, at most max_value_bytes")]
     op_id: OpId | None = None
 
 
@@ -89,7 +162,13 @@ class PrincipalIn(Body):
 
 
 # responses -----------------------------------------------------------------------------------
-class LeaseOut(BaseModel):
+class Out(BaseModel):
+    """A reply: exactly these fields (the schema says ``additionalProperties: false``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class LeaseOut(Out):
     key: str
     holder: str
     task: str | None
@@ -103,26 +182,26 @@ class LeaseOut(BaseModel):
     state: Literal["live", "released", "expired", "force_released", "taken_over"]
 
 
-class LeaseReply(BaseModel):
+class LeaseReply(Out):
     lease: LeaseOut
 
 
-class LeasesReply(BaseModel):
+class LeasesReply(Out):
     leases: list[LeaseOut]
 
 
-class LostOut(BaseModel):
+class LostOut(Out):
     key: str
     reason: str
     token: int | None
 
 
-class RenewAllReply(BaseModel):
+class RenewAllReply(Out):
     renewed: list[LeaseOut]
     lost: list[LostOut]
 
 
-class ExtendReply(BaseModel):
+class ExtendReply(Out):
     lease: LeaseOut
     extended: bool
     capped: bool
@@ -130,18 +209,18 @@ class ExtendReply(BaseModel):
     granted_until: int
 
 
-class ReleaseReply(BaseModel):
+class ReleaseReply(Out):
     released: bool
     lease: LeaseOut | None
 
 
-class ForceReleaseReply(BaseModel):
+class ForceReleaseReply(Out):
     lease: LeaseOut
     actor: str
     reason: str
 
 
-class FencedWriteReply(BaseModel):
+class FencedWriteReply(Out):
     key: str
     token: int
     value: Any
@@ -149,7 +228,7 @@ class FencedWriteReply(BaseModel):
     duplicate: bool
 
 
-class FencedValueReply(BaseModel):
+class FencedValueReply(Out):
     key: str
     token: int
     value: Any
@@ -157,7 +236,7 @@ class FencedValueReply(BaseModel):
     updated_at: int
 
 
-class EventOut(BaseModel):
+class EventOut(Out):
     id: int
     at: int
     type: str
@@ -170,30 +249,30 @@ class EventOut(BaseModel):
     data: dict[str, Any]
 
 
-class EventsReply(BaseModel):
+class EventsReply(Out):
     events: list[EventOut]
     next: int
 
 
-class PrincipalOut(BaseModel):
+class PrincipalOut(Out):
     name: str
-    kind: str
-    roles: list[str]
+    kind: Literal["human", "agent", "service"]
+    roles: list[Literal["admin", "supervisor"]]
     parent: str | None
 
 
-class MeReply(BaseModel):
+class MeReply(Out):
     principal: PrincipalOut
 
 
-class PrincipalReply(BaseModel):
+class PrincipalReply(Out):
     principal: PrincipalOut
     token: str
     token_id: str
 
 
 class Problem(BaseModel):
-    """An RFC 9457 problem document; ``code`` is stable, other fields explain it."""
+    """An RFC 9457 problem document: ``code`` is stable, the optional fields explain it."""
 
     model_config = ConfigDict(extra="allow")
     type: str
@@ -201,7 +280,19 @@ class Problem(BaseModel):
     status: int
     code: str
     detail: str
+    key: str | None = None
+    field: str | None = Field(None, description="the request field at fault")
+    holder: str | None = None
+    task: str | None = None
+    expires_at: int | None = None
+    token: int | None = None
+    current_token: int | None = Field(None, description="the key's current token (stale_token)")
+    reason: str | None = None
+    actor: str | None = None
+    what: str | None = None
+    limit: int | None = None
+    size: int | None = None
 
 
-class Health(BaseModel):
+class Health(Out):
     status: Literal["ok"]

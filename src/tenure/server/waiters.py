@@ -1,9 +1,14 @@
 """Long-poll acquisition: waiters of one key are served in arrival order.
 
-Only the head of a key's queue tries to acquire. It sleeps until the key is released (a
-notification from the release route) or until the holder's deadline, whichever comes first, and
-never polls the database on a short timer. When the head leaves (with the lease, or because its
-wait ended) the next waiter becomes the head and tries at once.
+Every request for a key joins the key's queue on arrival; only the head of the queue tries to
+acquire. The head sleeps until the key is released (a notification from the release route) or
+until the holder's deadline, whichever comes first, and never polls the database on a short
+timer. When the head leaves (with the lease, or because its wait ended) the next waiter becomes
+the head and tries at once. A request that does not wait (``wait_ms`` 0) makes one attempt
+whatever the queue holds.
+
+:meth:`Waiters.notify` and :meth:`Waiters.close` may be called from any thread (the release
+route runs in a worker thread, ``close`` from a signal handler); they hand over to the event loop.
 """
 
 from __future__ import annotations
@@ -27,70 +32,71 @@ class Waiters:
         self._now_ms = now_ms
         self._queues: dict[str, deque[asyncio.Event]] = {}
         self._closing = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def closing(self) -> bool:
+        return self._closing
 
     def waiting(self, key: str) -> int:
         return len(self._queues.get(key, ()))
 
     def notify(self, key: str) -> None:
         """The key may be free: wake the head of its queue."""
-        queue = self._queues.get(key)
-        if queue:
-            queue[0].set()
+        self._on_loop(lambda: self._wake_head(key))
 
     def close(self) -> None:
         """Shutting down: every waiter makes a last attempt and returns."""
         self._closing = True
+        self._on_loop(self._wake_all)
+
+    def _on_loop(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` on the event loop soon; safe from any thread and signal handlers."""
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return  # nobody ever waited
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+            loop.call_soon_threadsafe(callback)
+
+    def _wake_head(self, key: str) -> None:
+        queue = self._queues.get(key)
+        if queue:
+            queue[0].set()
+
+    def _wake_all(self) -> None:
         for queue in self._queues.values():
             for event in queue:
                 event.set()
 
     async def acquire(self, key: str, attempt: Attempt, wait_ms: int) -> Lease:
-        deadline = time.monotonic() + wait_ms / 1000
+        """``attempt()`` when it is this caller's turn, until it succeeds or ``wait_ms`` ends."""
+        self._loop = asyncio.get_running_loop()
+        deadline = time.monotonic() + max(wait_ms, 0) / 1000
         queue = self._queues.setdefault(key, deque())
-        if not queue:
-            try:
-                return await attempt()
-            except LeaseHeld as held:
-                if wait_ms <= 0 or self._closing:
-                    raise
-                last: LeaseHeld | None = held
-        else:
-            last = None
         me = asyncio.Event()
         queue.append(me)
         try:
-            return await self._wait_in_line(queue, me, attempt, deadline, last)
+            while True:
+                left = deadline - time.monotonic()
+                if queue[0] is not me:
+                    if left <= 0 or self._closing:
+                        return await attempt()  # not our turn, but no more time: one try
+                    await _sleep_on(me, left)
+                    continue
+                try:
+                    return await attempt()
+                except LeaseHeld as held:
+                    left = deadline - time.monotonic()
+                    if left <= 0 or self._closing:
+                        raise
+                    until_expiry = ((held.expires_at or 0) - self._now_ms()) / 1000 + SLACK_S
+                    await _sleep_on(me, max(MIN_SLEEP_S, min(left, until_expiry)))
         finally:
             queue.remove(me)
             if queue:
                 queue[0].set()
             elif self._queues.get(key) is queue:
                 del self._queues[key]
-
-    async def _wait_in_line(
-        self,
-        queue: deque[asyncio.Event],
-        me: asyncio.Event,
-        attempt: Attempt,
-        deadline: float,
-        last: LeaseHeld | None,
-    ) -> Lease:
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0 or self._closing:
-                return await attempt()  # a last try: the lease, or a fresh lease_held
-            if queue[0] is not me or last is None:
-                if queue[0] is not me:
-                    await _sleep_on(me, left)
-                    continue
-                try:
-                    return await attempt()
-                except LeaseHeld as held:
-                    last = held
-                    continue
-            until_expiry = ((last.expires_at or 0) - self._now_ms()) / 1000 + SLACK_S
-            await _sleep_on(me, max(MIN_SLEEP_S, min(left, until_expiry)))
-            last = None  # woken (release, expiry or our turn): try again
 
 
 async def _sleep_on(event: asyncio.Event, seconds: float) -> None:

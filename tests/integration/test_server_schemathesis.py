@@ -1,0 +1,102 @@
+"""Schemathesis, the real CLI, against a live server: the OpenAPI document is the truth.
+
+``--checks all``: no 5xx; every status, content type, header and body as documented; schema-valid
+requests accepted; schema-violating ones rejected; undocumented methods answered with 405 and
+``Allow``; no route ignores authentication; stateful sequences along the documented links.
+
+Two settings, both about what counts, none excluding a check:
+
+- ``413`` counts as a rejection of schema-violating data (schemathesis' default list omits it).
+  A key longer than ``maxLength`` is refused with ``413 too_large`` as SPEC §4 asks.
+- ``--generation-codec ascii``: the key limit is in UTF-8 *bytes* (``max_key_bytes``), which JSON
+  Schema cannot say; ``maxLength`` counts characters, so a 200-character non-ASCII key is
+  schema-valid yet too large. With ASCII, characters are bytes and the document is exact.
+  Non-ASCII keys are tested in ``test_server_leases.py`` and ``test_server_problems.py``.
+
+``TENURE_SCHEMATHESIS_SEED`` and ``TENURE_SCHEMATHESIS_EXAMPLES`` override the fixed seed and the
+number of examples per operation.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from conftest import LiveServer
+
+SCHEMATHESIS = Path(sys.executable).with_name("schemathesis")
+# schemathesis' default list of rejections, and 413
+REJECTIONS = (
+    '"400", "401", "403", "404", "405", "406", "409", "413", "415", "422", "428", "429", "5xx"'
+)
+CONFIG = f"""\
+[checks.negative_data_rejection]
+expected-statuses = [{REJECTIONS}]
+"""
+BUDGET_S = 85
+
+
+@pytest.mark.slow
+def test_schemathesis_finds_nothing(live_server: LiveServer, tmp_path: Path) -> None:
+    if not SCHEMATHESIS.exists():
+        pytest.fail(f"schemathesis is not installed next to {sys.executable}")
+    # Something to find behind the example key of the document (GET /v1/fenced/{key}).
+    with live_server.http(live_server.admin_token) as admin:
+        example = "jobs/nightly-report"
+        token = admin.post("/v1/leases/acquire", json={"key": example}).json()["lease"]["token"]
+        admin.post("/v1/fenced/write", json={"key": example, "token": token, "value": {"n": 1}})
+
+    config = tmp_path / "schemathesis.toml"
+    config.write_text(CONFIG)
+    seed = os.environ.get("TENURE_SCHEMATHESIS_SEED", "20260601")
+    examples = os.environ.get("TENURE_SCHEMATHESIS_EXAMPLES", "25")
+    command = [
+        str(SCHEMATHESIS),
+        "--config-file",
+        str(config),
+        "--no-color",
+        "run",
+        f"{live_server.url}/openapi.json",
+        "--checks",
+        "all",
+        "-H",
+        f"Authorization: Bearer {live_server.admin_token}",
+        "--max-examples",
+        examples,
+        "--seed",
+        seed,
+        "--generation-codec",
+        "ascii",
+        "--generation-database",
+        "none",
+        "--request-timeout",
+        "20",
+        "--output-sanitize",
+        "false",
+    ]
+    started = time.monotonic()
+    out = subprocess.run(
+        command,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=BUDGET_S + 30,
+        env={**os.environ, "SCHEMATHESIS_HOOKS": ""},
+    )
+    took = time.monotonic() - started
+    report = (
+        f"$ {' '.join(command)}\n(exit {out.returncode}, {took:.1f} s)\n{out.stdout}{out.stderr}"
+    )
+    assert out.returncode == 0, report
+    with live_server.http() as client:
+        paths = client.get("/openapi.json").json()["paths"]
+    operations = sum(len(item) for item in paths.values())
+    assert f"Tested: {operations}" in out.stdout, report  # every operation, none skipped
+    assert took < BUDGET_S, report
