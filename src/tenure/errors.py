@@ -17,6 +17,7 @@ class TenureError(Exception):
     status: ClassVar[int] = 500
     title: ClassVar[str] = "tenure error"
     fields: ClassVar[tuple[str, ...]] = ()
+    optional: ClassVar[tuple[str, ...]] = ()  # fields left out of info() while None
     registry: ClassVar[dict[str, type[TenureError]]] = {}
 
     def __init__(self, detail: str = "", **info: Any) -> None:
@@ -37,7 +38,9 @@ class TenureError(Exception):
         """The structured fields, ``key`` included when known."""
         out: dict[str, Any] = {} if self.key is None else {"key": self.key}
         for name in self.fields:
-            out[name] = getattr(self, name)
+            value = getattr(self, name)
+            if value is not None or name not in self.optional:
+                out[name] = value
         return out
 
     def to_problem(self) -> dict[str, Any]:
@@ -106,16 +109,20 @@ class LeaseLost(TenureError):
 
 class StaleToken(TenureError):
     code, status, title = "stale_token", 409, "the token is not the key's current token"
-    fields = ("token", "current_token")
+    fields = ("token", "current_token", "holder")
+    optional = ("holder",)
     token: int | None
     current_token: int | None
+    holder: str | None
 
 
 class AssignedToOther(TenureError):
     code, status, title = "assigned_to_other", 409, "the item is assigned to someone else"
-    fields = ("assignee", "lease_state")
+    fields = ("assignee", "lease_state", "lapsed_at")
+    optional = ("lapsed_at",)
     assignee: str | None
     lease_state: str | None
+    lapsed_at: int | None
 
 
 class InvalidRequest(TenureError):

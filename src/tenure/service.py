@@ -55,6 +55,9 @@ class Service:
     def __init__(self, store: Store, policy: PolicySet | None = None) -> None:
         self.store = store
         self.policy = policy or PolicySet()
+        from tenure.work import WorkQueue
+
+        self.items = WorkQueue(self)
 
     def _run(self, key: str, decide: Callable[[KeyTx], Decision], *, create: bool = False) -> Any:
         with self.store.key_tx(key, create=create) as tx:

@@ -111,7 +111,8 @@ def test_missing_fields_are_none_and_the_detail_defaults_to_the_title(
 ) -> None:
     err = cls()
     assert err.detail == cls.title and err.key is None
-    assert err.info() == dict.fromkeys(cls.fields)
+    assert err.info() == dict.fromkeys(f for f in cls.fields if f not in cls.optional)
+    assert all(getattr(err, f) is None for f in cls.fields)
     assert "key" not in err.to_problem()
     back = TenureError.from_problem(err.to_problem())
     assert type(back) is cls and back.info() == err.info()

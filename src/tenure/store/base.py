@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from typing import Protocol
+from typing import Any, Protocol
 
+from tenure.core.items import Item, Transfer
 from tenure.core.models import (
     Event,
     EventDraft,
@@ -39,6 +40,21 @@ class KeyTx(Protocol):
     def save_register(self, write: FencedWrite, op_id: str | None) -> None: ...
 
     def append(self, events: Sequence[EventDraft]) -> None: ...
+
+    # items (the key is ``items/<id>``) ----------------------------------------------------
+    def item(self, item_id: str) -> Item | None: ...
+
+    def save_item(self, item: Item) -> None: ...
+
+    def add_transfers(self, transfers: Sequence[Transfer]) -> None: ...
+
+    def find_item_op(self, item_id: str, op_id: str) -> Any: ...
+
+    def save_item_op(self, item_id: str, op_id: str, result: Any) -> None: ...
+
+    def add_principal(self, principal: Principal, token_hash: str, token_id: str) -> None:
+        """Create a principal in this transaction (dispatch claims for it atomically)."""
+        ...
 
 
 class Store(Protocol):
@@ -92,6 +108,28 @@ class Store(Protocol):
     def get_principal(self, name: str) -> Principal | None: ...
 
     def principal_by_token(self, token_hash: str) -> Principal | None: ...
+
+    def create_item(self, item: Item) -> bool:
+        """Insert ``item``; ``False`` if its id is taken."""
+        ...
+
+    def get_item(self, item_id: str) -> Item | None: ...
+
+    def list_items(
+        self,
+        status: str | None = None,
+        assignee: str | None = None,
+        label: str | None = None,
+        limit: int = 100,
+    ) -> list[Item]: ...
+
+    def ready_items(self, now: int, limit: int) -> list[Item]: ...
+
+    def transfers(self, item_id: str) -> list[Transfer]: ...
+
+    def get_cursor(self, principal: str, name: str) -> int: ...
+
+    def set_cursor(self, principal: str, name: str, event_id: int) -> None: ...
 
     def schema_version(self) -> int: ...
 

@@ -6,6 +6,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from tenure.core.items import Item, Transfer
 from tenure.core.models import Event, EventDraft, FencedValue, FencedWrite, KeyRecord, Principal
 
 Loads = Callable[[Any], Any]
@@ -102,3 +103,65 @@ def op_from(row: Sequence[Any], loads: Loads = loads_text) -> FencedWrite:
 def principal_from(row: Sequence[Any], loads: Loads = loads_text) -> Principal:
     name, kind, roles, parent = row
     return Principal(name, kind, tuple(loads(roles)), parent)
+
+
+def item_params(item: Item) -> dict[str, Any]:
+    params = item.to_dict()
+    params["labels"] = dumps(list(item.labels))
+    params["progress"] = None if item.progress is None else dumps(item.progress)
+    params["result"] = dumps(item.result)
+    return params
+
+
+def item_from(row: Sequence[Any], loads: Loads = loads_text) -> Item:
+    (
+        id_,
+        title,
+        body,
+        status,
+        priority,
+        labels,
+        parent,
+        assignee,
+        epoch,
+        progress,
+        progress_at,
+        result,
+        created_by,
+        created_at,
+        updated_at,
+    ) = row
+    return Item(
+        id_,
+        title,
+        body,
+        status,
+        priority,
+        tuple(loads(labels)),
+        parent,
+        assignee,
+        epoch,
+        None if progress is None else loads(progress),
+        progress_at,
+        None if result is None else loads(result),
+        created_by,
+        created_at,
+        updated_at,
+    )
+
+
+def transfer_params(t: Transfer) -> dict[str, Any]:
+    return {
+        "item": t.item,
+        "from_p": t.from_,
+        "to_p": t.to,
+        "epoch": t.epoch,
+        "reason": t.reason,
+        "actor": t.actor,
+        "at": t.at,
+        "note": t.note,
+    }
+
+
+def transfer_from(row: Sequence[Any]) -> Transfer:
+    return Transfer(*row)

@@ -9,8 +9,10 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from tenure.core.clock import Clock, SystemClock
+from tenure.core.items import Item, Transfer
 from tenure.core.models import (
     Event,
     EventDraft,
@@ -62,6 +64,40 @@ class _SqliteKeyTx:
 
     def append(self, events: Sequence[EventDraft]) -> None:
         insert_events(self.conn, events, self.now)
+
+    def item(self, item_id: str) -> Item | None:
+        row = self.conn.execute(Q["get_item"], {"id": item_id}).fetchone()
+        return rows.item_from(row) if row else None
+
+    def save_item(self, item: Item) -> None:
+        self.conn.execute(Q["save_item"], rows.item_params(item))
+
+    def add_transfers(self, transfers: Sequence[Transfer]) -> None:
+        for t in transfers:
+            self.conn.execute(Q["insert_transfer"], rows.transfer_params(t))
+
+    def find_item_op(self, item_id: str, op_id: str) -> Any:
+        row = self.conn.execute(Q["find_item_op"], {"item": item_id, "op_id": op_id}).fetchone()
+        return None if row is None else rows.loads_text(row[0])
+
+    def save_item_op(self, item_id: str, op_id: str, result: Any) -> None:
+        params = {"item": item_id, "op_id": op_id, "result": rows.dumps(result)}
+        self.conn.execute(Q["save_item_op"], params)
+
+    def add_principal(self, principal: Principal, token_hash: str, token_id: str) -> None:
+        params = {
+            **principal.to_dict(),
+            "roles": rows.dumps(list(principal.roles)),
+            "now": self.now,
+        }
+        self.conn.execute(Q["add_principal"], params)
+        token = {
+            "id": token_id,
+            "principal": principal.name,
+            "token_hash": token_hash,
+            "now": self.now,
+        }
+        self.conn.execute(Q["add_token"], token)
 
 
 def insert_events(conn: sqlite3.Connection, events: Sequence[EventDraft], now: int) -> list[Event]:
@@ -275,6 +311,42 @@ class SqliteStore:
     def principal_by_token(self, token_hash: str) -> Principal | None:
         row = self._conn().execute(Q["principal_by_token"], {"token_hash": token_hash}).fetchone()
         return rows.principal_from(row) if row else None
+
+    def create_item(self, item: Item) -> bool:
+        with self._write() as conn:
+            return conn.execute(Q["insert_item"], rows.item_params(item)).rowcount == 1
+
+    def get_item(self, item_id: str) -> Item | None:
+        row = self._conn().execute(Q["get_item"], {"id": item_id}).fetchone()
+        return rows.item_from(row) if row else None
+
+    def list_items(
+        self,
+        status: str | None = None,
+        assignee: str | None = None,
+        label: str | None = None,
+        limit: int = 100,
+    ) -> list[Item]:
+        params = {"status": status, "assignee": assignee, "label": label, "limit": limit}
+        return [rows.item_from(r) for r in self._conn().execute(Q["list_items"], params)]
+
+    def ready_items(self, now: int, limit: int) -> list[Item]:
+        params = {"now": now, "limit": limit}
+        return [rows.item_from(r) for r in self._conn().execute(Q["ready_items"], params)]
+
+    def transfers(self, item_id: str) -> list[Transfer]:
+        cur = self._conn().execute(Q["list_transfers"], {"item": item_id})
+        return [rows.transfer_from(r) for r in cur]
+
+    def get_cursor(self, principal: str, name: str) -> int:
+        row = self._conn().execute(Q["get_cursor"], {"principal": principal, "name": name})
+        found = row.fetchone()
+        return int(found[0]) if found else 0
+
+    def set_cursor(self, principal: str, name: str, event_id: int) -> None:
+        with self._write() as conn:
+            params = {"principal": principal, "name": name, "event_id": event_id}
+            conn.execute(Q["set_cursor"], params)
 
     def close(self) -> None:
         with self._lock:

@@ -122,3 +122,65 @@ SELECT name, kind, roles, parent FROM tenure_principals ORDER BY name;
 SELECT p.name, p.kind, p.roles, p.parent
 FROM tenure_tokens t JOIN tenure_principals p ON p.name = t.principal
 WHERE t.token_hash = %(token_hash)s AND t.revoked_at IS NULL;
+
+-- name: get_item
+SELECT id, title, body, status, priority, labels, parent, assignee, epoch, progress,
+       progress_at, result, created_by, created_at, updated_at
+FROM tenure_items WHERE id = %(id)s;
+
+-- name: insert_item
+INSERT INTO tenure_items (id, title, body, status, priority, labels, parent, assignee, epoch,
+                          progress, progress_at, result, created_by, created_at, updated_at)
+VALUES (%(id)s, %(title)s, %(body)s, %(status)s, %(priority)s, %(labels)s, %(parent)s, %(assignee)s, %(epoch)s, %(progress)s,
+        %(progress_at)s, %(result)s, %(created_by)s, %(created_at)s, %(updated_at)s)
+ON CONFLICT (id) DO NOTHING
+RETURNING id;
+
+-- name: save_item
+UPDATE tenure_items SET title = %(title)s, body = %(body)s, status = %(status)s, priority = %(priority)s,
+    labels = %(labels)s, parent = %(parent)s, assignee = %(assignee)s, epoch = %(epoch)s,
+    progress = %(progress)s, progress_at = %(progress_at)s, result = %(result)s,
+    updated_at = %(updated_at)s
+WHERE id = %(id)s;
+
+-- name: list_items
+SELECT id, title, body, status, priority, labels, parent, assignee, epoch, progress,
+       progress_at, result, created_by, created_at, updated_at
+FROM tenure_items
+WHERE (%(status)s::text IS NULL OR status = %(status)s)
+  AND (%(assignee)s::text IS NULL OR assignee = %(assignee)s)
+  AND (%(label)s::text IS NULL OR (labels::jsonb ? %(label)s::text))
+ORDER BY priority, created_at, id
+LIMIT %(limit)s;
+
+-- name: ready_items
+SELECT i.id, i.title, i.body, i.status, i.priority, i.labels, i.parent, i.assignee, i.epoch,
+       i.progress, i.progress_at, i.result, i.created_by, i.created_at, i.updated_at
+FROM tenure_items i
+LEFT JOIN tenure_leases l ON l.key = 'items/' || i.id
+WHERE i.status = 'open' AND i.assignee IS NULL
+  AND NOT (l.key IS NOT NULL AND l.ended IS NULL AND l.expires_at > %(now)s)
+ORDER BY i.priority, i.created_at, i.id
+LIMIT %(limit)s;
+
+-- name: insert_transfer
+INSERT INTO tenure_transfers (item, from_p, to_p, epoch, reason, actor, at, note)
+VALUES (%(item)s, %(from_p)s, %(to_p)s, %(epoch)s, %(reason)s, %(actor)s, %(at)s, %(note)s);
+
+-- name: list_transfers
+SELECT item, from_p, to_p, epoch, reason, actor, at, note
+FROM tenure_transfers WHERE item = %(item)s ORDER BY id;
+
+-- name: find_item_op
+SELECT result FROM tenure_item_ops WHERE item = %(item)s AND op_id = %(op_id)s;
+
+-- name: save_item_op
+INSERT INTO tenure_item_ops (item, op_id, result) VALUES (%(item)s, %(op_id)s, %(result)s);
+
+-- name: get_cursor
+SELECT event_id FROM tenure_cursors WHERE principal = %(principal)s AND name = %(name)s;
+
+-- name: set_cursor
+INSERT INTO tenure_cursors (principal, name, event_id) VALUES (%(principal)s, %(name)s, %(event_id)s)
+ON CONFLICT (principal, name) DO UPDATE SET event_id = excluded.event_id
+WHERE excluded.event_id > tenure_cursors.event_id;

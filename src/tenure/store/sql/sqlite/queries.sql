@@ -98,3 +98,64 @@ SELECT name, kind, roles, parent FROM tenure_principals ORDER BY name;
 SELECT p.name, p.kind, p.roles, p.parent
 FROM tenure_tokens t JOIN tenure_principals p ON p.name = t.principal
 WHERE t.token_hash = :token_hash AND t.revoked_at IS NULL;
+
+-- name: get_item
+SELECT id, title, body, status, priority, labels, parent, assignee, epoch, progress,
+       progress_at, result, created_by, created_at, updated_at
+FROM tenure_items WHERE id = :id;
+
+-- name: insert_item
+INSERT INTO tenure_items (id, title, body, status, priority, labels, parent, assignee, epoch,
+                          progress, progress_at, result, created_by, created_at, updated_at)
+VALUES (:id, :title, :body, :status, :priority, :labels, :parent, :assignee, :epoch, :progress,
+        :progress_at, :result, :created_by, :created_at, :updated_at)
+ON CONFLICT (id) DO NOTHING;
+
+-- name: save_item
+UPDATE tenure_items SET title = :title, body = :body, status = :status, priority = :priority,
+    labels = :labels, parent = :parent, assignee = :assignee, epoch = :epoch,
+    progress = :progress, progress_at = :progress_at, result = :result,
+    updated_at = :updated_at
+WHERE id = :id;
+
+-- name: list_items
+SELECT id, title, body, status, priority, labels, parent, assignee, epoch, progress,
+       progress_at, result, created_by, created_at, updated_at
+FROM tenure_items
+WHERE (:status IS NULL OR status = :status)
+  AND (:assignee IS NULL OR assignee = :assignee)
+  AND (:label IS NULL OR EXISTS (SELECT 1 FROM json_each(labels) WHERE value = :label))
+ORDER BY priority, created_at, id
+LIMIT :limit;
+
+-- name: ready_items
+SELECT i.id, i.title, i.body, i.status, i.priority, i.labels, i.parent, i.assignee, i.epoch,
+       i.progress, i.progress_at, i.result, i.created_by, i.created_at, i.updated_at
+FROM tenure_items i
+LEFT JOIN tenure_leases l ON l.key = 'items/' || i.id
+WHERE i.status = 'open' AND i.assignee IS NULL
+  AND NOT (l.key IS NOT NULL AND l.ended IS NULL AND l.expires_at > :now)
+ORDER BY i.priority, i.created_at, i.id
+LIMIT :limit;
+
+-- name: insert_transfer
+INSERT INTO tenure_transfers (item, from_p, to_p, epoch, reason, actor, at, note)
+VALUES (:item, :from_p, :to_p, :epoch, :reason, :actor, :at, :note);
+
+-- name: list_transfers
+SELECT item, from_p, to_p, epoch, reason, actor, at, note
+FROM tenure_transfers WHERE item = :item ORDER BY id;
+
+-- name: find_item_op
+SELECT result FROM tenure_item_ops WHERE item = :item AND op_id = :op_id;
+
+-- name: save_item_op
+INSERT INTO tenure_item_ops (item, op_id, result) VALUES (:item, :op_id, :result);
+
+-- name: get_cursor
+SELECT event_id FROM tenure_cursors WHERE principal = :principal AND name = :name;
+
+-- name: set_cursor
+INSERT INTO tenure_cursors (principal, name, event_id) VALUES (:principal, :name, :event_id)
+ON CONFLICT (principal, name) DO UPDATE SET event_id = excluded.event_id
+WHERE excluded.event_id > tenure_cursors.event_id;

@@ -1,0 +1,349 @@
+"""Items of the shared work queue, their transfers, and the pure decisions of a claim.
+
+A claim has two mechanisms: the durable ``assignee`` edge on the item (whose work it is) and the
+ephemeral lease on ``items/<id>`` (someone is working it right now). The item's ``epoch`` is the
+token of its latest acquisition; progress and completion are fenced by it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from tenure.core.decide import Decision, decide_acquire, decide_release, settle
+from tenure.core.models import EventDraft, KeyRecord, Lease, Principal
+from tenure.errors import AssignedToOther, InvalidRequest, NotFound, StaleToken, TenureError
+
+STATUSES: tuple[str, ...] = ("open", "in_progress", "blocked", "done", "cancelled")
+CLOSED: tuple[str, ...] = ("done", "cancelled")
+REASONS: tuple[str, ...] = (
+    "claimed",
+    "released",
+    "expired",
+    "taken_over",
+    "force_released",
+    "completed",
+    "cancelled",
+)
+DEFAULT_PRIORITY = 2
+
+
+def item_key(item_id: str) -> str:
+    return f"items/{item_id}"
+
+
+@dataclass(frozen=True)
+class Item:
+    id: str
+    title: str
+    body: str = ""
+    status: str = "open"
+    priority: int = DEFAULT_PRIORITY
+    labels: tuple[str, ...] = ()
+    parent: str | None = None
+    assignee: str | None = None
+    epoch: int = 0
+    progress: dict[str, Any] | None = None
+    progress_at: int | None = None
+    result: Any = None
+    created_by: str = ""
+    created_at: int = 0
+    updated_at: int = 0
+
+    def update(self, **changes: Any) -> Item:
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["labels"] = list(self.labels)
+        return out
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """One change of owner or epoch: ``from_`` → ``to`` at ``epoch``, and why."""
+
+    item: str
+    from_: str | None
+    to: str | None
+    epoch: int
+    reason: str
+    actor: str
+    at: int
+    note: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "item": self.item,
+            "from": self.from_,
+            "to": self.to,
+            "epoch": self.epoch,
+            "reason": self.reason,
+            "actor": self.actor,
+            "at": self.at,
+            "note": self.note,
+        }
+
+
+@dataclass(frozen=True)
+class ItemDecision:
+    """A lease decision plus what it does to the item: saved together in one transaction."""
+
+    lease: Decision
+    item: Item | None = None  # the item to save, None when unchanged
+    transfers: tuple[Transfer, ...] = ()
+    events: tuple[EventDraft, ...] = ()
+    result: Any = None
+    error: TenureError | None = None
+
+    def raise_or_result(self) -> Any:
+        if self.lease.error is not None:
+            raise self.lease.error
+        if self.error is not None:
+            raise self.error
+        return self.result
+
+
+def _refuse(error: TenureError, lease: Decision | None = None) -> ItemDecision:
+    return ItemDecision(lease or Decision(None), error=error)
+
+
+def _missing(item_id: str) -> NotFound:
+    return NotFound(f"no item {item_id!r}", key=item_key(item_id), what="item")
+
+
+def _event(kind: str, item: Item, who: Principal, epoch: int, **data: Any) -> EventDraft:
+    reason = data.pop("reason", None)
+    return EventDraft(
+        kind,
+        item_key(item.id),
+        item.assignee,
+        None,
+        epoch,
+        actor=who.name,
+        reason=reason,
+        data={"item": item.id, **data},
+    )
+
+
+def decide_claim(
+    item: Item | None,
+    rec: KeyRecord | None,
+    who: Principal,
+    ttl_ms: int,
+    task: str | None,
+    takeover: bool,
+    reason: str | None,
+    now: int,
+) -> ItemDecision:
+    if item is None:
+        return _refuse(_missing(""))
+    key = item_key(item.id)
+    if item.status in CLOSED:
+        return _refuse(
+            InvalidRequest(f"item {item.id!r} is {item.status}", key=key, field="status")
+        )
+    live = rec is not None and rec.is_live(now)
+    if live:  # our own claim renews; someone else's is lease_held (and counted)
+        assert rec is not None
+        lease = decide_acquire(rec, key, who, ttl_ms, task, None, now)
+        return ItemDecision(lease, result=lease.result)
+    previous = item.assignee
+    if previous not in (None, who.name) and not takeover:
+        state = rec.state(now) if rec else "none"
+        return _refuse(
+            AssignedToOther(
+                f"item {item.id!r} is assigned to {previous!r} (lease {state}); "
+                "claim with takeover to move it",
+                key=key,
+                assignee=previous,
+                lease_state=state,
+                lapsed_at=rec.expires_at if rec else None,
+            )
+        )
+    taking = previous not in (None, who.name)
+    events: tuple[EventDraft, ...] = ()
+    if rec is not None and rec.ended is None and taking:
+        # The lapsed lease ends by this deliberate takeover rather than by expiry.
+        rec = rec.update(ended="taken_over")
+        events = (
+            EventDraft(
+                "taken_over", key, previous, rec.task, rec.token, actor=who.name, reason=reason
+            ),
+        )
+    lease = decide_acquire(rec, key, who, ttl_ms, task, None, now)
+    granted: Lease = lease.result
+    claimed = item.update(
+        assignee=who.name, status="in_progress", epoch=granted.token, updated_at=now
+    )
+    kind = "taken_over" if taking else "claimed"
+    transfer = Transfer(item.id, previous, who.name, granted.token, kind, who.name, now, reason)
+    event = _event(
+        "claimed", claimed, who, granted.token, reason=reason, previous=previous, transfer=kind
+    )
+    return ItemDecision(
+        Decision(lease.record, events + lease.events, granted),
+        claimed,
+        (transfer,),
+        (event,),
+        granted,
+    )
+
+
+def decide_item_release(
+    item: Item | None, rec: KeyRecord | None, who: Principal, now: int
+) -> ItemDecision:
+    """Release my lease on the item (if any) and retire my assignee edge; reopen the item."""
+    if item is None:
+        return _refuse(_missing(""))
+    lease = decide_release(rec, item_key(item.id), who, None, now)
+    if lease.error is not None or item.assignee != who.name:
+        return ItemDecision(lease, result=(bool(lease.result and lease.result.released), item))
+    reopened = item.update(
+        assignee=None,
+        updated_at=now,
+        status="open" if item.status == "in_progress" else item.status,
+    )
+    transfer = Transfer(item.id, who.name, None, item.epoch, "released", who.name, now)
+    event = _event("released_item", reopened, who, item.epoch, previous=who.name)
+    return ItemDecision(lease, reopened, (transfer,), (event,), (True, reopened))
+
+
+def check_epoch(item: Item, rec: KeyRecord | None, epoch: int) -> TenureError | None:
+    """Progress and completion: only the item's current epoch, and only while it is open."""
+    current = rec.token if rec else 0
+    if rec is None or epoch != current or not rec.fence_open or item.epoch != current:
+        why = "was revoked" if rec and epoch == current else "is stale"
+        return StaleToken(
+            f"epoch {epoch} {why} for item {item.id!r}",
+            key=item_key(item.id),
+            token=epoch,
+            current_token=current or None,
+            holder=item.assignee,
+        )
+    if item.status in CLOSED:
+        return InvalidRequest(
+            f"item {item.id!r} is {item.status}", key=item_key(item.id), field="status"
+        )
+    return None
+
+
+def decide_progress(
+    item: Item | None,
+    rec: KeyRecord | None,
+    who: Principal,
+    epoch: int,
+    progress: dict[str, Any],
+    now: int,
+) -> ItemDecision:
+    if item is None:
+        return _refuse(_missing(""))
+    error = check_epoch(item, rec, epoch)
+    if error is not None:
+        return _refuse(error)
+    updated = item.update(
+        progress={**progress, "by": who.name, "at": now}, progress_at=now, updated_at=now
+    )
+    event = _event("progress", updated, who, epoch, **progress)
+    return ItemDecision(Decision(None), updated, (), (event,), updated)
+
+
+def decide_complete(
+    item: Item | None, rec: KeyRecord | None, who: Principal, epoch: int, result: Any, now: int
+) -> ItemDecision:
+    """Fenced completion: ends the lease, retires the edge, stores the result, sets ``done``."""
+    if item is None:
+        return _refuse(_missing(""))
+    error = check_epoch(item, rec, epoch)
+    if error is not None:
+        return _refuse(error)
+    assert rec is not None
+    ended, events = settle(rec, now)
+    assert ended is not None
+    if ended.ended is None:
+        ended = ended.update(ended="released")
+        events = (
+            *events,
+            EventDraft(
+                "released",
+                rec.key,
+                rec.holder,
+                rec.task,
+                rec.token,
+                actor=who.name,
+                reason="completed",
+            ),
+        )
+    done = item.update(status="done", assignee=None, result=result, updated_at=now)
+    transfer = Transfer(item.id, item.assignee, None, epoch, "completed", who.name, now)
+    event = _event("completed", item, who, epoch)
+    return ItemDecision(Decision(ended, events), done, (transfer,), (event,), done)
+
+
+def decide_cancel(
+    item: Item | None, rec: KeyRecord | None, who: Principal, reason: str, allowed: bool, now: int
+) -> ItemDecision:
+    from tenure.errors import Forbidden
+
+    if item is None:
+        return _refuse(_missing(""))
+    key = item_key(item.id)
+    if item.status in CLOSED:
+        return _refuse(
+            InvalidRequest(f"item {item.id!r} is {item.status}", key=key, field="status")
+        )
+    if not allowed:
+        return _refuse(
+            Forbidden(
+                f"{who.name!r} may not cancel item {item.id!r}",
+                key=key,
+                actor=who.name,
+                reason=reason,
+            )
+        )
+    record, events = settle(rec, now)
+    if record is not None and record.ended is None:
+        ending = "released" if record.holder == who.name else "force_released"
+        record = record.update(ended=ending, fence_open=False)
+        events = (
+            *events,
+            EventDraft(
+                ending, key, record.holder, record.task, record.token, actor=who.name, reason=reason
+            ),
+        )
+    elif record is not None:
+        record = record.update(fence_open=False)
+    cancelled = item.update(status="cancelled", assignee=None, updated_at=now)
+    transfer = Transfer(
+        item.id, item.assignee, None, item.epoch, "cancelled", who.name, now, reason
+    )
+    event = _event("cancelled", item, who, item.epoch, reason=reason)
+    return ItemDecision(Decision(record, events), cancelled, (transfer,), (event,), cancelled)
+
+
+@dataclass(frozen=True)
+class ItemView:
+    """An item with its lease and history, as the views show it."""
+
+    item: Item
+    lease: Lease | None
+    lease_state: str  # live, lapsed, stalled, none
+    transfers: tuple[Transfer, ...] = field(default=())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "item": self.item.to_dict(),
+            "lease": self.lease.to_dict() if self.lease else None,
+            "lease_state": self.lease_state,
+            "transfers": [t.to_dict() for t in self.transfers],
+        }
+
+
+def lease_state(item: Item, rec: KeyRecord | None, now: int, stall_ms: int) -> str:
+    """``live``, ``stalled`` (live, but no progress for ``stall_ms``), ``lapsed`` or ``none``."""
+    if rec is None or rec.token != item.epoch or item.epoch == 0:
+        return "none"
+    if rec.is_live(now):
+        since = item.progress_at if item.progress_at is not None else rec.acquired_at
+        return "stalled" if now - since > stall_ms else "live"
+    return "lapsed" if item.assignee else "none"

@@ -1,0 +1,505 @@
+"""The shared work queue over the lease engine: items, claims, fenced progress and completion.
+
+``Service.items`` is a :class:`WorkQueue`. Each verb on an item is one short transaction on the
+key ``items/<id>``: the lease row is locked, the item row is read and written in the same
+transaction, and the pure decisions of :mod:`tenure.core.items` say what changes.
+"""
+
+from __future__ import annotations
+
+import builtins
+import re
+import secrets
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from tenure.core import validate as v
+from tenure.core.decide import Decision
+from tenure.core.items import (
+    CLOSED,
+    STATUSES,
+    Item,
+    ItemDecision,
+    ItemView,
+    Transfer,
+    decide_cancel,
+    decide_claim,
+    decide_complete,
+    decide_item_release,
+    decide_progress,
+    item_key,
+    lease_state,
+)
+from tenure.core.models import Event, EventQuery, ExtendResult, Lease, Principal
+from tenure.errors import InvalidRequest, NotFound
+from tenure.principals import hash_token, new_token
+from tenure.store.base import KeyTx
+
+if TYPE_CHECKING:
+    from tenure.service import Service, Who
+
+ITEM_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+MAX_TITLE_CHARS = 512
+MAX_BODY_CHARS = 64 * 1024
+MAX_LABELS = 32
+DEFAULT_STALL_MS = 15 * 60 * 1000
+BRIEFING_EVENTS = ("expired", "taken_over", "force_released", "completed", "cancelled")
+
+
+@dataclass(frozen=True)
+class Claim:
+    item: Item
+    lease: Lease
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"item": self.item.to_dict(), "lease": self.lease.to_dict()}
+
+
+@dataclass(frozen=True)
+class Completion:
+    item: Item
+    duplicate: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"item": self.item.to_dict(), "duplicate": self.duplicate}
+
+
+@dataclass(frozen=True)
+class ItemRelease:
+    released: bool
+    item: Item
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"released": self.released, "item": self.item.to_dict()}
+
+
+@dataclass(frozen=True)
+class Dispatch:
+    item: Item
+    lease: Lease
+    agent: Principal
+    token: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "item": self.item.to_dict(),
+            "lease": self.lease.to_dict(),
+            "agent": {"name": self.agent.name, "token": self.token},
+        }
+
+
+@dataclass(frozen=True)
+class Briefing:
+    principal: str
+    carrying: tuple[ItemView, ...]
+    lapsed: tuple[ItemView, ...]
+    happened: tuple[Event, ...]
+    ready: tuple[Item, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "principal": self.principal,
+            "carrying": [x.to_dict() for x in self.carrying],
+            "lapsed": [x.to_dict() for x in self.lapsed],
+            "happened": [e.to_dict() for e in self.happened],
+            "ready": [i.to_dict() for i in self.ready],
+        }
+
+
+def check_item_id(item_id: object, field: str = "id") -> str:
+    if not isinstance(item_id, str) or not ITEM_ID.match(item_id) or "\n" in item_id:
+        raise InvalidRequest(f"{field}: 1-128 letters, digits, '.', '_' or '-'", field=field)
+    return item_id
+
+
+def check_labels(labels: object) -> tuple[str, ...]:
+    if isinstance(labels, str) or not isinstance(labels, list | tuple):
+        raise InvalidRequest("labels: a list of strings", field="labels")
+    if len(labels) > MAX_LABELS:
+        raise InvalidRequest(f"labels: at most {MAX_LABELS}", field="labels")
+    return tuple(dict.fromkeys(v.check_text("labels", label, 64) for label in labels))
+
+
+def check_priority(priority: object) -> int:
+    if not v.is_int(priority) or not 0 <= priority <= 1000:  # type: ignore[operator]
+        raise InvalidRequest("priority: an integer from 0 (most urgent) to 1000", field="priority")
+    assert isinstance(priority, int)
+    return priority
+
+
+class WorkQueue:
+    """Items and claims. ``stall_ms``: a live claim without progress for this long is stalled."""
+
+    def __init__(self, service: Service, stall_ms: int = DEFAULT_STALL_MS) -> None:
+        self.service = service
+        self.store = service.store
+        self.stall_ms = stall_ms
+
+    # items --------------------------------------------------------------------------------
+    def create(
+        self,
+        who: Who,
+        title: str,
+        body: str = "",
+        priority: int = 2,
+        labels: Sequence[str] = (),
+        parent: str | None = None,
+        id: str | None = None,
+    ) -> Item:
+        me = self._who(who)
+        item_id = check_item_id(id) if id is not None else f"it-{secrets.token_hex(5)}"
+        if parent is not None and self.store.get_item(check_item_id(parent, "parent")) is None:
+            raise NotFound(f"no parent item {parent!r}", what="item")
+        now = self.store.now_ms()
+        item = Item(
+            item_id,
+            v.check_text("title", title, MAX_TITLE_CHARS),
+            v.check_text("body", body, MAX_BODY_CHARS, required=False),
+            "open",
+            check_priority(priority),
+            check_labels(labels),
+            parent,
+            created_by=me.name,
+            created_at=now,
+            updated_at=now,
+        )
+        if not self.store.create_item(item):
+            raise InvalidRequest(f"id: an item {item_id!r} exists already", field="id")
+        return item
+
+    def get(self, item_id: str) -> ItemView:
+        item = self._item(item_id)
+        return self._view(item, self.store.now_ms(), with_transfers=True)
+
+    def list(
+        self,
+        status: str | None = None,
+        assignee: str | None = None,
+        label: str | None = None,
+        limit: int = 100,
+    ) -> builtins.list[Item]:
+        if status is not None and status not in STATUSES:
+            raise InvalidRequest(f"status: one of {', '.join(STATUSES)}", field="status")
+        return self.store.list_items(
+            status,
+            None if assignee is None else v.check_text("assignee", assignee, 256),
+            None if label is None else v.check_text("label", label, 64),
+            v.check_limit(limit),
+        )
+
+    def update(self, who: Who, item_id: str, **changes: Any) -> ItemView:
+        """Edit title, body, priority, labels or status; ``status: in_progress`` claims."""
+        me = self._who(who)
+        unknown = set(changes) - {"title", "body", "priority", "labels", "status"}
+        if unknown:
+            raise InvalidRequest(f"{sorted(unknown)[0]}: unknown field", field=sorted(unknown)[0])
+        status = changes.pop("status", None)
+        if status is not None and status not in ("open", "blocked", "in_progress"):
+            raise InvalidRequest(
+                "status: open, blocked or in_progress (use complete or cancel)", field="status"
+            )
+        edits = self._edits(changes)
+        if edits:
+
+            def decide(tx: KeyTx, item: Item) -> ItemDecision:
+                if item.status in CLOSED:
+                    return ItemDecision(
+                        Decision(None),
+                        error=InvalidRequest(f"item {item.id!r} is {item.status}", field="status"),
+                    )
+                return ItemDecision(Decision(None), item.update(**edits, updated_at=tx.now))
+
+            self._run(item_id, decide)
+        if status == "in_progress":
+            self.claim(me, item_id)
+        elif status is not None:
+            self._run(item_id, lambda tx, item: self._set_status(tx, item, me, status))
+        return self.get(item_id)
+
+    def _edits(self, changes: dict[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if "title" in changes:
+            out["title"] = v.check_text("title", changes["title"], MAX_TITLE_CHARS)
+        if "body" in changes:
+            out["body"] = v.check_text("body", changes["body"], MAX_BODY_CHARS, required=False)
+        if "priority" in changes:
+            out["priority"] = check_priority(changes["priority"])
+        if "labels" in changes:
+            out["labels"] = check_labels(changes["labels"])
+        return out
+
+    def _set_status(self, tx: KeyTx, item: Item, me: Principal, status: str) -> ItemDecision:
+        if item.status in CLOSED or item.assignee not in (None, me.name):
+            why = (
+                f"item {item.id!r} is {item.status}"
+                if item.status in CLOSED
+                else (f"item {item.id!r} is assigned to {item.assignee!r}")
+            )
+            return ItemDecision(Decision(None), error=InvalidRequest(why, field="status"))
+        return ItemDecision(Decision(None), item.update(status=status, updated_at=tx.now))
+
+    # claims --------------------------------------------------------------------------------
+    def claim(
+        self,
+        who: Who,
+        item_id: str,
+        ttl_ms: int | None = None,
+        task: str | None = None,
+        takeover: bool = False,
+        reason: str | None = None,
+    ) -> Claim:
+        me = self._who(who)
+        ttl, task, reason = self._claim_args(item_id, ttl_ms, task, reason)
+        if not isinstance(takeover, bool):
+            raise InvalidRequest("takeover: true or false", field="takeover")
+        lease: Lease = self._run(
+            item_id,
+            lambda tx, item: decide_claim(item, tx.record, me, ttl, task, takeover, reason, tx.now),
+            create=True,
+        )
+        return Claim(self._item(item_id), lease)
+
+    def _claim_args(
+        self, item_id: str, ttl_ms: int | None, task: str | None, reason: str | None
+    ) -> tuple[int, str | None, str | None]:
+        policy = self.service.policy.for_key(item_key(check_item_id(item_id)))
+        reason = None if reason is None else v.check_text("reason", reason, v.MAX_REASON_CHARS)
+        return v.check_ttl(ttl_ms, policy), v.check_task(task), reason
+
+    def renew(
+        self, who: Who, item_id: str, epoch: int | None = None, ttl_ms: int | None = None
+    ) -> Lease:
+        item = self._item(item_id)
+        return self.service.renew(
+            who, item_key(item.id), item.epoch if epoch is None else epoch, ttl_ms
+        )
+
+    def extend(
+        self,
+        who: Who,
+        item_id: str,
+        until: int | None = None,
+        by_ms: int | None = None,
+        epoch: int | None = None,
+    ) -> ExtendResult:
+        item = self._item(item_id)
+        return self.service.extend(
+            who, item_key(item.id), item.epoch if epoch is None else epoch, until, by_ms
+        )
+
+    def release(self, who: Who, item_id: str) -> ItemRelease:
+        me = self._who(who)
+        released, item = self._run(
+            item_id, lambda tx, item: decide_item_release(item, tx.record, me, tx.now)
+        )
+        return ItemRelease(released, item)
+
+    def force_release(self, who: Who, item_id: str, reason: str) -> Claim:
+        """An authority ends the item's live claim; the edge stays, the old epoch is dead."""
+        item = self._item(item_id)
+        result = self.service.force_release(who, item_key(item.id), reason)
+        actor = self._who(who)
+        transfer = Transfer(
+            item.id,
+            result.lease.holder,
+            item.assignee,
+            item.epoch,
+            "force_released",
+            actor.name,
+            self.store.now_ms(),
+            reason,
+        )
+        with self.store.key_tx(item_key(item.id)) as tx:
+            tx.add_transfers((transfer,))
+        return Claim(self._item(item_id), result.lease)
+
+    def progress(
+        self,
+        who: Who,
+        item_id: str,
+        epoch: int,
+        message: str,
+        percent: int | None = None,
+        data: dict[str, Any] | None = None,
+    ) -> Item:
+        me = self._who(who)
+        epoch = v.check_token(epoch, "epoch")
+        report: dict[str, Any] = {"message": v.check_text("message", message, 4096)}
+        if percent is not None:
+            if not v.is_int(percent) or not 0 <= percent <= 100:
+                raise InvalidRequest("percent: an integer from 0 to 100", field="percent")
+            report["percent"] = percent
+        if data is not None:
+            policy = self.service.policy.for_key(item_key(check_item_id(item_id)))
+            if v.check_meta(data, policy) is not None:
+                report["data"] = data
+        updated: Item = self._run(
+            item_id, lambda tx, item: decide_progress(item, tx.record, me, epoch, report, tx.now)
+        )
+        return updated
+
+    def complete(
+        self, who: Who, item_id: str, epoch: int, result: Any = None, op_id: str | None = None
+    ) -> Completion:
+        me = self._who(who)
+        epoch = v.check_token(epoch, "epoch")
+        v.check_value(result, self.service.policy.for_key(item_key(check_item_id(item_id))))
+        if op_id is not None:
+            op_id = v.check_text("op_id", op_id, v.MAX_OP_ID_CHARS)
+        duplicate: list[bool] = []
+
+        def decide(tx: KeyTx, item: Item) -> ItemDecision:
+            if op_id is not None and tx.find_item_op(item.id, op_id) is not None:
+                duplicate.append(True)
+                return ItemDecision(Decision(None), result=item)
+            decision = decide_complete(item, tx.record, me, epoch, result, tx.now)
+            if op_id is not None and decision.error is None and decision.lease.error is None:
+                tx.save_item_op(item.id, op_id, {"epoch": epoch})
+            return decision
+
+        done: Item = self._run(item_id, decide)
+        return Completion(done, bool(duplicate))
+
+    def cancel(self, who: Who, item_id: str, reason: str) -> Item:
+        me = self._who(who)
+        reason = v.check_text("reason", reason, v.MAX_REASON_CHARS)
+
+        def decide(tx: KeyTx, item: Item) -> ItemDecision:
+            return decide_cancel(item, tx.record, me, reason, self._may_cancel(me, item), tx.now)
+
+        cancelled: Item = self._run(item_id, decide)
+        return cancelled
+
+    def _may_cancel(self, me: Principal, item: Item) -> bool:
+        owner = item.assignee or item.created_by
+        return me.name == owner or self.service._may_force(me, owner)
+
+    def dispatch(
+        self,
+        who: Who,
+        item_id: str,
+        agent: str | None = None,
+        ttl_ms: int | None = None,
+        task: str | None = None,
+    ) -> Dispatch:
+        """Claim the item for a new child agent of the caller, in one transaction."""
+        from tenure.principals import check_principal
+
+        me = self._who(who)
+        ttl, task, _ = self._claim_args(item_id, ttl_ms, task, None)
+        suffix = agent if agent is not None else f"agent-{secrets.token_hex(3)}"
+        child = check_principal(f"{me.name}/{suffix}", "agent", [], me.name)
+        if self.store.get_principal(child.name) is not None:
+            raise InvalidRequest(f"agent: {child.name!r} exists already", field="agent")
+        token_id, token = new_token()
+
+        def decide(tx: KeyTx, item: Item) -> ItemDecision:
+            decision = decide_claim(item, tx.record, child, ttl, task, False, None, tx.now)
+            if decision.error is None and decision.lease.error is None and decision.item:
+                tx.add_principal(child, hash_token(token), token_id)
+            return decision
+
+        lease: Lease = self._run(item_id, decide, create=True)
+        return Dispatch(self._item(item_id), lease, child, token)
+
+    # views ---------------------------------------------------------------------------------
+    def queue(self, principal: str) -> builtins.list[ItemView]:
+        """Items assigned to ``principal``, with lease state ``live``, ``stalled`` or ``lapsed``."""
+        name = v.check_text("principal", principal, 256)
+        now = self.store.now_ms()
+        items: builtins.list[Item] = []
+        for owner in (name, *self._descendants(name)):
+            items.extend(self.store.list_items(assignee=owner, limit=v.MAX_LIMIT))
+        return [self._view(item, now) for item in items if item.status not in CLOSED]
+
+    def _descendants(self, name: str) -> builtins.list[str]:
+        """The agents ``name`` dispatched, and theirs: a parent sees its agents' claims."""
+        children: dict[str, builtins.list[str]] = {}
+        for p in self.store.list_principals():
+            if p.parent:
+                children.setdefault(p.parent, []).append(p.name)
+        out: builtins.list[str] = []
+        todo = list(children.get(name, []))
+        while todo and len(out) < v.MAX_LIMIT:
+            child = todo.pop(0)
+            if child not in out and child != name:
+                out.append(child)
+                todo.extend(children.get(child, []))
+        return out
+
+    def ready(self, limit: int = 50) -> builtins.list[Item]:
+        """Open, unassigned, unleased items by priority, then age."""
+        return self.store.ready_items(self.store.now_ms(), v.check_limit(limit))
+
+    def briefing(self, who: Who, ready: int = 5) -> Briefing:
+        """What I carry, what lapsed, what happened to my work since my last briefing."""
+        me = self._who(who)
+        mine = self.queue(me.name)
+        since = self.store.get_cursor(me.name, "briefing")
+        happened = [e for e in self._events_since(since) if self._concerns(me, e)]
+        last = self.store.events(EventQuery(after=since, limit=v.MAX_LIMIT))
+        if last:
+            self.store.set_cursor(me.name, "briefing", last[-1].id)
+        return Briefing(
+            me.name,
+            tuple(x for x in mine if x.lease_state != "lapsed"),
+            tuple(x for x in mine if x.lease_state == "lapsed"),
+            tuple(happened),
+            tuple(self.ready(ready)),
+        )
+
+    def _events_since(self, after: int) -> builtins.list[Event]:
+        out: builtins.list[Event] = []
+        for kind in (*BRIEFING_EVENTS, "claimed"):
+            out.extend(self.store.events(EventQuery(after=after, type=kind, limit=v.MAX_LIMIT)))
+        return sorted(out, key=lambda e: e.id)
+
+    def _concerns(self, me: Principal, event: Event) -> bool:
+        if event.type == "claimed":  # a transfer away from me
+            return event.data.get("previous") == me.name and event.actor != me.name
+        people = {event.holder, event.data.get("previous")}
+        if me.name in people:
+            return event.actor != me.name or event.type == "expired"
+        holder = event.holder or ""
+        return holder.startswith(me.name + "/")  # my agents' work
+
+    # helpers -------------------------------------------------------------------------------
+    def _who(self, who: Who) -> Principal:
+        from tenure.service import as_principal
+
+        return as_principal(who)
+
+    def _item(self, item_id: str) -> Item:
+        item = self.store.get_item(check_item_id(item_id))
+        if item is None:
+            raise NotFound(f"no item {item_id!r}", key=item_key(item_id), what="item")
+        return item
+
+    def _view(self, item: Item, now: int, with_transfers: bool = False) -> ItemView:
+        rec = self.store.get(item_key(item.id))
+        lease = rec.lease(now) if rec and rec.token == item.epoch and item.epoch else None
+        transfers = tuple(self.store.transfers(item.id)) if with_transfers else ()
+        return ItemView(item, lease, lease_state(item, rec, now, self.stall_ms), transfers)
+
+    def _run(
+        self, item_id: str, decide: Callable[[KeyTx, Item], ItemDecision], *, create: bool = False
+    ) -> Any:
+        check_item_id(item_id)
+        if create:
+            self._item(item_id)  # no lease row for an item that does not exist
+        with self.store.key_tx(item_key(item_id), create=create) as tx:
+            item = tx.item(item_id)
+            if item is None:
+                raise NotFound(f"no item {item_id!r}", key=item_key(item_id), what="item")
+            decision = decide(tx, item)
+            if decision.lease.record is not None:
+                tx.save(decision.lease.record)
+            if decision.item is not None:
+                tx.save_item(decision.item)
+            if decision.transfers:
+                tx.add_transfers(decision.transfers)
+            events = (*decision.lease.events, *decision.events)
+            if events:
+                tx.append(events)
+        return decision.raise_or_result()
