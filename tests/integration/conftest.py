@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -19,15 +18,10 @@ import pytest
 import uvicorn
 
 import tenure
+from procs import free_port
 from tenure.principals import Principals
 from tenure.server import create_app
 from tenure.settings import Settings
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class LiveServer:
