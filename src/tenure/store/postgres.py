@@ -133,7 +133,7 @@ class PostgresStore:
         url: str,
         *,
         clock: Clock | None = None,
-        min_size: int = 1,
+        min_size: int = 2,
         max_size: int = 10,
         timeout: float = 30.0,
     ) -> None:
