@@ -17,6 +17,7 @@ from tenure.core.models import (
 from tenure.core.policy import Policy, PolicySet
 from tenure.errors import (
     AssignedToOther,
+    Conflict,
     Forbidden,
     InvalidRequest,
     LeaseHeld,
@@ -40,6 +41,7 @@ __all__ = [
     "AsyncLeaseHandle",
     "Client",
     "Clock",
+    "Conflict",
     "Event",
     "ExtendResult",
     "FakeClock",

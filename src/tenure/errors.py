@@ -131,6 +131,15 @@ class InvalidRequest(TenureError):
     field: str | None
 
 
+class Conflict(InvalidRequest):
+    """A well-formed request that the current state refuses: the item is done or cancelled, or
+    the id or agent name it asks for is taken. ``409``, not ``422``: the same request can succeed
+    against another state. A subclass of :class:`InvalidRequest` (``field`` names the field the
+    state conflicts with), so ``except InvalidRequest`` still catches it."""
+
+    code, status, title = "conflict", 409, "the request conflicts with the current state"
+
+
 class TooLarge(TenureError):
     code, status, title = "too_large", 413, "value too large"
     fields = ("field", "limit", "size")
@@ -141,6 +150,7 @@ class TooLarge(TenureError):
 
 __all__ = [
     "AssignedToOther",
+    "Conflict",
     "Forbidden",
     "InvalidRequest",
     "LeaseHeld",

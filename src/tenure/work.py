@@ -11,11 +11,11 @@ import builtins
 import re
 import secrets
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from tenure.core import validate as v
-from tenure.core.decide import Decision
+from tenure.core.decide import Decision, decide_force_release
 from tenure.core.items import (
     CLOSED,
     STATUSES,
@@ -31,8 +31,15 @@ from tenure.core.items import (
     item_key,
     lease_state,
 )
-from tenure.core.models import Event, EventQuery, ExtendResult, Lease, Principal
-from tenure.errors import InvalidRequest, NotFound
+from tenure.core.models import (
+    Event,
+    EventQuery,
+    ExtendResult,
+    ForceReleaseResult,
+    Lease,
+    Principal,
+)
+from tenure.errors import Conflict, InvalidRequest, NotFound
 from tenure.principals import hash_token, new_token
 from tenure.store.base import KeyTx
 
@@ -165,7 +172,7 @@ class WorkQueue:
             updated_at=now,
         )
         if not self.store.create_item(item):
-            raise InvalidRequest(f"id: an item {item_id!r} exists already", field="id")
+            raise Conflict(f"id: an item {item_id!r} exists already", field="id")
         return item
 
     def get(self, item_id: str) -> ItemView:
@@ -200,21 +207,26 @@ class WorkQueue:
                 "status: open, blocked or in_progress (use complete or cancel)", field="status"
             )
         edits = self._edits(changes)
-        if edits:
+        ttl = self._claim_args(item_id, None, None, None)[0] if status == "in_progress" else 0
 
-            def decide(tx: KeyTx, item: Item) -> ItemDecision:
-                if item.status in CLOSED:
-                    return ItemDecision(
-                        Decision(None),
-                        error=InvalidRequest(f"item {item.id!r} is {item.status}", field="status"),
-                    )
-                return ItemDecision(Decision(None), item.update(**edits, updated_at=tx.now))
+        def decide(tx: KeyTx, item: Item) -> ItemDecision:
+            # One transaction: the edits land only if the status change (or claim) does.
+            if status == "in_progress":
+                decision = decide_claim(item, tx.record, me, ttl, None, False, None, tx.now)
+            elif status is not None:
+                decision = self._set_status(tx, item, me, status)
+            elif item.status in CLOSED:
+                error = Conflict(f"item {item.id!r} is {item.status}", field="status")
+                decision = ItemDecision(Decision(None), error=error)
+            else:
+                decision = ItemDecision(Decision(None))
+            if not edits or decision.error is not None or decision.lease.error is not None:
+                return decision
+            edited = (decision.item or item).update(**edits, updated_at=tx.now)
+            return replace(decision, item=edited)
 
-            self._run(item_id, decide)
-        if status == "in_progress":
-            self.claim(me, item_id)
-        elif status is not None:
-            self._run(item_id, lambda tx, item: self._set_status(tx, item, me, status))
+        if edits or status is not None:
+            self._run(item_id, decide, create=status == "in_progress")
         return self.get(item_id)
 
     def _edits(self, changes: dict[str, Any]) -> dict[str, Any]:
@@ -236,7 +248,7 @@ class WorkQueue:
                 if item.status in CLOSED
                 else (f"item {item.id!r} is assigned to {item.assignee!r}")
             )
-            return ItemDecision(Decision(None), error=InvalidRequest(why, field="status"))
+            return ItemDecision(Decision(None), error=Conflict(why, field="status"))
         return ItemDecision(Decision(None), item.update(status=status, updated_at=tx.now))
 
     # claims --------------------------------------------------------------------------------
@@ -271,9 +283,7 @@ class WorkQueue:
         self, who: Who, item_id: str, epoch: int | None = None, ttl_ms: int | None = None
     ) -> Lease:
         item = self._item(item_id)
-        return self.service.renew(
-            who, item_key(item.id), item.epoch if epoch is None else epoch, ttl_ms
-        )
+        return self.service.renew(who, item_key(item.id), self._epoch(item, epoch), ttl_ms)
 
     def extend(
         self,
@@ -284,9 +294,17 @@ class WorkQueue:
         epoch: int | None = None,
     ) -> ExtendResult:
         item = self._item(item_id)
-        return self.service.extend(
-            who, item_key(item.id), item.epoch if epoch is None else epoch, until, by_ms
-        )
+        return self.service.extend(who, item_key(item.id), self._epoch(item, epoch), until, by_ms)
+
+    def _epoch(self, item: Item, epoch: int | None) -> int:
+        """The epoch given (checked), else the item's own; an item never claimed has none."""
+        if epoch is not None:
+            return v.check_token(epoch, "epoch")
+        if item.epoch == 0:
+            raise NotFound(
+                f"item {item.id!r} was never claimed", key=item_key(item.id), what="claim"
+            )
+        return item.epoch
 
     def release(self, who: Who, item_id: str) -> ItemRelease:
         me = self._who(who)
@@ -296,22 +314,33 @@ class WorkQueue:
         return ItemRelease(released, item)
 
     def force_release(self, who: Who, item_id: str, reason: str) -> Claim:
-        """An authority ends the item's live claim; the edge stays, the old epoch is dead."""
-        item = self._item(item_id)
-        result = self.service.force_release(who, item_key(item.id), reason)
+        """An authority ends the item's live claim; the edge stays, the old epoch is dead.
+
+        The lease's ending and the ``force_released`` transfer are one transaction.
+        """
         actor = self._who(who)
-        transfer = Transfer(
-            item.id,
-            result.lease.holder,
-            item.assignee,
-            item.epoch,
-            "force_released",
-            actor.name,
-            self.store.now_ms(),
-            reason,
-        )
-        with self.store.key_tx(item_key(item.id)) as tx:
-            tx.add_transfers((transfer,))
+        check_item_id(item_id)
+        reason = v.check_text("reason", reason, v.MAX_REASON_CHARS)
+
+        def decide(tx: KeyTx, item: Item) -> ItemDecision:
+            rec = tx.record
+            allowed = rec is not None and self.service._may_force(actor, rec.holder)
+            lease = decide_force_release(rec, item_key(item.id), actor, reason, allowed, tx.now)
+            if lease.error is not None:
+                return ItemDecision(lease)
+            transfer = Transfer(
+                item.id,
+                lease.result.lease.holder,
+                item.assignee,
+                item.epoch,
+                "force_released",
+                actor.name,
+                tx.now,
+                reason,
+            )
+            return ItemDecision(lease, None, (transfer,), (), lease.result)
+
+        result: ForceReleaseResult = self._run(item_id, decide)
         return Claim(self._item(item_id), result.lease)
 
     def progress(
@@ -332,7 +361,7 @@ class WorkQueue:
             report["percent"] = percent
         if data is not None:
             policy = self.service.policy.for_key(item_key(check_item_id(item_id)))
-            if v.check_meta(data, policy) is not None:
+            if v.check_meta(data, policy, "data") is not None:
                 report["data"] = data
         updated: Item = self._run(
             item_id, lambda tx, item: decide_progress(item, tx.record, me, epoch, report, tx.now)
@@ -344,7 +373,8 @@ class WorkQueue:
     ) -> Completion:
         me = self._who(who)
         epoch = v.check_token(epoch, "epoch")
-        v.check_value(result, self.service.policy.for_key(item_key(check_item_id(item_id))))
+        policy = self.service.policy.for_key(item_key(check_item_id(item_id)))
+        v.check_value(result, policy, "result")
         if op_id is not None:
             op_id = v.check_text("op_id", op_id, v.MAX_OP_ID_CHARS)
         duplicate: list[bool] = []
@@ -391,7 +421,7 @@ class WorkQueue:
         suffix = agent if agent is not None else f"agent-{secrets.token_hex(3)}"
         child = check_principal(f"{me.name}/{suffix}", "agent", [], me.name)
         if self.store.get_principal(child.name) is not None:
-            raise InvalidRequest(f"agent: {child.name!r} exists already", field="agent")
+            raise Conflict(f"agent: {child.name!r} exists already", field="agent")
         token_id, token = new_token()
 
         def decide(tx: KeyTx, item: Item) -> ItemDecision:
@@ -437,10 +467,13 @@ class WorkQueue:
         me = self._who(who)
         mine = self.queue(me.name)
         since = self.store.get_cursor(me.name, "briefing")
-        happened = [e for e in self._events_since(since) if self._concerns(me, e)]
-        last = self.store.events(EventQuery(after=since, limit=v.MAX_LIMIT))
-        if last:
-            self.store.set_cursor(me.name, "briefing", last[-1].id)
+        # The cursor moves to the end of the window read first; only events up to it are shown,
+        # so an event appended meanwhile (or past a full window) is shown next time, exactly once.
+        window = self.store.events(EventQuery(after=since, limit=v.MAX_LIMIT))
+        upto = window[-1].id if window else since
+        happened = [e for e in self._events_since(since) if e.id <= upto and self._concerns(me, e)]
+        if window:
+            self.store.set_cursor(me.name, "briefing", upto)
         return Briefing(
             me.name,
             tuple(x for x in mine if x.lease_state != "lapsed"),

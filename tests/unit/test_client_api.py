@@ -2,17 +2,33 @@
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 
 import tenure
-from tenure.client import AsyncClient, AsyncLeaseHandle, Client, LeaseHandle
+from tenure.client import (
+    AsyncClient,
+    AsyncItems,
+    AsyncLeaseHandle,
+    AsyncWorkHandle,
+    Client,
+    Items,
+    LeaseHandle,
+    WorkHandle,
+)
 
 ASYNC_NAMES = {
     "AsyncClient": "Client",
     "AsyncLeaseHandle": "LeaseHandle",
     "AsyncTransport": "SyncTransport",
+    "AsyncItems": "Items",
+    "AsyncWorkHandle": "WorkHandle",
 }
-NOT_COROUTINES = {"lease"}  # returns an async context manager
+NOT_COROUTINES = {"lease", "work"}  # return async context managers
+ITEM_VERBS = {
+    "create", "get", "list", "update", "claim", "renew", "extend", "release", "progress",
+    "complete", "cancel", "force_release", "dispatch", "queue", "ready", "briefing", "work",
+}  # fmt: skip
 
 
 def public(cls: type) -> dict[str, object]:
@@ -83,3 +99,41 @@ def test_top_level_exports() -> None:
         assert name in tenure.__all__
         assert getattr(tenure, name) is getattr(tenure.client, name)
     assert tenure.__all__ == sorted(tenure.__all__, key=str)
+
+
+def test_items_namespaces_have_the_same_api() -> None:
+    assert set(public(Items)) == set(public(AsyncItems)) == ITEM_VERBS
+    for name, method in public(Items).items():
+        assert shape(method) == shape(getattr(AsyncItems, name)), name
+        assert not inspect.iscoroutinefunction(method), name
+    for name, method in public(AsyncItems).items():
+        assert inspect.iscoroutinefunction(method) == (name not in NOT_COROUTINES), name
+
+
+def test_both_clients_carry_the_items_namespace() -> None:
+    with Client("http://127.0.0.1:9", token="t") as client:
+        assert isinstance(client.items, Items)
+    aclient = AsyncClient("http://127.0.0.1:9", token="t")
+    assert isinstance(aclient.items, AsyncItems)
+    asyncio.run(aclient.close())
+
+
+def test_work_handles_have_the_same_api() -> None:
+    assert set(public(WorkHandle)) == set(public(AsyncWorkHandle))
+    handles = (WorkHandle(object(), "i"), AsyncWorkHandle(object(), "i"))  # type: ignore[arg-type]
+    for handle in handles:
+        for name in ("key", "item_id", "lost", "lost_reason", "check", "wait_lost", "release"):
+            assert hasattr(handle, name), name
+        for name in ("progress", "complete"):
+            assert callable(getattr(handle, name)), name
+        for name in ("epoch", "token", "item", "claim", "completion", "lease", "expires_at"):
+            assert isinstance(getattr(type(handle), name), property), name
+        assert handle.key == "items/i"
+    for name, member in public(WorkHandle).items():
+        other = public(AsyncWorkHandle)[name]
+        if isinstance(member, property):
+            assert isinstance(other, property), name
+        else:
+            assert shape(member) == shape(other), name
+            awaited = name in {"progress", "complete", "release", "wait_lost"}
+            assert inspect.iscoroutinefunction(other) == awaited, name

@@ -4,7 +4,8 @@ Both have the same methods with the same parameters; they share the request buil
 parsing and retry rules of :mod:`tenure.client._shared` and differ only in how a call travels
 (the transport): HTTP with httpx, or, given a database URL, direct mode (:mod:`.direct`), which
 runs the service in this process. ``client.lease(...)`` holds a lease with a heartbeat
-(:mod:`.lease`).
+(:mod:`.lease`); ``client.items`` is the work queue, and ``client.items.work(...)`` holds a
+claim on an item the same way (:mod:`.items`).
 
 ```python
 import tenure
@@ -23,16 +24,21 @@ from tenure.client._shared import (
     UnexpectedReply,
 )
 from tenure.client.aio import AsyncClient
+from tenure.client.items import AsyncItems, AsyncWorkHandle, Items, WorkHandle
 from tenure.client.lease import AsyncLeaseHandle, LeaseHandle
 from tenure.client.sync import Client
 
 __all__ = [
     "AsyncClient",
+    "AsyncItems",
     "AsyncLeaseHandle",
+    "AsyncWorkHandle",
     "Client",
     "IssuedToken",
+    "Items",
     "LeaseHandle",
     "RetryPolicy",
     "TransportError",
     "UnexpectedReply",
+    "WorkHandle",
 ]

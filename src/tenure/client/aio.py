@@ -20,6 +20,7 @@ from tenure.client._shared import (
     RetryPolicy,
     TransportError,
 )
+from tenure.client.items import AsyncItems
 from tenure.client.lease import AsyncLeaseHandle
 from tenure.core.models import (
     Event,
@@ -80,7 +81,11 @@ class AsyncClient:
     Use it as ``async with AsyncClient() as client``. :meth:`lease` holds a lease with a
     heartbeat task and cancels the guarded block if the lease is lost. In direct mode the
     database calls run in worker threads. Needs asyncio (it uses ``Task.cancel``/``uncancel``).
+    ``client.items`` (:class:`~tenure.client.items.AsyncItems`) is the work queue, with
+    ``items.work(...)``, a claim held with a heartbeat task.
     """
+
+    items: AsyncItems
 
     def __init__(
         self,
@@ -112,6 +117,7 @@ class AsyncClient:
                     raise ValueError("policy= is for direct mode; the server has its own")
                 transport = AsyncHttpTransport(where.url, where.token)
         self._transport = transport
+        self.items = AsyncItems(self)
 
     # the call machinery ---------------------------------------------------------------------
     async def _send_once(self, call: Call[Any], timeout: float | None = None) -> Reply:

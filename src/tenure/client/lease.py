@@ -28,6 +28,10 @@ and it never learned so (from ``check()``, ``lost`` or ``on_lost``), leaving it 
 
 On exit the heartbeat stops and the lease is released, best effort: a failing release is logged,
 never raised over the block's own exception (the lease then lapses at its deadline).
+
+The machinery (``_SyncHeld``, ``_AsyncHeld``) is shared with the work handles of
+:mod:`tenure.client.items`, which hold an item's claim: they say how to acquire (claim), renew
+and release through three hooks.
 """
 
 from __future__ import annotations
@@ -39,10 +43,10 @@ import threading
 import time
 from collections.abc import Callable
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 from tenure.client import _shared as sh
-from tenure.client._shared import MAX_WAIT_MS, RetryPolicy
+from tenure.client._shared import MAX_WAIT_MS, Call, RetryPolicy
 from tenure.core.models import Lease, ReleaseResult
 from tenure.errors import InvalidRequest, LeaseHeld, LeaseLost, TenureError
 
@@ -251,22 +255,20 @@ class _Handle:
         return f"<{type(self).__name__} {self.key!r} token={token} {state}>"
 
 
-class LeaseHandle(_Handle):
-    """A lease held by a :class:`~tenure.client.Client` with a heartbeat thread.
-
-    Use it as a context manager (``with client.lease(...) as lease``); see the module's
-    documentation for how a lost lease is reported.
-    """
+class _SyncHeld(_Handle):
+    """The machinery of a handle held by a :class:`~tenure.client.Client`: entering, the
+    heartbeat thread, leaving. Subclasses say how to acquire, renew and release (the hooks
+    ``_acquire``, ``_renew_call`` and ``_release_call``)."""
 
     def __init__(
         self,
         client: Client,
         key: str,
-        ttl: float = 30.0,
-        task: str | None = None,
-        meta: dict[str, Any] | None = None,
-        wait: float | None = None,
-        on_lost: Callable[[LeaseHandle], object] | None = None,
+        ttl: float,
+        task: str | None,
+        meta: dict[str, Any] | None,
+        wait: float | None,
+        on_lost: Callable[[Any], object] | None,
     ) -> None:
         super().__init__(key, ttl, task, meta, wait)
         self._client = client
@@ -274,6 +276,20 @@ class LeaseHandle(_Handle):
         self._stop = threading.Event()
         self._lost_event = threading.Event()
         self._thread: threading.Thread | None = None
+        # Held around each renewal; a subclass that ends the lease itself (an item's
+        # completion) holds it too and sets _finished, so no renewal races the ending.
+        self._beat_lock = threading.Lock()
+        self._finished = False
+
+    # hooks ------------------------------------------------------------------------------------
+    def _acquire(self) -> tuple[Lease, float]:
+        raise NotImplementedError
+
+    def _renew_call(self, token: int) -> Call[Lease]:
+        raise NotImplementedError
+
+    def _release_call(self, token: int) -> Call[Any]:
+        raise NotImplementedError
 
     def wait_lost(self, timeout: float | None = None) -> bool:
         """Block until the lease is lost (true) or ``timeout`` seconds pass (false)."""
@@ -281,16 +297,8 @@ class LeaseHandle(_Handle):
         self._reported = self._reported or lost
         return lost
 
-    def release(self) -> ReleaseResult:
-        """Stop the heartbeat and release the lease now (errors raise, unlike on exit)."""
-        self._held()
-        self._stop_heartbeat()
-        result = self._client.release(self.key, self.token)
-        self._released = True
-        return result
-
     # entering and leaving -------------------------------------------------------------------
-    def __enter__(self) -> LeaseHandle:
+    def __enter__(self) -> Self:
         if self._entered:
             raise RuntimeError("a lease handle can be entered only once")
         self._entered = True
@@ -313,6 +321,120 @@ class LeaseHandle(_Handle):
             self._release_quietly()
         self._outcome(exc)
 
+    def _stop_heartbeat(self) -> None:
+        thread, self._thread = self._thread, None
+        self._stop.set()
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(JOIN_TIMEOUT_S)  # a try still in flight is ignored once it returns
+        self._state.stop(time.monotonic())
+
+    def _release_quietly(self) -> None:
+        lease = self._state.lease
+        if lease is not None:
+            self._quiet_release(lease.token)
+        self._released = True
+
+    def _quiet_release(self, token: int) -> None:
+        try:
+            self._client._timed(
+                self._release_call(token),
+                retry=RELEASE_RETRY,
+                timeout=min(self._client.timeout, RELEASE_TIMEOUT_S),
+            )
+        except Exception as exc:
+            log.warning("tenure: could not release %r (token %s): %s", self.key, token, exc)
+
+    # the heartbeat --------------------------------------------------------------------------
+    def _beat(self) -> None:
+        state = self._state
+        failures, retry_at = 0, 0.0
+        while not self._stop.is_set():
+            now = time.monotonic()
+            if state.lost(now):
+                break
+            due = state.next_renewal() if failures == 0 else retry_at
+            if now < due:
+                self._stop.wait(min(due, state.deadline) - now)
+                continue
+            with self._beat_lock:
+                if self._finished:
+                    return
+                lease = self._held()
+                call = self._renew_call(lease.token)
+                sent = time.monotonic()
+                limit = max(0.001, state.deadline - sent)
+                try:
+                    renewed = sh.interpret(
+                        call, self._client._send_once(call, min(self._client.timeout, limit))
+                    )
+                except TenureError as err:
+                    if self._stop.is_set():
+                        return
+                    if sh.is_loss(err):
+                        state.mark(sh.loss_reason(err), err)
+                        break
+                    error: BaseException = err
+                except Exception as err:  # a bug or an odd failure: keep trying until the deadline
+                    log.debug("tenure: renewal of %r failed", self.key, exc_info=True)
+                    error = err
+                else:
+                    if self._stop.is_set():
+                        return
+                    if state.accept(renewed, sent, time.monotonic()):
+                        failures = 0
+                        continue
+                    break
+            failures += 1
+            state.error = error
+            retry_at = time.monotonic() + state.backoff(failures)
+        self._lost()
+
+    def _lost(self) -> None:
+        if self._state.reason is None:
+            return
+        self._lost_event.set()
+        log.warning("tenure: %s", self._state.lost_error().detail)
+        if self._on_lost is not None:
+            self._reported = True
+            try:
+                self._on_lost(self)
+            except Exception:
+                log.exception("tenure: the on_lost callback of %r failed", self.key)
+
+
+class LeaseHandle(_SyncHeld):
+    """A lease held by a :class:`~tenure.client.Client` with a heartbeat thread.
+
+    Use it as a context manager (``with client.lease(...) as lease``); see the module's
+    documentation for how a lost lease is reported.
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        key: str,
+        ttl: float = 30.0,
+        task: str | None = None,
+        meta: dict[str, Any] | None = None,
+        wait: float | None = None,
+        on_lost: Callable[[LeaseHandle], object] | None = None,
+    ) -> None:
+        super().__init__(client, key, ttl, task, meta, wait, on_lost)
+
+    def release(self) -> ReleaseResult:
+        """Stop the heartbeat and release the lease now (errors raise, unlike on exit)."""
+        self._held()
+        self._stop_heartbeat()
+        result = self._client.release(self.key, self.token)
+        self._released = True
+        return result
+
+    def _renew_call(self, token: int) -> Call[Lease]:
+        return sh.renew(self.key, token)
+
+    def _release_call(self, token: int) -> Call[Any]:
+        return sh.release(self.key, token)
+
     def _acquire(self) -> tuple[Lease, float]:
         give_up = time.monotonic() + (self.wait or 0)
         ttl_ms = max(1, round(self.ttl * 1000))
@@ -334,102 +456,21 @@ class LeaseHandle(_Handle):
                 self._quiet_release(lease.token)
                 raise
 
-    def _stop_heartbeat(self) -> None:
-        thread, self._thread = self._thread, None
-        self._stop.set()
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(JOIN_TIMEOUT_S)  # a try still in flight is ignored once it returns
-        self._state.stop(time.monotonic())
 
-    def _release_quietly(self) -> None:
-        lease = self._state.lease
-        if lease is not None:
-            self._quiet_release(lease.token)
-        self._released = True
-
-    def _quiet_release(self, token: int) -> None:
-        try:
-            self._client._timed(
-                sh.release(self.key, token),
-                retry=RELEASE_RETRY,
-                timeout=min(self._client.timeout, RELEASE_TIMEOUT_S),
-            )
-        except Exception as exc:
-            log.warning("tenure: could not release %r (token %s): %s", self.key, token, exc)
-
-    # the heartbeat --------------------------------------------------------------------------
-    def _beat(self) -> None:
-        state = self._state
-        failures, retry_at = 0, 0.0
-        while not self._stop.is_set():
-            now = time.monotonic()
-            if state.lost(now):
-                break
-            due = state.next_renewal() if failures == 0 else retry_at
-            if now < due:
-                self._stop.wait(min(due, state.deadline) - now)
-                continue
-            lease = self._held()
-            call = sh.renew(self.key, lease.token)
-            sent = time.monotonic()
-            limit = max(0.001, state.deadline - sent)
-            try:
-                renewed = sh.interpret(
-                    call, self._client._send_once(call, min(self._client.timeout, limit))
-                )
-            except TenureError as err:
-                if self._stop.is_set():
-                    return
-                if sh.is_loss(err):
-                    state.mark(sh.loss_reason(err), err)
-                    break
-                error: BaseException = err
-            except Exception as err:  # a bug or an odd failure: keep trying until the deadline
-                log.debug("tenure: renewal of %r failed", self.key, exc_info=True)
-                error = err
-            else:
-                if self._stop.is_set():
-                    return
-                if state.accept(renewed, sent, time.monotonic()):
-                    failures = 0
-                    continue
-                break
-            failures += 1
-            state.error = error
-            retry_at = time.monotonic() + state.backoff(failures)
-        self._lost()
-
-    def _lost(self) -> None:
-        if self._state.reason is None:
-            return
-        self._lost_event.set()
-        log.warning("tenure: %s", self._state.lost_error().detail)
-        if self._on_lost is not None:
-            self._reported = True
-            try:
-                self._on_lost(self)
-            except Exception:
-                log.exception("tenure: the on_lost callback of %r failed", self.key)
-
-
-class AsyncLeaseHandle(_Handle):
-    """A lease held by an :class:`~tenure.client.AsyncClient` with a heartbeat task.
-
-    Use it as an async context manager (``async with client.lease(...) as lease``). When the
-    lease is lost, the task that entered the block is cancelled and leaving the block raises
-    :class:`~tenure.LeaseLost`. The block must not block the event loop (the heartbeat runs on
-    it).
-    """
+class _AsyncHeld(_Handle):
+    """The machinery of a handle held by an :class:`~tenure.client.AsyncClient`: entering, the
+    heartbeat task, cancelling the block on a loss, leaving. Subclasses say how to acquire,
+    renew and release (``_acquire``, ``_renew_call``, ``_release_call``)."""
 
     def __init__(
         self,
         client: AsyncClient,
         key: str,
-        ttl: float = 30.0,
-        task: str | None = None,
-        meta: dict[str, Any] | None = None,
-        wait: float | None = None,
-        on_lost: Callable[[AsyncLeaseHandle], object] | None = None,
+        ttl: float,
+        task: str | None,
+        meta: dict[str, Any] | None,
+        wait: float | None,
+        on_lost: Callable[[Any], object] | None,
     ) -> None:
         super().__init__(key, ttl, task, meta, wait)
         self._client = client
@@ -441,6 +482,21 @@ class AsyncLeaseHandle(_Handle):
         self._cancelled_host = False
         self._exiting = False
         self._callbacks: set[asyncio.Future[Any]] = set()
+        self._beat_lock = asyncio.Lock()  # see _SyncHeld
+        self._finished = False
+        # Set when the block itself learned of the loss from an exception of its own call (an
+        # item's stale epoch): the heartbeat then does not cancel it on top.
+        self._spare_host = False
+
+    # hooks ------------------------------------------------------------------------------------
+    async def _acquire(self) -> tuple[Lease, float]:
+        raise NotImplementedError
+
+    def _renew_call(self, token: int) -> Call[Lease]:
+        raise NotImplementedError
+
+    def _release_call(self, token: int) -> Call[Any]:
+        raise NotImplementedError
 
     async def wait_lost(self, timeout: float | None = None) -> bool:
         """Wait until the lease is lost (true) or ``timeout`` seconds pass (false)."""
@@ -452,21 +508,13 @@ class AsyncLeaseHandle(_Handle):
         self._reported = True
         return True
 
-    async def release(self) -> ReleaseResult:
-        """Stop the heartbeat and release the lease now (errors raise, unlike on exit)."""
-        self._held()
-        await self._stop_heartbeat()
-        result = await self._client.release(self.key, self.token)
-        self._released = True
-        return result
-
     # entering and leaving -------------------------------------------------------------------
-    async def __aenter__(self) -> AsyncLeaseHandle:
+    async def __aenter__(self) -> Self:
         if self._entered:
             raise RuntimeError("a lease handle can be entered only once")
         host = asyncio.current_task()
         if host is None:
-            raise RuntimeError("AsyncLeaseHandle must be entered from an asyncio task")
+            raise RuntimeError(f"{type(self).__name__} must be entered from an asyncio task")
         self._entered = True
         lease, sent = await self._acquire()
         # No await from here on: the heartbeat must not cancel the task before it is in the block.
@@ -500,27 +548,6 @@ class AsyncLeaseHandle(_Handle):
             raise self._state.lost_error() from exc
         self._outcome(exc)
 
-    async def _acquire(self) -> tuple[Lease, float]:
-        give_up = time.monotonic() + (self.wait or 0)
-        ttl_ms = max(1, round(self.ttl * 1000))
-        while True:
-            call = sh.acquire(self.key, ttl_ms, self.task, self.meta, self._wait_ms(give_up))
-            try:
-                lease, sent = await self._client._timed(call)
-            except LeaseHeld:
-                left = give_up - time.monotonic()
-                if self.wait is None or left <= 0:
-                    raise
-                await asyncio.sleep(min(CHUNK_PAUSE_S, left))
-                continue
-            if not self._confirm_needed(sent):
-                return lease, sent
-            try:
-                return await self._client._timed(sh.renew(self.key, lease.token))
-            except BaseException:
-                await self._quiet_release(lease.token)
-                raise
-
     async def _stop_heartbeat(self) -> None:
         self._exiting = True
         beater, self._beater = self._beater, None
@@ -539,7 +566,7 @@ class AsyncLeaseHandle(_Handle):
         try:
             async with asyncio.timeout(RELEASE_TIMEOUT_S * RELEASE_RETRY.attempts):
                 await self._client._timed(
-                    sh.release(self.key, token),
+                    self._release_call(token),
                     retry=RELEASE_RETRY,
                     timeout=min(self._client.timeout, RELEASE_TIMEOUT_S),
                 )
@@ -558,26 +585,31 @@ class AsyncLeaseHandle(_Handle):
             if now < due:
                 await asyncio.sleep(min(due, state.deadline) - now)
                 continue
-            call = sh.renew(self.key, self._held().token)
-            sent = time.monotonic()
-            limit = max(0.001, state.deadline - sent)
-            try:
-                async with asyncio.timeout(limit):  # a try never outlives the deadline
-                    reply = await self._client._send_once(call, min(self._client.timeout, limit))
-                renewed = sh.interpret(call, reply)
-            except TenureError as err:
-                if sh.is_loss(err):
-                    state.mark(sh.loss_reason(err), err)
+            async with self._beat_lock:
+                if self._finished:
+                    return
+                call = self._renew_call(self._held().token)
+                sent = time.monotonic()
+                limit = max(0.001, state.deadline - sent)
+                try:
+                    async with asyncio.timeout(limit):  # a try never outlives the deadline
+                        reply = await self._client._send_once(
+                            call, min(self._client.timeout, limit)
+                        )
+                    renewed = sh.interpret(call, reply)
+                except TenureError as err:
+                    if sh.is_loss(err):
+                        state.mark(sh.loss_reason(err), err)
+                        break
+                    error: BaseException = err
+                except Exception as err:  # TimeoutError at the deadline, or an odd failure
+                    log.debug("tenure: renewal of %r failed", self.key, exc_info=True)
+                    error = err
+                else:
+                    if state.accept(renewed, sent, time.monotonic()):
+                        failures = 0
+                        continue
                     break
-                error: BaseException = err
-            except Exception as err:  # TimeoutError at the deadline, or an odd failure
-                log.debug("tenure: renewal of %r failed", self.key, exc_info=True)
-                error = err
-            else:
-                if state.accept(renewed, sent, time.monotonic()):
-                    failures = 0
-                    continue
-                break
             failures += 1
             state.error = error
             retry_at = time.monotonic() + state.backoff(failures)
@@ -590,7 +622,7 @@ class AsyncLeaseHandle(_Handle):
         if self._exiting:
             return
         log.warning("tenure: %s", self._state.lost_error().detail)
-        if self._host is not None and not self._host.done():
+        if self._host is not None and not self._host.done() and not self._spare_host:
             self._cancelled_host = True
             self._host.cancel(f"tenure: the lease on {self.key!r} was lost")
         if self._on_lost is not None:
@@ -613,3 +645,60 @@ class AsyncLeaseHandle(_Handle):
                 self.key,
                 exc_info=future.exception(),
             )
+
+
+class AsyncLeaseHandle(_AsyncHeld):
+    """A lease held by an :class:`~tenure.client.AsyncClient` with a heartbeat task.
+
+    Use it as an async context manager (``async with client.lease(...) as lease``). When the
+    lease is lost, the task that entered the block is cancelled and leaving the block raises
+    :class:`~tenure.LeaseLost`. The block must not block the event loop (the heartbeat runs on
+    it).
+    """
+
+    def __init__(
+        self,
+        client: AsyncClient,
+        key: str,
+        ttl: float = 30.0,
+        task: str | None = None,
+        meta: dict[str, Any] | None = None,
+        wait: float | None = None,
+        on_lost: Callable[[AsyncLeaseHandle], object] | None = None,
+    ) -> None:
+        super().__init__(client, key, ttl, task, meta, wait, on_lost)
+
+    async def release(self) -> ReleaseResult:
+        """Stop the heartbeat and release the lease now (errors raise, unlike on exit)."""
+        self._held()
+        await self._stop_heartbeat()
+        result = await self._client.release(self.key, self.token)
+        self._released = True
+        return result
+
+    def _renew_call(self, token: int) -> Call[Lease]:
+        return sh.renew(self.key, token)
+
+    def _release_call(self, token: int) -> Call[Any]:
+        return sh.release(self.key, token)
+
+    async def _acquire(self) -> tuple[Lease, float]:
+        give_up = time.monotonic() + (self.wait or 0)
+        ttl_ms = max(1, round(self.ttl * 1000))
+        while True:
+            call = sh.acquire(self.key, ttl_ms, self.task, self.meta, self._wait_ms(give_up))
+            try:
+                lease, sent = await self._client._timed(call)
+            except LeaseHeld:
+                left = give_up - time.monotonic()
+                if self.wait is None or left <= 0:
+                    raise
+                await asyncio.sleep(min(CHUNK_PAUSE_S, left))
+                continue
+            if not self._confirm_needed(sent):
+                return lease, sent
+            try:
+                return await self._client._timed(sh.renew(self.key, lease.token))
+            except BaseException:
+                await self._quiet_release(lease.token)
+                raise

@@ -19,6 +19,7 @@ from tenure.client._shared import (
     SyncTransport,
     TransportError,
 )
+from tenure.client.items import Items
 from tenure.client.lease import LeaseHandle
 from tenure.core.models import (
     Event,
@@ -77,8 +78,12 @@ class Client:
     :class:`~tenure.TenureError` subclass with its fields.
 
     The client is thread-safe and a context manager; :meth:`lease` holds a lease with a
-    background heartbeat.
+    background heartbeat. ``client.items`` (:class:`~tenure.client.items.Items`) is the work
+    queue: items, claims, fenced progress and completion, and ``items.work(...)``, a claim held
+    with a heartbeat.
     """
+
+    items: Items
 
     def __init__(
         self,
@@ -110,6 +115,7 @@ class Client:
                     raise ValueError("policy= is for direct mode; the server has its own")
                 transport = HttpTransport(where.url, where.token)
         self._transport = transport
+        self.items = Items(self)
 
     # the call machinery ---------------------------------------------------------------------
     def _send_once(self, call: Call[Any], timeout: float | None = None) -> Reply:

@@ -12,7 +12,7 @@ from typing import Any
 
 from tenure.core.decide import Decision, decide_acquire, decide_release, settle
 from tenure.core.models import EventDraft, KeyRecord, Lease, Principal
-from tenure.errors import AssignedToOther, InvalidRequest, NotFound, StaleToken, TenureError
+from tenure.errors import AssignedToOther, Conflict, NotFound, StaleToken, TenureError
 
 STATUSES: tuple[str, ...] = ("open", "in_progress", "blocked", "done", "cancelled")
 CLOSED: tuple[str, ...] = ("done", "cancelled")
@@ -140,9 +140,7 @@ def decide_claim(
         return _refuse(_missing(""))
     key = item_key(item.id)
     if item.status in CLOSED:
-        return _refuse(
-            InvalidRequest(f"item {item.id!r} is {item.status}", key=key, field="status")
-        )
+        return _refuse(Conflict(f"item {item.id!r} is {item.status}", key=key, field="status"))
     live = rec is not None and rec.is_live(now)
     if live:  # our own claim renews; someone else's is lease_held (and counted)
         assert rec is not None
@@ -193,12 +191,17 @@ def decide_claim(
 def decide_item_release(
     item: Item | None, rec: KeyRecord | None, who: Principal, now: int
 ) -> ItemDecision:
-    """Release my lease on the item (if any) and retire my assignee edge; reopen the item."""
+    """Release my lease on the item (if any) and retire my assignee edge; reopen the item.
+
+    ``released`` says whether a live lease of mine ended (SPEC invariant 7): a lapsed claim's
+    lingering edge is retired all the same, with ``released: False``.
+    """
     if item is None:
         return _refuse(_missing(""))
     lease = decide_release(rec, item_key(item.id), who, None, now)
+    released = bool(lease.result and lease.result.released)
     if lease.error is not None or item.assignee != who.name:
-        return ItemDecision(lease, result=(bool(lease.result and lease.result.released), item))
+        return ItemDecision(lease, result=(released, item))
     reopened = item.update(
         assignee=None,
         updated_at=now,
@@ -206,7 +209,7 @@ def decide_item_release(
     )
     transfer = Transfer(item.id, who.name, None, item.epoch, "released", who.name, now)
     event = _event("released_item", reopened, who, item.epoch, previous=who.name)
-    return ItemDecision(lease, reopened, (transfer,), (event,), (True, reopened))
+    return ItemDecision(lease, reopened, (transfer,), (event,), (released, reopened))
 
 
 def check_epoch(item: Item, rec: KeyRecord | None, epoch: int) -> TenureError | None:
@@ -222,9 +225,7 @@ def check_epoch(item: Item, rec: KeyRecord | None, epoch: int) -> TenureError | 
             holder=item.assignee,
         )
     if item.status in CLOSED:
-        return InvalidRequest(
-            f"item {item.id!r} is {item.status}", key=item_key(item.id), field="status"
-        )
+        return Conflict(f"item {item.id!r} is {item.status}", key=item_key(item.id), field="status")
     return None
 
 
@@ -289,9 +290,7 @@ def decide_cancel(
         return _refuse(_missing(""))
     key = item_key(item.id)
     if item.status in CLOSED:
-        return _refuse(
-            InvalidRequest(f"item {item.id!r} is {item.status}", key=key, field="status")
-        )
+        return _refuse(Conflict(f"item {item.id!r} is {item.status}", key=key, field="status"))
     if not allowed:
         return _refuse(
             Forbidden(
@@ -344,6 +343,7 @@ def lease_state(item: Item, rec: KeyRecord | None, now: int, stall_ms: int) -> s
     if rec is None or rec.token != item.epoch or item.epoch == 0:
         return "none"
     if rec.is_live(now):
-        since = item.progress_at if item.progress_at is not None else rec.acquired_at
+        # Progress reported before this acquisition (by an earlier holder) does not count.
+        since = max(rec.acquired_at, item.progress_at or 0)
         return "stalled" if now - since > stall_ms else "live"
     return "lapsed" if item.assignee else "none"

@@ -1,4 +1,6 @@
-"""The ASGI app: authentication, the lease, fenced-register and principal routes, health."""
+"""The ASGI app: authentication, the lease, fenced-register and principal routes, health.
+
+The item and claim routes are in :mod:`tenure.server.items`."""
 
 from __future__ import annotations
 
@@ -90,6 +92,9 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
     add_lease_routes(app)
     add_other_routes(app)
+    from tenure.server.items import add_item_routes  # it imports this module's dependencies
+
+    add_item_routes(app)
     return app
 
 

@@ -28,7 +28,8 @@ DESCRIPTIONS = {
     401: "missing, unknown or revoked bearer token (`unauthenticated`)",
     403: "`not_holder` (someone else holds the lease) or `forbidden`",
     404: "`not_found`",
-    409: "`lease_held`, `lease_lost` or `stale_token`",
+    409: "`lease_held`, `lease_lost`, `stale_token`, `assigned_to_other` or `conflict` (the "
+    "item is done or cancelled, an id or agent name is taken)",
     413: "`too_large`: a body, key, meta or value over its limit",
     422: "`invalid_request`: a field is missing, unknown, of the wrong type or out of range",
     503: "`unavailable`: the database cannot be reached",
@@ -77,6 +78,25 @@ PRINCIPAL_LINKS = {
             path_name="$response.body#/principal/name",
             path_token_id="$response.body#/token_id",
         )
+    }
+}
+
+_ITEM, _EPOCH = "$response.body#/item/id", "$response.body#/lease/token"
+ITEM_LINKS = {
+    "links": {
+        "get": _link("get_item", "read this item", path_id=_ITEM),
+        "claim": _link("claim_item", "claim this item", path_id=_ITEM),
+    }
+}
+CLAIM_LINKS = {
+    "links": {
+        "get": _link("get_item", "read the claimed item", path_id=_ITEM),
+        "renew": _link("renew_item", "renew this claim", path_id=_ITEM, epoch=_EPOCH),
+        "progress": _link(
+            "progress_item", "report progress", path_id=_ITEM, epoch=_EPOCH, message="working"
+        ),
+        "complete": _link("complete_item", "complete the item", path_id=_ITEM, epoch=_EPOCH),
+        "release": _link("release_item", "release this claim", path_id=_ITEM),
     }
 }
 

@@ -8,6 +8,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tenure.errors import InvalidRequest, NotFound, TenureError, TooLarge
@@ -85,6 +86,7 @@ async def on_http_error(request: Request, exc: Exception) -> JSONResponse:
         return problem_response(err, status=400, headers=headers)
     detail = str(exc.detail)
     if exc.status_code == 405:
+        headers["Allow"] = allowed_methods(request) or headers.get("Allow", "")
         detail = f"{request.method} is not allowed here; allowed: {headers.get('Allow', 'none')}"
     body = {
         "type": f"https://tenure.dev/problems/{STATUS_CODES.get(exc.status_code, 'error')}",
@@ -94,6 +96,23 @@ async def on_http_error(request: Request, exc: Exception) -> JSONResponse:
         "detail": detail,
     }
     return JSONResponse(body, exc.status_code, media_type=PROBLEM, headers=headers)
+
+
+def allowed_methods(request: Request) -> str:
+    """The methods of the path that refused the request, over all its routes.
+
+    Starlette names only the methods of the first route that matched the path; a path served
+    by several routes (``GET`` and ``PATCH /v1/items/{id}``) has them all.
+    """
+    routes = [r for r in request.app.router.routes if r.matches(request.scope)[0] is Match.PARTIAL]
+    if not routes:
+        return ""
+    path = getattr(routes[0], "path", None)
+    methods: set[str] = set()
+    for route in routes:
+        if getattr(route, "path", None) == path:
+            methods.update(getattr(route, "methods", None) or ())
+    return ", ".join(sorted(methods))
 
 
 def unavailable(detail: str) -> JSONResponse:

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from tenure.core.validate import MAX_OP_ID_CHARS, MAX_REASON_CHARS, MAX_TASK_CHARS
+from tenure.work import MAX_BODY_CHARS, MAX_LABELS, MAX_TITLE_CHARS
 
 MAX_INT = 2**63 - 1
 MAX_WAIT_MS = 300_000
@@ -25,7 +26,11 @@ SPACE = r"\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"  
 KEY_PATTERN = r"^[^\x00-\x1f\x7f-\x9f]+$"  # JSON text cannot carry lone surrogates anyway
 TEXT_PATTERN = f"^[^{CONTROL}]*[^{SPACE}][^{CONTROL}]*$"  # no control characters, not blank
 FILTER_PATTERN = f"^[^{CONTROL}]*$"
+LINE = r"\x00-\x08\x0a-\x1f\x7f-\x9f"  # control characters, but tab: one line of text
+LINE_PATTERN = f"^[^{LINE}]*[^{SPACE}][^{LINE}]*$"  # a path segment of text (routes match no \n)
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._@:/-]{0,127}$"
+ITEM_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
+AGENT_PATTERN = r"^[A-Za-z0-9._@:/-]{1,64}$"
 TOKEN_ID_PATTERN = r"^[0-9a-f]{12}$"
 
 
@@ -161,6 +166,139 @@ class PrincipalIn(Body):
     parent: Name | None = None
 
 
+# items and claims ----------------------------------------------------------------------------
+ItemId = Annotated[
+    str,
+    Field(
+        json_schema_extra={
+            "pattern": ITEM_ID_PATTERN,
+            "description": "an item id: 1-128 letters, digits, '.', '_' or '-', starting with a "
+            "letter or digit",
+            "examples": ["it-1f2e3d4c5b"],
+        }
+    ),
+]
+Title = Annotated[str, Field(json_schema_extra=text_schema(MAX_TITLE_CHARS, "what the work is"))]
+ItemBody = Annotated[
+    str,
+    Field(
+        json_schema_extra={
+            "maxLength": MAX_BODY_CHARS,
+            "pattern": FILTER_PATTERN,
+            "description": "the details, may be empty: no control characters but tab and newline",
+        }
+    ),
+]
+Priority = Annotated[
+    int, Field(ge=0, le=1000, description="0 the most urgent (the default is 2)"), Whole
+]
+Label = Annotated[str, Field(json_schema_extra=text_schema(64, "a label"))]
+Labels = Annotated[
+    list[Label], Field(max_length=MAX_LABELS, description="labels (repeats are dropped)")
+]
+Epoch = Annotated[
+    int,
+    Field(ge=1, le=MAX_INT, description="the claim's epoch (the token of its lease)"),
+    Whole,
+]
+
+
+class ItemIn(Body):
+    id: Annotated[
+        ItemId | None, Field(description="the id (default: a random `it-…`); 422 if taken")
+    ] = None
+    title: Title
+    body: ItemBody | None = None
+    priority: Priority | None = None
+    labels: Labels | None = None
+    parent: Annotated[ItemId | None, Field(description="an existing item (else 404)")] = None
+
+
+class ItemPatch(Body):
+    """Only the fields given change; ``status: in_progress`` claims the item for the caller."""
+
+    title: Title | None = None
+    body: ItemBody | None = None
+    priority: Priority | None = None
+    labels: Labels | None = None
+    status: Annotated[
+        Literal["open", "blocked", "in_progress"] | None,
+        Field(
+            description="`in_progress` claims the item (as `claim` does); done and "
+            "cancelled come from `complete` and `cancel`"
+        ),
+    ] = None
+
+
+class ClaimIn(Body):
+    ttl_ms: Ttl | None = None
+    task: Task | None = None
+    takeover: Annotated[
+        bool | None,
+        Field(description="take over an item assigned to someone whose lease lapsed"),
+    ] = None
+    reason: Reason | None = None
+
+
+class ItemRenewIn(Body):
+    epoch: Annotated[Epoch | None, Field(description="default: the item's current epoch")] = None
+    ttl_ms: Ttl | None = None
+
+
+class ItemExtendIn(Body):
+    """Exactly one of ``until`` and ``by_ms``."""
+
+    model_config = ConfigDict(json_schema_extra=ExtendIn.model_config.get("json_schema_extra"))
+    epoch: Annotated[Epoch | None, Field(description="default: the item's current epoch")] = None
+    until: Instant | None = None
+    by_ms: Annotated[
+        Millis | None, Field(description="the new deadline is now + by_ms (capped at max_lease)")
+    ] = None
+
+
+class Empty(Body):
+    """No fields."""
+
+
+class ProgressIn(Body):
+    epoch: Epoch
+    message: Annotated[str, Field(json_schema_extra=text_schema(4096, "what happened"))]
+    percent: Annotated[int, Field(ge=0, le=100), Whole] | None = None
+    data: Annotated[
+        dict[str, Any] | None,
+        Field(description="a small JSON object, at most max_meta_bytes (else 413 too_large)"),
+    ] = None
+
+
+class CompleteIn(Body):
+    epoch: Epoch
+    result: Annotated[Any, Field(description="any JSON value, at most max_value_bytes")] = None
+    op_id: OpId | None = None
+
+
+class CancelIn(Body):
+    reason: Reason
+
+
+class ForceReleaseItemIn(Body):
+    reason: Reason
+
+
+class DispatchIn(Body):
+    agent: Annotated[
+        str | None,
+        Field(
+            json_schema_extra={
+                "pattern": AGENT_PATTERN,
+                "description": "the agent's name under the caller (`caller/<agent>`; default "
+                "`agent-<random>`); the whole name is at most 128 characters",
+            }
+        ),
+    ] = None
+    ttl_ms: Ttl | None = None
+    task: Task | None = None
+
+
 # responses -----------------------------------------------------------------------------------
 class Out(BaseModel):
     """A reply: exactly these fields (the schema says ``additionalProperties: false``)."""
@@ -271,6 +409,97 @@ class PrincipalReply(Out):
     token_id: str
 
 
+class ItemOut(Out):
+    id: str
+    title: str
+    body: str
+    status: Literal["open", "in_progress", "blocked", "done", "cancelled"]
+    priority: int
+    labels: list[str]
+    parent: str | None
+    assignee: str | None
+    epoch: int
+    progress: dict[str, Any] | None
+    progress_at: int | None
+    result: Any
+    created_by: str
+    created_at: int
+    updated_at: int
+
+
+class TransferOut(Out):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    item: str
+    from_: str | None = Field(alias="from")
+    to: str | None
+    epoch: int
+    reason: Literal[
+        "claimed", "released", "expired", "taken_over", "force_released", "completed", "cancelled"
+    ]
+    actor: str
+    at: int
+    note: str | None
+
+
+LeaseState = Literal["live", "stalled", "lapsed", "none"]
+
+
+class ItemViewOut(Out):
+    item: ItemOut
+    lease: LeaseOut | None
+    lease_state: LeaseState
+    transfers: list[TransferOut]
+
+
+class ItemReply(Out):
+    item: ItemOut
+
+
+class ItemsReply(Out):
+    items: list[ItemOut]
+
+
+class ItemViewsReply(Out):
+    items: list[ItemViewOut]
+
+
+class ClaimReply(Out):
+    item: ItemOut
+    lease: LeaseOut
+
+
+class ItemReleaseReply(Out):
+    released: bool
+    item: ItemOut
+
+
+class CompletionReply(Out):
+    item: ItemOut
+    duplicate: bool
+
+
+class AgentOut(Out):
+    name: str
+    kind: Literal["agent"]
+    roles: list[Literal["admin", "supervisor"]]
+    parent: str | None
+    token: str
+
+
+class DispatchReply(Out):
+    item: ItemOut
+    lease: LeaseOut
+    agent: AgentOut
+
+
+class BriefingReply(Out):
+    principal: str
+    carrying: list[ItemViewOut]
+    lapsed: list[ItemViewOut]
+    happened: list[EventOut]
+    ready: list[ItemOut]
+
+
 class Problem(BaseModel):
     """An RFC 9457 problem document: ``code`` is stable, the optional fields explain it."""
 
@@ -290,6 +519,9 @@ class Problem(BaseModel):
     reason: str | None = None
     actor: str | None = None
     what: str | None = None
+    assignee: str | None = Field(None, description="the item's assignee (assigned_to_other)")
+    lease_state: str | None = None
+    lapsed_at: int | None = None
     limit: int | None = None
     size: int | None = None
 

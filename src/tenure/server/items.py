@@ -1,0 +1,265 @@
+"""The item and claim routes of SPEC §4: parse the request, call ``service.items``, render.
+
+Every rule (who may claim, takeover, fencing by epoch, cancel rights, dispatch) lives in
+:mod:`tenure.work` and :mod:`tenure.core.items`; a route only moves values between the wire and
+the :class:`~tenure.work.WorkQueue`. A route that ends a claim (release, complete, cancel,
+force-release) wakes the long-polls waiting on the item's lease key ``items/<id>``.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Annotated, Any, Literal
+
+from fastapi import FastAPI, Path, Query
+
+from tenure.core.items import item_key
+from tenure.core.validate import MAX_LIMIT
+from tenure.server import openapi
+from tenure.server import schemas as s
+from tenure.server.app import Caller, St, text_query
+from tenure.work import Dispatch
+
+P = openapi.problem_responses
+ItemIdParam = Annotated[
+    str,
+    Path(
+        description="the item's id",
+        json_schema_extra={"pattern": s.ITEM_ID_PATTERN, "examples": ["it-1f2e3d4c5b"]},
+    ),
+]
+PrincipalParam = Annotated[
+    str,
+    Path(
+        description="a principal's name (URL-encoded: `jo%2Freviewer-1`)",
+        json_schema_extra={"minLength": 1, "maxLength": 256, "pattern": s.LINE_PATTERN},
+    ),
+]
+ITEMS: list[str | Enum] = ["items"]
+VIEWS: list[str | Enum] = ["queue"]
+
+
+def given(**values: Any) -> dict[str, Any]:
+    """The fields the caller sent: ``null`` means absent, as everywhere in the API."""
+    return {k: v for k, v in values.items() if v is not None}
+
+
+def dispatch_out(dispatch: Dispatch) -> dict[str, Any]:
+    """The dispatch reply: the agent's whole principal and its token (shown once)."""
+    return {**dispatch.to_dict(), "agent": {**dispatch.agent.to_dict(), "token": dispatch.token}}
+
+
+def add_item_routes(app: FastAPI) -> None:
+    add_item_crud_routes(app)
+    add_claim_routes(app)
+    add_view_routes(app)
+
+
+def add_item_crud_routes(app: FastAPI) -> None:
+    @app.post(
+        "/v1/items",
+        response_model=s.ItemReply,
+        status_code=201,
+        tags=ITEMS,
+        responses={**P(400, 401, 404, 409, 413, 422), 201: openapi.ITEM_LINKS},
+    )
+    def create_item(body: s.ItemIn, me: Caller, st: St) -> dict[str, Any]:
+        """Add an item to the queue (`open`, unassigned)."""
+        fields = given(
+            id=body.id,
+            body=body.body,
+            priority=body.priority,
+            labels=body.labels,
+            parent=body.parent,
+        )
+        return {"item": st.service.items.create(me, body.title, **fields).to_dict()}
+
+    @app.get("/v1/items", response_model=s.ItemsReply, tags=ITEMS, responses=P(401, 422))
+    def list_items(
+        me: Caller,
+        st: St,
+        status: Annotated[
+            Literal["open", "in_progress", "blocked", "done", "cancelled"] | None, Query()
+        ] = None,
+        assignee: Annotated[str | None, text_query(256, "assigned to")] = None,
+        label: Annotated[str | None, text_query(64, "with this label")] = None,
+        limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = 100,
+    ) -> dict[str, Any]:
+        """Items, filtered by status, assignee and label."""
+        found = st.service.items.list(status, assignee, label, limit)
+        return {"items": [item.to_dict() for item in found]}
+
+    @app.get(
+        "/v1/items/{id}",
+        response_model=s.ItemViewOut,
+        tags=ITEMS,
+        responses=P(401, 404, 422),
+    )
+    def get_item(id: ItemIdParam, me: Caller, st: St) -> dict[str, Any]:
+        """The item, its lease (while its epoch's lease exists), lease state and transfers."""
+        return st.service.items.get(id).to_dict()
+
+    @app.patch(
+        "/v1/items/{id}",
+        response_model=s.ItemViewOut,
+        tags=ITEMS,
+        responses=P(400, 401, 404, 409, 413, 422),
+    )
+    def update_item(id: ItemIdParam, body: s.ItemPatch, me: Caller, st: St) -> dict[str, Any]:
+        """Edit an item; `status: in_progress` claims it for you with the rules of `claim`."""
+        changes = given(**body.model_dump(exclude_unset=True))
+        return st.service.items.update(me, id, **changes).to_dict()
+
+
+def add_claim_routes(app: FastAPI) -> None:
+    @app.post(
+        "/v1/items/{id}/claim",
+        response_model=s.ClaimReply,
+        tags=ITEMS,
+        responses={**P(400, 401, 404, 409, 413, 422), 200: openapi.CLAIM_LINKS},
+    )
+    def claim_item(id: ItemIdParam, body: s.ClaimIn, me: Caller, st: St) -> dict[str, Any]:
+        """Claim the item: its lease and the assignee edge; the lease's token is the epoch.
+
+        Re-claiming your own live claim renews it. `409 lease_held` while someone else's claim
+        is live; `409 assigned_to_other` for someone else's lapsed claim unless `takeover`.
+        """
+        claim = st.service.items.claim(
+            me, id, body.ttl_ms, body.task, bool(body.takeover), body.reason
+        )
+        return claim.to_dict()
+
+    @app.post(
+        "/v1/items/{id}/renew",
+        response_model=s.LeaseReply,
+        tags=ITEMS,
+        responses=P(400, 401, 403, 404, 409, 413, 422),
+    )
+    def renew_item(id: ItemIdParam, body: s.ItemRenewIn, me: Caller, st: St) -> dict[str, Any]:
+        """Renew your claim's lease (`409 lease_lost` once it is gone)."""
+        return {"lease": st.service.items.renew(me, id, body.epoch, body.ttl_ms).to_dict()}
+
+    @app.post(
+        "/v1/items/{id}/extend",
+        response_model=s.ExtendReply,
+        tags=ITEMS,
+        responses=P(400, 401, 403, 404, 409, 413, 422),
+    )
+    def extend_item(id: ItemIdParam, body: s.ItemExtendIn, me: Caller, st: St) -> dict[str, Any]:
+        """Push your claim's deadline (capped at `max_lease` and says so; never shortens)."""
+        return st.service.items.extend(me, id, body.until, body.by_ms, body.epoch).to_dict()
+
+    @app.post(
+        "/v1/items/{id}/release",
+        response_model=s.ItemReleaseReply,
+        tags=ITEMS,
+        responses=P(400, 401, 403, 404, 413, 422),
+    )
+    def release_item(id: ItemIdParam, body: s.Empty, me: Caller, st: St) -> dict[str, Any]:
+        """End your claim: the lease ends, your assignee edge goes, the item reopens.
+
+        Idempotent: `released: false` when you held no live lease on it.
+        """
+        result = st.service.items.release(me, id)
+        st.waiters.notify(item_key(id))
+        return result.to_dict()
+
+    @app.post(
+        "/v1/items/{id}/progress",
+        response_model=s.ItemReply,
+        tags=ITEMS,
+        responses=P(400, 401, 404, 409, 413, 422),
+    )
+    def progress_item(id: ItemIdParam, body: s.ProgressIn, me: Caller, st: St) -> dict[str, Any]:
+        """Report progress, fenced by the epoch (`409 stale_token` unless it is current)."""
+        item = st.service.items.progress(me, id, body.epoch, body.message, body.percent, body.data)
+        return {"item": item.to_dict()}
+
+    @app.post(
+        "/v1/items/{id}/complete",
+        response_model=s.CompletionReply,
+        tags=ITEMS,
+        responses=P(400, 401, 404, 409, 413, 422),
+    )
+    def complete_item(id: ItemIdParam, body: s.CompleteIn, me: Caller, st: St) -> dict[str, Any]:
+        """Complete the item, fenced by the epoch; a repeated `op_id` returns the first result."""
+        done = st.service.items.complete(me, id, body.epoch, body.result, body.op_id)
+        st.waiters.notify(item_key(id))
+        return done.to_dict()
+
+    @app.post(
+        "/v1/items/{id}/cancel",
+        response_model=s.ItemReply,
+        tags=ITEMS,
+        responses=P(400, 401, 403, 404, 409, 413, 422),
+    )
+    def cancel_item(id: ItemIdParam, body: s.CancelIn, me: Caller, st: St) -> dict[str, Any]:
+        """Cancel the item (its assignee, creator, a supervisor, an ancestor or an admin)."""
+        item = st.service.items.cancel(me, id, body.reason)
+        st.waiters.notify(item_key(id))
+        return {"item": item.to_dict()}
+
+    @app.post(
+        "/v1/items/{id}/force-release",
+        response_model=s.ClaimReply,
+        tags=ITEMS,
+        responses=P(400, 401, 403, 404, 413, 422),
+    )
+    def force_release_item(
+        id: ItemIdParam, body: s.ForceReleaseItemIn, me: Caller, st: St
+    ) -> dict[str, Any]:
+        """End the item's live claim as an authority; the edge stays, the epoch is dead."""
+        claim = st.service.items.force_release(me, id, body.reason)
+        st.waiters.notify(item_key(id))
+        return claim.to_dict()
+
+    @app.post(
+        "/v1/items/{id}/dispatch",
+        response_model=s.DispatchReply,
+        tags=ITEMS,
+        responses=P(400, 401, 404, 409, 413, 422),
+    )
+    def dispatch_item(id: ItemIdParam, body: s.DispatchIn, me: Caller, st: St) -> dict[str, Any]:
+        """Create a child agent of yours and claim the item for it, in one transaction.
+
+        The agent's token is in the reply, once. An item already claimed is `409 lease_held`
+        and no agent is created.
+        """
+        dispatch = st.service.items.dispatch(me, id, body.agent, body.ttl_ms, body.task)
+        return dispatch_out(dispatch)
+
+
+def add_view_routes(app: FastAPI) -> None:
+    @app.get("/v1/queue", response_model=s.ItemViewsReply, tags=VIEWS, responses=P(401))
+    def my_queue(me: Caller, st: St) -> dict[str, Any]:
+        """Your items and your agents', with lease state `live`, `stalled` or `lapsed`."""
+        return {"items": [view.to_dict() for view in st.service.items.queue(me.name)]}
+
+    @app.get(
+        "/v1/queue/{principal:path}",
+        response_model=s.ItemViewsReply,
+        tags=VIEWS,
+        responses=P(401, 404, 422),  # 404: a name with a line break matches no route
+    )
+    def queue_of(principal: PrincipalParam, me: Caller, st: St) -> dict[str, Any]:
+        """The items of `principal` and of the agents it dispatched."""
+        return {"items": [view.to_dict() for view in st.service.items.queue(principal)]}
+
+    @app.get("/v1/ready", response_model=s.ItemsReply, tags=VIEWS, responses=P(401, 422))
+    def ready_items(
+        me: Caller, st: St, limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = 50
+    ) -> dict[str, Any]:
+        """Open, unassigned, unleased items, by priority then age."""
+        return {"items": [item.to_dict() for item in st.service.items.ready(limit)]}
+
+    @app.get("/v1/briefing", response_model=s.BriefingReply, tags=VIEWS, responses=P(401, 422))
+    def briefing(
+        me: Caller,
+        st: St,
+        ready: Annotated[
+            int, Query(ge=1, le=MAX_LIMIT, description="how many ready items to show")
+        ] = 5,
+    ) -> dict[str, Any]:
+        """What you carry, what lapsed, what happened to your work since your last briefing
+        (this call moves that cursor), and the top of the ready queue."""
+        return st.service.items.briefing(me, ready).to_dict()
