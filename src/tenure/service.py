@@ -52,12 +52,15 @@ def as_principal(who: Who) -> Principal:
 class Service:
     """Leases, the fenced register and the event log over one :class:`Store`."""
 
-    def __init__(self, store: Store, policy: PolicySet | None = None) -> None:
+    def __init__(
+        self, store: Store, policy: PolicySet | None = None, *, stall_ms: int | None = None
+    ) -> None:
+        """``stall_ms``: a live claim without progress for this long is ``stalled`` (15 min)."""
         self.store = store
         self.policy = policy or PolicySet()
-        from tenure.work import WorkQueue
+        from tenure.work import DEFAULT_STALL_MS, WorkQueue
 
-        self.items = WorkQueue(self)
+        self.items = WorkQueue(self, DEFAULT_STALL_MS if stall_ms is None else stall_ms)
 
     def _run(self, key: str, decide: Callable[[KeyTx], Decision], *, create: bool = False) -> Any:
         with self.store.key_tx(key, create=create) as tx:

@@ -8,6 +8,8 @@
 - ``TENURE_URL``: the server the client and CLI talk to (``http://127.0.0.1:7676``).
 - ``TENURE_TOKEN``: the bearer token of the client and CLI.
 - ``TENURE_MAX_BODY_BYTES``: the largest request body the server reads (2 MiB).
+- ``TENURE_STALL_MS``: a live claim without progress for this long shows as ``stalled``
+  (15 minutes).
 - ``TENURE_POLICY``: the policy as JSON,
   ``{"default": {"default_ttl": 30000, …}, "prefixes": {"jobs/": {"max_ttl": 600000}}}``.
 """
@@ -25,6 +27,7 @@ from tenure.core.policy import Policy, PolicySet
 
 DEFAULT_PORT = 7676
 DEFAULT_HOST = "127.0.0.1"
+DEFAULT_STALL_MS = 15 * 60 * 1000
 
 
 def default_data_dir(env: Mapping[str, str]) -> Path:
@@ -43,6 +46,7 @@ class Settings:
     url: str = f"http://{DEFAULT_HOST}:{DEFAULT_PORT}"
     token: str | None = None
     max_body_bytes: int = 2 * 1024 * 1024
+    stall_ms: int = DEFAULT_STALL_MS
     policy: PolicySet = field(default_factory=PolicySet)
 
     @classmethod
@@ -61,6 +65,7 @@ class Settings:
             url=env.get("TENURE_URL") or f"http://{host}:{port}",
             token=env.get("TENURE_TOKEN") or None,
             max_body_bytes=_int(env, "TENURE_MAX_BODY_BYTES", 2 * 1024 * 1024),
+            stall_ms=_int(env, "TENURE_STALL_MS", DEFAULT_STALL_MS),
             policy=parse_policy(env.get("TENURE_POLICY")),
         )
         given = {k: v for k, v in overrides.items() if v is not None}

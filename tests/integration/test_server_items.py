@@ -453,3 +453,28 @@ def test_every_method_of_an_item_path_is_allowed(alice: httpx.Client) -> None:
     assert {m.strip() for m in resp.headers["allow"].split(",")} - {"HEAD"} == {"GET", "PATCH"}
     resp = alice.delete("/v1/items")
     assert {m.strip() for m in resp.headers["allow"].split(",")} - {"HEAD"} == {"GET", "POST"}
+
+
+def test_stall_threshold_comes_from_the_settings(live_server: LiveServer) -> None:
+    """``TENURE_STALL_MS`` reaches the views: a live claim without progress goes ``stalled``."""
+    from conftest import LiveServer as Server
+    from tenure.settings import Settings
+
+    live_server.stop()
+    quick = Server(live_server.db, Settings(db=live_server.db, port=live_server.port, stall_ms=300))
+    quick.start()
+    try:
+        with quick.http(quick.token_for("carol", kind="human")) as carol:
+            new_item(carol, id="slow")
+            epoch = ok(carol.post("/v1/items/slow/claim", json={"ttl_ms": 60_000}))["item"]["epoch"]
+            assert ok(carol.get("/v1/queue"))["items"][0]["lease_state"] == "live"
+            time.sleep(0.5)
+            assert ok(carol.get("/v1/queue"))["items"][0]["lease_state"] == "stalled"
+            ok(
+                carol.post(
+                    "/v1/items/slow/progress", json={"epoch": epoch, "message": "still here"}
+                )
+            )
+            assert ok(carol.get("/v1/queue"))["items"][0]["lease_state"] == "live"
+    finally:
+        quick.stop()

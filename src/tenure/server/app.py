@@ -68,7 +68,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         store = await anyio.to_thread.run_sync(lambda: open_store(settings.db, clock=clock))
-        service = Service(store, settings.policy)
+        service = Service(store, settings.policy, stall_ms=settings.stall_ms)
         reaper = Reaper(service).start()
         waiters = Waiters((clock or SystemClock()).now_ms)
         app.state.tenure = State(service, Principals(store), waiters, reaper)

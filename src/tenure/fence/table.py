@@ -1,0 +1,101 @@
+"""A table-backed fence for your own SQL database (SQLite or PostgreSQL).
+
+Call :meth:`TableFence.admit` inside the transaction that does the guarded write. It is one
+conditional upsert: it admits the token if it is the largest seen for the key (or equal to
+it) and raises :class:`tenure.StaleToken` otherwise, changing nothing. Because the admission
+is part of your transaction, the check and your write commit together.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from importlib import resources
+from typing import Any, Literal
+
+from tenure.errors import InvalidRequest, StaleToken
+from tenure.fence._args import check_key, check_table, check_token
+
+Dialect = Literal["sqlite", "postgres"]
+_NAME = re.compile(r"^--\s*name:\s*(\w+)\s*$", re.MULTILINE)
+
+
+@cache
+def _queries() -> dict[str, str]:
+    text = resources.files("tenure.fence").joinpath("fence.sql").read_text()
+    parts = _NAME.split(text)
+    return {n: b.strip().rstrip(";") for n, b in zip(parts[1::2], parts[2::2], strict=True)}
+
+
+def dialect_of(conn: object) -> Dialect:
+    """``sqlite`` for a :mod:`sqlite3` connection, ``postgres`` for a psycopg one."""
+    module = type(conn).__module__
+    if module.startswith("sqlite3"):
+        return "sqlite"
+    if module.startswith("psycopg"):
+        return "postgres"
+    raise InvalidRequest(
+        f"tenure.fence works on sqlite3 and psycopg connections, not {type(conn).__name__}",
+        field="conn",
+    )
+
+
+def stale(key: str, token: int, current: int | None) -> StaleToken:
+    """The refusal of ``token`` for ``key`` whose current token is ``current``."""
+    return StaleToken(
+        f"token {token} for {key!r} is stale: the fence has already admitted {current}",
+        key=key,
+        token=token,
+        current_token=current,
+    )
+
+
+class TableFence:
+    """The largest token admitted per key, kept in a table of your database."""
+
+    def __init__(self, table: str = "tenure_fence") -> None:
+        self.table = check_table(table)
+
+    def sql(self, name: str, dialect: Dialect) -> str:
+        """The named statement for ``dialect``, with the table and parameter marker in place."""
+        text = _queries()[name].replace("{table}", self.table)
+        return text.replace("?", "%s") if dialect == "postgres" else text
+
+    def install(self, conn: Any) -> None:
+        """Create the fence table if it is missing (inside the caller's transaction)."""
+        conn.execute(self.sql("install", dialect_of(conn)))
+
+    def admit(self, conn: Any, key: str, token: int) -> int:
+        """Admit ``token`` for ``key`` or raise :class:`tenure.StaleToken`; returns ``token``."""
+        key, token = check_key(key), check_token(token)
+        dialect = dialect_of(conn)
+        row = conn.execute(self.sql("admit", dialect), (key, token)).fetchone()
+        if row is None:
+            raise stale(key, token, self._current(conn, dialect, key))
+        return token
+
+    def current(self, conn: Any, key: str) -> int | None:
+        """The largest token admitted for ``key`` so far, or ``None``."""
+        return self._current(conn, dialect_of(conn), check_key(key))
+
+    def _current(self, conn: Any, dialect: Dialect, key: str) -> int | None:
+        row = conn.execute(self.sql("current", dialect), (key,)).fetchone()
+        return None if row is None else int(row[0])
+
+    async def install_async(self, conn: Any) -> None:
+        """:meth:`install` on a psycopg ``AsyncConnection``."""
+        await conn.execute(self.sql("install", "postgres"))
+
+    async def admit_async(self, conn: Any, key: str, token: int) -> int:
+        """:meth:`admit` on a psycopg ``AsyncConnection``."""
+        key, token = check_key(key), check_token(token)
+        cur = await conn.execute(self.sql("admit", "postgres"), (key, token))
+        if await cur.fetchone() is None:
+            raise stale(key, token, await self.current_async(conn, key))
+        return token
+
+    async def current_async(self, conn: Any, key: str) -> int | None:
+        """:meth:`current` on a psycopg ``AsyncConnection``."""
+        cur = await conn.execute(self.sql("current", "postgres"), (check_key(key),))
+        row = await cur.fetchone()
+        return None if row is None else int(row[0])
