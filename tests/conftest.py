@@ -39,6 +39,14 @@ import pytest
 
 import tenure
 
+# Nothing a test runs may read or write the user's own login or CLI state: every process the
+# tests start (the CLI included) inherits these throw-away directories.
+_HOME = tempfile.mkdtemp(prefix="tenure-test-home-")
+os.environ["XDG_CONFIG_HOME"] = os.path.join(_HOME, "config")
+os.environ["XDG_STATE_HOME"] = os.path.join(_HOME, "state")
+for _name in ("TENURE_CONFIG_DIR", "TENURE_STATE_DIR", "TENURE_URL", "TENURE_TOKEN"):
+    os.environ.pop(_name, None)
+
 START_MS = 1_700_000_000_000
 BACKENDS = ("sqlite", "postgres")
 PG_URL_ENV = "TENURE_TEST_PG_URL"

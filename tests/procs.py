@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -71,3 +74,60 @@ class Serve:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.communicate(timeout=10)
+
+
+class Shell:
+    """The ``tenure`` command as one user at a terminal: their server URL and token in the
+    environment, their own config and state directories (login file, remembered tokens)."""
+
+    def __init__(self, url: str, token: str | None, home: Path) -> None:
+        self.url, self.token, self.home = url, token, home
+        home.mkdir(parents=True, exist_ok=True)
+
+    def env(self, **extra: str) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("TENURE_")}
+        env.update(
+            TENURE_URL=self.url,
+            TENURE_CONFIG_DIR=str(self.home / "config"),
+            TENURE_STATE_DIR=str(self.home / "state"),
+            COLUMNS="200",
+        )
+        if self.token:
+            env["TENURE_TOKEN"] = self.token
+        env.update(extra)
+        return env
+
+    def __call__(
+        self,
+        *args: str,
+        check: bool = False,
+        input: str | None = None,
+        timeout: float = 60,
+        **extra_env: str,
+    ) -> subprocess.CompletedProcess[str]:
+        """``tenure ARGS…``; the exit code is not checked unless ``check``."""
+        return subprocess.run(
+            [sys.executable, "-m", "tenure.cli", *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=check,
+            input=input,
+            env=self.env(**extra_env),
+        )
+
+    def json(self, *args: str, **extra_env: str) -> Any:
+        """``tenure ARGS… --json``, which must succeed; its stdout parsed."""
+        done = self(*args, "--json", **extra_env)
+        assert done.returncode == 0, (done.returncode, done.stdout, done.stderr)
+        return json.loads(done.stdout)
+
+    def popen(self, *args: str, **extra_env: str) -> subprocess.Popen[str]:
+        """``tenure ARGS…`` in the background (for ``run``, ``events --follow``)."""
+        return subprocess.Popen(
+            [sys.executable, "-m", "tenure.cli", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=self.env(**extra_env),
+        )

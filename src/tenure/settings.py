@@ -5,8 +5,14 @@
 - ``TENURE_DATA_DIR``: where the default database lives
   (default ``$XDG_DATA_HOME/tenure``, else ``~/.local/share/tenure``).
 - ``TENURE_HOST``, ``TENURE_PORT``: what ``tenure serve`` binds (``127.0.0.1``, ``7676``).
-- ``TENURE_URL``: the server the client and CLI talk to (``http://127.0.0.1:7676``).
-- ``TENURE_TOKEN``: the bearer token of the client and CLI.
+- ``TENURE_URL``: the server the client and CLI talk to (else the URL ``tenure login`` saved,
+  else ``http://127.0.0.1:7676``).
+- ``TENURE_TOKEN``: the bearer token of the client and CLI (else the token ``tenure login``
+  saved for that URL).
+- ``TENURE_CONFIG_DIR``: where ``tenure login`` keeps ``login.json`` (mode 0600; default
+  ``$XDG_CONFIG_HOME/tenure``, else ``~/.config/tenure``).
+- ``TENURE_STATE_DIR``: where the CLI remembers the epochs of the items it claimed
+  (default ``$XDG_STATE_HOME/tenure``, else ``~/.local/state/tenure``).
 - ``TENURE_MAX_BODY_BYTES``: the largest request body the server reads (2 MiB).
 - ``TENURE_STALL_MS``: a live claim without progress for this long shows as ``stalled``
   (15 minutes).
@@ -28,6 +34,7 @@ from tenure.core.policy import Policy, PolicySet
 DEFAULT_PORT = 7676
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_STALL_MS = 15 * 60 * 1000
+LOGIN_FILE = "login.json"
 
 
 def default_data_dir(env: Mapping[str, str]) -> Path:
@@ -35,6 +42,27 @@ def default_data_dir(env: Mapping[str, str]) -> Path:
         return Path(env["TENURE_DATA_DIR"])
     base = env.get("XDG_DATA_HOME") or str(Path(env.get("HOME", "~")).expanduser() / ".local/share")
     return Path(base) / "tenure"
+
+
+def _home_dir(env: Mapping[str, str], own: str, xdg: str, fallback: str) -> Path:
+    if env.get(own):
+        return Path(env[own])
+    base = env.get(xdg) or str(Path(env.get("HOME", "~")).expanduser() / fallback)
+    return Path(base) / "tenure"
+
+
+def read_login(config_dir: Path) -> dict[str, str]:
+    """``{"url", "token"}`` saved by ``tenure login`` (empty if there is none)."""
+    path = config_dir / LOGIN_FILE
+    try:
+        doc = json.loads(path.read_text())
+    except FileNotFoundError:
+        return {}
+    except (OSError, json.JSONDecodeError) as err:
+        raise ValueError(f"cannot read {path}: {err}") from None
+    if not isinstance(doc, dict):
+        raise ValueError(f"{path} is not a JSON object")
+    return {k: str(doc[k]) for k in ("url", "token") if isinstance(doc.get(k), str)}
 
 
 @dataclass(frozen=True)
@@ -48,6 +76,8 @@ class Settings:
     max_body_bytes: int = 2 * 1024 * 1024
     stall_ms: int = DEFAULT_STALL_MS
     policy: PolicySet = field(default_factory=PolicySet)
+    config_dir: Path = Path(".")
+    state_dir: Path = Path(".")
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -57,16 +87,22 @@ class Settings:
         db = env.get("TENURE_DB") or f"sqlite:///{data_dir / 'tenure.db'}"
         port = _int(env, "TENURE_PORT", DEFAULT_PORT)
         host = env.get("TENURE_HOST") or DEFAULT_HOST
+        config_dir = _home_dir(env, "TENURE_CONFIG_DIR", "XDG_CONFIG_HOME", ".config")
+        login = read_login(config_dir)
+        url = env.get("TENURE_URL") or login.get("url") or f"http://{host}:{port}"
+        login_token = login.get("token") if login.get("url") == url else None
         settings = cls(
             db=db,
             data_dir=data_dir,
             host=host,
             port=port,
-            url=env.get("TENURE_URL") or f"http://{host}:{port}",
-            token=env.get("TENURE_TOKEN") or None,
+            url=url,
+            token=env.get("TENURE_TOKEN") or login_token or None,
             max_body_bytes=_int(env, "TENURE_MAX_BODY_BYTES", 2 * 1024 * 1024),
             stall_ms=_int(env, "TENURE_STALL_MS", DEFAULT_STALL_MS),
             policy=parse_policy(env.get("TENURE_POLICY")),
+            config_dir=config_dir,
+            state_dir=_home_dir(env, "TENURE_STATE_DIR", "XDG_STATE_HOME", ".local/state"),
         )
         given = {k: v for k, v in overrides.items() if v is not None}
         return replace(settings, **given) if given else settings

@@ -5,20 +5,23 @@
   kind="agent", roles=(), parent=None)`` to add more principals directly on the database.
   ``live_server.stop()`` and ``live_server.start()`` stop and restart it on the same port and
   database (for outage tests).
+- ``shell``: ``shell("jo", kind=..., roles=..., parent=...)`` is the ``tenure`` command run as
+  a subprocess by that principal against ``live_server`` (see ``procs.Shell``).
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import httpx
 import pytest
 import uvicorn
 
 import tenure
-from procs import free_port
+from procs import Shell, free_port
 from tenure.principals import Principals
 from tenure.server import create_app
 from tenure.settings import Settings
@@ -81,3 +84,17 @@ def live_server(store_url: str) -> Iterator[LiveServer]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def shell(live_server: LiveServer, tmp_path: Path) -> Callable[..., Shell]:
+    """``shell(name, kind=, roles=, parent=)``: the ``tenure`` command as that principal,
+    against ``live_server``, with its own config and state directories."""
+
+    def make(
+        name: str, kind: str = "human", roles: tuple[str, ...] = (), parent: str | None = None
+    ) -> Shell:
+        token = live_server.token_for(name, kind, roles, parent)
+        return Shell(live_server.url, token, tmp_path / "homes" / name.replace("/", "_"))
+
+    return make

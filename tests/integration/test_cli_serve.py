@@ -48,7 +48,8 @@ def test_principal_add_prints_a_token_that_works(db: str) -> None:
     again = cli("principal", "add", "jo", "--db", db).stdout.strip()
     assert again != as_json["token"]
     orphan = cli("principal", "add", "kid", "--parent", "nobody", "--db", db, check=False)
-    assert orphan.returncode != 0 and "not_found" in orphan.stderr and orphan.stdout == ""
+    assert orphan.returncode == 5 and orphan.stdout == ""
+    assert orphan.stderr == "tenure: not found: parent: no principal named 'nobody'\n"
 
     serve = Serve(db)
     try:

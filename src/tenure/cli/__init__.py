@@ -1,0 +1,12 @@
+"""The ``tenure`` command: each command a thin wrapper over one client call.
+
+Commands live in modules named for what they do (``app``: serve, principal, login, whoami;
+``locks``: ``lock …``; ``items``: the item verbs; ``ops``: events, stats, heartbeat; ``run``;
+``dispatch``); importing them registers them on the :data:`cli` group. docs/cli.md is the
+reference.
+"""
+
+from tenure.cli import locks as _locks  # noqa: F401  (registers commands)
+from tenure.cli.app import cli, main
+
+__all__ = ["cli", "main"]

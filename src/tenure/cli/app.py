@@ -1,0 +1,178 @@
+"""The ``tenure`` group, its entry point, and the commands about servers and identities:
+``serve``, ``principal add``, ``login``, ``whoami``."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import click
+
+from tenure.cli.context import Cli, cli_of, verb
+from tenure.cli.render import ERROR, USAGE, Output, pairs
+from tenure.errors import TenureError
+from tenure.settings import Settings
+
+
+@click.group(
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+    epilog="\b\nExamples:\n  tenure claim 42 --ttl 5m\n"
+    "  tenure run jobs/nightly --ttl 30s -- ./nightly.sh",
+)
+@click.option("--url", envvar=None, help="Server URL (default: $TENURE_URL, else the login's).")
+@click.option(
+    "--token", envvar=None, help="Bearer token (default: $TENURE_TOKEN, else the login's)."
+)
+@click.version_option(package_name="tenure", prog_name="tenure")
+@click.pass_context
+def cli(ctx: click.Context, url: str | None, token: str | None) -> None:
+    """Leases with fencing tokens, and a work queue claimed under them."""
+    ctx.obj = Cli(url, token)
+    ctx.call_on_close(ctx.obj.close)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code (see docs/cli.md)."""
+    out: Output | None = None
+    try:
+        with cli.make_context("tenure", list(sys.argv[1:] if argv is None else argv)) as ctx:
+            out = cli_of(ctx).out
+            cli.invoke(ctx)
+        return 0
+    except click.exceptions.Exit as done:
+        return int(done.exit_code)
+    except click.ClickException as err:  # usage errors
+        err.show()
+        return USAGE if isinstance(err, click.UsageError) else err.exit_code
+    except TenureError as err:
+        from tenure.cli.render import exit_code
+
+        (out or Output()).error(err)
+        return exit_code(err)
+    except ValueError as err:  # bad settings in the environment or the login file
+        print(f"tenure: {err}", file=sys.stderr)
+        return USAGE
+    except click.Abort:
+        print("Aborted.", file=sys.stderr)
+        return 130
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return ERROR
+
+
+# serve, principal, login, whoami ------------------------------------------------------------
+@verb(
+    cli,
+    "serve",
+    summary="Run the HTTP server.",
+    example="tenure serve\ntenure serve --db postgresql://localhost/tenure --port 8080",
+)
+@click.option(
+    "--db",
+    help="sqlite:///path or postgresql://… "
+    "(default: $TENURE_DB or a SQLite file in the data directory).",
+)
+@click.option("--host", help="Address to bind (default 127.0.0.1).")
+@click.option("--port", type=int, help="Port to bind (default 7676).")
+@click.option("--log-level", default="info", show_default=True)
+def serve(db: str | None, host: str | None, port: int | None, log_level: str) -> None:
+    """Run the HTTP server on the database (SQLite by default), bound to loopback."""
+    from tenure.server.run import serve as run_server
+
+    run_server(Settings.from_env(db=db, host=host, port=port), log_level=log_level)
+
+
+@cli.group(epilog="\b\nExamples:\n  tenure principal add jo --role admin")
+def principal() -> None:
+    """Manage principals (on the database directly)."""
+
+
+@verb(
+    principal,
+    "add",
+    summary="Create a principal and print a new token.",
+    example="tenure principal add jo --role admin\n"
+    "tenure principal add jo/reviewer --kind agent --parent jo",
+)
+@click.argument("name")
+@click.option(
+    "--kind", default="human", type=click.Choice(["human", "agent", "service"]), show_default=True
+)
+@click.option("--role", "roles", multiple=True, type=click.Choice(["admin", "supervisor"]))
+@click.option("--parent", help="The principal that dispatched this one.")
+@click.option("--db", help="The database (default: $TENURE_DB).")
+def principal_add(
+    name: str, kind: str, roles: tuple[str, ...], parent: str | None, db: str | None
+) -> None:
+    """Create a principal (or a new token for an existing one) directly on the database and
+    print the token on stdout. Works without a running server: use it to bootstrap the first
+    admin."""
+    from tenure.principals import Principals
+    from tenure.store.open import open_store
+
+    store = open_store(Settings.from_env(db=db).db)
+    try:
+        issued = Principals(store).bootstrap(name, kind, roles, parent)
+    finally:
+        store.close()
+    doc = {
+        "principal": issued.principal.to_dict(),
+        "token": issued.token,
+        "token_id": issued.token_id,
+    }
+    cli_of().out.emit(doc, issued.token)
+
+
+@verb(
+    cli,
+    "login",
+    summary="Save the server URL and your token.",
+    example="tenure login --url http://127.0.0.1:7676 --token tnr_…\n"
+    "echo $TOKEN | tenure login --token -",
+)
+@click.option(
+    "--url", "login_url", help="The server (default: $TENURE_URL or http://127.0.0.1:7676)."
+)
+@click.option(
+    "--token", "login_token", help="Your token; '-' reads it from stdin; prompted if missing."
+)
+def login(login_url: str | None, login_token: str | None) -> None:
+    """Check the token against the server, then save URL and token in the user config file
+    (mode 0600). $TENURE_URL and $TENURE_TOKEN override what is saved."""
+    from tenure.client import Client
+
+    run = cli_of()
+    url = login_url or run.url
+    if login_token == "-":
+        login_token = sys.stdin.readline().strip()
+    if not login_token:
+        login_token = click.prompt("token", hide_input=True)
+    with Client(url, token=login_token) as client:
+        me = client.me()
+    path = run.save_login(url, login_token)
+    doc = {"url": url, "principal": me.to_dict(), "config": str(path)}
+    run.out.emit(doc, f"logged in to {url} as {me.name} (saved in {path})")
+
+
+@verb(
+    cli, "whoami", summary="Show who your token is.", example="tenure whoami\ntenure whoami --json"
+)
+def whoami() -> None:
+    """Show the principal your token authenticates as, and the server."""
+    run = cli_of()
+    me = run.client.me()
+    doc: dict[str, Any] = {"url": run.url, **me.to_dict()}
+    run.out.emit(
+        doc,
+        lambda: pairs(
+            [
+                ("name", me.name),
+                ("kind", me.kind),
+                ("roles", ", ".join(me.roles)),
+                ("parent", me.parent),
+                ("server", run.url),
+            ]
+        ),
+    )

@@ -1,0 +1,57 @@
+"""Human durations: ``90s``, ``2h``, ``1d``, ``1h30m``, ``250ms``; a bare number is seconds."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import click
+
+_UNITS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}
+_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
+
+
+def parse_duration(text: str) -> int:
+    """Milliseconds in ``text``; ``ValueError`` naming the text if it is not a duration."""
+    raw = text.strip().lower()
+    if re.fullmatch(r"\d+(\.\d+)?", raw):
+        return round(float(raw) * 1000)
+    parts = _PART.findall(raw)
+    if not parts or "".join(n + u for n, u in parts) != raw:
+        raise ValueError(f"not a duration: {text!r} (try 90s, 5m, 2h, 1d or 1h30m)")
+    return round(sum(float(n) * _UNITS[u] for n, u in parts))
+
+
+def format_duration(ms: int) -> str:
+    """``2m10s``, ``1h5m``, ``3d2h``, ``450ms``: the two largest units."""
+    ms = abs(int(ms))
+    if ms < 1000:
+        return f"{ms}ms"
+    seconds = round(ms / 1000)
+    days, rest = divmod(seconds, 86_400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    parts = [(days, "d"), (hours, "h"), (minutes, "m"), (secs, "s")]
+    while parts and parts[0][0] == 0:
+        parts.pop(0)
+    return "".join(f"{n}{u}" for n, u in parts[:2] if n) or "0s"
+
+
+class Duration(click.ParamType[int, Any]):
+    """A click parameter holding a duration, converted to milliseconds."""
+
+    name = "duration"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int):
+            return value
+        try:
+            ms = parse_duration(str(value))
+        except ValueError as err:
+            self.fail(str(err), param, ctx)
+        if ms <= 0:
+            self.fail(f"{value!r} is not a positive duration", param, ctx)
+        return ms
+
+
+DURATION = Duration()

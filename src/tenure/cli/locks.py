@@ -1,0 +1,180 @@
+"""``tenure lock …``: generic leases on any key."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from tenure.cli.app import cli
+from tenure.cli.context import cli_of, verb
+from tenure.cli.durations import DURATION
+from tenure.cli.render import clock, pairs, relative, table, when
+from tenure.core.models import Lease
+
+
+def parse_json_object(value: str | None, name: str) -> dict[str, Any] | None:
+    """``--meta '{"a": 1}'`` → a dict; a usage error naming the option otherwise."""
+    import json
+
+    if value is None:
+        return None
+    try:
+        doc = json.loads(value)
+    except json.JSONDecodeError as err:
+        raise click.BadParameter(f"not JSON: {err}", param_hint=name) from None
+    if not isinstance(doc, dict):
+        raise click.BadParameter("must be a JSON object", param_hint=name)
+    return doc
+
+
+def lease_table(lease: Lease) -> Any:
+    return pairs(
+        [
+            ("key", lease.key),
+            ("holder", lease.holder),
+            ("task", lease.task),
+            ("token", lease.token),
+            ("state", lease.state),
+            ("expires", when(lease.expires_at)),
+            ("acquired", when(lease.acquired_at)),
+            ("renewals", lease.renewals),
+            ("meta", lease.meta or None),
+        ]
+    )
+
+
+def leases_table(leases: list[Lease]) -> Any:
+    return table(
+        ["KEY", "HOLDER", "TASK", "TOKEN", "EXPIRES", "LEFT"],
+        [
+            (x.key, x.holder, x.task, x.token, clock(x.expires_at), relative(x.expires_at))
+            for x in leases
+        ],
+    )
+
+
+@cli.group(
+    epilog="\b\nExamples:\n  tenure lock acquire jobs/nightly --ttl 30s --task cron\n"
+    "  tenure lock ls --prefix jobs/"
+)
+def lock() -> None:
+    """Generic leases on any key (the locks other tools hand-roll)."""
+
+
+@verb(
+    lock,
+    "acquire",
+    summary="Acquire a lease on KEY (renews it if you hold it).",
+    example="tenure lock acquire jobs/nightly --ttl 30s --task cron:nightly\n"
+    "tenure lock acquire deploy/prod --wait 2m --json",
+)
+@click.argument("key")
+@click.option("--ttl", type=DURATION, help="Lease duration (90s, 5m, 2h; default: the policy's).")
+@click.option("--task", help="What the lease serves (shown to whoever is refused).")
+@click.option("--wait", type=DURATION, help="Wait this long while someone else holds it.")
+@click.option("--meta", help="Small JSON object stored with the lease.")
+def lock_acquire(
+    key: str, ttl: int | None, task: str | None, wait: int | None, meta: str | None
+) -> None:
+    """Acquire KEY and print the lease and its fencing token. The CLI remembers the token, so
+    `lock renew`, `extend` and `release` do not need it."""
+    run = cli_of()
+    lease = run.client.acquire(key, ttl, task, parse_json_object(meta, "--meta"), wait)
+    run.remember(key, lease.token)
+    run.out.emit({"lease": lease.to_dict()}, lambda: lease_table(lease))
+
+
+@verb(
+    lock,
+    "renew",
+    summary="Renew your lease on KEY.",
+    example="tenure lock renew jobs/nightly\ntenure lock renew jobs/nightly --token 17 --ttl 1m",
+)
+@click.argument("key")
+@click.option("--token", type=int, help="The lease's token (default: the one remembered).")
+@click.option("--ttl", type=DURATION, help="A new duration (default: the lease's own).")
+def lock_renew(key: str, token: int | None, ttl: int | None) -> None:
+    """Renew your lease on KEY from now; exit 4 if it is already lost."""
+    run = cli_of()
+    lease = run.client.renew(key, run.token_for(key, token), ttl)
+    run.out.emit({"lease": lease.to_dict()}, lambda: lease_table(lease))
+
+
+@verb(
+    lock,
+    "extend",
+    summary="Push your lease's deadline out (capped by policy).",
+    example="tenure lock extend jobs/nightly 2h",
+)
+@click.argument("key")
+@click.argument("by", type=DURATION)
+@click.option("--token", type=int, help="The lease's token (default: the one remembered).")
+def lock_extend(key: str, by: int, token: int | None) -> None:
+    """Set the deadline to now + BY. Never shortens; says when the policy capped it."""
+    run = cli_of()
+    result = run.client.extend(key, run.token_for(key, token), by_ms=by)
+    capped = f" (capped: asked {clock(result.requested_until)})" if result.capped else ""
+    run.out.emit(result.to_dict(), f"{key} now expires at {when(result.granted_until)}{capped}")
+
+
+@verb(
+    lock,
+    "release",
+    summary="Release your lease on KEY (idempotent).",
+    example="tenure lock release jobs/nightly",
+)
+@click.argument("key")
+@click.option("--token", type=int, help="Release only this token (default: the one remembered).")
+def lock_release(key: str, token: int | None) -> None:
+    """End your lease on KEY. Releasing a lease you no longer hold is not an error."""
+    run = cli_of()
+    result = run.client.release(key, token if token is not None else run.remembered(key))
+    run.remember(key, None)
+    said = "released" if result.released else "nothing to release"
+    run.out.emit(result.to_dict(), f"{key}: {said}")
+
+
+@verb(
+    lock,
+    "force-release",
+    summary="End someone's lease (admin, supervisor or ancestor).",
+    example='tenure lock force-release jobs/nightly --reason "worker-3 is wedged"',
+)
+@click.argument("key")
+@click.option("--reason", required=True, help="Why (recorded in the event).")
+def lock_force_release(key: str, reason: str) -> None:
+    """End the live lease on KEY as an authority; its token is dead from now on."""
+    run = cli_of()
+    result = run.client.force_release(key, reason)
+    run.out.emit(
+        result.to_dict(),
+        f"{key}: force-released {result.lease.holder}'s lease (token {result.lease.token})",
+    )
+
+
+@verb(
+    lock,
+    "ls",
+    summary="List live leases.",
+    example="tenure lock ls\ntenure lock ls --prefix jobs/ --holder jo --json",
+)
+@click.option("--prefix", help="Only keys starting with this.")
+@click.option("--holder", help="Only leases of this principal.")
+@click.option("--task", help="Only leases serving this task.")
+def lock_ls(prefix: str | None, holder: str | None, task: str | None) -> None:
+    """Live leases, by key."""
+    run = cli_of()
+    leases = run.client.list_leases(prefix, holder, task)
+    run.out.emit({"leases": [x.to_dict() for x in leases]}, lambda: leases_table(leases))
+
+
+@verb(
+    lock, "show", summary="Show the latest lease on KEY.", example="tenure lock show jobs/nightly"
+)
+@click.argument("key")
+def lock_show(key: str) -> None:
+    """The latest lease on KEY, live or not, with its state."""
+    run = cli_of()
+    lease = run.client.get_lease(key)
+    run.out.emit({"lease": lease.to_dict()}, lambda: lease_table(lease))

@@ -1,0 +1,153 @@
+"""What the CLI prints: one JSON document with ``--json``, else readable tables; errors in
+words on stderr; stable exit codes."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from tenure.cli.durations import format_duration
+from tenure.errors import (
+    AssignedToOther,
+    InvalidRequest,
+    LeaseHeld,
+    LeaseLost,
+    NotFound,
+    NotHolder,
+    StaleToken,
+    TenureError,
+)
+
+# Exit codes: stable, documented in docs/cli.md.
+OK, ERROR, USAGE, CONFLICT, LOST, NOT_FOUND = 0, 1, 2, 3, 4, 5
+_EXITS: tuple[tuple[type[TenureError], int], ...] = (
+    (LeaseHeld, CONFLICT),
+    (AssignedToOther, CONFLICT),
+    (NotHolder, CONFLICT),
+    (LeaseLost, LOST),
+    (StaleToken, LOST),
+    (NotFound, NOT_FOUND),
+)
+
+
+def exit_code(err: TenureError) -> int:
+    """3 held/assigned/conflict, 4 lost/stale, 5 not found, 2 invalid input, 1 the rest."""
+    if err.code == "conflict":
+        return CONFLICT
+    for cls, code in _EXITS:
+        if isinstance(err, cls):
+            return code
+    return USAGE if isinstance(err, InvalidRequest) else ERROR
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def clock(ms: int | None) -> str:
+    """Local wall time: ``14:03:10`` today, ``2026-11-24 14:03:10`` another day."""
+    if ms is None:
+        return "-"
+    moment = datetime.fromtimestamp(ms / 1000).astimezone()
+    today = datetime.now().astimezone().date()
+    return moment.strftime("%H:%M:%S" if moment.date() == today else "%Y-%m-%d %H:%M:%S")
+
+
+def relative(ms: int | None, now: int | None = None) -> str:
+    """``in 2m10s`` or ``2m10s ago``."""
+    if ms is None:
+        return "-"
+    delta = ms - (now_ms() if now is None else now)
+    return f"in {format_duration(delta)}" if delta >= 0 else f"{format_duration(delta)} ago"
+
+
+def when(ms: int | None) -> str:
+    """``14:03:10, in 2m10s``."""
+    return "-" if ms is None else f"{clock(ms)}, {relative(ms)}"
+
+
+def describe(err: TenureError) -> str:
+    """The error in words that name what matters."""
+    key = f"{err.key} " if err.key else ""
+    if isinstance(err, LeaseHeld | NotHolder):
+        task = f" (task {err.task})" if err.task else ""
+        left = f" until {when(err.expires_at)} left" if err.expires_at else ""
+        return f"{key}held by {err.holder}{task}{left}".strip()
+    if isinstance(err, AssignedToOther):
+        lapsed = f"; their lease lapsed at {when(err.lapsed_at)}" if err.lapsed_at else ""
+        return (
+            f"{key}assigned to {err.assignee} (lease {err.lease_state}){lapsed}; "
+            "claim with --takeover --reason … to take it over"
+        ).strip()
+    if isinstance(err, StaleToken):
+        holder = f", held by {err.holder}" if err.holder else ""
+        return (
+            f"{key}token {err.token} is stale: the current token is {err.current_token}{holder}"
+        ).strip()
+    if isinstance(err, NotFound):
+        return f"not found: {err.detail}"
+    if isinstance(err, LeaseLost):
+        return f"{key}lease lost ({err.reason or 'gone'})".strip()
+    fields = ", ".join(f"{k} {v}" for k, v in err.info().items() if v is not None and k != "key")
+    return f"{key}{err.detail}" + (f" ({fields})" if fields else "")
+
+
+class Output:
+    """stdout for results (JSON or tables), stderr for everything else."""
+
+    def __init__(self, as_json: bool = False) -> None:
+        self.json = as_json
+        self.console = Console(soft_wrap=True, highlight=False)
+        self.err = Console(stderr=True, highlight=False)
+
+    def emit(self, doc: Any, human: Callable[[], Any] | str | None = None) -> None:
+        """Print ``doc`` as JSON, or ``human`` (a string, a rich renderable, or a function
+        returning one) for people."""
+        if self.json:
+            sys.stdout.write(json.dumps(doc, default=str) + "\n")
+            sys.stdout.flush()
+            return
+        shown = human() if callable(human) else human
+        if shown is None:
+            shown = json.dumps(doc, indent=2, default=str)
+        self.console.print(shown)
+
+    def line(self, doc: Any, human: str) -> None:
+        """One record of a stream: a JSON line, or a line of text."""
+        self.emit(doc, lambda: human)
+
+    def note(self, text: str) -> None:
+        """A message for the person at the terminal, never on stdout."""
+        if not self.json:
+            self.err.print(text)
+
+    def error(self, err: TenureError) -> None:
+        if self.json:
+            sys.stderr.write(json.dumps(err.to_problem(), default=str) + "\n")
+        else:
+            self.err.print(f"tenure: {describe(err)}", markup=False)
+
+
+def table(columns: Sequence[str], rows: Iterable[Sequence[Any]], title: str | None = None) -> Table:
+    """A plain table; ``-`` for empty cells."""
+    out = Table(*columns, title=title, box=None, header_style="bold", pad_edge=False)
+    for row in rows:
+        out.add_row(*("-" if v is None or v == "" else str(v) for v in row))
+    return out
+
+
+def pairs(items: Iterable[tuple[str, Any]]) -> Table:
+    """A two-column ``name  value`` table for one record."""
+    out = Table(show_header=False, box=None, pad_edge=False)
+    out.add_column(style="bold")
+    out.add_column()
+    for name, value in items:
+        out.add_row(name, "-" if value is None or value == "" else str(value))
+    return out
