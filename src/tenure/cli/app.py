@@ -10,9 +10,11 @@ from typing import Any
 import click
 
 from tenure.cli.context import Cli, cli_of, verb
-from tenure.cli.render import ERROR, USAGE, Output, pairs
+from tenure.cli.render import ERROR, USAGE, Output, exit_code, pairs
 from tenure.errors import TenureError
 from tenure.settings import Settings
+
+_invocation: list[Cli] = []  # the running invocation's Cli, for errors raised after its context
 
 
 @click.group(
@@ -29,34 +31,27 @@ from tenure.settings import Settings
 def cli(ctx: click.Context, url: str | None, token: str | None) -> None:
     """Leases with fencing tokens, and a work queue claimed under them."""
     ctx.obj = Cli(url, token)
+    _invocation.append(ctx.obj)
     ctx.call_on_close(ctx.obj.close)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code (see docs/cli.md)."""
-    out: Output | None = None
+    args = list(sys.argv[1:] if argv is None else argv)
     try:
-        with cli.make_context("tenure", list(sys.argv[1:] if argv is None else argv)) as ctx:
-            out = cli_of(ctx).out
-            cli.invoke(ctx)
-        return 0
-    except click.exceptions.Exit as done:
-        return int(done.exit_code)
+        code = cli.main(args, prog_name="tenure", standalone_mode=False)
+        return code if isinstance(code, int) else 0
     except click.ClickException as err:  # usage errors
         err.show()
         return USAGE if isinstance(err, click.UsageError) else err.exit_code
     except TenureError as err:
-        from tenure.cli.render import exit_code
-
-        (out or Output()).error(err)
+        (_invocation[-1].out if _invocation else Output()).error(err)
         return exit_code(err)
     except ValueError as err:  # bad settings in the environment or the login file
         print(f"tenure: {err}", file=sys.stderr)
         return USAGE
-    except click.Abort:
+    except (click.Abort, KeyboardInterrupt):
         print("Aborted.", file=sys.stderr)
-        return 130
-    except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
         return ERROR
