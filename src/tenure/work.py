@@ -414,12 +414,23 @@ class WorkQueue:
         task: str | None = None,
     ) -> Dispatch:
         """Claim the item for a new child agent of the caller, in one transaction."""
-        from tenure.principals import check_principal
+        from tenure.principals import NAME_RE, check_principal
 
         me = self._who(who)
         ttl, task, _ = self._claim_args(item_id, ttl_ms, task, None)
         suffix = agent if agent is not None else f"agent-{secrets.token_hex(3)}"
-        child = check_principal(f"{me.name}/{suffix}", "agent", [], me.name)
+        name = f"{me.name}/{suffix}"
+        if (
+            not isinstance(suffix, str)
+            or not NAME_RE.fullmatch(suffix)
+            or not NAME_RE.fullmatch(name)
+        ):
+            raise InvalidRequest(
+                "agent: letters, digits and . _ @ : / -, starting with a letter or digit "
+                "(128 characters with your name and '/')",
+                field="agent",
+            )
+        child = check_principal(name, "agent", [], me.name)
         if self.store.get_principal(child.name) is not None:
             raise Conflict(f"agent: {child.name!r} exists already", field="agent")
         token_id, token = new_token()
@@ -465,6 +476,7 @@ class WorkQueue:
     def briefing(self, who: Who, ready: int = 5) -> Briefing:
         """What I carry, what lapsed, what happened to my work since my last briefing."""
         me = self._who(who)
+        ready = v.check_positive("ready", ready, v.MAX_LIMIT)  # before the cursor moves
         mine = self.queue(me.name)
         since = self.store.get_cursor(me.name, "briefing")
         # The cursor moves to the end of the window read first; only events up to it are shown,

@@ -100,28 +100,30 @@ def json_size(field: str, value: object) -> int:
         raise _invalid(field, "must not contain lone surrogates") from None
 
 
-def check_meta(meta: object, policy: Policy) -> dict[str, Any] | None:
+def check_meta(meta: object, policy: Policy, field: str = "meta") -> dict[str, Any] | None:
+    """A small JSON object (``meta`` of a lease, ``data`` of a progress report)."""
     if meta is None:
         return None
     if not isinstance(meta, dict) or not all(isinstance(k, str) for k in meta):
-        raise _invalid("meta", "must be a JSON object")
-    size = json_size("meta", meta)
+        raise _invalid(field, "must be a JSON object")
+    size = json_size(field, meta)
     if size > policy.max_meta_bytes:
         raise TooLarge(
-            f"meta is {size} bytes, more than {policy.max_meta_bytes}",
-            field="meta",
+            f"{field} is {size} bytes, more than {policy.max_meta_bytes}",
+            field=field,
             limit=policy.max_meta_bytes,
             size=size,
         )
     return meta
 
 
-def check_value(value: object, policy: Policy) -> object:
-    size = json_size("value", value)
+def check_value(value: object, policy: Policy, field: str = "value") -> object:
+    """Any JSON value (a fenced write's ``value``, a completion's ``result``)."""
+    size = json_size(field, value)
     if size > policy.max_value_bytes:
         raise TooLarge(
-            f"value is {size} bytes, more than {policy.max_value_bytes}",
-            field="value",
+            f"{field} is {size} bytes, more than {policy.max_value_bytes}",
+            field=field,
             limit=policy.max_value_bytes,
             size=size,
         )
