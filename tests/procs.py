@@ -117,8 +117,9 @@ class Shell:
         )
 
     def json(self, *args: str, **extra_env: str) -> Any:
-        """``tenure ARGS… --json``, which must succeed; its stdout parsed."""
-        done = self(*args, "--json", **extra_env)
+        """``tenure ARGS… --json`` (before a ``--``), which must succeed; its stdout parsed."""
+        cut = args.index("--") if "--" in args else len(args)
+        done = self(*args[:cut], "--json", *args[cut:], **extra_env)
         assert done.returncode == 0, (done.returncode, done.stdout, done.stderr)
         return json.loads(done.stdout)
 

@@ -6,7 +6,11 @@ Commands live in modules named for what they do (``app``: serve, principal, logi
 reference.
 """
 
-from tenure.cli import locks as _locks  # noqa: F401  (registers commands)
+from tenure.cli import dispatch as _dispatch  # noqa: F401  (registers commands)
+from tenure.cli import items as _items  # noqa: F401
+from tenure.cli import locks as _locks  # noqa: F401
+from tenure.cli import ops as _ops  # noqa: F401
+from tenure.cli import run as _run  # noqa: F401
 from tenure.cli.app import cli, main
 
 __all__ = ["cli", "main"]

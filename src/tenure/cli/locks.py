@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import click
@@ -16,8 +17,6 @@ from tenure.core.models import Lease
 
 def parse_json_object(value: str | None, name: str) -> dict[str, Any] | None:
     """``--meta '{"a": 1}'`` → a dict; a usage error naming the option otherwise."""
-    import json
-
     if value is None:
         return None
     try:
@@ -40,7 +39,7 @@ def lease_table(lease: Lease) -> Any:
             ("expires", when(lease.expires_at)),
             ("acquired", when(lease.acquired_at)),
             ("renewals", lease.renewals),
-            ("meta", lease.meta or None),
+            ("meta", json.dumps(lease.meta) if lease.meta else None),
         ]
     )
 

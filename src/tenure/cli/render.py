@@ -87,6 +87,8 @@ def describe(err: TenureError) -> str:
             "claim with --takeover --reason … to take it over"
         ).strip()
     if isinstance(err, StaleToken):
+        if err.token is not None and err.token == err.current_token:
+            return f"{key}token {err.token} was revoked (force-released or cancelled)".strip()
         holder = f", held by {err.holder}" if err.holder else ""
         return (
             f"{key}token {err.token} is stale: the current token is {err.current_token}{holder}"
@@ -104,8 +106,9 @@ class Output:
 
     def __init__(self, as_json: bool = False) -> None:
         self.json = as_json
-        self.console = Console(soft_wrap=True, highlight=False)
-        self.err = Console(stderr=True, highlight=False)
+        # No markup or emoji codes: titles, keys and reasons are printed as they are.
+        self.console = Console(soft_wrap=True, highlight=False, markup=False, emoji=False)
+        self.err = Console(stderr=True, highlight=False, markup=False, emoji=False)
 
     def emit(self, doc: Any, human: Callable[[], Any] | str | None = None) -> None:
         """Print ``doc`` as JSON, or ``human`` (a string, a rich renderable, or a function

@@ -1,0 +1,104 @@
+"""``tenure dispatch ITEM -- CMD…``: claim an item for a new agent and run CMD as that agent
+in the background, under a detached supervisor (:mod:`tenure.cli.agent`)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from tenure.cli.app import cli
+from tenure.cli.completion import complete_items
+from tenure.cli.context import Cli, cli_of, verb
+from tenure.cli.durations import DURATION
+from tenure.cli.render import pairs, when
+
+
+def log_path(run: Cli, item: str, agent: str, given: str | None) -> Path:
+    if given:
+        return Path(given).resolve()
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{item}-{agent}")
+    return run.settings.state_dir / "dispatch" / f"{safe}-{int(time.time())}.log"
+
+
+def start_supervisor(orders: dict[str, object], log: Path) -> int:
+    """The detached supervisor (own session, output to ``log``); returns its pid."""
+    log.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tenure.cli.agent"],
+            stdin=subprocess.PIPE,
+            stdout=out,
+            stderr=out,
+            start_new_session=True,
+            close_fds=True,
+        )
+    assert proc.stdin is not None
+    proc.stdin.write(json.dumps(orders).encode())
+    proc.stdin.close()
+    return proc.pid
+
+
+@verb(
+    cli,
+    "dispatch",
+    summary="Claim ITEM for a new agent and run CMD as it, in the background.",
+    example="tenure dispatch 42 -- claude -p 'fix issue 42'\n"
+    "tenure dispatch 42 --agent reviewer --ttl 1m -- ./review.sh",
+)
+@click.argument("item", shell_complete=complete_items)
+@click.argument("cmd", nargs=-1, required=True)
+@click.option("--agent", help="The agent's name under yours (default: agent-<random>).")
+@click.option("--ttl", type=DURATION, help="The claim's lease duration (default: the policy's).")
+@click.option("--task", help="What the claim serves.")
+@click.option(
+    "--grace",
+    type=DURATION,
+    default="10s",
+    show_default=True,
+    help="After a lost claim, how long CMD has between SIGTERM and SIGKILL.",
+)
+@click.option("--log", "log_file", help="Where CMD's output goes (default: the state directory).")
+def dispatch(
+    item: str,
+    cmd: tuple[str, ...],
+    agent: str | None,
+    ttl: int | None,
+    task: str | None,
+    grace: int,
+    log_file: str | None,
+) -> None:
+    """Create a child agent of yours, claim ITEM for it (refused, naming the holder, if the
+    item is already claimed), and start CMD in the background with TENURE_URL, the agent's
+    TENURE_TOKEN, TENURE_ITEM and TENURE_EPOCH in its environment. A detached supervisor
+    renews the claim while CMD lives and releases it when CMD exits (unless CMD completed the
+    item); if the supervisor is killed, CMD dies too and the claim lapses on its own."""
+    run = cli_of()
+    granted = run.client.items.dispatch(item, agent, ttl, task)
+    log = log_path(run, item, granted.agent.name, log_file)
+    orders = {
+        "url": run.url, "token": granted.token, "agent": granted.agent.name, "item": item,
+        "epoch": granted.lease.token, "ttl_ms": granted.lease.ttl_ms,
+        "expires_at": granted.lease.expires_at, "grace_s": grace / 1000, "cmd": list(cmd),
+    }  # fmt: skip
+    pid = start_supervisor(orders, log)
+    doc = {**granted.to_dict(), "supervisor_pid": pid, "log": str(log)}
+    doc["agent"] = {"name": granted.agent.name}  # the token went to the agent only
+    run.out.emit(
+        doc,
+        lambda: pairs(
+            [
+                ("item", item),
+                ("agent", granted.agent.name),
+                ("epoch", granted.lease.token),
+                ("expires", when(granted.lease.expires_at)),
+                ("supervisor", f"pid {pid}"),
+                ("log", str(log)),
+            ]
+        ),
+    )

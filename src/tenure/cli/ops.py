@@ -1,0 +1,153 @@
+"""Operations: ``events [--follow]`` and ``heartbeat`` (for agent-harness hooks)."""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+from typing import Any
+
+import click
+
+from tenure.cli.app import cli
+from tenure.cli.completion import complete_keys
+from tenure.cli.context import cli_of, verb
+from tenure.cli.durations import DURATION
+from tenure.cli.render import LOST, OK, clock, table, when
+from tenure.core.models import Event
+
+_STOPS = (signal.SIGINT, signal.SIGTERM)
+
+
+def event_line(event: Event) -> str:
+    """``14:03:10 #17 acquired jobs/nightly holder=jo task=cron token=3``."""
+    fields = [
+        ("holder", event.holder),
+        ("task", event.task),
+        ("token", event.token),
+        ("actor", event.actor if event.actor != event.holder else None),
+        ("reason", event.reason),
+    ]
+    extra = " ".join(f"{k}={v}" for k, v in fields if v is not None)
+    return f"{clock(event.at)} #{event.id} {event.type} {event.key or '-'}" + (
+        f" {extra}" if extra else ""
+    )
+
+
+def events_table(events: list[Event]) -> Any:
+    return table(
+        ["ID", "AT", "TYPE", "KEY", "HOLDER", "TASK", "TOKEN", "ACTOR", "REASON"],
+        [
+            (e.id, clock(e.at), e.type, e.key, e.holder, e.task, e.token, e.actor, e.reason)
+            for e in events
+        ],
+    )
+
+
+class _Stop(Exception):
+    """SIGINT or SIGTERM while following."""
+
+
+def _stop(_sig: int, _frame: FrameType | None) -> None:
+    raise _Stop
+
+
+@contextmanager
+def stoppable() -> Iterator[None]:
+    """Turn SIGINT and SIGTERM into :class:`_Stop` for the block (and restore the handlers)."""
+    previous = {sig: signal.signal(sig, _stop) for sig in _STOPS}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+@verb(
+    cli,
+    "events",
+    summary="Show the event log (--follow: keep printing new events).",
+    example="tenure events --key jobs/nightly\n"
+    "tenure events --follow --type expired\n"
+    "tenure events --after 1200 --limit 50 --json",
+)
+@click.option("--after", type=click.IntRange(0), default=0, help="Only events after this id.")
+@click.option("--key", help="Only events of this key.", shell_complete=complete_keys)
+@click.option("--holder", help="Only events of leases of this principal.")
+@click.option("--type", "kind", help="Only events of this type (acquired, expired, …).")
+@click.option(
+    "--limit",
+    type=click.IntRange(1, 1000),
+    default=100,
+    show_default=True,
+    help="At most this many events (per request with --follow).",
+)
+@click.option("--follow", "-f", is_flag=True, help="Keep printing new events until interrupted.")
+@click.option(
+    "--interval",
+    type=DURATION,
+    default="1s",
+    show_default=True,
+    help="With --follow: how often to ask for new events.",
+)
+def events(
+    after: int,
+    key: str | None,
+    holder: str | None,
+    kind: str | None,
+    limit: int,
+    follow: bool,
+    interval: int,
+) -> int:
+    """Events after the id --after, oldest first: acquired, renewed, extended, released,
+    expired, force_released, conflict, taken_over, claimed, completed, progress, dispatched, …
+    With --json, one document {"events": [...], "next": CURSOR}; pass CURSOR as --after to go
+    on from there. With --follow, one line per event as it happens (JSON lines with --json)
+    until Ctrl-C or SIGTERM, which end it with exit 0."""
+    run = cli_of()
+    if not follow:
+        found = run.client.events(after, key, holder, kind, limit)
+        cursor = found[-1].id if found else after
+        doc = {"events": [e.to_dict() for e in found], "next": cursor}
+        run.out.emit(doc, lambda: events_table(found))
+        return OK
+    with stoppable():
+        try:
+            while True:
+                batch = run.client.events(after, key, holder, kind, limit)
+                for event in batch:
+                    run.out.line(event.to_dict(), event_line(event))
+                    after = event.id
+                if len(batch) < limit:
+                    time.sleep(interval / 1000)
+        except _Stop:
+            return OK
+
+
+@verb(
+    cli,
+    "heartbeat",
+    summary="Renew all your live leases in one call (for agent-harness hooks).",
+    example="tenure heartbeat\ntenure heartbeat items/42 jobs/nightly --json",
+)
+@click.argument("keys", nargs=-1, metavar="[KEY]...", shell_complete=complete_keys)
+def heartbeat(keys: tuple[str, ...]) -> int:
+    """Renew every live lease and claim of yours (or only the KEYs given; an item's key is
+    items/ID) for its own ttl. Exit 4 if any of them was lost, naming it and why."""
+    run = cli_of()
+    result = run.client.renew_all(list(keys) if keys else None)
+
+    def human() -> str:
+        lines = [
+            f"renewed {x.key} (token {x.token}) until {when(x.expires_at)}" for x in result.renewed
+        ]
+        lines += [
+            f"lost {x.key}" + (f" (token {x.token})" if x.token else "") + f": {x.reason}"
+            for x in result.lost
+        ]
+        return "\n".join(lines) or "no live leases to renew"
+
+    run.out.emit(result.to_dict(), human)
+    return LOST if result.lost else OK

@@ -1,0 +1,174 @@
+"""``tenure dispatch``: an agent process under a detached supervisor, against a real server."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import httpx
+import pytest
+
+from procs import Shell
+
+if TYPE_CHECKING:
+    from conftest import LiveServer
+
+# The agent: records its environment and pid, reports SIGTERM, then does what $MODE says.
+AGENT = r"""
+import json, os, signal, sys, time, urllib.request
+out = sys.argv[1]
+def on_term(*_):
+    open(out + ".term", "w").write("term")
+    sys.exit(143)
+signal.signal(signal.SIGTERM, on_term)
+env = {k: v for k, v in os.environ.items() if k.startswith("TENURE_")}
+json.dump({"env": env, "pid": os.getpid()}, open(out + ".tmp", "w"))
+os.rename(out + ".tmp", out)
+mode = os.environ.get("MODE", "sleep")
+if mode == "complete":
+    body = json.dumps({"epoch": int(env["TENURE_EPOCH"]), "result": {"ok": True}}).encode()
+    req = urllib.request.Request(
+        env["TENURE_URL"] + "/v1/items/" + env["TENURE_ITEM"] + "/complete", body,
+        {"Authorization": "Bearer " + env["TENURE_TOKEN"], "Content-Type": "application/json"},
+    )
+    urllib.request.urlopen(req).read()
+    time.sleep(0.5)
+    sys.exit(0)
+if mode == "exit":
+    sys.exit(7)
+time.sleep(60)
+"""
+
+
+def wait_for(check: Callable[[], Any], timeout: float = 15) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(0.05)
+    raise AssertionError("timed out")
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie is dead for our purposes
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.fixture
+def alice(shell: Callable[..., Shell]) -> Shell:
+    return shell("alice")
+
+
+@pytest.fixture
+def http(live_server: LiveServer, alice: Shell) -> Iterator[httpx.Client]:
+    with live_server.http(alice.token) as client:
+        yield client
+
+
+def new_item(http: httpx.Client, item_id: str) -> None:
+    assert http.post("/v1/items", json={"id": item_id, "title": item_id}).status_code == 201
+
+
+def view(http: httpx.Client, item_id: str) -> dict[str, Any]:
+    reply = http.get(f"/v1/items/{item_id}")
+    assert reply.status_code == 200, reply.text
+    body: dict[str, Any] = reply.json()
+    return body
+
+
+def dispatch(user: Shell, tmp: Path, item_id: str, *opts: str, mode: str = "sleep") -> Any:
+    out = tmp / f"{item_id}.json"
+    cmd = (sys.executable, "-c", AGENT, str(out))
+    doc = user.json("dispatch", item_id, "--agent", "bot", *opts, "--", *cmd, MODE=mode)
+    return doc, out
+
+
+def test_agent_sees_its_token_and_epoch_and_the_claim_is_kept_alive(
+    alice: Shell, http: httpx.Client, live_server: LiveServer, tmp_path: Path
+) -> None:
+    new_item(http, "fix")
+    doc, out = dispatch(alice, tmp_path, "fix", "--ttl", "2s")
+    assert doc["agent"] == {"name": "alice/bot"} and "token" not in json.dumps(doc["agent"])
+    assert Path(doc["log"]).exists()
+    seen = wait_for(lambda: out.exists() and json.loads(out.read_text()))
+    env = seen["env"]
+    assert env["TENURE_ITEM"] == "fix" and int(env["TENURE_EPOCH"]) == doc["lease"]["token"]
+    assert env["TENURE_URL"] == live_server.url and env["TENURE_AGENT"] == "alice/bot"
+    with live_server.http(env["TENURE_TOKEN"]) as agent:
+        assert agent.get("/v1/me").json()["principal"]["name"] == "alice/bot"
+
+    time.sleep(3.5)  # well past the 2 s TTL: only the supervisor's heartbeat keeps it
+    state = view(http, "fix")
+    assert (state["lease_state"], state["item"]["assignee"]) == ("live", "alice/bot")
+
+    again = alice("dispatch", "fix", "--", "true")
+    assert again.returncode == 3 and again.stdout == ""
+    assert "held by alice/bot" in again.stderr
+
+    os.kill(doc["supervisor_pid"], signal.SIGKILL)  # the supervisor dies: its agent too
+    wait_for(lambda: not alive(seen["pid"]), timeout=5)
+    wait_for(lambda: view(http, "fix")["lease_state"] == "lapsed", timeout=8)
+    assert view(http, "fix")["item"]["assignee"] == "alice/bot"  # the edge stays
+
+
+def test_agent_that_completes_the_item_is_left_alone(
+    alice: Shell, http: httpx.Client, tmp_path: Path
+) -> None:
+    new_item(http, "done-by-agent")
+    doc, _ = dispatch(alice, tmp_path, "done-by-agent", "--ttl", "1s", mode="complete")
+    wait_for(lambda: not alive(doc["supervisor_pid"]))
+    state = view(http, "done-by-agent")
+    assert state["item"]["status"] == "done" and state["item"]["result"] == {"ok": True}
+    reasons = [t["reason"] for t in state["transfers"]]
+    assert reasons == ["claimed", "completed"]
+    assert "command ended with status 0" in Path(doc["log"]).read_text()
+
+
+def test_claim_is_released_when_the_agent_exits(
+    alice: Shell, http: httpx.Client, tmp_path: Path
+) -> None:
+    new_item(http, "gave-up")
+    doc, _ = dispatch(alice, tmp_path, "gave-up", mode="exit")
+    wait_for(lambda: not alive(doc["supervisor_pid"]))
+    state = view(http, "gave-up")
+    assert (state["item"]["status"], state["item"]["assignee"]) == ("open", None)
+    assert [t["reason"] for t in state["transfers"]] == ["claimed", "released"]
+    assert "command ended with status 7" in Path(doc["log"]).read_text()
+
+
+def test_lost_claim_stops_the_agent(
+    alice: Shell, http: httpx.Client, live_server: LiveServer, tmp_path: Path
+) -> None:
+    new_item(http, "stuck")
+    doc, out = dispatch(alice, tmp_path, "stuck", "--ttl", "1s", "--grace", "5s")
+    seen = wait_for(lambda: out.exists() and json.loads(out.read_text()))
+    with live_server.http(live_server.admin_token) as admin:
+        reply = admin.post("/v1/items/stuck/force-release", json={"reason": "wedged"})
+        assert reply.status_code == 200, reply.text
+    wait_for(lambda: not alive(seen["pid"]), timeout=10)
+    assert Path(str(out) + ".term").exists()  # SIGTERM, not SIGKILL: it got to clean up
+    wait_for(lambda: not alive(doc["supervisor_pid"]))
+    assert "claim lost" in Path(doc["log"]).read_text()
+
+
+def test_bad_input_changes_nothing(alice: Shell, http: httpx.Client) -> None:
+    new_item(http, "calm")
+    assert alice("dispatch", "calm").returncode == 2  # no command
+    assert alice("dispatch", "calm", "--ttl", "soon", "--", "true").returncode == 2
+    missing = alice("dispatch", "nope", "--", "true")
+    assert missing.returncode == 5 and "not found" in missing.stderr
+    state = view(http, "calm")
+    assert (state["item"]["status"], state["transfers"]) == ("open", [])
