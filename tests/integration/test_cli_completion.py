@@ -31,6 +31,16 @@ def test_lease_keys_and_item_ids_complete_from_the_server(shell: Callable[..., S
     assert "lock" in complete(jo, "tenure lo")
     assert {"acquire", "release", "ls"} <= set(complete(jo, "tenure lock "))
 
+    jo.json("items", "add", "Fix login", "--id", "fix-login")
+    jo.json("items", "add", "Fix logout", "--id", "fix-logout")
+    jo.json("items", "add", "Write docs", "--id", "docs")
+    assert sorted(complete(jo, "tenure claim fix-")) == ["fix-login", "fix-logout"]
+    jo.json("claim", "fix-login")
+    jo.json("complete", "fix-login")
+    assert complete(jo, "tenure items show fix-") == [
+        "fix-logout"
+    ]  # finished items are not offered
+
 
 def test_completion_is_silent_without_a_server(shell: Callable[..., Shell]) -> None:
     jo = shell("jo")
