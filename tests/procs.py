@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -132,3 +133,63 @@ class Shell:
             text=True,
             env=self.env(**extra_env),
         )
+
+
+# assertions and waits shared by the CLI tests ----------------------------------------------
+def ok(user: Shell, *args: str) -> str:
+    """``tenure ARGS…`` in table form: exit 0, nothing on stderr; its stdout."""
+    done = user(*args)
+    assert done.returncode == 0, (args, done.returncode, done.stdout, done.stderr)
+    assert done.stderr == "", done.stderr
+    return done.stdout
+
+
+def doc(user: Shell, *args: str) -> Any:
+    """``tenure ARGS… --json``: exit 0 and exactly one JSON document on stdout, nothing else."""
+    done = user(*args, "--json")
+    assert done.returncode == 0, (args, done.returncode, done.stdout, done.stderr)
+    assert done.stderr == "", done.stderr
+    assert done.stdout.count("\n") == 1 and done.stdout.endswith("\n"), done.stdout
+    return json.loads(done.stdout)
+
+
+def fails(user: Shell, code: int, *args: str) -> str:
+    """``tenure ARGS…`` exits ``code`` with nothing on stdout; its stderr."""
+    done = user(*args)
+    assert done.returncode == code, (args, done.returncode, done.stdout, done.stderr)
+    assert done.stdout == "", done.stdout
+    return done.stderr
+
+
+def remembered(user: Shell) -> dict[str, int]:
+    """The tokens the CLI remembers for ``user`` on its server (the state file)."""
+    path = user.home / "state" / "tokens.json"
+    if not path.exists():
+        return {}
+    found: dict[str, int] = json.loads(path.read_text()).get(user.url, {})
+    return found
+
+
+def wait_for(check: Callable[[], Any], timeout: float = 15, what: str = "condition") -> Any:
+    """Poll ``check`` until it returns something true; that value."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(0.02)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, dead but not yet reaped, counts as dead)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def read_int(path: Path) -> int:
+    """The integer a process writes to ``path`` (waits for it)."""
+    return int(wait_for(lambda: path.exists() and path.read_text().strip(), what=str(path)))

@@ -14,15 +14,14 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 
 import tenure
-from procs import Serve, Shell
+from procs import Serve, Shell, alive, read_int, wait_for
 from tenure.principals import Principals
 
 KEY = "jobs/guarded"
@@ -34,29 +33,6 @@ def token_for(db: str, name: str, roles: tuple[str, ...] = ()) -> str:
         return Principals(store).bootstrap(name, "human", roles).token
     finally:
         store.close()
-
-
-def wait_for(check: Callable[[], Any], timeout: float = 10, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.02)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-
-
-def alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie, dead but not yet reaped, counts as dead)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
-def read_int(path: Path) -> int:
-    return int(wait_for(lambda: path.exists() and path.read_text().strip(), what=str(path)))
 
 
 def children(pid: int) -> list[int]:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import pytest
 
-from procs import Shell
+from procs import Shell, alive, wait_for
 
 if TYPE_CHECKING:
     from conftest import LiveServer
@@ -44,27 +44,6 @@ if mode == "exit":
     sys.exit(7)
 time.sleep(60)
 """
-
-
-def wait_for(check: Callable[[], Any], timeout: float = 15) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.05)
-    raise AssertionError("timed out")
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:  # a zombie is dead for our purposes
-        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 @pytest.fixture

@@ -8,47 +8,14 @@ import json
 import re
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
 
 import pytest
 
 import tenure
-from procs import Shell
+from procs import Shell, doc, fails, ok, remembered
 
 KEY = "jobs/nightly"
 CLOCK = r"(\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d"  # the date when not today
-
-
-def ok(user: Shell, *args: str) -> str:
-    """``tenure ARGS…`` in table form: exit 0, nothing on stderr; its stdout."""
-    done = user(*args)
-    assert done.returncode == 0, (args, done.returncode, done.stdout, done.stderr)
-    assert done.stderr == "", done.stderr
-    return done.stdout
-
-
-def doc(user: Shell, *args: str) -> Any:
-    """``tenure ARGS… --json``: exit 0 and exactly one JSON document on stdout, nothing else."""
-    done = user(*args, "--json")
-    assert done.returncode == 0, (args, done.returncode, done.stdout, done.stderr)
-    assert done.stderr == "", done.stderr
-    assert done.stdout.count("\n") == 1 and done.stdout.endswith("\n"), done.stdout
-    return json.loads(done.stdout)
-
-
-def fails(user: Shell, code: int, *args: str) -> str:
-    """``tenure ARGS…`` exits ``code`` with nothing on stdout; its stderr."""
-    done = user(*args)
-    assert done.returncode == code, (args, done.returncode, done.stdout, done.stderr)
-    assert done.stdout == "", done.stdout
-    return done.stderr
-
-
-def remembered(user: Shell) -> dict[str, int]:
-    """The tokens the CLI remembers for ``user`` on its server (the state file)."""
-    path = user.home / "state" / "tokens.json"
-    found: dict[str, int] = json.loads(path.read_text()).get(user.url, {})
-    return found
 
 
 @pytest.fixture

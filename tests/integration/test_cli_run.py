@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import pytest
 
-from procs import Shell
+from procs import Shell, alive, read_int, wait_for
 
 if TYPE_CHECKING:
     from conftest import LiveServer
@@ -29,29 +29,6 @@ KEY = "jobs/nightly"
 def gate(go: Path) -> str:
     """Shell: wait until ``go`` exists (20 s at most)."""
     return f'i=0; while [ ! -e "{go}" ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done'
-
-
-def wait_for(check: Callable[[], Any], timeout: float = 15, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.02)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-
-
-def alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie, dead but not yet reaped, counts as dead)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
-def read_int(path: Path) -> int:
-    return int(wait_for(lambda: path.exists() and path.read_text().strip(), what=str(path)))
 
 
 @pytest.fixture
