@@ -73,18 +73,23 @@ def when(ms: int | None) -> str:
     return "-" if ms is None else f"{clock(ms)}, {relative(ms)}"
 
 
-def describe(err: TenureError) -> str:
-    """The error in words that name what matters."""
+def describe(
+    err: TenureError,
+    *,
+    at: Callable[[int | None], str] = when,
+    takeover: str = "claim with --takeover --reason … to take it over",
+) -> str:
+    """The error in words that name what matters. ``at`` words an instant (local wall time by
+    default), ``takeover`` says how to take an item over (the MCP tools word both their way)."""
     key = f"{err.key} " if err.key else ""
     if isinstance(err, LeaseHeld | NotHolder):
         task = f" (task {err.task})" if err.task else ""
-        left = f" until {when(err.expires_at)} left" if err.expires_at else ""
+        left = f" until {at(err.expires_at)} left" if err.expires_at else ""
         return f"{key}held by {err.holder}{task}{left}".strip()
     if isinstance(err, AssignedToOther):
-        lapsed = f"; their lease lapsed at {when(err.lapsed_at)}" if err.lapsed_at else ""
+        lapsed = f"; their lease lapsed at {at(err.lapsed_at)}" if err.lapsed_at else ""
         return (
-            f"{key}assigned to {err.assignee} (lease {err.lease_state}){lapsed}; "
-            "claim with --takeover --reason … to take it over"
+            f"{key}assigned to {err.assignee} (lease {err.lease_state}){lapsed}; {takeover}"
         ).strip()
     if isinstance(err, StaleToken):
         if err.token is not None and err.token == err.current_token:
