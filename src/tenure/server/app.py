@@ -64,6 +64,9 @@ def text_query(max_chars: int, description: str, *, blank: bool = False) -> Any:
 def create_app(settings: Settings | None = None, *, clock: Clock | None = None) -> FastAPI:
     """The app for ``settings`` (default: from the environment). Opens the store on startup."""
     settings = settings or Settings.from_env()
+    from tenure.mcp.http import McpEndpoint  # it imports the server's problem responses
+
+    mcp = McpEndpoint(settings.host)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -73,7 +76,8 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
         waiters = Waiters((clock or SystemClock()).now_ms)
         app.state.tenure = State(service, Principals(store), waiters, reaper)
         try:
-            yield
+            async with mcp.running(service, app.state.tenure.principals, waiters.notify):
+                yield
         finally:
             waiters.close()
             reaper.stop()
@@ -95,6 +99,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     from tenure.server.items import add_item_routes  # it imports this module's dependencies
 
     add_item_routes(app)
+    mcp.mount(app)  # /mcp: the MCP tools over streamable HTTP (tenure.mcp.http)
     return app
 
 

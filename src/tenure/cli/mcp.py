@@ -1,0 +1,65 @@
+"""``tenure mcp``: the MCP tools over stdio, for an agent (Claude Desktop, Claude Code, Cursor,
+Codex …) that launches its MCP servers as commands. See docs/mcp.md."""
+
+from __future__ import annotations
+
+import click
+
+from tenure.cli.context import cli_of, verb
+from tenure.client import Client
+from tenure.client._shared import DIRECT_SCHEMES
+
+
+@click.group()
+def _commands() -> None:
+    """Holds ``mcp`` until :mod:`tenure.cli.app` adds it to the ``tenure`` group."""
+
+
+@verb(
+    _commands,
+    "mcp",
+    summary="Serve the MCP tools over stdio (for agents).",
+    example="tenure mcp\n"
+    "TENURE_URL=http://127.0.0.1:7676 TENURE_TOKEN=tnr_… tenure mcp\n"
+    "tenure mcp --db sqlite:///$HOME/.local/share/tenure/tenure.db --principal jo/agent-1",
+)
+@click.option(
+    "--db",
+    help="Direct mode: act on this database (sqlite:///… or postgresql://…) with no server.",
+)
+@click.option(
+    "--principal",
+    help="Direct mode: the principal every call acts as (trusted, not authenticated).",
+)
+def mcp(db: str | None, principal: str | None) -> None:
+    """Serve tenure's MCP tools (briefing, ready, claim, progress, complete, acquire_lock, …)
+    on stdin/stdout until stdin closes. The calls go to the server at $TENURE_URL with
+    $TENURE_TOKEN (or --url/--token, or the saved login), as that token's principal; with --db
+    (or a database URL as --url) they run directly on the database as --principal. Every tool
+    call renews the caller's live leases. With --json, a startup error is a JSON problem on
+    stderr. Nothing but MCP messages is written to stdout."""
+    from tenure.mcp.backend import ClientBackend
+    from tenure.mcp.tools import build_server
+
+    client = open_client(db, principal)
+    try:
+        backend = ClientBackend(client)
+        build_server(lambda ctx: backend).run("stdio")
+    finally:
+        client.close()
+
+
+def open_client(db: str | None, principal: str | None) -> Client:
+    """Direct mode on ``db`` (or on a database URL given as the server URL) as ``principal``,
+    else the invocation's HTTP client."""
+    run = cli_of()
+    url = db or run.url
+    if not url.startswith(DIRECT_SCHEMES):
+        if principal is not None:
+            raise click.UsageError(
+                "--principal is for direct mode (--db); a token says who you are"
+            )
+        return run.client
+    if not principal:
+        raise click.UsageError("direct mode (--db) needs --principal NAME: the name calls act as")
+    return Client(url, principal=principal)

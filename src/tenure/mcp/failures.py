@@ -1,0 +1,78 @@
+"""Refusals as MCP tool errors: ``isError`` results whose text names the code and the facts,
+worded with the CLI's :func:`~tenure.cli.render.describe` (instants in UTC), then what an agent
+should do about it. Never the SDK's bare "Error executing tool"."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import ParamSpec, TypeVar, cast
+
+from mcp_types import CallToolResult, TextContent
+
+from tenure.cli.render import describe, relative
+from tenure.errors import TenureError
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+TAKEOVER = (
+    "to take it over call claim with takeover=true and a reason, only if you know they stopped"
+)
+NEXT_STEP: dict[str, str] = {
+    "lease_held": "Someone else holds it: pick another item (tool ready) or come back after it "
+    "expires; do not take it over.",
+    "assigned_to_other": "Prefer another item (tool ready).",
+    "stale_token": "Your claim was replaced: stop this work, do not send this epoch again, and "
+    "look at the item (tool show_item).",
+    "lease_lost": "Your lease is gone: claim or acquire it again before going on, and check "
+    "whether someone else did the work meanwhile.",
+    "not_holder": "You do not hold it: leave it alone.",
+    "not_found": "Check the id (tools ready, queue, show_item, list_leases).",
+    "invalid_request": "Fix the argument named and call again.",
+    "too_large": "Send less and call again.",
+    "unauthenticated": "The token is missing, unknown or revoked.",
+    "transport_error": "The tenure server did not answer: try again shortly.",
+}
+
+
+def utc(ms: int | None) -> str:
+    """``14:03:10Z, in 28s`` today (UTC), else ``2026-11-24T14:03:10Z, 2d ago``."""
+    if ms is None:
+        return "-"
+    moment = datetime.fromtimestamp(ms / 1000, UTC)
+    today = moment.date() == datetime.now(UTC).date()
+    return f"{moment.strftime('%H:%M:%SZ' if today else '%Y-%m-%dT%H:%M:%SZ')}, {relative(ms)}"
+
+
+def error_text(err: TenureError) -> str:
+    """``lease_held: items/42 held by jo/agent-3 (task fix-login) until 14:03:10Z, in 28s
+    left. Someone else holds it: …``."""
+    words = describe(err, at=utc, takeover=TAKEOVER)
+    said = err.code.replace("_", " ") + ": "
+    if words.startswith(said):  # "not found: no item 'x'" names its code already
+        words = words[len(said) :]
+    step = NEXT_STEP.get(err.code)
+    return f"{err.code}: {words}" + (f". {step}" if step else "")
+
+
+def error_result(err: TenureError) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=error_text(err))], is_error=True)
+
+
+def reported(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
+    """The tool ``fn``, answering a :class:`~tenure.TenureError` with a tool error result.
+
+    ``functools.wraps`` keeps ``fn``'s signature, so the SDK derives the same input and output
+    schemas from the wrapper; the SDK passes a returned ``CallToolResult`` through as it is.
+    """
+
+    @functools.wraps(fn)
+    async def tool(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return await fn(*args, **kwargs)
+        except TenureError as err:
+            return cast(R, error_result(err))
+
+    return tool

@@ -1,0 +1,262 @@
+"""What the MCP tools return: pydantic models, so clients get ``structuredContent`` and each
+tool an output schema. They mirror the REST replies (SPEC §4) field for field; instants are
+epoch milliseconds (UTC). Each is built from the service's own models' ``to_dict()``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from tenure.core.items import Item, ItemView
+from tenure.core.models import (
+    ExtendResult,
+    ForceReleaseResult,
+    Lease,
+    Principal,
+    ReleaseResult,
+    RenewAllResult,
+)
+from tenure.work import Briefing, Claim, Completion, ItemRelease
+
+
+class Out(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+
+
+class PrincipalOut(Out):
+    """An authenticated identity."""
+
+    name: str
+    kind: str
+    roles: list[str]
+    parent: str | None = None
+
+    @classmethod
+    def of(cls, principal: Principal) -> PrincipalOut:
+        return cls.model_validate(principal.to_dict())
+
+
+class LeaseOut(Out):
+    """A lease: ``token`` is its fencing token (an item's epoch), ``expires_at`` its deadline."""
+
+    key: str
+    holder: str
+    task: str | None = None
+    token: int
+    ttl_ms: int
+    acquired_at: int
+    renewed_at: int
+    expires_at: int
+    renewals: int
+    meta: dict[str, Any] = Field(default_factory=dict)
+    state: str = Field(description="live, released, expired, force_released or taken_over")
+
+    @classmethod
+    def of(cls, lease: Lease) -> LeaseOut:
+        return cls.model_validate(lease.to_dict())
+
+
+class ItemOut(Out):
+    """A unit of work in the shared queue."""
+
+    id: str
+    title: str
+    body: str = ""
+    status: str = Field(description="open, in_progress, blocked, done or cancelled")
+    priority: int = Field(description="0 is the most urgent")
+    labels: list[str] = Field(default_factory=list)
+    parent: str | None = None
+    assignee: str | None = None
+    epoch: int = Field(description="the token of the item's latest claim; 0 if never claimed")
+    progress: dict[str, Any] | None = None
+    progress_at: int | None = None
+    result: Any = None
+    created_by: str = ""
+    created_at: int = 0
+    updated_at: int = 0
+
+    @classmethod
+    def of(cls, item: Item) -> ItemOut:
+        return cls.model_validate(item.to_dict())
+
+
+class TransferOut(Out):
+    """One change of an item's owner or epoch, and why."""
+
+    item: str
+    from_: str | None = Field(None, alias="from")
+    to: str | None = None
+    epoch: int
+    reason: str
+    actor: str
+    at: int
+    note: str | None = None
+
+
+class ItemViewOut(Out):
+    """An item with its lease and the lease's state: live, stalled, lapsed or none."""
+
+    item: ItemOut
+    lease: LeaseOut | None = None
+    lease_state: str
+    transfers: list[TransferOut] = Field(default_factory=list)
+
+    @classmethod
+    def of(cls, view: ItemView) -> ItemViewOut:
+        return cls.model_validate(view.to_dict())
+
+
+class EventOut(Out):
+    """One recorded state change."""
+
+    id: int
+    at: int
+    type: str
+    key: str | None = None
+    holder: str | None = None
+    task: str | None = None
+    token: int | None = None
+    actor: str | None = None
+    reason: str | None = None
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
+class BriefingOut(Out):
+    """What you carry, what lapsed, what happened to your work since your last briefing, and
+    the top of the ready queue."""
+
+    principal: str
+    carrying: list[ItemViewOut]
+    lapsed: list[ItemViewOut]
+    happened: list[EventOut]
+    ready: list[ItemOut]
+
+    @classmethod
+    def of(cls, briefing: Briefing) -> BriefingOut:
+        return cls.model_validate(briefing.to_dict())
+
+
+class ItemsOut(Out):
+    items: list[ItemOut]
+
+    @classmethod
+    def of(cls, items: list[Item]) -> ItemsOut:
+        return cls(items=[ItemOut.of(x) for x in items])
+
+
+class QueueOut(Out):
+    items: list[ItemViewOut]
+
+    @classmethod
+    def of(cls, views: list[ItemView]) -> QueueOut:
+        return cls(items=[ItemViewOut.of(x) for x in views])
+
+
+class ItemReplyOut(Out):
+    item: ItemOut
+
+    @classmethod
+    def of(cls, item: Item) -> ItemReplyOut:
+        return cls(item=ItemOut.of(item))
+
+
+class ClaimOut(Out):
+    """A claim: ``epoch`` (the lease's token) is what progress and complete must send."""
+
+    item: ItemOut
+    lease: LeaseOut
+    epoch: int
+
+    @classmethod
+    def of(cls, claim: Claim) -> ClaimOut:
+        return cls(
+            item=ItemOut.of(claim.item), lease=LeaseOut.of(claim.lease), epoch=claim.lease.token
+        )
+
+
+class LeaseReplyOut(Out):
+    lease: LeaseOut
+
+    @classmethod
+    def of(cls, lease: Lease) -> LeaseReplyOut:
+        return cls(lease=LeaseOut.of(lease))
+
+
+class ExtendOut(Out):
+    """``capped``: the deadline asked for was past the deployment's maximum and was cut."""
+
+    lease: LeaseOut
+    extended: bool
+    capped: bool
+    requested_until: int
+    granted_until: int
+
+    @classmethod
+    def of(cls, result: ExtendResult) -> ExtendOut:
+        return cls.model_validate(result.to_dict())
+
+
+class ItemReleaseOut(Out):
+    released: bool = Field(description="false when you held no live claim on it (idempotent)")
+    item: ItemOut
+
+    @classmethod
+    def of(cls, result: ItemRelease) -> ItemReleaseOut:
+        return cls.model_validate(result.to_dict())
+
+
+class CompletionOut(Out):
+    item: ItemOut
+    duplicate: bool = Field(description="true when this op_id was completed before")
+
+    @classmethod
+    def of(cls, done: Completion) -> CompletionOut:
+        return cls.model_validate(done.to_dict())
+
+
+class ReleaseOut(Out):
+    released: bool = Field(description="false when you held no live lease on it (idempotent)")
+    lease: LeaseOut | None = None
+
+    @classmethod
+    def of(cls, result: ReleaseResult) -> ReleaseOut:
+        return cls.model_validate(result.to_dict())
+
+
+class LeasesOut(Out):
+    leases: list[LeaseOut]
+
+    @classmethod
+    def of(cls, leases: list[Lease]) -> LeasesOut:
+        return cls(leases=[LeaseOut.of(x) for x in leases])
+
+
+class ForceReleaseOut(Out):
+    """The lease that was ended; ``item`` when it was an item's claim."""
+
+    lease: LeaseOut
+    item: ItemOut | None = None
+
+    @classmethod
+    def of(cls, result: ForceReleaseResult | Claim) -> ForceReleaseOut:
+        if isinstance(result, Claim):
+            return cls(lease=LeaseOut.of(result.lease), item=ItemOut.of(result.item))
+        return cls(lease=LeaseOut.of(result.lease))
+
+
+class LostOut(Out):
+    key: str
+    reason: str
+    token: int | None = None
+
+
+class HeartbeatOut(Out):
+    """Your leases renewed for their own ttl, and those that were gone (with why)."""
+
+    renewed: list[LeaseOut]
+    lost: list[LostOut]
+
+    @classmethod
+    def of(cls, result: RenewAllResult) -> HeartbeatOut:
+        return cls.model_validate(result.to_dict())

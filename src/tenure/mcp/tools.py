@@ -1,0 +1,382 @@
+"""The MCP tools (SPEC §7): the same verbs as the REST API, for agents.
+
+Each tool is a thin call into the :class:`~tenure.mcp.backend.Backend` of the caller, run in a
+worker thread (the service and the client block). Every tool call is a heartbeat first: the
+caller's live leases are renewed (``renew_all``) before the verb runs, so a working agent never
+lapses and a dead one lapses on its own. Refusals come back as tool errors
+(:mod:`tenure.mcp.failures`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
+
+import anyio
+from mcp.server.mcpserver import Context, MCPServer
+from mcp_types import ToolAnnotations
+from pydantic import Field
+
+from tenure import __version__
+from tenure.errors import InvalidRequest
+from tenure.mcp import models as m
+from tenure.mcp.backend import Backend
+from tenure.mcp.failures import reported
+
+T = TypeVar("T")
+Resolver = Callable[[Context], Backend]
+
+INSTRUCTIONS = """\
+tenure coordinates work between agents and people through leases: time-bounded, named grants
+that stay alive only while their holder is active.
+
+How to work:
+1. Call `briefing` first: what you carry, what lapsed, what happened to your work, and what is
+   ready to take.
+2. Pick an item from `ready` (or `briefing.ready`) and `claim` it BEFORE you start working on it.
+   The claim returns an `epoch`: keep it.
+3. Report with `progress` and finish with `complete`, both with that `epoch`. If you give up,
+   `release` the item so somebody else can take it.
+4. If `claim` fails with lease_held or assigned_to_other, someone else has it: pick another item.
+   Never take work over without a reason.
+
+Leases last 30 s by default (ttl_ms). Every call you make to any tool here renews all your live
+leases, so while you keep calling tools you keep your claims; call `heartbeat` during long
+stretches without other calls. If you stop, your claims lapse on their own and others may take
+the work over. Instants are epoch milliseconds, UTC.
+"""
+
+ItemId = Annotated[str, Field(description="the item's id, e.g. it-1f2e3d4c5b")]
+Key = Annotated[str, Field(description="the lease's key, a string such as jobs/nightly-report")]
+Epoch = Annotated[
+    int, Field(description="the epoch your claim returned (claim.epoch, lease.token)")
+]
+TtlMs = Annotated[
+    int | None,
+    Field(description="lease term in milliseconds (default 30000: the deployment's default)"),
+]
+Task = Annotated[
+    str | None, Field(description="what you are doing it for: a run id, a job or a session")
+]
+Reason = Annotated[str, Field(description="why, recorded with your name for everyone to see")]
+
+READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+SAFE_AGAIN = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+ENDS = ToolAnnotations(
+    read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
+)
+
+
+async def act(
+    ctx: Context, resolve: Resolver, verb: Callable[[Backend], T], beat: bool = True
+) -> T:
+    """Run ``verb`` on the caller's backend in a worker thread, after a heartbeat."""
+    backend = resolve(ctx)
+
+    def run() -> T:
+        if beat:
+            backend.heartbeat()
+        return verb(backend)
+
+    return await anyio.to_thread.run_sync(run)
+
+
+def build_server(resolve: Resolver) -> MCPServer[Any]:
+    """The MCP server whose tools act through ``resolve(ctx)``: the backend of the caller."""
+    server: MCPServer[Any] = MCPServer(
+        "tenure",
+        title="tenure: leases and a claimable work queue",
+        instructions=INSTRUCTIONS,
+        version=__version__,
+        log_level="WARNING",  # the SDK configures the root logger: leave the server's alone
+    )
+    add_view_tools(server, resolve)
+    add_claim_tools(server, resolve)
+    add_lock_tools(server, resolve)
+    return server
+
+
+def add_view_tools(server: MCPServer[Any], resolve: Resolver) -> None:
+    @server.tool(annotations=READ)
+    @reported
+    async def whoami(ctx: Context) -> m.PrincipalOut:
+        """Who you are to tenure: your principal name, kind, roles and parent. Leases and claims
+        you take are held in this name."""
+        return await act(ctx, resolve, lambda b: m.PrincipalOut.of(b.me()))
+
+    @server.tool(annotations=WRITE)
+    @reported
+    async def briefing(
+        ctx: Context,
+        ready: Annotated[int, Field(description="how many ready items to list", ge=1)] = 5,
+    ) -> m.BriefingOut:
+        """Start here. What you carry (claims you hold), what lapsed (claims of yours whose lease
+        ran out: claim them again to go on), what happened to your work since your last
+        briefing (taken over, force-released, expired, completed, cancelled), and the top of
+        the ready queue. Each event is shown once."""
+        return await act(ctx, resolve, lambda b: m.BriefingOut.of(b.briefing(ready)))
+
+    @server.tool(annotations=READ)
+    @reported
+    async def ready(
+        ctx: Context,
+        limit: Annotated[int, Field(description="at most this many", ge=1)] = 20,
+    ) -> m.ItemsOut:
+        """Items nobody has: open, unassigned, unleased, most urgent (priority 0) first. Pick
+        one and claim it before working on it."""
+        return await act(ctx, resolve, lambda b: m.ItemsOut.of(b.ready(limit)))
+
+    @server.tool(annotations=READ)
+    @reported
+    async def queue(
+        ctx: Context,
+        principal: Annotated[
+            str | None, Field(description="whose queue (default: yours, with your agents')")
+        ] = None,
+    ) -> m.QueueOut:
+        """Items assigned to you (or to `principal`) and to the agents dispatched by them, each
+        with its lease state: live, stalled (live, no progress for a while), lapsed (the
+        claim's lease ran out; claim it again to go on) or none."""
+        return await act(ctx, resolve, lambda b: m.QueueOut.of(b.queue(principal)))
+
+    @server.tool(annotations=READ)
+    @reported
+    async def show_item(ctx: Context, item_id: ItemId) -> m.ItemViewOut:
+        """One item with its lease, the lease's state and its ownership transfers."""
+        return await act(ctx, resolve, lambda b: m.ItemViewOut.of(b.show_item(item_id)))
+
+    @server.tool(annotations=WRITE)
+    @reported
+    async def create_item(
+        ctx: Context,
+        title: Annotated[str, Field(description="one line saying what is to be done")],
+        body: Annotated[str | None, Field(description="details, in Markdown")] = None,
+        priority: Annotated[int | None, Field(description="0 most urgent; default 2")] = None,
+        labels: Annotated[list[str] | None, Field(description="labels to filter by")] = None,
+        parent: Annotated[str | None, Field(description="the id of a parent item")] = None,
+        id: Annotated[str | None, Field(description="an id of your choice (default it-…)")] = None,
+    ) -> m.ItemReplyOut:
+        """Add a work item to the shared queue (open, unassigned). Creating does not claim it:
+        claim it if you mean to do it yourself."""
+        return await act(
+            ctx,
+            resolve,
+            lambda b: m.ItemReplyOut.of(b.create_item(title, body, priority, labels, parent, id)),
+        )
+
+
+def add_claim_tools(server: MCPServer[Any], resolve: Resolver) -> None:
+    @server.tool(annotations=WRITE)
+    @reported
+    async def claim(
+        ctx: Context,
+        item_id: ItemId,
+        ttl_ms: TtlMs = None,
+        task: Task = None,
+        takeover: Annotated[
+            bool,
+            Field(
+                description="take over an item assigned to someone else whose lease lapsed; "
+                "needs a reason; only when you know they stopped"
+            ),
+        ] = False,
+        reason: Annotated[str | None, Field(description="why you take it over")] = None,
+    ) -> m.ClaimOut:
+        """Claim an item before you work on it: it becomes yours (assignee) under a lease that
+        lasts ttl_ms (default 30 s) and is renewed by each of your tool calls. Keep the returned
+        `epoch`: progress and complete must send it. Claiming an item you hold already renews
+        it and keeps its epoch.
+
+        Errors: lease_held means someone else is working on it right now (the error names them
+        and when their lease expires): pick another item, do not wait on it.
+        assigned_to_other means it belongs to someone whose lease lapsed: pick another item;
+        only with a real reason (they are gone) claim again with takeover=true and reason."""
+        return await act(
+            ctx,
+            resolve,
+            lambda b: m.ClaimOut.of(b.claim(item_id, ttl_ms, task, takeover, reason)),
+        )
+
+    @server.tool(annotations=SAFE_AGAIN)
+    @reported
+    async def renew(
+        ctx: Context,
+        item_id: ItemId,
+        epoch: Annotated[
+            int | None, Field(description="your claim's epoch (default: the item's)")
+        ] = None,
+        ttl_ms: TtlMs = None,
+    ) -> m.LeaseReplyOut:
+        """Renew your claim's lease on an item for another ttl. Rarely needed: every tool call
+        renews all your leases. lease_lost means the claim is gone (the error says how)."""
+        return await act(
+            ctx, resolve, lambda b: m.LeaseReplyOut.of(b.renew(item_id, epoch, ttl_ms))
+        )
+
+    @server.tool(annotations=SAFE_AGAIN)
+    @reported
+    async def extend(
+        ctx: Context,
+        item_id: ItemId,
+        by_ms: Annotated[int | None, Field(description="the new deadline: now + by_ms")] = None,
+        until: Annotated[
+            int | None, Field(description="the new deadline, epoch milliseconds (UTC)")
+        ] = None,
+        epoch: Annotated[
+            int | None, Field(description="your claim's epoch (default: the item's)")
+        ] = None,
+    ) -> m.ExtendOut:
+        """Push your claim's deadline further out (give by_ms or until) before a long stretch
+        without tool calls, e.g. a long build. Capped at the deployment's maximum (capped=true
+        says so); it never shortens a lease."""
+        return await act(
+            ctx, resolve, lambda b: m.ExtendOut.of(b.extend(item_id, until, by_ms, epoch))
+        )
+
+    @server.tool(annotations=ENDS)
+    @reported
+    async def release(ctx: Context, item_id: ItemId) -> m.ItemReleaseOut:
+        """Give an item up without finishing it: your claim ends, it is no longer assigned to
+        you and it reopens for others. Idempotent: released=false when you held no claim."""
+        return await act(ctx, resolve, lambda b: m.ItemReleaseOut.of(b.release(item_id)))
+
+    @server.tool(annotations=WRITE)
+    @reported
+    async def progress(
+        ctx: Context,
+        item_id: ItemId,
+        epoch: Epoch,
+        message: Annotated[str, Field(description="what you did or are doing, one line")],
+        percent: Annotated[int | None, Field(description="0 to 100", ge=0, le=100)] = None,
+        data: Annotated[dict[str, Any] | None, Field(description="small JSON details")] = None,
+    ) -> m.ItemReplyOut:
+        """Report progress on an item you claimed, with your claim's epoch. stale_token means
+        someone took the item over since your claim: stop working on it."""
+        return await act(
+            ctx,
+            resolve,
+            lambda b: m.ItemReplyOut.of(b.progress(item_id, epoch, message, percent, data)),
+        )
+
+    @server.tool(annotations=SAFE_AGAIN)
+    @reported
+    async def complete(
+        ctx: Context,
+        item_id: ItemId,
+        epoch: Epoch,
+        result: Annotated[
+            Any, Field(description="the outcome, any JSON (a summary, links)")
+        ] = None,
+        op_id: Annotated[
+            str | None, Field(description="an id of this completion; repeating it is safe")
+        ] = None,
+    ) -> m.CompletionOut:
+        """Finish an item you claimed, with your claim's epoch: it becomes done and your claim
+        ends. Accepted only with the current epoch (stale_token otherwise: someone else has the
+        item now and your result is not recorded)."""
+        return await act(
+            ctx,
+            resolve,
+            lambda b: m.CompletionOut.of(b.complete(item_id, epoch, result, op_id)),
+        )
+
+
+def add_lock_tools(server: MCPServer[Any], resolve: Resolver) -> None:
+    @server.tool(annotations=WRITE)
+    @reported
+    async def acquire_lock(
+        ctx: Context,
+        key: Key,
+        ttl_ms: TtlMs = None,
+        task: Task = None,
+        meta: Annotated[dict[str, Any] | None, Field(description="small JSON to show")] = None,
+    ) -> m.LeaseReplyOut:
+        """Take a lease (a lock) on any key, e.g. a file, a branch or a deploy target, before
+        touching what it guards. Lasts ttl_ms (default 30 s) and is renewed by each of your tool
+        calls. lease.token is the fencing token. Acquiring a key you hold renews it (same
+        token). lease_held means someone else holds it: work on something else or try again
+        after the expiry the error names."""
+        return await act(
+            ctx, resolve, lambda b: m.LeaseReplyOut.of(b.acquire_lock(key, ttl_ms, task, meta))
+        )
+
+    @server.tool(annotations=SAFE_AGAIN)
+    @reported
+    async def renew_lock(
+        ctx: Context,
+        key: Key,
+        token: Annotated[int, Field(description="the lease's token from acquire_lock")],
+        ttl_ms: TtlMs = None,
+    ) -> m.LeaseReplyOut:
+        """Renew your lease on a key for another ttl. Rarely needed: every tool call renews all
+        your leases. lease_lost means it is gone (the error says how)."""
+        return await act(
+            ctx, resolve, lambda b: m.LeaseReplyOut.of(b.renew_lock(key, token, ttl_ms))
+        )
+
+    @server.tool(annotations=ENDS)
+    @reported
+    async def release_lock(
+        ctx: Context,
+        key: Key,
+        token: Annotated[
+            int | None, Field(description="end only this lease (its token from acquire_lock)")
+        ] = None,
+    ) -> m.ReleaseOut:
+        """Release your lease on a key as soon as you are done with it. Idempotent:
+        released=false when you did not hold it."""
+        return await act(ctx, resolve, lambda b: m.ReleaseOut.of(b.release_lock(key, token)))
+
+    @server.tool(annotations=READ)
+    @reported
+    async def list_leases(
+        ctx: Context,
+        prefix: Annotated[str | None, Field(description="keys starting with this")] = None,
+        holder: Annotated[str | None, Field(description="held by this principal")] = None,
+        task: Annotated[str | None, Field(description="serving this task")] = None,
+    ) -> m.LeasesOut:
+        """The live leases (locks and item claims; an item's key is items/<id>), by key, with
+        holder, task and expiry."""
+        return await act(
+            ctx, resolve, lambda b: m.LeasesOut.of(b.list_leases(prefix, holder, task))
+        )
+
+    @server.tool(annotations=ENDS)
+    @reported
+    async def force_release(
+        ctx: Context,
+        reason: Reason,
+        item_id: Annotated[str | None, Field(description="the item whose claim to end")] = None,
+        key: Annotated[str | None, Field(description="the key whose lease to end")] = None,
+    ) -> m.ForceReleaseOut:
+        """End SOMEONE ELSE's live lease or claim as an authority (an admin, a supervisor, or
+        the principal that dispatched the holder): give exactly one of item_id or key, and a
+        reason. The holder's token is dead from then on. Only for a holder that is stuck or
+        gone; a lease that lapses needs nothing. forbidden means you are not such an
+        authority."""
+
+        def verb(b: Backend) -> m.ForceReleaseOut:
+            if (item_id is None) == (key is None):
+                raise InvalidRequest("give exactly one of item_id and key", field="item_id")
+            if item_id is not None:
+                return m.ForceReleaseOut.of(b.force_release_item(item_id, reason))
+            assert key is not None
+            return m.ForceReleaseOut.of(b.force_release(key, reason))
+
+        return await act(ctx, resolve, verb)
+
+    @server.tool(annotations=SAFE_AGAIN)
+    @reported
+    async def heartbeat(
+        ctx: Context,
+        keys: Annotated[
+            list[str] | None, Field(description="only these keys (default: all your leases)")
+        ] = None,
+    ) -> m.HeartbeatOut:
+        """Renew all your live leases and claims now, each for its own ttl, and learn which
+        were lost (with why). Any other tool call does this too; call it during long stretches
+        without other calls."""
+        return await act(ctx, resolve, lambda b: m.HeartbeatOut.of(b.heartbeat(keys)), False)
