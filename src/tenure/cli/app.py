@@ -171,3 +171,13 @@ def whoami() -> None:
             ]
         ),
     )
+
+
+# mcp: the MCP tools over stdio (tenure.cli.mcp) ----------------------------------------------
+def _add_mcp() -> None:
+    from tenure.cli.mcp import mcp
+
+    cli.add_command(mcp)
+
+
+_add_mcp()
