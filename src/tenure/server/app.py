@@ -19,7 +19,7 @@ from tenure.core.models import Lease, Principal
 from tenure.core.validate import MAX_LIMIT
 from tenure.principals import Principals
 from tenure.reaper import Reaper
-from tenure.server import openapi, problems
+from tenure.server import dashboard, openapi, problems
 from tenure.server import schemas as s
 from tenure.server.problems import BodyLimit, JsonByDefault
 from tenure.server.waiters import Waiters
@@ -99,6 +99,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     from tenure.server.items import add_item_routes  # it imports this module's dependencies
 
     add_item_routes(app)
+    dashboard.install(app)  # GET /: the web dashboard (tenure.server.dashboard)
     mcp.mount(app)  # /mcp: the MCP tools over streamable HTTP (tenure.mcp.http)
     return app
 

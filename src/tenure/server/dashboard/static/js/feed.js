@@ -1,0 +1,84 @@
+// The app-wide event feed: the newest events (backfilled once), then live over SSE. Views
+// subscribe to it to show events and to refresh when something changed.
+
+import { session } from "./api.js";
+import { EventStream, recentEvents } from "./sse.js";
+
+const MAX = 500;
+const listeners = new Set();
+const stateListeners = new Set();
+
+export const feed = {
+  events: [], // oldest first
+  lastId: 0,
+  state: "idle",
+  problem: null,
+};
+
+let stream = null;
+let controller = null;
+
+function setState(state, problem = null) {
+  feed.state = state;
+  feed.problem = problem;
+  for (const fn of stateListeners) fn(state, problem);
+}
+
+function push(event) {
+  if (typeof event.id === "number" && event.id <= feed.lastId) return; // already seen
+  if (typeof event.id === "number") feed.lastId = event.id;
+  feed.events.push(event);
+  if (feed.events.length > MAX) feed.events.splice(0, feed.events.length - MAX);
+  for (const fn of listeners) fn(event);
+}
+
+export function onFeedEvent(fn) {
+  listeners.add(fn);
+  return () => listeners.delete(fn);
+}
+
+export function onFeedState(fn) {
+  stateListeners.add(fn);
+  fn(feed.state, feed.problem);
+  return () => stateListeners.delete(fn);
+}
+
+export async function startFeed(onUnauthorized) {
+  stopFeed();
+  feed.events = [];
+  feed.lastId = 0;
+  controller = new AbortController();
+  const signal = controller.signal;
+  setState("connecting");
+  let after = null;
+  try {
+    const recent = await recentEvents({}, 100, signal);
+    for (const e of recent.events) push(e);
+    after = Math.max(recent.next, feed.lastId);
+  } catch (err) {
+    if (signal.aborted) return;
+    after = null; // the stream's own default: from now on
+  }
+  if (signal.aborted || !session.token) return;
+  stream = new EventStream({
+    after,
+    onEvent: push,
+    onState: setState,
+    onUnauthorized,
+  }).start();
+}
+
+export function stopFeed() {
+  controller?.abort();
+  controller = null;
+  stream?.stop();
+  stream = null;
+  setState("idle");
+}
+
+// Event types after which lease and queue views are stale.
+export const CHANGES = new Set([
+  "acquired", "released", "expired", "force_released", "taken_over", "extended", "renewed",
+  "claimed", "completed", "cancelled", "progress", "dispatched", "created", "updated",
+]);
+export const ENDINGS = new Set(["released", "expired", "force_released", "taken_over", "completed"]);

@@ -1,0 +1,122 @@
+// Pieces shared by the views: event rows, countdown cells, item rows.
+
+import { clock } from "../api.js";
+import { badge, fmtCountdown, fmtTime, h, itemLink, keyLink, timeEl } from "../dom.js";
+
+export function eventDetails(e) {
+  const parts = [];
+  if (e.reason) parts.push(h("span", { class: "reason" }, `reason: ${e.reason}`));
+  const data = { ...(e.data || {}) };
+  if (e.type === "progress") {
+    const pct = data.percent !== undefined ? `${data.percent}% ` : "";
+    if (data.message || pct) parts.push(h("span", {}, `${pct}${data.message ?? ""}`));
+    delete data.message;
+    delete data.percent;
+  }
+  const rest = Object.keys(data).length ? JSON.stringify(data) : "";
+  if (rest) parts.push(h("span", { class: "mono muted data" }, rest.length > 140 ? `${rest.slice(0, 140)}…` : rest));
+  return parts;
+}
+
+export function eventRow(e) {
+  return h(
+    "tr",
+    { dataset: { id: String(e.id), type: e.type }, class: "event-row" },
+    h("td", { class: "nowrap mono muted", title: new Date(e.at).toISOString() }, fmtTime(e.at)),
+    h("td", {}, badge(e.type)),
+    h("td", { class: "mono" }, e.key ? keyLink(e.key) : "—"),
+    h("td", {}, e.holder ?? "—"),
+    h("td", { class: "muted" }, e.task ?? ""),
+    h("td", { class: "mono num" }, e.token ?? ""),
+    h("td", {}, e.actor ?? ""),
+    h("td", { class: "details" }, eventDetails(e)),
+  );
+}
+
+export function eventTable(rows) {
+  return h(
+    "table",
+    { class: "table events-table" },
+    h("thead", {}, h("tr", {}, ["Time", "Type", "Key", "Holder", "Task", "Token", "Actor", "Details"].map((t) => h("th", {}, t)))),
+    h("tbody", {}, rows),
+  );
+}
+
+export function eventLine(e) {
+  return h(
+    "li",
+    { class: "event-line", dataset: { id: String(e.id), type: e.type } },
+    h("span", { class: "mono muted nowrap" }, fmtTime(e.at)),
+    badge(e.type),
+    h("span", { class: "event-line-key" }, e.key ? keyLink(e.key) : ""),
+    h("span", { class: "muted event-line-who" }, e.actor && e.actor !== e.holder ? `${e.holder ?? ""} · by ${e.actor}` : e.holder ?? ""),
+    e.reason ? h("span", { class: "reason" }, e.reason) : null,
+  );
+}
+
+// A countdown cell: text and a bar of the term left. Update with tickCountdowns(root).
+export function countdown(lease) {
+  const total = Math.max(lease.ttl_ms, lease.expires_at - lease.renewed_at, 1);
+  const el = h(
+    "span",
+    { class: "countdown", dataset: { expires: String(lease.expires_at), total: String(total) } },
+    h("span", { class: "cd-text" }),
+    h("span", { class: "cd-bar" }, h("span", { class: "cd-fill" })),
+  );
+  tickOne(el, clock.now());
+  return el;
+}
+
+function tickOne(el, now) {
+  const left = Number(el.dataset.expires) - now;
+  const frac = Math.max(0, Math.min(1, left / Number(el.dataset.total)));
+  el.firstChild.textContent = fmtCountdown(left);
+  el.lastChild.firstChild.style.width = `${(frac * 100).toFixed(1)}%`;
+  el.classList.toggle("cd-low", left > 0 && frac < 0.25);
+  el.classList.toggle("cd-expired", left <= 0);
+}
+
+export function tickCountdowns(root) {
+  const now = clock.now();
+  for (const el of root.querySelectorAll(".countdown")) tickOne(el, now);
+}
+
+export function stateBadge(state) {
+  return badge(state, `state-${state}`);
+}
+
+export function priorityBadge(p) {
+  return h("span", { class: `prio prio-${Math.min(p, 4)}`, title: `priority ${p}` }, `P${p}`);
+}
+
+// One item in a list: title (linked), id, priority, labels, assignee, state and progress.
+export function itemRow(item, { state = null, extra = null } = {}) {
+  const pct = item.progress?.percent;
+  return h(
+    "li",
+    { class: "item-row", dataset: { item: item.id } },
+    h(
+      "div",
+      { class: "item-row-main" },
+      priorityBadge(item.priority),
+      h("a", { href: `#/items/${encodeURIComponent(item.id)}`, class: "item-title" }, item.title),
+      state ? stateBadge(state) : null,
+    ),
+    h(
+      "div",
+      { class: "item-row-meta muted" },
+      itemLink(item.id),
+      item.assignee ? h("span", {}, `→ ${item.assignee}`) : null,
+      item.labels.map((l) => h("span", { class: "label" }, l)),
+      pct !== undefined ? h("span", { class: "mini-progress", title: `${pct}%` }, h("span", { class: "mini-progress-fill", dataset: { pct: String(pct) } })) : null,
+      item.progress?.message ? h("span", { class: "item-progress-msg" }, item.progress.message) : null,
+      extra,
+      timeEl(item.updated_at),
+    ),
+  );
+}
+
+// Width of the mini progress bars (CSSOM: allowed by the page's CSP).
+export function sizeBars(root) {
+  for (const el of root.querySelectorAll("[data-pct]")) el.style.width = `${el.dataset.pct}%`;
+}

@@ -1,0 +1,151 @@
+// One item: its fields, claim (lease with countdown), progress, transfer history and the events
+// of its lease key; force-release for admins and supervisors.
+
+import { api, enc, session } from "../api.js";
+import { badge, card, clear, empty, fmtDateTime, fmtInt, h, itemLink, problemBox, throttle, timeEl, toast } from "../dom.js";
+import { askForceRelease } from "../force.js";
+import { onFeedEvent } from "../feed.js";
+import { countdown, eventRow, eventTable, priorityBadge, sizeBars, stateBadge, tickCountdowns } from "./common.js";
+
+const TRANSFER_LABEL = {
+  claimed: "claimed",
+  released: "released",
+  expired: "expired",
+  taken_over: "taken over",
+  force_released: "force-released",
+  completed: "completed",
+  cancelled: "cancelled",
+};
+
+function field(label, ...value) {
+  return [h("dt", {}, label), h("dd", {}, ...value)];
+}
+
+export function item(el, id) {
+  let alive = true;
+  const key = `items/${id}`;
+  const body = h("div", { class: "item-page" }, empty("Loading…"));
+  el.append(body);
+
+  function transfersTable(transfers) {
+    if (!transfers.length) return empty("No transfers yet: nobody has claimed it.");
+    return h(
+      "table",
+      { class: "table transfers-table", id: "transfers" },
+      h("thead", {}, h("tr", {}, ["When", "What", "From", "To", "Epoch", "By", "Note"].map((t) => h("th", {}, t)))),
+      h("tbody", {}, [...transfers].reverse().map((t) =>
+        h("tr", { dataset: { reason: t.reason } },
+          h("td", { class: "nowrap muted", title: fmtDateTime(t.at) }, timeEl(t.at)),
+          h("td", {}, badge(TRANSFER_LABEL[t.reason] ?? t.reason, t.reason)),
+          h("td", {}, t.from ?? "—"),
+          h("td", {}, t.to ?? "—"),
+          h("td", { class: "mono num" }, String(t.epoch)),
+          h("td", {}, t.actor),
+          h("td", { class: "reason-cell" }, t.note ?? "")))),
+    );
+  }
+
+  function progressBlock(it) {
+    const p = it.progress;
+    if (!p) return empty("No progress reported yet.");
+    const fill = h("span", { class: "progress-fill" });
+    if (p.percent !== undefined) fill.style.width = `${p.percent}%`;
+    return h(
+      "div",
+      { class: "progress-block", id: "progress" },
+      p.percent !== undefined
+        ? h("div", { class: "progress-line" }, h("span", { class: "progress-bar" }, fill), h("strong", { class: "progress-pct" }, `${p.percent}%`))
+        : null,
+      h("p", { class: "progress-message" }, p.message ?? ""),
+      h("p", { class: "muted small" }, `by ${p.by ?? "?"} · `, timeEl(p.at ?? it.progress_at)),
+      p.data ? h("pre", { class: "json" }, JSON.stringify(p.data, null, 2)) : null,
+    );
+  }
+
+  function leaseBlock(view) {
+    const l = view.lease;
+    const canForce = session.canForce() && l && l.state === "live";
+    const force = canForce
+      ? h("button", { type: "button", class: "btn btn-danger", id: "item-force-release", onclick: () => forceRelease(view) }, "Force-release…")
+      : null;
+    if (!l) return h("div", {}, h("p", { class: "muted" }, "No lease: the item is not claimed."));
+    return h(
+      "div",
+      {},
+      h("dl", { class: "fields" },
+        field("State", stateBadge(view.lease_state)),
+        field("Holder", l.holder),
+        field("Task", l.task ?? "—"),
+        field("Token (epoch)", h("span", { class: "mono" }, String(l.token))),
+        l.state === "live" ? field("Expires in", countdown(l)) : field("Lease", badge(l.state)),
+        field("Renewals", fmtInt(l.renewals)),
+        field("Acquired", timeEl(l.acquired_at))),
+      force ? h("div", { class: "card-actions" }, force) : null,
+    );
+  }
+
+  async function forceRelease(view) {
+    const done = await askForceRelease(
+      [`The claim of ${view.lease.holder} on `, h("span", { class: "mono" }, id), ` (epoch ${view.lease.token}) ends now; the assignee stays.`],
+      (reason) => api(`/v1/items/${enc(id)}/force-release`, { method: "POST", body: { reason } }),
+    );
+    if (done) {
+      toast(`Force-released ${id}`, "success");
+      load();
+    }
+  }
+
+  async function load() {
+    let view;
+    let history;
+    try {
+      [view, history] = await Promise.all([
+        api(`/v1/items/${enc(id)}`),
+        api("/v1/events", { query: { key, limit: 1000 } }).catch(() => ({ events: [] })),
+      ]);
+    } catch (err) {
+      if (alive) clear(body, h("p", {}, h("a", { href: "#/queue" }, "← Queue")), problemBox(err));
+      return;
+    }
+    if (!alive) return;
+    const it = view.item;
+    clear(
+      body,
+      h("p", { class: "crumbs" }, h("a", { href: "#/queue" }, "Queue"), " / ", itemLink(it.id)),
+      h("div", { class: "page-head item-head" },
+        h("h1", {}, priorityBadge(it.priority), " ", h("span", { id: "item-title" }, it.title)),
+        h("div", { class: "item-badges" }, badge(it.status, `status-${it.status}`), it.labels.map((l) => h("span", { class: "label" }, l)))),
+      it.body ? h("p", { class: "item-body" }, it.body) : null,
+      h("div", { class: "grid grid-2" },
+        card("Item", h("dl", { class: "fields" },
+          field("Id", h("span", { class: "mono" }, it.id)),
+          field("Status", badge(it.status, `status-${it.status}`)),
+          field("Assignee", it.assignee ?? "—"),
+          field("Epoch", h("span", { class: "mono" }, String(it.epoch))),
+          field("Parent", it.parent ? itemLink(it.parent) : "—"),
+          field("Created", `${fmtDateTime(it.created_at)} by ${it.created_by}`),
+          field("Updated", timeEl(it.updated_at)),
+          it.result !== null && it.result !== undefined ? field("Result", h("pre", { class: "json" }, JSON.stringify(it.result, null, 2))) : null)),
+        h("div", { class: "stack" },
+          card("Claim", leaseBlock(view)),
+          card("Progress", progressBlock(it)))),
+      card("Transfer history", transfersTable(view.transfers)),
+      card("Events", history.events.length ? h("div", { class: "table-scroll" }, eventTable([...history.events].reverse().map(eventRow))) : empty("No events.")),
+    );
+    sizeBars(body);
+  }
+
+  const soon = throttle(() => alive && load(), 700);
+  const off = onFeedEvent((e) => {
+    if (e.key === key || e.data?.item === id) soon();
+  });
+  load();
+  const timers = [setInterval(() => tickCountdowns(body), 1000), setInterval(load, 10_000)];
+  return {
+    unmount() {
+      alive = false;
+      off();
+      timers.forEach(clearInterval);
+    },
+  };
+}
