@@ -9,20 +9,38 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 
 from tenure.core.models import Event
 from tenure.service import Service
 
 log = logging.getLogger(__name__)
+PRUNE_BATCHES = 10
 
 
 class Reaper:
-    """A daemon thread that calls :meth:`Service.reap` every ``interval`` seconds."""
+    """A daemon thread that calls :meth:`Service.reap` every ``interval`` seconds.
 
-    def __init__(self, service: Service, interval: float = 0.25, batch: int = 1000) -> None:
+    With ``retention`` (``(max events, max age ms)``), it also prunes the event log every
+    ``prune_every`` seconds, at most ``PRUNE_BATCHES`` batches of ``batch`` events a round, so
+    pruning a large backlog never holds the write lock for long.
+    """
+
+    def __init__(
+        self,
+        service: Service,
+        interval: float = 0.25,
+        batch: int = 1000,
+        *,
+        retention: tuple[int, int] | None = None,
+        prune_every: float = 5.0,
+    ) -> None:
         if not 0 < interval <= 1:
             raise ValueError("the reaper interval must be in (0, 1] seconds")
         self.service, self.interval, self.batch = service, interval, batch
+        self.retention, self.prune_every = retention, prune_every
+        self._next_prune = 0.0
+        self.pruned = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.recorded = 0
@@ -44,10 +62,27 @@ class Reaper:
             self._thread.start()
         return self
 
+    def prune_once(self) -> int:
+        """Prune up to ``PRUNE_BATCHES`` batches of events past the retention."""
+        if self.retention is None:
+            return 0
+        max_count, max_age_ms = self.retention
+        dropped = 0
+        for _ in range(PRUNE_BATCHES):
+            n = self.service.prune_events(max_count, max_age_ms, self.batch)
+            dropped += n
+            if n < self.batch:
+                break
+        self.pruned += dropped
+        return dropped
+
     def _loop(self) -> None:
         while not self._stop.wait(self.interval):
             try:
                 self.run_once()
+                if time.monotonic() >= self._next_prune:
+                    self._next_prune = time.monotonic() + self.prune_every
+                    self.prune_once()
             except Exception:  # the next round retries; a reaper must not die
                 log.exception("reaper round failed")
 

@@ -7,7 +7,7 @@ Each write is one short transaction on the key: lock, read the instant, decide (
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from tenure.core import validate as v
@@ -24,6 +24,7 @@ from tenure.core.decide import (
 from tenure.core.models import (
     ENDINGS,
     Event,
+    EventDraft,
     EventQuery,
     ExtendResult,
     FencedValue,
@@ -36,7 +37,9 @@ from tenure.core.models import (
     RenewAllResult,
 )
 from tenure.core.policy import Policy, PolicySet
-from tenure.errors import InvalidRequest, LeaseLost, NotFound, TenureError
+from tenure.errors import InvalidRequest, LeaseLost, NotFound, StaleToken, TenureError
+from tenure.metrics import Metrics
+from tenure.stats import StatsView
 from tenure.store.base import KeyTx, Store
 
 MAX_ANCESTRY = 64
@@ -58,6 +61,10 @@ class Service:
         """``stall_ms``: a live claim without progress for this long is ``stalled`` (15 min)."""
         self.store = store
         self.policy = policy or PolicySet()
+        self.metrics = Metrics()
+        self.stats_view = StatsView(store)
+        #: Called (from the committing thread) after every commit that appended events.
+        self.listeners: builtins.list[Callable[[], None]] = []
         from tenure.work import DEFAULT_STALL_MS, WorkQueue
 
         self.items = WorkQueue(self, DEFAULT_STALL_MS if stall_ms is None else stall_ms)
@@ -69,7 +76,16 @@ class Service:
                 tx.save(decision.record)
             if decision.events:
                 tx.append(decision.events)
+        self.committed(decision.events)
         return decision.raise_or_result()
+
+    def committed(self, events: Sequence[EventDraft]) -> None:
+        """After a commit: count what ended and wake whoever follows the event log."""
+        if not events:
+            return
+        self.metrics.observe_events(events)
+        for listener in self.listeners:
+            listener()
 
     # leases ---------------------------------------------------------------------------------
     def acquire(
@@ -102,6 +118,7 @@ class Service:
             )
         except LeaseLost as lost:
             raise self._explain(lost, key) from None
+        self.metrics.inc("tenure_renewals_total")
         return lease
 
     def renew_all(self, who: Who, keys: Iterable[str] | None = None) -> RenewAllResult:
@@ -207,15 +224,18 @@ class Service:
         holder: str | None = None,
         task: str | None = None,
         limit: int | None = None,
+        after: str | None = None,
     ) -> list[Lease]:
-        """Live leases, by key."""
+        """Live leases, by key; ``after``: the keys sorting after this one (the next page)."""
         for name, value in (("prefix", prefix), ("holder", holder), ("task", task)):
             if value is not None:
                 v.check_text(name, value, 1024, required=False)
+        if after is not None:
+            v.check_text("after", after, 1024)
         if limit is not None:
             limit = v.check_positive("limit", limit, 100_000)
         now = self.store.now_ms()
-        return [r.lease(now) for r in self.store.live(now, prefix, holder, task, limit)]
+        return [r.lease(now) for r in self.store.live(now, prefix, holder, task, limit, after)]
 
     def contention(self, key: str) -> int:
         """How many acquisitions of ``key`` were refused because someone held it."""
@@ -251,8 +271,16 @@ class Service:
                 tx.save_register(decision.result, op_id)
             return decision
 
-        result: FencedWrite = self._run(key, decide)
+        try:
+            result: FencedWrite = self._run(key, decide)
+        except StaleToken:
+            self.count_write("stale")
+            raise
+        self.count_write("duplicate" if result.duplicate else "accepted")
         return result
+
+    def count_write(self, outcome: str) -> None:
+        self.metrics.inc("tenure_fenced_writes_total", (("outcome", outcome),))
 
     def read(self, key: str) -> FencedValue:
         self._check_key(key)
@@ -269,7 +297,13 @@ class Service:
         holder: str | None = None,
         type: str | None = None,
         limit: int = 100,
+        item: str | None = None,
     ) -> builtins.list[Event]:
+        """Events after the cursor ``after``, oldest first; ``item`` is short for its key."""
+        if item is not None:
+            if key is not None:
+                raise InvalidRequest("give key or item, not both", field="item")
+            key = "items/" + v.check_text("item", item, 256)
         query = EventQuery(
             after=v.check_cursor(after),
             key=None if key is None else self._check_key(key),
@@ -281,7 +315,23 @@ class Service:
 
     def reap(self, limit: int = 1000) -> builtins.list[Event]:
         """Record ``expired`` for lapsed leases nobody recorded yet (exactly once)."""
-        return self.store.reap(v.check_limit(limit))
+        reaped = self.store.reap(v.check_limit(limit))
+        self.committed([_draft(e) for e in reaped])
+        return reaped
+
+    def prune_events(self, max_count: int, max_age_ms: int, batch: int = 1000) -> int:
+        """Retention: drop one batch of the oldest events beyond ``max_count`` or older than
+        ``max_age_ms`` (their counts are kept in the all-time totals); the number dropped."""
+        before = self.store.now_ms() - max_age_ms
+        return self.store.prune_events(max_count, before, batch)
+
+    def stats(self) -> dict[str, Any]:
+        """Counts by ending, expired share over 1 h and 24 h, contention, hold times."""
+        return self.stats_view.stats()
+
+    def timeline(self, span_ms: int = 3_600_000, bucket_ms: int = 60_000) -> dict[str, Any]:
+        """Lease endings per bucket of ``bucket_ms`` over the last ``span_ms``."""
+        return self.stats_view.timeline(span_ms, bucket_ms)
 
     # helpers --------------------------------------------------------------------------------
     def _check_key(self, key: str) -> str:
@@ -309,6 +359,10 @@ class Service:
                     token=lost.token,
                 )
         return LeaseLost(lost.detail, key=key, reason="expired", token=lost.token)
+
+
+def _draft(e: Event) -> EventDraft:
+    return EventDraft(e.type, e.key, e.holder, e.task, e.token, e.actor, e.reason, e.data)
 
 
 def _as_list(values: Iterable[str], field: str) -> list[str]:

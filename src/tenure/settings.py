@@ -16,6 +16,9 @@
 - ``TENURE_MAX_BODY_BYTES``: the largest request body the server reads (2 MiB).
 - ``TENURE_STALL_MS``: a live claim without progress for this long shows as ``stalled``
   (15 minutes).
+- ``TENURE_EVENTS_MAX``, ``TENURE_EVENTS_MAX_AGE_MS``: event retention. The server keeps at
+  most this many events (1,000,000) and none older than this (30 days); older ones are pruned
+  in batches, their counts kept in the all-time totals of ``/v1/stats``.
 - ``TENURE_POLICY``: the policy as JSON,
   ``{"default": {"default_ttl": 30000, …}, "prefixes": {"jobs/": {"max_ttl": 600000}}}``.
 """
@@ -34,6 +37,8 @@ from tenure.core.policy import Policy, PolicySet
 DEFAULT_PORT = 7676
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_STALL_MS = 15 * 60 * 1000
+DEFAULT_EVENTS_MAX = 1_000_000
+DEFAULT_EVENTS_MAX_AGE_MS = 30 * 86_400_000
 LOGIN_FILE = "login.json"
 
 
@@ -75,6 +80,8 @@ class Settings:
     token: str | None = None
     max_body_bytes: int = 2 * 1024 * 1024
     stall_ms: int = DEFAULT_STALL_MS
+    events_max: int = DEFAULT_EVENTS_MAX
+    events_max_age_ms: int = DEFAULT_EVENTS_MAX_AGE_MS
     policy: PolicySet = field(default_factory=PolicySet)
     config_dir: Path = Path(".")
     state_dir: Path = Path(".")
@@ -100,12 +107,19 @@ class Settings:
             token=env.get("TENURE_TOKEN") or login_token or None,
             max_body_bytes=_int(env, "TENURE_MAX_BODY_BYTES", 2 * 1024 * 1024),
             stall_ms=_int(env, "TENURE_STALL_MS", DEFAULT_STALL_MS),
+            events_max=_int(env, "TENURE_EVENTS_MAX", DEFAULT_EVENTS_MAX),
+            events_max_age_ms=_int(env, "TENURE_EVENTS_MAX_AGE_MS", DEFAULT_EVENTS_MAX_AGE_MS),
             policy=parse_policy(env.get("TENURE_POLICY")),
             config_dir=config_dir,
             state_dir=_home_dir(env, "TENURE_STATE_DIR", "XDG_STATE_HOME", ".local/state"),
         )
         given = {k: v for k, v in overrides.items() if v is not None}
         return replace(settings, **given) if given else settings
+
+    @property
+    def retention(self) -> tuple[int, int]:
+        """``(events_max, events_max_age_ms)``."""
+        return self.events_max, self.events_max_age_ms
 
 
 def _int(env: Mapping[str, str], name: str, default: int) -> int:

@@ -39,7 +39,7 @@ from tenure.core.models import (
     Lease,
     Principal,
 )
-from tenure.errors import Conflict, InvalidRequest, NotFound
+from tenure.errors import Conflict, InvalidRequest, NotFound, StaleToken
 from tenure.principals import hash_token, new_token
 from tenure.store.base import KeyTx
 
@@ -363,9 +363,10 @@ class WorkQueue:
             policy = self.service.policy.for_key(item_key(check_item_id(item_id)))
             if v.check_meta(data, policy, "data") is not None:
                 report["data"] = data
-        updated: Item = self._run(
+        updated: Item = self._fenced(
             item_id, lambda tx, item: decide_progress(item, tx.record, me, epoch, report, tx.now)
         )
+        self.service.count_write("accepted")
         return updated
 
     def complete(
@@ -388,7 +389,8 @@ class WorkQueue:
                 tx.save_item_op(item.id, op_id, {"epoch": epoch})
             return decision
 
-        done: Item = self._run(item_id, decide)
+        done: Item = self._fenced(item_id, decide)
+        self.service.count_write("duplicate" if duplicate else "accepted")
         return Completion(done, bool(duplicate))
 
     def cancel(self, who: Who, item_id: str, reason: str) -> Item:
@@ -527,6 +529,14 @@ class WorkQueue:
         transfers = tuple(self.store.transfers(item.id)) if with_transfers else ()
         return ItemView(item, lease, lease_state(item, rec, now, self.stall_ms), transfers)
 
+    def _fenced(self, item_id: str, decide: Callable[[KeyTx, Item], ItemDecision]) -> Any:
+        """:meth:`_run` for a write fenced by the epoch, counting stale ones."""
+        try:
+            return self._run(item_id, decide)
+        except StaleToken:
+            self.service.count_write("stale")
+            raise
+
     def _run(
         self, item_id: str, decide: Callable[[KeyTx, Item], ItemDecision], *, create: bool = False
     ) -> Any:
@@ -547,4 +557,5 @@ class WorkQueue:
             events = (*decision.lease.events, *decision.events)
             if events:
                 tx.append(events)
+        self.service.committed(events)
         return decision.raise_or_result()

@@ -54,7 +54,7 @@ def test_the_lapse_is_recorded_once_by_whichever_write_sees_it_first(
     ]
     expired = events[1]
     assert expired.task == "run-1"
-    assert expired.data == {"deadline": clock.now_ms() - 1_000}
+    assert expired.data == {"held_ms": 2_000, "deadline": clock.now_ms() - 1_000}
 
 
 def test_reap_records_exactly_one_expired_event_per_lapsed_lease(
@@ -74,8 +74,8 @@ def test_reap_records_exactly_one_expired_event_per_lapsed_lease(
         ("expired", "b", "bob", 1, t0 + 2_000),
     ]
     assert reaped[0].task == "ta"
-    assert reaped[0].data == {"deadline": t0 + 1_000}
-    assert reaped[1].data == {"deadline": t0 + 2_000}
+    assert reaped[0].data == {"held_ms": 1_000, "deadline": t0 + 1_000}
+    assert reaped[1].data == {"held_ms": 2_000, "deadline": t0 + 2_000}
     assert service.reap() == []
     assert service.events(type="expired") == reaped
     assert service.get("a").state == "expired"

@@ -460,7 +460,9 @@ class ServiceVsModel(RuleBasedStateMachine):
             assert (ev.type, ev.at) == ("expired", now)
             rec = self.model.leases[ev.key]
             assert ev.token == rec.token and rec.state(now) == "expired", ev
-            assert (ev.holder, ev.data) == (rec.holder, {"deadline": rec.expires_at})
+            held = rec.expires_at - rec.acquired_at
+            data = {"held_ms": held, "deadline": rec.expires_at}
+            assert (ev.holder, ev.data) == (rec.holder, data)
 
     @rule(ms=st.sampled_from([1, 499, 1_000, 1_000, 5_000, 5_000, 30_000, 90_000_000]))
     def advance(self, ms: int) -> None:

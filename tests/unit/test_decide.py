@@ -72,9 +72,8 @@ def held(
 
 
 def expired_event(rec: KeyRecord) -> EventDraft:
-    return EventDraft(
-        "expired", rec.key, rec.holder, rec.task, rec.token, data={"deadline": rec.expires_at}
-    )
+    data = {"held_ms": max(0, rec.expires_at - rec.acquired_at), "deadline": rec.expires_at}
+    return EventDraft("expired", rec.key, rec.holder, rec.task, rec.token, data=data)
 
 
 # settle and Decision ----------------------------------------------------------------------------
@@ -355,7 +354,8 @@ def test_release_your_live_lease(token: int | None) -> None:
     assert d.error is None
     assert d.record == rec.update(ended="released")
     assert d.record.fence_open  # a release leaves the fence open until the next acquisition
-    assert d.events == (EventDraft("released", "k", "alice", "job-1", 3, actor="alice"),)
+    ms = {"held_ms": 20_000}
+    assert d.events == (EventDraft("released", "k", "alice", "job-1", 3, "alice", data=ms),)
     assert d.result == ReleaseResult(True, d.record.lease(NOW))
     assert d.result.lease is not None and d.result.lease.state == "released"
 
@@ -417,7 +417,9 @@ def test_force_release_ends_the_lease_and_revokes_its_token() -> None:
     assert d.error is None
     assert d.record == rec.update(ended="force_released", fence_open=False)
     assert d.events == (
-        EventDraft("force_released", "k", "alice", "job-1", 3, actor="root", reason="stuck"),
+        EventDraft(
+            "force_released", "k", "alice", "job-1", 3, "root", "stuck", {"held_ms": 20_000}
+        ),
     )
     assert d.result == ForceReleaseResult(d.record.lease(NOW), "root", "stuck")
     assert d.result.lease.state == "force_released"

@@ -41,6 +41,9 @@ KEY = "items/job"
 STALL = 60_000
 
 
+HELD = {"held_ms": 20_000}
+
+
 def item(**changes: object) -> Item:
     """An open, unassigned item created a minute ago."""
     base = Item("job", "write the report", created_by="carol", created_at=NOW - 60_000)
@@ -168,8 +171,16 @@ def test_a_takeover_ends_the_lapsed_lease_and_moves_the_edge() -> None:
     d = decide_claim(claimed(), rec, BOB, 5_000, None, True, "alice is gone", NOW)
     new = d.lease.record
     assert new is not None and (new.token, new.holder) == (4, "bob")
+    lapsed = d.lease.events[0].data["deadline"]
     assert d.lease.events[0] == EventDraft(
-        "taken_over", KEY, "alice", "run-1", 3, actor="bob", reason="alice is gone"
+        "taken_over",
+        KEY,
+        "alice",
+        "run-1",
+        3,
+        actor="bob",
+        reason="alice is gone",
+        data={"held_ms": 19_999, "deadline": lapsed},
     )
     assert [e.type for e in d.lease.events] == ["taken_over", "acquired"]  # no "expired"
     assert d.item == claimed("bob", 4, updated_at=NOW)
@@ -306,7 +317,7 @@ def test_completing_ends_the_live_lease_as_released() -> None:
     d = decide_complete(claimed(), lease(), ALICE, 3, {"ok": True}, NOW)
     assert d.lease.record == lease(ended="released")
     assert d.lease.events == (
-        EventDraft("released", KEY, "alice", "run-1", 3, actor="alice", reason="completed"),
+        EventDraft("released", KEY, "alice", "run-1", 3, "alice", "completed", HELD),
     )
     done = claimed(status="done", assignee=None, result={"ok": True}, updated_at=NOW)
     assert d.item == done and d.raise_or_result() == done
@@ -330,7 +341,7 @@ def test_cancel_ends_a_live_claim_and_closes_the_fence(who: Principal, ending: s
     d = decide_cancel(claimed(), lease(), who, "not needed", True, NOW)
     assert d.lease.record == lease(ended=ending, fence_open=False)
     assert d.lease.events == (
-        EventDraft(ending, KEY, "alice", "run-1", 3, actor=who.name, reason="not needed"),
+        EventDraft(ending, KEY, "alice", "run-1", 3, who.name, "not needed", HELD),
     )
     cancelled = claimed(status="cancelled", assignee=None, updated_at=NOW)
     assert d.item == cancelled and d.raise_or_result() == cancelled

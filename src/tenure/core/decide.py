@@ -7,6 +7,7 @@ committing (a conflict is counted and recorded even though the caller gets an er
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,10 +50,31 @@ def settle(rec: KeyRecord | None, now: int) -> tuple[KeyRecord | None, tuple[Eve
     if rec is None or rec.ended is not None or rec.expires_at > now:
         return rec, ()
     done = rec.update(ended="expired")
-    event = EventDraft(
-        "expired", rec.key, rec.holder, rec.task, rec.token, data={"deadline": rec.expires_at}
-    )
-    return done, (event,)
+    return done, (ending_event(rec, "expired", now),)
+
+
+def ending_event(
+    rec: KeyRecord, ending: str, now: int, actor: str | None = None, reason: str | None = None
+) -> EventDraft:
+    """The one event that ends ``rec``, with how long it was held (``held_ms``).
+
+    A lease that lapsed was held until its deadline, whenever its end is recorded.
+    """
+    held = max(0, min(now, rec.expires_at) - rec.acquired_at)
+    data: dict[str, Any] = {"held_ms": held}
+    if ending in ("expired", "taken_over"):
+        data["deadline"] = rec.expires_at
+    return EventDraft(ending, rec.key, rec.holder, rec.task, rec.token, actor, reason, data)
+
+
+def reaped_event(row: Sequence[Any]) -> EventDraft:
+    """The ``expired`` event of a reaped row.
+
+    ``row``: ``(key, token, holder, task, expires_at, acquired_at)``.
+    """
+    key, token, holder, task, expires_at, acquired_at = row
+    data = {"held_ms": max(0, expires_at - acquired_at), "deadline": expires_at}
+    return EventDraft("expired", key, holder, task, token, data=data)
 
 
 def _changed(before: KeyRecord | None, after: KeyRecord | None) -> KeyRecord | None:
@@ -218,7 +240,7 @@ def decide_release(
     if rec.holder != who.name:
         return Decision(_changed(before, rec), events, None, _not_holder(rec))
     done = rec.update(ended="released")
-    event = EventDraft("released", key, rec.holder, rec.task, rec.token, actor=who.name)
+    event = ending_event(rec, "released", now, actor=who.name)
     return Decision(done, (*events, event), ReleaseResult(True, done.lease(now)))
 
 
@@ -250,9 +272,7 @@ def decide_force_release(
         )
         return Decision(_changed(before, rec), events, None, error)
     done = rec.update(ended="force_released", fence_open=False)
-    event = EventDraft(
-        "force_released", key, rec.holder, rec.task, rec.token, actor=actor.name, reason=reason
-    )
+    event = ending_event(rec, "force_released", now, actor=actor.name, reason=reason)
     return Decision(done, (*events, event), ForceReleaseResult(done.lease(now), actor.name, reason))
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from tenure.core.decide import Decision, decide_acquire, decide_release, settle
+from tenure.core.decide import Decision, decide_acquire, decide_release, ending_event, settle
 from tenure.core.models import EventDraft, KeyRecord, Lease, Principal
 from tenure.errors import AssignedToOther, Conflict, NotFound, StaleToken, TenureError
 
@@ -164,11 +164,7 @@ def decide_claim(
     if rec is not None and rec.ended is None and taking:
         # The lapsed lease ends by this deliberate takeover rather than by expiry.
         rec = rec.update(ended="taken_over")
-        events = (
-            EventDraft(
-                "taken_over", key, previous, rec.task, rec.token, actor=who.name, reason=reason
-            ),
-        )
+        events = (ending_event(rec, "taken_over", now, actor=who.name, reason=reason),)
     lease = decide_acquire(rec, key, who, ttl_ms, task, None, now)
     granted: Lease = lease.result
     claimed = item.update(
@@ -263,18 +259,7 @@ def decide_complete(
     assert ended is not None
     if ended.ended is None:
         ended = ended.update(ended="released")
-        events = (
-            *events,
-            EventDraft(
-                "released",
-                rec.key,
-                rec.holder,
-                rec.task,
-                rec.token,
-                actor=who.name,
-                reason="completed",
-            ),
-        )
+        events = (*events, ending_event(rec, "released", now, who.name, "completed"))
     done = item.update(status="done", assignee=None, result=result, updated_at=now)
     transfer = Transfer(item.id, item.assignee, None, epoch, "completed", who.name, now)
     event = _event("completed", item, who, epoch)
@@ -304,12 +289,7 @@ def decide_cancel(
     if record is not None and record.ended is None:
         ending = "released" if record.holder == who.name else "force_released"
         record = record.update(ended=ending, fence_open=False)
-        events = (
-            *events,
-            EventDraft(
-                ending, key, record.holder, record.task, record.token, actor=who.name, reason=reason
-            ),
-        )
+        events = (*events, ending_event(record, ending, now, who.name, reason))
     elif record is not None:
         record = record.update(fence_open=False)
     cancelled = item.update(status="cancelled", assignee=None, updated_at=now)

@@ -143,6 +143,16 @@ class Event:
 
 
 @dataclass(frozen=True)
+class EventTally:
+    """Event counts by kind up to event ``upto``; ``base``: they include the folded totals of
+    pruned events (so they replace a running tally rather than add to it)."""
+
+    upto: int
+    counts: dict[str, int]
+    base: bool
+
+
+@dataclass(frozen=True)
 class EventQuery:
     after: int = 0
     key: str | None = None

@@ -16,12 +16,13 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from tenure import __version__
 from tenure.core.clock import Clock, SystemClock
 from tenure.core.models import Lease, Principal
-from tenure.core.validate import MAX_LIMIT
 from tenure.principals import Principals
 from tenure.reaper import Reaper
 from tenure.server import dashboard, openapi, problems
 from tenure.server import schemas as s
+from tenure.server.feed import Bell
 from tenure.server.problems import BodyLimit, JsonByDefault
+from tenure.server.timing import Timing
 from tenure.server.waiters import Waiters
 from tenure.service import Service
 from tenure.settings import Settings
@@ -37,6 +38,7 @@ class State:
     principals: Principals
     waiters: Waiters
     reaper: Reaper
+    bell: Bell
 
 
 def state(request: Request) -> State:
@@ -72,14 +74,17 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         store = await anyio.to_thread.run_sync(lambda: open_store(settings.db, clock=clock))
         service = Service(store, settings.policy, stall_ms=settings.stall_ms)
-        reaper = Reaper(service).start()
+        reaper = Reaper(service, retention=settings.retention).start()
         waiters = Waiters((clock or SystemClock()).now_ms)
-        app.state.tenure = State(service, Principals(store), waiters, reaper)
+        bell = Bell()
+        service.listeners.append(bell.ring)
+        app.state.tenure = State(service, Principals(store), waiters, reaper, bell)
         try:
             async with mcp.running(service, app.state.tenure.principals, waiters.notify):
                 yield
         finally:
             waiters.close()
+            bell.close()
             reaper.stop()
             await anyio.to_thread.run_sync(store.close)
 
@@ -92,6 +97,8 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     )
     problems.install(app)
     openapi.install(app, settings.policy)
+    # innermost first: Timing sees the router's match
+    app.add_middleware(Timing, metrics=lambda: app.state.tenure.service.metrics)
     app.add_middleware(JsonByDefault)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
     add_lease_routes(app)
@@ -99,6 +106,9 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     from tenure.server.items import add_item_routes  # it imports this module's dependencies
 
     add_item_routes(app)
+    from tenure.server.ops import add_ops_routes  # it imports this module's dependencies
+
+    add_ops_routes(app)
     dashboard.install(app)  # GET /: the web dashboard (tenure.server.dashboard)
     mcp.mount(app)  # /mcp: the MCP tools over streamable HTTP (tenure.mcp.http)
     return app
@@ -184,9 +194,12 @@ def add_lease_routes(app: FastAPI) -> None:
         holder: Annotated[str | None, text_query(1024, "held by", blank=True)] = None,
         task: Annotated[str | None, text_query(1024, "serving this task", blank=True)] = None,
         limit: Annotated[int, Query(ge=1, le=100_000)] = 1000,
+        after: Annotated[
+            str | None, text_query(1024, "only keys sorting after this one (the next page)")
+        ] = None,
     ) -> dict[str, Any]:
-        """Live leases, by key."""
-        leases = st.service.list(prefix, holder, task, limit)
+        """Live leases, by key; page with `after` set to the last key of the previous page."""
+        leases = st.service.list(prefix, holder, task, limit, after)
         return {"leases": [lease_out(lease) for lease in leases]}
 
     @app.get(
@@ -218,22 +231,6 @@ def add_other_routes(app: FastAPI) -> None:
     )
     def fenced_read(key: KeyParam, me: Caller, st: St) -> dict[str, Any]:
         return st.service.read(key).to_dict()
-
-    @app.get(
-        "/v1/events", response_model=s.EventsReply, tags=["operations"], responses=P(401, 413, 422)
-    )
-    def events(
-        me: Caller,
-        st: St,
-        after: Annotated[int, Query(ge=0, le=s.MAX_INT, description="an event id")] = 0,
-        key: Annotated[str | None, Query(json_schema_extra=s.key_schema("events of"))] = None,
-        holder: Annotated[str | None, text_query(256, "events of this holder")] = None,
-        type: Annotated[str | None, text_query(64, "events of this type")] = None,
-        limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = 100,
-    ) -> dict[str, Any]:
-        """Events after the cursor `after`, oldest first; `next` is the cursor to go on from."""
-        found = st.service.events(after, key, holder, type, limit)
-        return {"events": [e.to_dict() for e in found], "next": found[-1].id if found else after}
 
     @app.get("/v1/me", response_model=s.MeReply, tags=["principals"], responses=P(401))
     def whoami(me: Caller) -> dict[str, Any]:

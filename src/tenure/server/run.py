@@ -30,6 +30,7 @@ class _Server(uvicorn.Server):
         tenure = getattr(self.app.state, "tenure", None)
         if tenure is not None:
             tenure.waiters.close()
+            tenure.bell.close()
         super().handle_exit(sig, frame)
 
 

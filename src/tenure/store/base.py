@@ -18,6 +18,7 @@ from tenure.core.models import (
     Event,
     EventDraft,
     EventQuery,
+    EventTally,
     FencedValue,
     FencedWrite,
     KeyRecord,
@@ -77,7 +78,10 @@ class Store(Protocol):
         holder: str | None = None,
         task: str | None = None,
         limit: int | None = None,
-    ) -> list[KeyRecord]: ...
+        after: str | None = None,
+    ) -> list[KeyRecord]:
+        """Live leases by key; ``after``: only keys sorting after it (a page cursor)."""
+        ...
 
     def read_register(self, key: str) -> FencedValue | None: ...
 
@@ -130,6 +134,35 @@ class Store(Protocol):
     def get_cursor(self, principal: str, name: str) -> int: ...
 
     def set_cursor(self, principal: str, name: str, event_id: int) -> None: ...
+
+    # statistics and retention (see tenure.store.sqlite_stats) ------------------------------
+    def tally_events(self, after: int) -> EventTally:
+        """Counts by kind of the events after id ``after``, in one snapshot; when ``after`` is
+        older than what retention folded away, the folded totals are included (``base``)."""
+        ...
+
+    def count_events_since(self, since: int) -> dict[str, int]: ...
+
+    def live_counts(self, now: int) -> tuple[int, int]:
+        """``(live leases, live item claims)``."""
+        ...
+
+    def hot_keys(self, since: int, limit: int) -> list[tuple[str, int]]: ...
+
+    def expiring_holders(self, since: int, limit: int) -> list[tuple[str, int, int]]:
+        """``(holder, expired, ended)`` of the holders with expiries since ``since``."""
+        ...
+
+    def hold_times(self, since: int, limit: int) -> list[int]: ...
+
+    def timeline(self, start: int, bucket_ms: int) -> list[tuple[int, str, int]]:
+        """``(slot, ending, count)``: endings since ``start`` by slot of ``bucket_ms``."""
+        ...
+
+    def prune_events(self, max_count: int, before: int, batch: int) -> int:
+        """Fold into the totals and delete up to ``batch`` of the oldest events that are
+        beyond the newest ``max_count`` or older than ``before``; the number deleted."""
+        ...
 
     def schema_version(self) -> int: ...
 

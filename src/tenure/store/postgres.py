@@ -16,6 +16,7 @@ import psycopg
 from psycopg_pool import ConnectionPool
 
 from tenure.core.clock import Clock
+from tenure.core.decide import reaped_event
 from tenure.core.items import Item, Transfer
 from tenure.core.models import (
     Event,
@@ -27,6 +28,7 @@ from tenure.core.models import (
     Principal,
 )
 from tenure.store import rows
+from tenure.store.postgres_stats import PostgresStats
 from tenure.store.sqlfiles import migrations, queries
 
 Q = queries("postgres")
@@ -125,7 +127,7 @@ def insert_events(cur: psycopg.Cursor[Any], events: Sequence[EventDraft], now: i
     return out
 
 
-class PostgresStore:
+class PostgresStore(PostgresStats):
     """A store in one PostgreSQL database, shareable by several servers."""
 
     def __init__(
@@ -225,12 +227,14 @@ class PostgresStore:
         holder: str | None = None,
         task: str | None = None,
         limit: int | None = None,
+        after: str | None = None,
     ) -> list[KeyRecord]:
         params = {
             "now": now,
             "prefix": prefix or None,
             "holder": holder,
             "task": task,
+            "after": after,
             "limit": limit,
         }
         return [rows.record_from(r) for r in self._all(Q["live_leases"], params)]
@@ -254,10 +258,7 @@ class PostgresStore:
         with self._tx() as cur:
             now = self._now(cur)
             due = cur.execute(Q["reap"], {"now": now, "limit": limit}).fetchall()
-            drafts = [
-                EventDraft("expired", key, holder, task, token, data={"deadline": expires_at})
-                for key, token, holder, task, expires_at in sorted(due, key=_deadline)
-            ]
+            drafts = [reaped_event(row) for row in sorted(due, key=_deadline)]
             return insert_events(cur, drafts, now)
 
     def next_deadline(self) -> int | None:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from tenure.core.clock import Clock, SystemClock
+from tenure.core.decide import reaped_event
 from tenure.core.items import Item, Transfer
 from tenure.core.models import (
     Event,
@@ -24,6 +25,7 @@ from tenure.core.models import (
 )
 from tenure.store import rows
 from tenure.store.sqlfiles import migrations, queries
+from tenure.store.sqlite_stats import SqliteStats
 
 Q = queries("sqlite")
 SYNCHRONOUS = ("FULL", "NORMAL", "EXTRA")
@@ -122,7 +124,7 @@ def insert_events(conn: sqlite3.Connection, events: Sequence[EventDraft], now: i
     return out
 
 
-class SqliteStore:
+class SqliteStore(SqliteStats):
     """A store in one SQLite file, safe to share between threads and processes."""
 
     def __init__(
@@ -225,12 +227,14 @@ class SqliteStore:
         holder: str | None = None,
         task: str | None = None,
         limit: int | None = None,
+        after: str | None = None,
     ) -> list[KeyRecord]:
         params = {
             "now": now,
             "prefix": prefix or None,
             "holder": holder,
             "task": task,
+            "after": after,
             "limit": -1 if limit is None else limit,
         }
         return [rows.record_from(r) for r in self._conn().execute(Q["live_leases"], params)]
@@ -255,14 +259,10 @@ class SqliteStore:
             now = self.clock.now_ms()
             due = conn.execute(Q["due_leases"], {"now": now, "limit": limit}).fetchall()
             drafts = []
-            for key, token, holder, task, expires_at in due:
-                marked = conn.execute(Q["mark_expired"], {"key": key, "token": token, "now": now})
-                if marked.rowcount == 1:
-                    drafts.append(
-                        EventDraft(
-                            "expired", key, holder, task, token, data={"deadline": expires_at}
-                        )
-                    )
+            for row in due:
+                params = {"key": row[0], "token": row[1], "now": now}
+                if conn.execute(Q["mark_expired"], params).rowcount == 1:
+                    drafts.append(reaped_event(row))
             return insert_events(conn, drafts, now)
 
     def next_deadline(self) -> int | None:

@@ -37,6 +37,7 @@ WHERE ended IS NULL AND expires_at > %(now)s AND token > 0
   AND (%(prefix)s::text IS NULL OR left(key, length(%(prefix)s::text)) = %(prefix)s::text)
   AND (%(holder)s::text IS NULL OR holder = %(holder)s::text)
   AND (%(task)s::text IS NULL OR task = %(task)s::text)
+  AND (%(after)s::text IS NULL OR key > %(after)s::text)
 ORDER BY key
 LIMIT %(limit)s;
 
@@ -75,7 +76,7 @@ WITH due AS (
 UPDATE tenure_leases AS l SET ended = 'expired'
 FROM due
 WHERE l.key = due.key AND l.ended IS NULL AND l.expires_at <= %(now)s
-RETURNING l.key, l.token, l.holder, l.task, l.expires_at;
+RETURNING l.key, l.token, l.holder, l.task, l.expires_at, l.acquired_at;
 
 -- name: next_deadline
 SELECT min(expires_at) FROM tenure_leases WHERE ended IS NULL AND token > 0;
@@ -184,3 +185,90 @@ SELECT event_id FROM tenure_cursors WHERE principal = %(principal)s AND name = %
 INSERT INTO tenure_cursors (principal, name, event_id) VALUES (%(principal)s, %(name)s, %(event_id)s)
 ON CONFLICT (principal, name) DO UPDATE SET event_id = excluded.event_id
 WHERE excluded.event_id > tenure_cursors.event_id;
+
+-- Statistics ---------------------------------------------------------------------------------
+-- An event's kind is its type, except that the release by a completion is `released:completed`.
+
+-- name: count_events_after
+SELECT CASE WHEN type = 'released' AND reason = 'completed' THEN 'released:completed'
+            ELSE type END AS kind,
+       count(*), max(id)
+FROM tenure_events WHERE id > %(after)s
+GROUP BY kind;
+
+-- name: count_events_since
+SELECT CASE WHEN type = 'released' AND reason = 'completed' THEN 'released:completed'
+            ELSE type END AS kind,
+       count(*)
+FROM tenure_events WHERE at >= %(since)s
+GROUP BY kind;
+
+-- name: event_totals
+SELECT kind, n FROM tenure_event_totals;
+
+-- name: pruned_upto
+SELECT coalesce(max(upto), 0) FROM tenure_event_pruned;
+
+-- name: live_counts
+SELECT count(*), count(*) FILTER (WHERE key >= 'items/' AND key < 'items0')
+FROM tenure_leases WHERE ended IS NULL AND expires_at > %(now)s AND token > 0;
+
+-- name: hot_keys
+SELECT key, count(*) AS n
+FROM tenure_events WHERE type = 'conflict' AND at >= %(since)s AND key IS NOT NULL
+GROUP BY key ORDER BY n DESC, key LIMIT %(limit)s;
+
+-- name: expiring_holders
+SELECT holder, count(*) FILTER (WHERE type = 'expired') AS expired, count(*) AS ended
+FROM tenure_events
+WHERE at >= %(since)s AND holder IS NOT NULL
+  AND type IN ('released', 'expired', 'force_released', 'taken_over')
+GROUP BY holder HAVING count(*) FILTER (WHERE type = 'expired') > 0
+ORDER BY expired DESC, holder LIMIT %(limit)s;
+
+-- name: hold_times
+SELECT held FROM (
+    SELECT id, (data::jsonb ->> 'held_ms')::bigint AS held
+    FROM tenure_events
+    WHERE at >= %(since)s AND type IN ('released', 'expired', 'force_released', 'taken_over')
+) AS e
+WHERE held IS NOT NULL
+ORDER BY id DESC LIMIT %(limit)s;
+
+-- name: timeline
+SELECT (at - %(start)s) / %(bucket)s AS slot,
+       CASE WHEN type = 'released' AND reason = 'completed' THEN 'completed' ELSE type END AS kind,
+       count(*)
+FROM tenure_events
+WHERE at >= %(start)s AND type IN ('released', 'expired', 'force_released', 'taken_over')
+GROUP BY slot, kind;
+
+-- Retention --------------------------------------------------------------------------------
+
+-- name: serialize_pruning
+-- One pruner at a time across servers, so no batch is folded into the totals twice.
+SELECT pg_advisory_xact_lock(7468, 2);
+
+-- name: prune_upto
+-- The newest event id of the oldest batch that is over the count or past the age.
+SELECT max(id) FROM (SELECT id, at FROM tenure_events ORDER BY id LIMIT %(batch)s) AS oldest
+WHERE id <= %(over_count)s OR at < %(before)s;
+
+-- name: fold_events
+INSERT INTO tenure_event_totals (kind, n)
+SELECT CASE WHEN type = 'released' AND reason = 'completed' THEN 'released:completed'
+            ELSE type END AS kind,
+       count(*)
+FROM tenure_events WHERE id <= %(upto)s
+GROUP BY kind
+ON CONFLICT (kind) DO UPDATE SET n = tenure_event_totals.n + excluded.n;
+
+-- name: delete_events
+DELETE FROM tenure_events WHERE id <= %(upto)s;
+
+-- name: set_pruned
+INSERT INTO tenure_event_pruned (one, upto) VALUES (1, %(upto)s)
+ON CONFLICT (one) DO UPDATE SET upto = excluded.upto;
+
+-- name: max_event_id
+SELECT coalesce(max(id), 0) FROM tenure_events;

@@ -25,6 +25,7 @@ WHERE ended IS NULL AND expires_at > :now
   AND (:prefix IS NULL OR substr(key, 1, length(:prefix)) = :prefix)
   AND (:holder IS NULL OR holder = :holder)
   AND (:task IS NULL OR task = :task)
+  AND (:after IS NULL OR key > :after)
 ORDER BY key
 LIMIT :limit;
 
@@ -44,7 +45,7 @@ ORDER BY id
 LIMIT :limit;
 
 -- name: due_leases
-SELECT key, token, holder, task, expires_at
+SELECT key, token, holder, task, expires_at, acquired_at
 FROM tenure_leases
 WHERE ended IS NULL AND expires_at <= :now
 ORDER BY expires_at
@@ -159,3 +160,84 @@ SELECT event_id FROM tenure_cursors WHERE principal = :principal AND name = :nam
 INSERT INTO tenure_cursors (principal, name, event_id) VALUES (:principal, :name, :event_id)
 ON CONFLICT (principal, name) DO UPDATE SET event_id = excluded.event_id
 WHERE excluded.event_id > tenure_cursors.event_id;
+
+-- Statistics ---------------------------------------------------------------------------------
+-- An event's kind is its type, except that the release by a completion is `released:completed`.
+
+-- name: count_events_after
+SELECT CASE WHEN type = 'released' AND reason = 'completed' THEN 'released:completed'
+            ELSE type END AS kind,
+       count(*), max(id)
+FROM tenure_events WHERE id > :after
+GROUP BY kind;
+
+-- name: count_events_since
+SELECT CASE WHEN type = 'released' AND reason = 'completed' THEN 'released:completed'
+            ELSE type END AS kind,
+       count(*)
+FROM tenure_events WHERE at >= :since
+GROUP BY kind;
+
+-- name: event_totals
+SELECT kind, n FROM tenure_event_totals;
+
+-- name: pruned_upto
+SELECT coalesce(max(upto), 0) FROM tenure_event_pruned;
+
+-- name: live_counts
+SELECT count(*), coalesce(sum(key >= 'items/' AND key < 'items0'), 0)
+FROM tenure_leases WHERE ended IS NULL AND expires_at > :now;
+
+-- name: hot_keys
+SELECT key, count(*) AS n
+FROM tenure_events WHERE type = 'conflict' AND at >= :since AND key IS NOT NULL
+GROUP BY key ORDER BY n DESC, key LIMIT :limit;
+
+-- name: expiring_holders
+SELECT holder, sum(type = 'expired') AS expired, count(*) AS ended
+FROM tenure_events
+WHERE at >= :since AND holder IS NOT NULL
+  AND type IN ('released', 'expired', 'force_released', 'taken_over')
+GROUP BY holder HAVING sum(type = 'expired') > 0
+ORDER BY expired DESC, holder LIMIT :limit;
+
+-- name: hold_times
+SELECT CAST(json_extract(data, '$.held_ms') AS INTEGER) AS held
+FROM tenure_events
+WHERE at >= :since AND type IN ('released', 'expired', 'force_released', 'taken_over')
+  AND held IS NOT NULL
+ORDER BY id DESC LIMIT :limit;
+
+-- name: timeline
+SELECT (at - :start) / :bucket AS slot,
+       CASE WHEN type = 'released' AND reason = 'completed' THEN 'completed' ELSE type END AS kind,
+       count(*)
+FROM tenure_events
+WHERE at >= :start AND type IN ('released', 'expired', 'force_released', 'taken_over')
+GROUP BY slot, kind;
+
+-- Retention --------------------------------------------------------------------------------
+
+-- name: prune_upto
+-- The newest event id of the oldest batch that is over the count or past the age.
+SELECT max(id) FROM (SELECT id, at FROM tenure_events ORDER BY id LIMIT :batch)
+WHERE id <= :over_count OR at < :before;
+
+-- name: fold_events
+INSERT INTO tenure_event_totals (kind, n)
+SELECT CASE WHEN type = 'released' AND reason = 'completed' THEN 'released:completed'
+            ELSE type END AS kind,
+       count(*)
+FROM tenure_events WHERE id <= :upto
+GROUP BY kind
+ON CONFLICT (kind) DO UPDATE SET n = tenure_event_totals.n + excluded.n;
+
+-- name: delete_events
+DELETE FROM tenure_events WHERE id <= :upto;
+
+-- name: set_pruned
+INSERT INTO tenure_event_pruned (one, upto) VALUES (1, :upto)
+ON CONFLICT (one) DO UPDATE SET upto = excluded.upto;
+
+-- name: max_event_id
+SELECT coalesce(max(id), 0) FROM tenure_events;

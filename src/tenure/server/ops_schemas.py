@@ -1,0 +1,70 @@
+"""Reply models of the operations routes (events, stats), for validation and the OpenAPI."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from tenure.server.schemas import Out
+
+
+class Endings(Out):
+    released: int
+    expired: int
+    force_released: int
+    taken_over: int
+    completed: int
+
+
+class Window(Out):
+    endings: Endings
+    ended: int
+    expired_share: float | None = Field(description="expired / ended; null with no endings")
+    acquisitions: int
+    conflicts: int
+
+
+class HotKey(Out):
+    key: str
+    conflicts: int
+
+
+class ExpiringHolder(Out):
+    holder: str
+    expired: int
+    ended: int
+    expired_share: float | None
+
+
+class HoldTimes(Out):
+    count: int = Field(description="endings in the last 24 h (up to the newest 100,000)")
+    p50: int | None
+    p99: int | None
+
+
+class StatsReply(Out):
+    now: int = Field(description="the server's clock, ms since the epoch")
+    endings: Endings = Field(description="all-time counts by ending")
+    acquisitions: int
+    conflicts: int
+    live_leases: int
+    live_claims: int
+    windows: dict[str, Window] = Field(description='"1h" and "24h"')
+    hottest_keys: list[HotKey] = Field(description="by conflicts in the last 24 h")
+    expiring_holders: list[ExpiringHolder] = Field(description="by expiries in the last 24 h")
+    hold_ms: HoldTimes
+
+
+class Bucket(Out):
+    start: int
+    released: int
+    expired: int
+    force_released: int
+    taken_over: int
+    completed: int
+
+
+class TimelineReply(Out):
+    bucket_ms: int
+    start: int
+    end: int
+    buckets: list[Bucket]

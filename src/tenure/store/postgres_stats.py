@@ -1,0 +1,88 @@
+"""Statistics and event retention on PostgreSQL (a mixin of
+:class:`tenure.store.postgres.PostgresStore`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import AbstractContextManager
+from typing import Any
+
+import psycopg
+from psycopg_pool import ConnectionPool
+
+from tenure.core.models import EventTally
+from tenure.store.sqlfiles import queries
+
+Q = queries("postgres")
+
+
+class PostgresStats:
+    pool: ConnectionPool
+
+    def _tx(self) -> AbstractContextManager[psycopg.Cursor[Any]]:
+        raise NotImplementedError
+
+    def _all(self, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+        raise NotImplementedError
+
+    def _rows(self, name: str, **params: Any) -> Iterator[Any]:
+        return iter(self._all(Q[name], params))
+
+    def tally_events(self, after: int) -> EventTally:
+        with self.pool.connection() as conn:
+            # One snapshot: the folded totals and the events after them.
+            conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+            try:
+                with conn.transaction(), conn.cursor() as cur:
+                    pruned = int(_first(cur.execute(Q["pruned_upto"])))
+                    base = after < pruned
+                    counts: dict[str, int] = {}
+                    if base:
+                        counts = {k: int(n) for k, n in cur.execute(Q["event_totals"])}
+                    upto = max(after, pruned)
+                    found = cur.execute(Q["count_events_after"], {"after": upto}).fetchall()
+            finally:
+                conn.isolation_level = None
+        for kind, n, newest in found:
+            counts[kind] = counts.get(kind, 0) + int(n)
+            upto = max(upto, int(newest))
+        return EventTally(upto, counts, base)
+
+    def count_events_since(self, since: int) -> dict[str, int]:
+        return {k: int(n) for k, n in self._rows("count_events_since", since=since)}
+
+    def live_counts(self, now: int) -> tuple[int, int]:
+        leases, claims = next(self._rows("live_counts", now=now))
+        return int(leases), int(claims)
+
+    def hot_keys(self, since: int, limit: int) -> list[tuple[str, int]]:
+        return [(k, int(n)) for k, n in self._rows("hot_keys", since=since, limit=limit)]
+
+    def expiring_holders(self, since: int, limit: int) -> list[tuple[str, int, int]]:
+        rows = self._rows("expiring_holders", since=since, limit=limit)
+        return [(h, int(e), int(n)) for h, e, n in rows]
+
+    def hold_times(self, since: int, limit: int) -> list[int]:
+        return [int(h) for (h,) in self._rows("hold_times", since=since, limit=limit)]
+
+    def timeline(self, start: int, bucket_ms: int) -> list[tuple[int, str, int]]:
+        rows = self._rows("timeline", start=start, bucket=bucket_ms)
+        return [(int(slot), kind, int(n)) for slot, kind, n in rows]
+
+    def prune_events(self, max_count: int, before: int, batch: int) -> int:
+        with self._tx() as cur:
+            cur.execute(Q["serialize_pruning"])
+            newest = int(_first(cur.execute(Q["max_event_id"])))
+            params = {"batch": batch, "over_count": newest - max_count, "before": before}
+            upto = _first(cur.execute(Q["prune_upto"], params))
+            if upto is None:
+                return 0
+            cur.execute(Q["fold_events"], {"upto": upto})
+            deleted = cur.execute(Q["delete_events"], {"upto": upto}).rowcount
+            cur.execute(Q["set_pruned"], {"upto": upto})
+            return int(deleted)
+
+
+def _first(cur: psycopg.Cursor[Any]) -> Any:
+    row = cur.fetchone()
+    return None if row is None else row[0]
