@@ -145,7 +145,9 @@ def add_view_tools(server: MCPServer[Any], resolve: Resolver) -> None:
     @server.tool(annotations=READ)
     @reported
     async def show_item(ctx: Context, item_id: ItemId) -> m.ItemViewOut:
-        """One item with its lease, the lease's state and its ownership transfers."""
+        """One item: its fields, its lease (holder, task, expiry), the lease's state (live,
+        stalled, lapsed or none) and its ownership transfers. Look here before claiming, or
+        after a stale_token to see who has the item now."""
         return await act(ctx, resolve, lambda b: m.ItemViewOut.of(b.show_item(item_id)))
 
     @server.tool(annotations=WRITE)
@@ -180,7 +182,7 @@ def add_claim_tools(server: MCPServer[Any], resolve: Resolver) -> None:
             bool,
             Field(
                 description="take over an item assigned to someone else whose lease lapsed; "
-                "needs a reason; only when you know they stopped"
+                "say why in reason; only when you know they stopped"
             ),
         ] = False,
         reason: Annotated[str | None, Field(description="why you take it over")] = None,

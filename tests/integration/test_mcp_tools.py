@@ -1,0 +1,250 @@
+"""Every MCP tool through the SDK's in-process client, on each backend: what it returns
+(structuredContent matching its output schema), each refusal as a tool error naming the code and
+the facts, and the heartbeat of every call (SPEC §7)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from datetime import UTC, datetime
+
+import pytest
+from _mcp import TOOLS, call, refused
+from mcp import Client
+
+import tenure
+from tenure.mcp import ServiceBackend, build_server
+from tenure.principals import Principals
+
+pytestmark = pytest.mark.anyio
+Agent = Callable[..., AbstractAsyncContextManager[Client]]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def service(make_service: Callable[..., tenure.Service], clock: tenure.FakeClock) -> tenure.Service:
+    clock.set(int(time.time() * 1000))  # error texts word instants relative to the real now
+    return make_service()
+
+
+@pytest.fixture
+def agent(service: tenure.Service) -> Agent:
+    """``async with agent("jo/agent-1", roles=(...)) as client``: an in-process MCP session
+    whose tools act as that principal (created in the database, so its roles apply)."""
+
+    @asynccontextmanager
+    async def connect(
+        name: str, kind: str = "agent", roles: tuple[str, ...] = (), parent: str | None = None
+    ) -> AsyncIterator[Client]:
+        me = Principals(service.store).bootstrap(name, kind, roles, parent).principal
+        server = build_server(lambda ctx: ServiceBackend(service, me))
+        async with Client(server) as client:
+            yield client
+
+    return connect
+
+
+def hms(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%H:%M:%SZ")
+
+
+async def test_the_tools_and_their_schemas(agent: Agent) -> None:
+    async with agent("jo") as jo:
+        listed = (await jo.list_tools()).tools
+    assert {t.name for t in listed} == TOOLS
+    for tool in listed:
+        assert tool.output_schema and tool.output_schema.get("type") == "object", tool.name
+        assert len(tool.description or "") > 80, f"{tool.name} is not described for an agent"
+    claim = next(t for t in listed if t.name == "claim")
+    assert {"item_id", "ttl_ms", "task", "takeover", "reason"} <= set(
+        claim.input_schema["properties"]
+    )
+    assert "epoch" in claim.output_schema["properties"]
+    for word in ("epoch", "lease_held", "another item", "30 s"):
+        assert word in (claim.description or "")
+
+
+async def test_whoami_names_the_principal(agent: Agent) -> None:
+    async with agent("jo/agent-1", parent=None, roles=("supervisor",)) as jo:
+        me = await call(jo, "whoami")
+    assert me == {"name": "jo/agent-1", "kind": "agent", "roles": ["supervisor"], "parent": None}
+
+
+async def test_create_show_ready_and_their_refusals(agent: Agent) -> None:
+    async with agent("jo") as jo:
+        made = (await call(jo, "create_item", title="fix login", id="login", priority=1))["item"]
+        assert (made["id"], made["status"], made["created_by"]) == ("login", "open", "jo")
+        await call(jo, "create_item", title="later", id="later", labels=["x"], body="b")
+        ready = (await call(jo, "ready"))["items"]
+        assert [i["id"] for i in ready] == ["login", "later"]  # most urgent first
+        assert [i["id"] for i in (await call(jo, "ready", limit=1))["items"]] == ["login"]
+        shown = await call(jo, "show_item", item_id="login")
+        assert (shown["item"]["title"], shown["lease"], shown["lease_state"]) == (
+            "fix login", None, "none",
+        )  # fmt: skip
+        await refused(jo, "create_item", "conflict", title="again", id="login")
+        text = await refused(jo, "create_item", "invalid_request", title="bad", id="no spaces")
+        assert "id" in text and "Fix the argument" in text
+        text = await refused(jo, "show_item", "not_found", item_id="nope")
+        assert text.startswith("not_found: no item 'nope'")
+
+
+async def test_claim_progress_complete(agent: Agent, service: tenure.Service) -> None:
+    async with agent("jo/agent-1") as jo:
+        await call(jo, "create_item", title="fix login", id="login")
+        claim = await call(jo, "claim", item_id="login", task="fix-login", ttl_ms=20_000)
+        epoch = claim["epoch"]
+        assert epoch == claim["lease"]["token"] == claim["item"]["epoch"] > 0
+        assert (claim["lease"]["holder"], claim["lease"]["task"]) == ("jo/agent-1", "fix-login")
+        assert claim["item"]["status"] == "in_progress"
+        again = await call(jo, "claim", item_id="login")  # your own claim: renewed, same epoch
+        assert again["epoch"] == epoch
+        item = await call(jo, "progress", item_id="login", epoch=epoch, message="half", percent=50)
+        assert item["item"]["progress"]["message"] == "half"
+        done = await call(jo, "complete", item_id="login", epoch=epoch, result={"pr": 7}, op_id="a")
+        assert (done["item"]["status"], done["item"]["result"], done["duplicate"]) == (
+            "done", {"pr": 7}, False,
+        )  # fmt: skip
+        repeat = await call(jo, "complete", item_id="login", epoch=epoch, op_id="a")
+        assert repeat["duplicate"] is True
+    assert service.items.get("login").item.status == "done"
+
+
+async def test_a_conflict_names_the_holder_task_and_expiry(agent: Agent) -> None:
+    async with agent("jo/agent-3") as jo, agent("kim/agent-1") as kim:
+        await call(jo, "create_item", title="fix login", id="login")
+        lease = (await call(jo, "claim", item_id="login", task="fix-login"))["lease"]
+        text = await refused(kim, "claim", "lease_held", item_id="login")
+        assert f"held by jo/agent-3 (task fix-login) until {hms(lease['expires_at'])}" in text
+        assert "pick another item" in text and "do not take it over" in text
+        assert (await call(kim, "ready"))["items"] == []
+        text = await refused(kim, "renew", "not_holder", item_id="login")
+        assert "held by jo/agent-3" in text
+
+
+async def test_a_lapsed_claim_is_assigned_to_other_until_a_takeover_with_reason(
+    agent: Agent, clock: tenure.FakeClock
+) -> None:
+    async with agent("jo/agent-3") as jo, agent("kim/agent-1") as kim:
+        await call(jo, "create_item", title="fix login", id="login")
+        old = (await call(jo, "claim", item_id="login", ttl_ms=5000))["epoch"]
+        clock.advance(6000)
+        text = await refused(kim, "claim", "assigned_to_other", item_id="login")
+        assert "assigned to jo/agent-3 (lease expired); their lease lapsed at" in text
+        assert "takeover=true and a reason" in text and "another item" in text
+        taken = await call(kim, "claim", item_id="login", takeover=True, reason="jo is gone")
+        assert taken["epoch"] > old and taken["item"]["assignee"] == "kim/agent-1"
+        text = await refused(jo, "progress", "stale_token", item_id="login", epoch=old, message="x")
+        assert f"current token is {taken['epoch']}" in text and "stop this work" in text
+        await refused(jo, "complete", "stale_token", item_id="login", epoch=old)
+        shown = await call(kim, "show_item", item_id="login")
+        assert [t["reason"] for t in shown["transfers"]][-1] == "taken_over"
+
+
+async def test_renew_extend_release(agent: Agent, clock: tenure.FakeClock) -> None:
+    async with agent("jo") as jo:
+        await call(jo, "create_item", title="t", id="a")
+        await refused(jo, "renew", "not_found", item_id="a")  # never claimed
+        epoch = (await call(jo, "claim", item_id="a", ttl_ms=5000))["epoch"]
+        lease = (await call(jo, "renew", item_id="a", ttl_ms=8000))["lease"]
+        assert (lease["token"], lease["ttl_ms"]) == (epoch, 8000)
+        ext = await call(jo, "extend", item_id="a", by_ms=60_000)
+        assert ext["extended"] and not ext["capped"]
+        assert ext["granted_until"] == clock.now_ms() + 60_000
+        capped = await call(jo, "extend", item_id="a", by_ms=10**10, epoch=epoch)
+        assert capped["capped"] and capped["granted_until"] < capped["requested_until"]
+        await refused(jo, "extend", "invalid_request", item_id="a")  # neither by_ms nor until
+        released = await call(jo, "release", item_id="a")
+        assert released["released"] and released["item"]["status"] == "open"
+        assert released["item"]["assignee"] is None
+        assert (await call(jo, "release", item_id="a"))["released"] is False  # idempotent
+        text = await refused(jo, "renew", "lease_lost", item_id="a", epoch=epoch)
+        assert "released" in text and "claim or acquire it again" in text
+
+
+async def test_queue_and_briefing(agent: Agent, clock: tenure.FakeClock) -> None:
+    async with agent("jo") as jo, agent("kim") as kim:
+        for item_id in ("a", "b", "c"):
+            await call(jo, "create_item", title=item_id, id=item_id)
+        await call(jo, "claim", item_id="a")
+        await call(jo, "claim", item_id="b", ttl_ms=2000)
+        clock.advance(2500)  # b lapses (a is renewed by every call jo makes)
+        queue = (await call(jo, "queue"))["items"]
+        assert {(v["item"]["id"], v["lease_state"]) for v in queue} == {
+            ("a", "live"), ("b", "lapsed"),
+        }  # fmt: skip
+        theirs = (await call(kim, "queue", principal="jo"))["items"]
+        assert {v["item"]["id"] for v in theirs} == {"a", "b"}
+        brief = await call(jo, "briefing", ready=3)
+        assert brief["principal"] == "jo"
+        assert [v["item"]["id"] for v in brief["carrying"]] == ["a"]
+        assert [v["item"]["id"] for v in brief["lapsed"]] == ["b"]
+        assert [i["id"] for i in brief["ready"]] == ["c"]
+        await refused(jo, "briefing", "invalid_request", ready=10**9)
+
+
+async def test_locks(agent: Agent) -> None:
+    async with agent("jo") as jo, agent("kim") as kim:
+        lease = (await call(jo, "acquire_lock", key="deploy/prod", task="release-42"))["lease"]
+        assert (lease["holder"], lease["ttl_ms"], lease["state"]) == ("jo", 30_000, "live")
+        text = await refused(kim, "acquire_lock", "lease_held", key="deploy/prod")
+        assert f"held by jo (task release-42) until {hms(lease['expires_at'])}" in text
+        renewed = (await call(jo, "renew_lock", key="deploy/prod", token=lease["token"]))["lease"]
+        assert renewed["token"] == lease["token"] and renewed["renewals"] >= 1
+        await refused(kim, "renew_lock", "not_holder", key="deploy/prod", token=lease["token"])
+        await refused(kim, "release_lock", "not_holder", key="deploy/prod")
+        await refused(jo, "acquire_lock", "invalid_request", key="x", ttl_ms=1)
+        listed = (await call(kim, "list_leases", prefix="deploy/"))["leases"]
+        assert [x["key"] for x in listed] == ["deploy/prod"]
+        assert (await call(kim, "list_leases", holder="kim"))["leases"] == []
+        released = await call(jo, "release_lock", key="deploy/prod", token=lease["token"])
+        assert released["released"] and released["lease"]["state"] == "released"
+        assert (await call(jo, "release_lock", key="deploy/prod"))["released"] is False
+        text = await refused(
+            jo, "renew_lock", "lease_lost", key="deploy/prod", token=lease["token"]
+        )
+        assert "released" in text
+
+
+async def test_force_release(agent: Agent) -> None:
+    async with agent("jo") as jo, agent("kim") as kim, agent("root", roles=("admin",)) as root:
+        await call(jo, "create_item", title="t", id="a")
+        epoch = (await call(jo, "claim", item_id="a"))["epoch"]
+        await call(jo, "acquire_lock", key="deploy/prod")
+        text = await refused(kim, "force_release", "forbidden", item_id="a", reason="stuck")
+        assert "kim" in text
+        await refused(root, "force_release", "invalid_request", reason="stuck")
+        await refused(root, "force_release", "invalid_request", reason="x", key="k", item_id="a")
+        ended = await call(root, "force_release", item_id="a", reason="stuck for an hour")
+        assert ended["lease"]["state"] == "force_released" and ended["item"]["id"] == "a"
+        await refused(jo, "complete", "stale_token", item_id="a", epoch=epoch)
+        lock = await call(root, "force_release", key="deploy/prod", reason="deploy is stuck")
+        assert lock["lease"]["state"] == "force_released" and lock["item"] is None
+        await refused(root, "force_release", "not_found", key="deploy/prod", reason="again")
+
+
+async def test_every_call_is_a_heartbeat(agent: Agent, clock: tenure.FakeClock) -> None:
+    async with agent("jo") as jo, agent("kim") as kim:
+        await call(jo, "create_item", title="t", id="a")
+        await call(jo, "claim", item_id="a", ttl_ms=3000)
+        await call(jo, "acquire_lock", key="k", ttl_ms=3000)
+        for _ in range(4):  # 8 s in all, well past the 3 s ttl, with a call every 2 s
+            clock.advance(2000)
+            await call(jo, "ready")
+        held = {x["key"]: x["holder"] for x in (await call(kim, "list_leases"))["leases"]}
+        assert held == {"items/a": "jo", "k": "jo"}
+        clock.advance(2000)
+        beat = await call(jo, "heartbeat")
+        assert sorted(x["key"] for x in beat["renewed"]) == ["items/a", "k"]
+        assert beat["lost"] == []
+        only = await call(jo, "heartbeat", keys=["k", "gone"])
+        assert [x["key"] for x in only["renewed"]] == ["k"]
+        assert only["lost"] == [{"key": "gone", "reason": "not_held", "token": None}]
+        clock.advance(3500)  # kim's calls renew only kim's leases: jo's lapse
+        assert (await call(kim, "list_leases"))["leases"] == []
+        await call(kim, "claim", item_id="a", takeover=True, reason="jo stopped calling")
