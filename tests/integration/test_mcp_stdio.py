@@ -1,0 +1,85 @@
+"""``tenure mcp`` launched as a subprocess by the SDK's stdio client, as a desktop agent
+launches it: against a real server with ``TENURE_URL``/``TENURE_TOKEN``, and in direct mode on
+the database."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+from _mcp import TOOLS, call, refused
+from mcp import Client, StdioServerParameters
+
+import tenure
+
+if TYPE_CHECKING:
+    from conftest import LiveServer
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+TENURE = str(Path(sys.executable).parent / "tenure")
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@asynccontextmanager
+async def launched(*args: str, env: dict[str, str]) -> AsyncIterator[Client]:
+    params = StdioServerParameters(command=TENURE, args=["mcp", *args], env=env)
+    async with Client(params, read_timeout_seconds=30) as client:
+        yield client
+
+
+async def test_over_a_server_with_url_and_token(live_server: LiveServer) -> None:
+    env = {"TENURE_URL": live_server.url, "TENURE_TOKEN": live_server.token_for("jo/agent-1")}
+    with tenure.Client(live_server.url, token=live_server.admin_token) as admin:
+        admin.items.create("fix login", id="login")
+        admin.acquire("deploy/prod", task="release-42")
+    async with launched(env=env) as jo:
+        assert {t.name for t in (await jo.list_tools()).tools} == TOOLS
+        assert (await call(jo, "whoami"))["name"] == "jo/agent-1"
+        claim = await call(jo, "claim", item_id="login", task="fix")
+        await call(jo, "progress", item_id="login", epoch=claim["epoch"], message="half")
+        done = await call(jo, "complete", item_id="login", epoch=claim["epoch"])
+        assert done["item"]["status"] == "done"
+        text = await refused(jo, "acquire_lock", "lease_held", key="deploy/prod")
+        assert "held by root (task release-42) until " in text
+
+
+async def test_a_bad_token_is_a_tool_error(live_server: LiveServer) -> None:
+    env = {"TENURE_URL": live_server.url, "TENURE_TOKEN": "tnr_000000000000_" + "x" * 43}
+    async with launched(env=env) as nobody:
+        text = await refused(nobody, "ready", "unauthenticated")
+    assert "token" in text
+
+
+async def test_direct_mode_on_the_database(store_url: str) -> None:
+    args = ("--db", store_url, "--principal", "cron/agent")
+    async with launched(*args, env={}) as cron:
+        await call(cron, "create_item", title="nightly", id="n1")
+        claim = await call(cron, "claim", item_id="n1")
+        assert claim["lease"]["holder"] == "cron/agent"
+        assert (await call(cron, "heartbeat"))["renewed"][0]["key"] == "items/n1"
+    store = tenure.open_store(store_url)
+    try:
+        assert tenure.Service(store).items.get("n1").item.assignee == "cron/agent"
+    finally:
+        store.close()
+
+
+def test_direct_mode_needs_a_principal(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [TENURE, "mcp", "--db", f"sqlite:///{tmp_path}/t.db"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 2 and "--principal" in done.stderr
+    assert done.stdout == ""
