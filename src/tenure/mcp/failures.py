@@ -5,6 +5,7 @@ should do about it. Never the SDK's bare "Error executing tool"."""
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import ParamSpec, TypeVar, cast
@@ -62,7 +63,8 @@ def error_result(err: TenureError) -> CallToolResult:
 
 
 def reported(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
-    """The tool ``fn``, answering a :class:`~tenure.TenureError` with a tool error result.
+    """The tool ``fn``, answering a :class:`~tenure.TenureError` with a tool error result, its
+    docstring dedented (the SDK sends ``__doc__`` as it is).
 
     ``functools.wraps`` keeps ``fn``'s signature, so the SDK derives the same input and output
     schemas from the wrapper; the SDK passes a returned ``CallToolResult`` through as it is.
@@ -75,4 +77,5 @@ def reported(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
         except TenureError as err:
             return cast(R, error_result(err))
 
+    tool.__doc__ = inspect.cleandoc(fn.__doc__ or "")  # the tool's description, dedented
     return tool

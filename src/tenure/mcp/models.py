@@ -19,6 +19,8 @@ from tenure.core.models import (
 )
 from tenure.work import Briefing, Claim, Completion, ItemRelease
 
+JSON_VALUE: dict[str, Any] = {"type": ["object", "array", "string", "number", "boolean", "null"]}
+
 
 class Out(BaseModel):
     model_config = ConfigDict(populate_by_name=True)
@@ -71,7 +73,9 @@ class ItemOut(Out):
     epoch: int = Field(description="the token of the item's latest claim; 0 if never claimed")
     progress: dict[str, Any] | None = None
     progress_at: int | None = None
-    result: Any = None
+    result: Any = Field(
+        None, description="what completed it (any JSON)", json_schema_extra=JSON_VALUE
+    )
     created_by: str = ""
     created_at: int = 0
     updated_at: int = 0

@@ -270,7 +270,11 @@ def add_claim_tools(server: MCPServer[Any], resolve: Resolver) -> None:
         item_id: ItemId,
         epoch: Epoch,
         result: Annotated[
-            Any, Field(description="the outcome, any JSON (a summary, links)")
+            Any,
+            Field(
+                description="the outcome, any JSON (a summary, links)",
+                json_schema_extra=m.JSON_VALUE,
+            ),
         ] = None,
         op_id: Annotated[
             str | None, Field(description="an id of this completion; repeating it is safe")
