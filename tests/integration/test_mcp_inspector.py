@@ -1,0 +1,85 @@
+"""A real third-party MCP client, the MCP Inspector CLI, against ``/mcp`` on a real server
+(streamable HTTP with an ``Authorization`` header) and against ``tenure mcp`` (stdio). Its exit
+code does not say whether a tool failed: the tests read the JSON it prints."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+from _mcp import TOOLS
+from _mcp_inspector import Inspector, install
+
+import tenure
+
+if TYPE_CHECKING:
+    from conftest import LiveServer
+
+pytestmark = pytest.mark.slow
+TENURE = str(Path(sys.executable).parent / "tenure")
+
+
+@pytest.fixture(scope="session")
+def inspector_cache() -> Path:
+    return install()
+
+
+@pytest.fixture
+def inspector(inspector_cache: Path, tmp_path: Path) -> Inspector:
+    home = tmp_path / "inspector-home"
+    home.mkdir()
+    return Inspector(home, inspector_cache)
+
+
+def claim_args(item_id: str) -> tuple[str, ...]:
+    return ("--method", "tools/call", "--tool-name", "claim", "--tool-arg", f"item_id={item_id}")
+
+
+def test_over_http_with_an_authorization_header(
+    live_server: LiveServer, inspector: Inspector
+) -> None:
+    url = f"{live_server.url}/mcp"
+    ann = f"Authorization: Bearer {live_server.token_for('ann/agent-1')}"
+    bob = f"Authorization: Bearer {live_server.token_for('bob/agent-1')}"
+    with tenure.Client(live_server.url, token=live_server.admin_token) as admin:
+        admin.items.create("fix login", id="login")
+
+    listed = inspector.run(url, "--transport", "http", "--header", ann, "--method", "tools/list",
+                           "--strict")  # fmt: skip
+    assert listed.code == 0, listed.err  # --strict: no error-severity schema problem
+    tools = listed.json()["tools"]
+    assert {t["name"] for t in tools} == TOOLS
+    assert all(t["outputSchema"]["type"] == "object" for t in tools)
+
+    won = inspector.run(url, "--transport", "http", "--header", ann, *claim_args("login"))
+    assert won.code == 0, won.err
+    claim = won.json()["structuredContent"]
+    assert (claim["lease"]["holder"], claim["item"]["assignee"]) == ("ann/agent-1",) * 2
+    assert claim["epoch"] == claim["lease"]["token"] > 0
+
+    lost = inspector.run(url, "--transport", "http", "--header", bob, *claim_args("login"))
+    reply = lost.json()
+    assert reply["isError"] is True
+    assert reply["content"][0]["text"].startswith("lease_held: items/login held by ann/agent-1")
+
+    anonymous = inspector.run(url, "--transport", "http", *claim_args("login"))
+    assert anonymous.code != 0 and anonymous.out == ""
+    assert "auth" in anonymous.err.lower()
+
+
+def test_over_stdio(live_server: LiveServer, inspector: Inspector) -> None:
+    token = live_server.token_for("cy/agent-1")
+    with tenure.Client(live_server.url, token=live_server.admin_token) as admin:
+        admin.items.create("write docs", id="docs")
+    env = ("-e", f"TENURE_URL={live_server.url}", "-e", f"TENURE_TOKEN={token}")
+    won = inspector.run(*env, *claim_args("docs"), "--tool-arg", "task=docs", "--", TENURE, "mcp")
+    assert won.code == 0, won.err
+    lease = won.json()["structuredContent"]["lease"]
+    assert (lease["key"], lease["holder"], lease["task"]) == ("items/docs", "cy/agent-1", "docs")
+
+    missing = inspector.run(*env, *claim_args("nope"), "--", TENURE, "mcp")
+    reply = missing.json()
+    assert reply["isError"] is True
+    assert reply["content"][0]["text"].startswith("not_found: no item 'nope'")
