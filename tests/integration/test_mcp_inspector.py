@@ -1,6 +1,6 @@
 """A real third-party MCP client, the MCP Inspector CLI, against ``/mcp`` on a real server
-(streamable HTTP with an ``Authorization`` header) and against ``tenure mcp`` (stdio). Its exit
-code does not say whether a tool failed: the tests read the JSON it prints."""
+(streamable HTTP with an ``Authorization`` header) and against ``tenure mcp`` (stdio). The tests
+read the JSON it prints (a tool error is a result with ``isError``), not only its exit code."""
 
 from __future__ import annotations
 

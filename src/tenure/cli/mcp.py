@@ -36,8 +36,8 @@ def mcp(db: str | None, principal: str | None) -> None:
     on stdin/stdout until stdin closes. The calls go to the server at $TENURE_URL with
     $TENURE_TOKEN (or --url/--token, or the saved login), as that token's principal; with --db
     (or a database URL as --url) they run directly on the database as --principal. Every tool
-    call renews the caller's live leases. With --json, a startup error is a JSON problem on
-    stderr. Nothing but MCP messages is written to stdout."""
+    call renews the caller's live leases. With --json, a tenure error at startup is a JSON
+    problem on stderr. Nothing but MCP messages is written to stdout."""
     from tenure.mcp.backend import ClientBackend
     from tenure.mcp.tools import build_server
 
