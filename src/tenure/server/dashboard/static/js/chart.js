@@ -14,11 +14,20 @@ function value(bucket, key) {
   return bucket[key] || 0;
 }
 
-function niceMax(max) {
-  if (max <= 4) return 4;
-  const mag = 10 ** Math.floor(Math.log10(max));
-  for (const m of [1, 2, 2.5, 5, 10]) if (m * mag >= max) return m * mag;
-  return 10 * mag;
+// Integer ticks: the smallest step of 1, 2 or 5 × 10^k that covers `max` in at most 4 steps.
+function ticks(max) {
+  let step = 1;
+  for (let mag = 1; ; mag *= 10) {
+    const found = [1, 2, 5].map((m) => m * mag).find((s) => s * 4 >= max);
+    if (found) {
+      step = found;
+      break;
+    }
+  }
+  const top = Math.max(step, Math.ceil(max / step) * step);
+  const values = [];
+  for (let v = 0; v <= top; v += step) values.push(v);
+  return { top, values };
 }
 
 export function endingsChart(timeline) {
@@ -27,18 +36,18 @@ export function endingsChart(timeline) {
   const pad = { l: 40, r: 8, t: 10, b: 24 };
   const buckets = timeline.buckets || [];
   const n = Math.max(buckets.length, 1);
-  const max = niceMax(Math.max(0, ...buckets.map((b) => SERIES.reduce((t, x) => t + value(b, x.key), 0))));
+  const scale = ticks(Math.max(0, ...buckets.map((b) => SERIES.reduce((t, x) => t + value(b, x.key), 0))));
+  const max = scale.top;
   const iw = W - pad.l - pad.r;
   const ih = H - pad.t - pad.b;
   const bw = iw / n;
   const y = (v) => pad.t + ih - (v / max) * ih;
 
   const grid = [];
-  for (let i = 0; i <= 4; i++) {
-    const v = (max / 4) * i;
+  for (const v of scale.values) {
     grid.push(
       s("line", { x1: pad.l, x2: W - pad.r, y1: y(v), y2: y(v), class: "grid" }),
-      s("text", { x: pad.l - 6, y: y(v) + 4, class: "axis", "text-anchor": "end" }, fmtInt(Math.round(v))),
+      s("text", { x: pad.l - 6, y: y(v) + 4, class: "axis", "text-anchor": "end" }, fmtInt(v)),
     );
   }
 

@@ -149,7 +149,7 @@ export function problemBox(problem, extraClass = "") {
 
 export function showProblem(el, problem) {
   el.hidden = false;
-  clear(el, problemBox(problem).childNodes);
+  clear(el, [...problemBox(problem).childNodes]);
 }
 
 export function toast(message, kind = "info", problem = null) {

@@ -51,13 +51,20 @@ export async function startFeed(onUnauthorized) {
   const signal = controller.signal;
   setState("connecting");
   let after = null;
-  try {
-    const recent = await recentEvents({}, 100, signal);
-    for (const e of recent.events) push(e);
-    after = Math.max(recent.next, feed.lastId);
-  } catch (err) {
-    if (signal.aborted) return;
-    after = null; // the stream's own default: from now on
+  // The stream starts after `after` (its default, 0, would replay the whole log): find the
+  // newest events first, retrying until the server answers.
+  for (let delay = 1000; after === null; delay = Math.min(delay * 2, 15_000)) {
+    try {
+      const recent = await recentEvents({}, 100, signal);
+      for (const e of recent.events) push(e);
+      after = Math.max(recent.next, feed.lastId);
+    } catch (err) {
+      if (signal.aborted) return;
+      setState("error", err?.problem ?? null);
+      if (err?.status === 401) return;
+      await new Promise((resolve) => setTimeout(resolve, delay));
+      if (signal.aborted) return;
+    }
   }
   if (signal.aborted || !session.token) return;
   stream = new EventStream({

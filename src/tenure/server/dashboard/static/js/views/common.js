@@ -1,11 +1,23 @@
 // Pieces shared by the views: event rows, countdown cells, item rows.
 
 import { clock } from "../api.js";
-import { badge, fmtCountdown, fmtTime, h, itemLink, keyLink, timeEl } from "../dom.js";
+import { badge, fmtCountdown, fmtDuration, fmtTime, h, itemLink, keyLink, timeEl } from "../dom.js";
+
+// A reason given by an authority (force-release, takeover) stands out; others do not.
+function reasonClass(e) {
+  return e.type === "force_released" || e.type === "taken_over" ? "reason reason-forced" : "reason";
+}
+
+// One field of an event's data, readably: durations and instants formatted, the rest as JSON.
+function dataField(k, v) {
+  if (typeof v === "number" && k.endsWith("_ms")) return `${k.slice(0, -3).replace(/_/g, " ")} ${fmtDuration(v)}`;
+  if (typeof v === "number" && (k === "deadline" || k.endsWith("_at") || k === "until")) return `${k.replace(/_/g, " ")} ${fmtTime(v)}`;
+  return `${k.replace(/_/g, " ")} ${typeof v === "string" ? v : JSON.stringify(v)}`;
+}
 
 export function eventDetails(e) {
   const parts = [];
-  if (e.reason) parts.push(h("span", { class: "reason" }, `reason: ${e.reason}`));
+  if (e.reason) parts.push(h("span", { class: reasonClass(e) }, `reason: ${e.reason}`));
   const data = { ...(e.data || {}) };
   if (e.type === "progress") {
     const pct = data.percent !== undefined ? `${data.percent}% ` : "";
@@ -13,8 +25,12 @@ export function eventDetails(e) {
     delete data.message;
     delete data.percent;
   }
-  const rest = Object.keys(data).length ? JSON.stringify(data) : "";
-  if (rest) parts.push(h("span", { class: "mono muted data" }, rest.length > 140 ? `${rest.slice(0, 140)}…` : rest));
+  if (e.key === `items/${data.item}`) delete data.item;
+  const rest = Object.entries(data)
+    .filter(([, v]) => v !== null && v !== undefined)
+    .map(([k, v]) => dataField(k, v))
+    .join(" · ");
+  if (rest) parts.push(h("span", { class: "muted data" }, rest.length > 160 ? `${rest.slice(0, 160)}…` : rest));
   return parts;
 }
 
@@ -50,7 +66,7 @@ export function eventLine(e) {
     badge(e.type),
     h("span", { class: "event-line-key" }, e.key ? keyLink(e.key) : ""),
     h("span", { class: "muted event-line-who" }, e.actor && e.actor !== e.holder ? `${e.holder ?? ""} · by ${e.actor}` : e.holder ?? ""),
-    e.reason ? h("span", { class: "reason" }, e.reason) : null,
+    e.reason ? h("span", { class: reasonClass(e) }, e.reason) : null,
   );
 }
 

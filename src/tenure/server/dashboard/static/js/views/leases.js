@@ -59,9 +59,14 @@ export function leases(el, _arg, query) {
   );
 
   let debounce = null;
+  let pending = false; // filters changed, the first page not asked for yet
   function filtersChanged(delay = 250) {
     clearTimeout(debounce);
+    prev.disabled = next.disabled = true; // the pages change with the filters
+    seq += 1; // a page still loading is stale
+    pending = true;
     debounce = setTimeout(() => {
+      pending = false;
       st.cursors = [null];
       st.page = 0;
       load();
@@ -69,6 +74,7 @@ export function leases(el, _arg, query) {
   }
 
   function go(dir) {
+    if (pending) return;
     if (dir > 0 && !st.hasNext) return;
     if (dir < 0 && st.page === 0) return;
     st.page += dir;
@@ -76,6 +82,7 @@ export function leases(el, _arg, query) {
   }
 
   async function load() {
+    if (pending) return; // the debounced load comes
     const mine = ++seq;
     let r;
     try {
@@ -122,8 +129,8 @@ export function leases(el, _arg, query) {
         ? `Showing ${fmtInt(first + 1)}–${fmtInt(first + st.rows.length)}${filtered ? " matching" : st.total !== null ? ` of ${fmtInt(st.total)}` : ""}`
         : "",
     );
-    prev.disabled = st.page === 0;
-    next.disabled = !st.hasNext;
+    prev.disabled = pending || st.page === 0;
+    next.disabled = pending || !st.hasNext;
   }
 
   function render() {

@@ -78,9 +78,9 @@ export function overview(el) {
       stat("Live claims", fmtInt(r.live_claims)),
       stat("Acquisitions", fmtInt(r.acquisitions), `${fmtInt(w1.acquisitions)} in the last hour`),
       stat("Conflicts", fmtInt(r.conflicts), `${fmtInt(w1.conflicts)} in the last hour`),
-      stat("Expired share · 1 h", fmtShare(w1.expired_share), `${fmtInt(w1.expired)} of ${fmtInt(w1.ended)} endings`, shareClass(w1.expired_share)),
-      stat("Expired share · 24 h", fmtShare(w24.expired_share), `${fmtInt(w24.expired)} of ${fmtInt(w24.ended)} endings`, shareClass(w24.expired_share)),
-      stat("Hold time p50", fmtDuration(r.hold_ms?.p50), `p99 ${fmtDuration(r.hold_ms?.p99)} · ${fmtInt(r.hold_ms?.count)} holds`),
+      stat("Expired · last hour", fmtShare(w1.expired_share), `${fmtInt(w1.endings?.expired)} of ${fmtInt(w1.ended)} endings`, shareClass(w1.expired_share)),
+      stat("Expired · last day", fmtShare(w24.expired_share), `${fmtInt(w24.endings?.expired)} of ${fmtInt(w24.ended)} endings`, shareClass(w24.expired_share)),
+      stat("Hold time p50", fmtDuration(r.hold_ms?.p50), `p99 ${fmtDuration(r.hold_ms?.p99)} · last day`),
     );
     const endings = r.endings ?? {};
     const names = [["released", "Released"], ["completed", "Completed"], ["expired", "Expired"], ["force_released", "Force-released"], ["taken_over", "Taken over"]];

@@ -1,0 +1,485 @@
+"""The web dashboard in a real headless Chromium against a real server.
+
+Playwright drives Debian's ``/usr/bin/chromium`` (never ``playwright install``, which downloads a
+browser of its own); a missing browser fails these tests, it never skips them. ``.ci/run``
+installs Chromium when it is missing.
+
+The browser tests run on SQLite only (``backend`` is pinned below): they test the page, and every
+API route the page calls is proven on both backends by the contract and server suites. One
+browser per backend would double the slowest tests for no new evidence.
+
+Screenshots of each main page go to ``artifacts/screenshots/`` (gitignored). With
+``TENURE_UPDATE_SCREENSHOT=1`` the overview is also written to ``docs/img/dashboard.png``, the
+picture in the README (see ``test_screenshots``).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+import tenure
+from procs import free_port
+from tenure.principals import Principals
+from tenure.server import create_app
+from tenure.settings import Settings
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-component-update",
+    "--disable-sync",
+]
+ROOT = Path(__file__).resolve().parents[2]
+SHOTS = ROOT / "artifacts" / "screenshots"
+README_SHOT = ROOT / "docs" / "img" / "dashboard.png"
+VIEWPORT = {"width": 1440, "height": 900}
+
+expect.set_options(timeout=5_000)
+
+
+@pytest.fixture
+def backend() -> str:
+    """SQLite only: see the module docstring."""
+    return "sqlite"
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium (.ci/run does)")
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+class Tab:
+    """One browser tab on the dashboard, collecting script errors (a test fails on any)."""
+
+    def __init__(self, browser: Browser, url: str) -> None:
+        self.context = browser.new_context(viewport=VIEWPORT)  # type: ignore[arg-type]
+        self.page = self.context.new_page()
+        self.url = url
+        self.errors: list[str] = []
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+
+    def sign_in(self, token: str, name: str) -> Page:
+        page = self.page
+        page.goto(self.url + "/")
+        page.fill("#signin-token", token)
+        page.click("#signin-submit")
+        expect(page.locator("#whoami-name")).to_have_text(name)
+        return page
+
+    def go(self, route: str) -> Page:
+        self.page.evaluate("r => { location.hash = r; }", route)
+        return self.page
+
+    def live(self) -> None:
+        expect(self.page.locator("#stream-state")).to_have_text("live")
+
+    def shot(self, name: str) -> None:
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        self.page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+    def close(self) -> None:
+        self.context.close()
+        assert not self.errors, self.errors
+
+
+@pytest.fixture
+def tabs(browser: Browser) -> Iterator[Any]:
+    opened: list[Tab] = []
+
+    def open_tab(url: str) -> Tab:
+        tab = Tab(browser, url)
+        opened.append(tab)
+        return tab
+
+    yield open_tab
+    for tab in opened:
+        tab.close()
+
+
+def ok(response: httpx.Response) -> Any:
+    assert response.is_success, response.text
+    return response.json()
+
+
+def test_sign_in_shows_the_principal_and_keeps_the_token_out_of_urls(live_server, tabs):
+    tab = tabs(live_server.url)
+    page = tab.page
+    page.goto(live_server.url + "/")
+    page.fill("#signin-token", "tnr_not_a_token")
+    page.click("#signin-submit")
+    problem = page.locator("#signin-error")
+    expect(problem).to_be_visible()
+    expect(problem).to_contain_text("unauthenticated")
+    expect(page.locator("#shell")).to_be_hidden()
+
+    page = tab.sign_in(live_server.admin_token, "root")
+    expect(page.locator("#whoami")).to_contain_text("admin")
+    assert page.evaluate("sessionStorage.getItem('tenure.token')") == live_server.admin_token
+    assert live_server.admin_token not in page.url
+    page.reload()  # the tab remembers the token
+    expect(page.locator("#whoami-name")).to_have_text("root")
+    tab.live()
+
+    page.click("#signout")
+    expect(page.locator("#signin")).to_be_visible()
+    assert page.evaluate("sessionStorage.getItem('tenure.token')") is None
+    tab.shot("signin")
+
+
+def test_a_lease_appears_without_reload_and_counts_down(live_server, tabs):
+    agent = live_server.http(live_server.token_for("build-agent"))
+    tab = tabs(live_server.url)
+    page = tab.sign_in(live_server.admin_token, "root")
+    tab.go("#/leases")
+    tab.live()
+    expect(page.locator("#leases-body")).to_contain_text("No live leases")
+    page.evaluate("window.notReloaded = true")
+
+    lease = ok(agent.post("/v1/leases/acquire", json={"key": "jobs/nightly", "ttl_ms": 30_000}))
+    row = page.locator('tr[data-key="jobs/nightly"]')
+    # Periodic refresh is every 5 s: within 3 s only the event stream can have brought it.
+    expect(row).to_be_visible(timeout=3_000)
+    expect(row).to_contain_text("build-agent")
+    expect(row.locator("td").nth(3)).to_have_text(str(lease["lease"]["token"]))
+    countdown = row.locator(".cd-text")
+    first = countdown.inner_text()
+    assert re.fullmatch(r"(29|30)s", first), first
+    expect(countdown).not_to_have_text(first, timeout=2_500)  # it ticks
+    assert page.evaluate("window.notReloaded") is True
+
+
+def test_a_short_lease_expires_into_the_event_feed(live_server, tabs):
+    agent = live_server.http(live_server.token_for("etl-nightly"))
+    tab = tabs(live_server.url)
+    page = tab.sign_in(live_server.admin_token, "root")
+    tab.go("#/leases")
+    tab.live()
+    ok(agent.post("/v1/leases/acquire", json={"key": "etl/orders", "ttl_ms": 1_000}))
+    row = page.locator('tr[data-key="etl/orders"]')
+    expect(row).to_be_visible(timeout=3_000)
+    expect(row).to_be_hidden(timeout=5_000)  # gone once its `expired` event arrives
+
+    tab.go("#/events")
+    expired = page.locator('#events-body tr[data-type="expired"]')
+    expect(expired).to_have_count(1)
+    expect(expired).to_contain_text("etl/orders")
+    expect(expired).to_contain_text("etl-nightly")
+
+
+def test_force_release_requires_a_reason_that_shows_in_the_history(live_server, tabs):
+    worker = live_server.http(live_server.token_for("deploy-bot"))
+    ok(worker.post("/v1/leases/acquire", json={"key": "deploy/prod", "ttl_ms": 60_000}))
+    ok(worker.post("/v1/leases/acquire", json={"key": "deploy/staging", "ttl_ms": 60_000}))
+
+    # Without a role, no force-release button.
+    viewer = tabs(live_server.url)
+    page = viewer.sign_in(live_server.token_for("viewer", kind="human"), "viewer")
+    viewer.go("#/leases")
+    expect(page.locator('tr[data-key="deploy/prod"]')).to_be_visible()
+    expect(page.locator("[data-action=force-release]")).to_have_count(0)
+
+    tab = tabs(live_server.url)
+    sam = live_server.token_for("sam", kind="human", roles=("supervisor",))
+    page = tab.sign_in(sam, "sam")
+    tab.go("#/leases")
+    tab.live()
+    row = page.locator('tr[data-key="deploy/prod"]')
+    row.locator("[data-action=force-release]").click()
+    dialog = page.locator("#force-dialog")
+    expect(dialog).to_be_visible()
+    page.click("#force-submit")  # no reason: refused in the page, nothing sent
+    expect(dialog).to_be_visible()
+    assert ok(worker.get("/v1/leases/deploy%2Fprod"))["lease"]["state"] == "live"
+    tab.shot("force-release")
+    page.fill("#force-reason", "deploy stuck, holder unreachable")
+    page.click("#force-submit")
+    expect(dialog).to_be_hidden()
+    expect(row).to_be_hidden()
+    lease = ok(worker.get("/v1/leases/deploy%2Fprod"))["lease"]
+    assert lease["state"] == "force_released"
+
+    tab.go("#/events")
+    forced = page.locator('#events-body tr[data-type="force_released"]')
+    expect(forced).to_contain_text("deploy/prod")
+    expect(forced).to_contain_text("deploy stuck, holder unreachable")
+    expect(forced).to_contain_text("sam")
+
+    # A problem from the API is shown readably: the lease ended while the dialog was open.
+    tab.go("#/leases")
+    row = page.locator('tr[data-key="deploy/staging"]')
+    row.locator("[data-action=force-release]").click()
+    ok(worker.post("/v1/leases/release", json={"key": "deploy/staging"}))
+    page.fill("#force-reason", "too late")
+    page.click("#force-submit")
+    problem = page.locator("#force-error")
+    expect(problem).to_be_visible()
+    expect(problem).to_contain_text("not_found")
+    page.click("#force-cancel")
+    expect(page.locator("#force-dialog")).to_be_hidden()
+
+
+def test_item_page_shows_progress_and_transfers_and_force_release(live_server, tabs):
+    admin = live_server.http(live_server.admin_token)
+    worker = live_server.http(live_server.token_for("reviewer-1"))
+    ok(admin.post("/v1/items", json={"id": "login", "title": "Fix the login page", "priority": 1}))
+    epoch = ok(worker.post("/v1/items/login/claim", json={"ttl_ms": 60_000}))["lease"]["token"]
+    body = {"epoch": epoch, "message": "found the bug", "percent": 40}
+    ok(worker.post("/v1/items/login/progress", json=body))
+
+    tab = tabs(live_server.url)
+    page = tab.sign_in(live_server.admin_token, "root")
+    tab.go("#/queue")
+    progress = page.locator("#queue-progress")
+    expect(progress.locator('[data-item="login"]')).to_contain_text("live")
+    expect(page.locator('#queue-people [data-person="reviewer-1"]')).to_contain_text("Fix the")
+    tab.shot("queue")
+    progress.get_by_text("Fix the login page").click()
+    expect(page.locator("#item-title")).to_have_text("Fix the login page")
+    expect(page.locator("#progress")).to_contain_text("40%")
+    expect(page.locator("#progress")).to_contain_text("found the bug")
+    expect(page.locator('#transfers tr[data-reason="claimed"]')).to_contain_text("reviewer-1")
+
+    # Progress reported meanwhile shows up without reload.
+    body = {"epoch": epoch, "message": "fix under review", "percent": 80}
+    ok(worker.post("/v1/items/login/progress", json=body))
+    expect(page.locator("#progress")).to_contain_text("80%")
+    tab.shot("item")
+
+    page.click("#item-force-release")
+    page.fill("#force-reason", "reviewer on leave, reassigning")
+    page.click("#force-submit")
+    forced = page.locator('#transfers tr[data-reason="force_released"]')
+    expect(forced).to_contain_text("reviewer on leave, reassigning")
+    expect(forced).to_contain_text("root")
+    stale = worker.post("/v1/items/login/progress", json={**body, "message": "late"})
+    assert stale.status_code == 409
+
+
+def test_leases_page_through_the_server(live_server, tabs):
+    agent = live_server.http(live_server.token_for("bulk"))
+    for i in range(120):
+        ok(agent.post("/v1/leases/acquire", json={"key": f"load/k-{i:03}", "ttl_ms": 120_000}))
+    for key in ("aaa/first", "other/x"):
+        ok(agent.post("/v1/leases/acquire", json={"key": key, "ttl_ms": 120_000}))
+    tab = tabs(live_server.url)
+    page = tab.sign_in(live_server.admin_token, "root")
+    tab.go("#/leases")
+    rows = page.locator("#leases-body tr")
+    expect(rows).to_have_count(50)
+    expect(rows.first).to_have_attribute("data-key", "aaa/first")
+    page.fill("input[name=prefix]", "load/")
+    expect(rows.first).to_have_attribute("data-key", "load/k-000")
+    expect(page.locator("#leases-range")).to_have_text("Showing 1\u201350 matching")
+    page.click("#leases-next")
+    expect(rows.first).to_have_attribute("data-key", "load/k-050")
+    expect(page.locator("#leases-range")).to_have_text("Showing 51\u2013100 matching")
+    page.click("#leases-next")
+    expect(rows).to_have_count(20)
+    expect(rows.last).to_have_attribute("data-key", "load/k-119")
+    expect(page.locator("#leases-next")).to_be_disabled()
+    page.click("#leases-prev")
+    expect(rows.first).to_have_attribute("data-key", "load/k-050")
+    tab.shot("leases-paged")
+
+
+class ShiftedClock:
+    """The wall clock moved by ``offset`` ms: seeds an hour of history in a few seconds."""
+
+    def __init__(self) -> None:
+        self.offset = 0
+
+    def now_ms(self) -> int:
+        return time.time_ns() // 1_000_000 + self.offset
+
+
+def seed_history(url: str, tokens: dict[str, str], clock: ShiftedClock) -> None:
+    """An hour of a small fleet: acquisitions, releases, expiries, conflicts, force-releases,
+    then live leases and a work queue. Deterministic (seeded)."""
+    rng = random.Random(7)
+    http = {
+        name: httpx.Client(base_url=url, headers={"Authorization": f"Bearer {t}"})
+        for name, t in tokens.items()
+    }
+    workers = ["build-agent-1", "build-agent-2", "etl-nightly", "deploy-bot", "reviewer/ana"]
+    keys = [
+        "jobs/nightly-report",
+        "jobs/reindex",
+        "deploy/prod",
+        "deploy/staging",
+        "etl/orders",
+        "etl/customers",
+        "reports/weekly",
+        "locks/migrations",
+        "cache/warmup",
+    ]
+    flaky = {"etl-nightly": 0.6, "build-agent-2": 0.3}  # how often each one's leases expire
+    clock.offset = -58 * 60_000
+    while clock.offset < -3 * 60_000:  # until three minutes ago
+        held: list[tuple[str, str, int]] = []
+        for key in rng.sample(keys, 5):
+            who = rng.choice(workers)
+            r = http[who].post(
+                "/v1/leases/acquire",
+                json={"key": key, "ttl_ms": 60_000, "task": f"run-{rng.randint(100, 999)}"},
+            )
+            if r.is_success:
+                held.append((who, key, r.json()["lease"]["token"]))
+        for _ in range(rng.randint(1, 4)):  # contention
+            who, key, _token = rng.choice(held)
+            other = rng.choice([w for w in workers if w != who])
+            http[other].post("/v1/leases/acquire", json={"key": key, "ttl_ms": 30_000})
+        clock.offset += rng.randint(15_000, 55_000)  # the work takes a while
+        for who, key, token in held:
+            if rng.random() < 0.04:
+                body = {"key": key, "reason": "holder stuck, unblocking the pipeline"}
+                ok(http["jo"].post("/v1/leases/force-release", json=body))
+            elif rng.random() >= flaky.get(who, 0.1):
+                ok(http[who].post("/v1/leases/release", json={"key": key, "token": token}))
+        clock.offset += 60_000  # the rest expire
+        time.sleep(0.06)  # the reaper records them
+    clock.offset = 0
+    time.sleep(0.3)
+    for i, key in enumerate(keys[:7]):
+        who = workers[i % len(workers)]
+        ok(
+            http[who].post(
+                "/v1/leases/acquire",
+                json={
+                    "key": key,
+                    "ttl_ms": rng.choice([45_000, 90_000, 300_000, 600_000]),
+                    "task": f"run-{rng.randint(100, 999)}",
+                },
+            )
+        )
+    items = [
+        ("login", "Fix the login page redirect loop", 0, ["web", "bug"]),
+        ("reindex", "Reindex the search cluster", 1, ["ops"]),
+        ("docs-api", "Document the fencing API", 2, ["docs"]),
+        ("flaky-ci", "Quarantine the flaky CI job", 1, ["ci"]),
+        ("q3-report", "Quarterly usage report", 3, ["reports"]),
+        ("onboarding", "Onboarding checklist for agents", 2, ["docs"]),
+        ("perf-budget", "Set a latency budget for /v1/leases", 2, ["perf"]),
+    ]
+    for item_id, title, priority, labels in items:
+        ok(
+            http["jo"].post(
+                "/v1/items",
+                json={"id": item_id, "title": title, "priority": priority, "labels": labels},
+            )
+        )
+    claims = {
+        "login": "reviewer/ana",
+        "reindex": "build-agent-1",
+        "flaky-ci": "build-agent-2",
+        "q3-report": "etl-nightly",
+    }
+    for item_id, who in claims.items():
+        ttl = 1_000 if item_id == "flaky-ci" else 600_000
+        epoch = ok(http[who].post(f"/v1/items/{item_id}/claim", json={"ttl_ms": ttl}))["lease"][
+            "token"
+        ]
+        if item_id == "login":
+            ok(
+                http[who].post(
+                    "/v1/items/login/progress",
+                    json={
+                        "epoch": epoch,
+                        "message": "reproduced; the cookie path is wrong",
+                        "percent": 70,
+                    },
+                )
+            )
+        if item_id == "q3-report":
+            ok(
+                http[who].post(
+                    "/v1/items/q3-report/complete", json={"epoch": epoch, "result": {"rows": 1204}}
+                )
+            )
+    time.sleep(1.2)  # flaky-ci's claim lapses
+
+
+@pytest.fixture
+def demo_server(store_url: str) -> Iterator[tuple[str, str]]:
+    """A server on a clock that the seeding moves, with an hour of history; (url, admin token)."""
+    names = {
+        "jo": ("human", ("admin",)),
+        "build-agent-1": ("agent", ()),
+        "build-agent-2": ("agent", ()),
+        "etl-nightly": ("service", ()),
+        "deploy-bot": ("service", ()),
+        "reviewer/ana": ("agent", ()),
+    }
+    store = tenure.open_store(store_url)
+    try:
+        principals = Principals(store)
+        tokens = {
+            n: principals.bootstrap(n, kind, roles, None).token
+            for n, (kind, roles) in names.items()
+        }
+    finally:
+        store.close()
+    clock = ShiftedClock()
+    port = free_port()
+    app = create_app(Settings(db=store_url, port=port), clock=clock)
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "the demo server did not start"
+        time.sleep(0.02)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        seed_history(url, tokens, clock)
+        yield url, tokens["jo"]
+    finally:
+        server.should_exit = True
+        thread.join(30)
+
+
+def test_screenshots(demo_server, tabs):
+    url, token = demo_server
+    tab = tabs(url)
+    page = tab.sign_in(token, "jo")
+    tab.live()
+    expect(page.locator("#stats .stat-value").first).to_be_visible()
+    expect(page.locator("#chart svg rect.bar-expired").first).to_be_attached()
+    expect(page.locator("#hottest tbody tr").first).to_be_visible()
+    expect(page.locator("#expiring tbody tr").first).to_contain_text("etl-nightly")
+    page.mouse.move(0, 0)  # no hover highlight
+    page.wait_for_timeout(300)
+    tab.shot("overview")
+    if os.environ.get("TENURE_UPDATE_SCREENSHOT"):
+        page.screenshot(path=str(README_SHOT))
+    for route, ready in [
+        ("#/leases", "#leases-body tr[data-key]"),
+        ("#/queue", "#queue-progress .badge-state-lapsed"),
+        ("#/events", "#events-body tr[data-type]"),
+        ("#/items/login", "#progress"),
+    ]:
+        tab.go(route)
+        expect(page.locator(ready).first).to_be_visible()
+        page.wait_for_timeout(200)
+        tab.shot(route.strip("#/").replace("/", "-"))
