@@ -483,3 +483,19 @@ def test_screenshots(demo_server, tabs):
         expect(page.locator(ready).first).to_be_visible()
         page.wait_for_timeout(200)
         tab.shot(route.strip("#/").replace("/", "-"))
+
+
+def test_the_page_and_its_files_are_served_without_a_build_step(live_server):
+    http = live_server.http()  # no token: the page itself is public, the API is not
+    page = http.get("/")
+    assert page.status_code == 200
+    assert page.headers["content-type"].startswith("text/html")
+    assert "script-src 'self'" in page.headers["content-security-policy"]
+    assert '<script type="module" src="/dashboard/js/app.js">' in page.text
+    script = http.get("/dashboard/js/app.js")
+    assert script.status_code == 200
+    assert "javascript" in script.headers["content-type"]
+    assert http.get("/dashboard/app.css").headers["content-type"].startswith("text/css")
+    assert http.get("/dashboard/js/nope.js").status_code == 404
+    assert http.get("/v1/me").status_code == 401
+    assert "/" not in http.get("/openapi.json").json()["paths"]
