@@ -499,3 +499,51 @@ def test_the_page_and_its_files_are_served_without_a_build_step(live_server):
     assert http.get("/dashboard/js/nope.js").status_code == 404
     assert http.get("/v1/me").status_code == 401
     assert "/" not in http.get("/openapi.json").json()["paths"]
+
+
+SSE_PROBE = """async () => {
+  const { EventStream } = await import("/dashboard/js/sse.js");
+  const chunks = [
+    [
+      "retry: 10\\n\\n: keep-alive\\r\\n\\r",
+      "\\nid: 1\\nevent: acquired\\ndata: {\\"id\\":1,",
+      "\\"type\\":\\"acquired\\"}\\n\\n",
+      "id: 2\\r\\nevent: released\\r\\ndata: {\\"id\\":2,\\r\\n",
+      "data: \\"type\\":\\"released\\"}\\r\\n\\r\\n",
+    ],
+    ["id: 3\\nevent: expired\\ndata: {\\"id\\":3,\\"type\\":\\"expired\\"}\\n\\n"],
+  ];
+  const calls = [];
+  const realFetch = window.fetch;
+  window.fetch = async (url, init) => {
+    calls.push({ url: String(url), lastEventId: init.headers["Last-Event-ID"] ?? null });
+    const parts = chunks[calls.length - 1];
+    if (!parts) return new Promise(() => {});  // the third connection stays open, silent
+    const body = new ReadableStream({ start(c) {
+      for (const p of parts) c.enqueue(new TextEncoder().encode(p));
+      c.close();  // the server goes away
+    } });
+    return new Response(body, { status: 200, headers: { "Content-Type": "text/event-stream" } });
+  };
+  const seen = [];
+  const stream = new EventStream({ after: 0, filters: { type: "" }, onEvent: (e) => seen.push(e) });
+  stream.retry = 10;
+  stream.start();
+  for (let i = 0; i < 200 && calls.length < 3; i++) await new Promise((r) => setTimeout(r, 10));
+  stream.stop();
+  window.fetch = realFetch;
+  return { seen: seen.map((e) => [e.id, e.type]), calls };
+}"""
+
+
+def test_the_event_stream_parser_resumes_with_last_event_id(live_server, tabs):
+    """The page's SSE reader (fetch + stream reader): frames split anywhere, CRLF, comments,
+    multi-line data; after the connection drops it resumes with Last-Event-ID (fetch stubbed)."""
+    tab = tabs(live_server.url)
+    tab.page.goto(live_server.url + "/")
+    result = tab.page.evaluate(SSE_PROBE)
+    assert result["seen"] == [[1, "acquired"], [2, "released"], [3, "expired"]]
+    first, second, third = result["calls"][:3]
+    assert "after=0" in first["url"] and first["lastEventId"] is None
+    assert "after=" not in second["url"] and second["lastEventId"] == "2"
+    assert third["lastEventId"] == "3"
