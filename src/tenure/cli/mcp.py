@@ -38,11 +38,11 @@ def mcp(db: str | None, principal: str | None) -> None:
     (or a database URL as --url) they run directly on the database as --principal. Every tool
     call renews the caller's live leases. With --json, a tenure error at startup is a JSON
     problem on stderr. Nothing but MCP messages is written to stdout."""
-    from tenure.mcp.backend import ClientBackend
-    from tenure.mcp.tools import build_server
-
-    client = open_client(db, principal)
+    client = open_client(db, principal)  # usage errors before the SDK's slow import
     try:
+        from tenure.mcp.backend import ClientBackend
+        from tenure.mcp.tools import build_server
+
         backend = ClientBackend(client)
         build_server(lambda ctx: backend).run("stdio")
     finally:
