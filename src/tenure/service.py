@@ -301,9 +301,10 @@ class Service:
     ) -> builtins.list[Event]:
         """Events after the cursor ``after``, oldest first; ``item`` is short for its key."""
         if item is not None:
-            if key is not None:
-                raise InvalidRequest("give key or item, not both", field="item")
-            key = "items/" + v.check_text("item", item, 256)
+            item_key = "items/" + v.check_text("item", item, 256)
+            if key is not None and self._check_key(key) != item_key:
+                return []  # both filters apply: no event is of two keys
+            key = item_key
         query = EventQuery(
             after=v.check_cursor(after),
             key=None if key is None else self._check_key(key),

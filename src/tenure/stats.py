@@ -115,15 +115,17 @@ class StatsView:
         }
 
     def timeline(self, span_ms: int = 3_600_000, bucket_ms: int = 60_000) -> dict[str, Any]:
-        """Endings per bucket of ``bucket_ms`` over the last ``span_ms``, oldest first."""
+        """Endings per bucket of ``bucket_ms`` over the last ``span_ms``, oldest first.
+
+        At most ``MAX_BUCKETS`` buckets: a finer ``bucket_ms`` is widened (the reply's
+        ``bucket_ms`` is the one used)."""
         span_ms = v.check_positive("span_ms", span_ms, MAX_SPAN_MS)
         bucket_ms = v.check_positive("bucket_ms", bucket_ms, MAX_SPAN_MS)
         if bucket_ms < 1000:
             raise InvalidRequest("bucket_ms: must be at least 1000 (one second)", field="bucket_ms")
+        if -(-span_ms // bucket_ms) > MAX_BUCKETS:  # widen to whole seconds; the reply says
+            bucket_ms = -(-span_ms // MAX_BUCKETS // 1000) * 1000
         count = -(-span_ms // bucket_ms)
-        if count > MAX_BUCKETS:
-            why = f"bucket_ms: span_ms / bucket_ms must be at most {MAX_BUCKETS}"
-            raise InvalidRequest(why, field="bucket_ms")
         now = self.store.now_ms()
         start = (now // bucket_ms - count + 1) * bucket_ms
         buckets = [

@@ -319,10 +319,8 @@ def test_events_list_and_follow(jo: Shell, jos: tenure.Client) -> None:
     assert "--limit" in fails(jo, 2, "events", "--limit", "0")
 
     # --follow: one JSON line per event as it happens; SIGTERM ends it cleanly (exit 0).
-    follow = jo.popen("events", "--follow", "--json", "--after", str(cursor), "--interval", "100ms")
-    human = jo.popen(
-        "events", "-f", "--key", "jobs/a", "--after", str(cursor), "--interval", "100ms"
-    )
+    follow = jo.popen("events", "--follow", "--json", "--after", str(cursor))
+    human = jo.popen("events", "-f", "--key", "jobs/a", "--after", str(cursor))
     try:
         lines, shown = reader(follow), reader(human)
         jos.acquire("jobs/a", ttl_ms=30_000, task="cron")

@@ -11,6 +11,7 @@ from tenure.cli import items as _items  # noqa: F401
 from tenure.cli import locks as _locks  # noqa: F401
 from tenure.cli import ops as _ops  # noqa: F401
 from tenure.cli import run as _run  # noqa: F401
+from tenure.cli import stats as _stats  # noqa: F401
 from tenure.cli.app import cli, main
 
 __all__ = ["cli", "main"]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import signal
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
@@ -14,7 +13,6 @@ import click
 from tenure.cli.app import cli
 from tenure.cli.completion import complete_keys
 from tenure.cli.context import cli_of, verb
-from tenure.cli.durations import DURATION
 from tenure.cli.render import LOST, OK, clock, table, when
 from tenure.core.models import Event
 
@@ -71,6 +69,7 @@ def stoppable() -> Iterator[None]:
     summary="Show the event log (--follow: keep printing new events).",
     example="tenure events --key jobs/nightly\n"
     "tenure events --follow --type expired\n"
+    "tenure events --item 42 --json\n"
     "tenure events --after 1200 --limit 50 --json",
 )
 @click.option("--after", type=click.IntRange(0), default=0, help="Only events after this id.")
@@ -84,46 +83,37 @@ def stoppable() -> Iterator[None]:
     show_default=True,
     help="At most this many events (per request with --follow).",
 )
+@click.option("--item", help="Only events of this item (its key is items/ID).")
 @click.option("--follow", "-f", is_flag=True, help="Keep printing new events until interrupted.")
-@click.option(
-    "--interval",
-    type=DURATION,
-    default="1s",
-    show_default=True,
-    help="With --follow: how often to ask for new events.",
-)
 def events(
     after: int,
     key: str | None,
     holder: str | None,
     kind: str | None,
     limit: int,
+    item: str | None,
     follow: bool,
-    interval: int,
 ) -> int:
     """Events after the id --after, oldest first: acquired, renewed, extended, released,
     expired, force_released, conflict, taken_over, claimed, completed, progress, dispatched, …
     With --json, one document {"events": [...], "next": CURSOR}; pass CURSOR as --after to go
-    on from there. With --follow, one line per event as it happens (JSON lines with --json)
-    until Ctrl-C or SIGTERM, which end it with exit 0."""
+    on from there. With --follow, one line per event as it happens (JSON lines with --json;
+    the server holds each request until there is news, so nothing polls) until Ctrl-C or
+    SIGTERM, which end it with exit 0."""
     run = cli_of()
     if not follow:
-        found = run.client.events(after, key, holder, kind, limit)
+        found = run.client.events(after, key, holder, kind, limit, item)
         cursor = found[-1].id if found else after
         doc = {"events": [e.to_dict() for e in found], "next": cursor}
         run.out.emit(doc, lambda: events_table(found))
         return OK
     with stoppable():
         try:
-            while True:
-                batch = run.client.events(after, key, holder, kind, limit)
-                for event in batch:
-                    run.out.line(event.to_dict(), event_line(event))
-                    after = event.id
-                if len(batch) < limit:
-                    time.sleep(interval / 1000)
+            for event in run.client.events(after, key, holder, kind, item=item, follow=True):
+                run.out.line(event.to_dict(), event_line(event))
         except _Stop:
             return OK
+    return OK
 
 
 @verb(

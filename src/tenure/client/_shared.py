@@ -241,15 +241,46 @@ def fenced_read(key: str) -> Call[FencedValue]:
     return Call("fenced_read", "GET", path, fenced_value_reply, path_args={"key": key})
 
 
+FOLLOW_WAIT_MS = 25_000  # each long-poll of a follower
+FOLLOW_LIMIT = 1000
+
+
 def events(
     after: int = 0,
     key: str | None = None,
     holder: str | None = None,
     type: str | None = None,
     limit: int = 100,
+    item: str | None = None,
+    wait_ms: int | None = None,
 ) -> Call[list[Event]]:
-    params = _drop_none(after=after, key=key, holder=holder, type=type, limit=limit)
-    return Call("events", "GET", "/v1/events", events_reply, params=params)
+    params = _drop_none(
+        after=after, key=key, item=item, holder=holder, type=type, limit=limit, wait_ms=wait_ms
+    )
+    wait_s = wait_ms / 1000 if isinstance(wait_ms, int) and wait_ms > 0 else 0.0
+    return Call("events", "GET", "/v1/events", events_reply, params=params, wait_s=wait_s)
+
+
+def follow_page(
+    after: int, key: str | None, holder: str | None, type: str | None, item: str | None
+) -> Call[list[Event]]:
+    """One long-poll of a follower of the event log."""
+    return events(after, key, holder, type, FOLLOW_LIMIT, item, FOLLOW_WAIT_MS)
+
+
+def stats() -> Call[dict[str, Any]]:
+    return Call("stats", "GET", "/v1/stats", _as_dict)
+
+
+def timeline(span_ms: int = 3_600_000, bucket_ms: int = 60_000) -> Call[dict[str, Any]]:
+    params = {"span_ms": span_ms, "bucket_ms": bucket_ms}
+    return Call("timeline", "GET", "/v1/stats/timeline", _as_dict, params=params)
+
+
+def _as_dict(data: Any) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise TypeError(f"expected a JSON object, got {type(data).__name__}")
+    return data
 
 
 def me() -> Call[Principal]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Generator
 from datetime import datetime
 from types import TracebackType
 from typing import Any, TypeVar
@@ -227,16 +227,32 @@ class AsyncClient:
         return await self._call(sh.fenced_read(key))
 
     # events and principals --------------------------------------------------------------------
-    async def events(
+    def events(
         self,
         after: int = 0,
         key: str | None = None,
         holder: str | None = None,
         type: str | None = None,
         limit: int = 100,
-    ) -> list[Event]:
-        """Events with ids greater than ``after``, oldest first."""
-        return await self._call(sh.events(after, key, holder, type, limit))
+        item: str | None = None,
+        wait_ms: int | None = None,
+        follow: bool = False,
+    ) -> AsyncEvents:
+        """Events with ids greater than ``after``, oldest first (``item``: of that item).
+
+        ``await client.events(...)`` is one page (``wait_ms``: long-poll while there is none);
+        ``async for event in client.events(follow=True)`` follows the log from ``after``.
+        """
+        page = sh.events(after, key, holder, type, limit, item, wait_ms)
+        return AsyncEvents(self, page, (after, key, holder, type, item) if follow else None)
+
+    async def stats(self) -> dict[str, Any]:
+        """``GET /v1/stats``: endings, expired share over 1 h and 24 h, contention, hold times."""
+        return await self._call(sh.stats())
+
+    async def timeline(self, span_ms: int = 3_600_000, bucket_ms: int = 60_000) -> dict[str, Any]:
+        """Lease endings per bucket of ``bucket_ms`` over the last ``span_ms``."""
+        return await self._call(sh.timeline(span_ms, bucket_ms))
 
     async def me(self) -> Principal:
         """The principal this client acts as."""
@@ -274,3 +290,34 @@ class AsyncClient:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.url!r})"
+
+
+class AsyncEvents:
+    """What :meth:`AsyncClient.events` returns: awaitable (one page) and async-iterable
+    (the page's events, or with ``follow=True`` the log from ``after`` on, endlessly)."""
+
+    def __init__(
+        self,
+        client: AsyncClient,
+        page: Call[list[Event]],
+        follow: tuple[int, str | None, str | None, str | None, str | None] | None,
+    ) -> None:
+        self._client, self._page, self._follow = client, page, follow
+
+    def __await__(self) -> Generator[Any, None, list[Event]]:
+        return self._client._call(self._page).__await__()
+
+    def __aiter__(self) -> AsyncIterator[Event]:
+        return self._iterate()
+
+    async def _iterate(self) -> AsyncIterator[Event]:
+        if self._follow is None:
+            for event in await self._client._call(self._page):
+                yield event
+            return
+        after, key, holder, type, item = self._follow
+        while True:
+            page = await self._client._call(sh.follow_page(after, key, holder, type, item))
+            for event in page:
+                yield event
+            after = page[-1].id if page else after

@@ -87,6 +87,10 @@ class DirectBackend:
             ).to_dict(),
             "fenced_read": lambda me, a: self.service.read(a["key"]).to_dict(),
             "events": self._events,
+            "stats": lambda me, a: self.service.stats(),
+            "timeline": lambda me, a: self.service.timeline(
+                a.get("span_ms", 3_600_000), a.get("bucket_ms", 60_000)
+            ),
             "me": lambda me, a: {"principal": me.to_dict()},
             "add_principal": self._add_principal,
             "revoke_token": self._revoke_token,
@@ -116,10 +120,26 @@ class DirectBackend:
         return {"lease": lease.to_dict()}
 
     def _events(self, me: Principal, a: dict[str, Any]) -> dict[str, Any]:
-        found = self.service.events(
-            a.get("after", 0), a.get("key"), a.get("holder"), a.get("type"), a.get("limit", 100)
-        )
-        return {"events": [e.to_dict() for e in found]}
+        """A page of events; ``wait_ms`` is served by polling (no server to ring a bell)."""
+        wait_ms = a.get("wait_ms") or 0
+        if not v.is_int(wait_ms) or not 0 <= wait_ms <= MAX_WAIT_MS:
+            raise InvalidRequest(f"wait_ms: from 0 to {MAX_WAIT_MS}", field="wait_ms")
+        deadline = time.monotonic() + wait_ms / 1000
+        pause = POLL_MIN_S
+        while True:
+            found = self.service.events(
+                a.get("after", 0),
+                a.get("key"),
+                a.get("holder"),
+                a.get("type"),
+                a.get("limit", 100),
+                a.get("item"),
+            )
+            left = deadline - time.monotonic()
+            if found or left <= 0:
+                return {"events": [e.to_dict() for e in found]}
+            time.sleep(min(pause, left))
+            pause = min(pause * 2, POLL_MAX_S)
 
     def _add_principal(self, me: Principal, a: dict[str, Any]) -> dict[str, Any]:
         issued = self.principals.create(

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar, overload
 
 import httpx
 
@@ -224,6 +224,7 @@ class Client:
         return self._call(sh.fenced_read(key))
 
     # events and principals --------------------------------------------------------------------
+    @overload
     def events(
         self,
         after: int = 0,
@@ -231,9 +232,61 @@ class Client:
         holder: str | None = None,
         type: str | None = None,
         limit: int = 100,
-    ) -> list[Event]:
-        """Events with ids greater than ``after``, oldest first."""
-        return self._call(sh.events(after, key, holder, type, limit))
+        item: str | None = None,
+        wait_ms: int | None = None,
+        follow: Literal[False] = False,
+    ) -> list[Event]: ...
+
+    @overload
+    def events(
+        self,
+        after: int = 0,
+        key: str | None = None,
+        holder: str | None = None,
+        type: str | None = None,
+        limit: int = 100,
+        item: str | None = None,
+        wait_ms: int | None = None,
+        *,
+        follow: Literal[True],
+    ) -> Iterator[Event]: ...
+
+    def events(
+        self,
+        after: int = 0,
+        key: str | None = None,
+        holder: str | None = None,
+        type: str | None = None,
+        limit: int = 100,
+        item: str | None = None,
+        wait_ms: int | None = None,
+        follow: bool = False,
+    ) -> list[Event] | Iterator[Event]:
+        """Events with ids greater than ``after``, oldest first (``item``: of that item).
+
+        ``wait_ms``: if none is there yet, wait up to this long for one (long-poll).
+        ``follow=True``: an endless iterator over the log from ``after``, long-polling for
+        new events; it ends only with an error or when you stop iterating.
+        """
+        if follow:
+            return self._follow(after, key, holder, type, item)
+        return self._call(sh.events(after, key, holder, type, limit, item, wait_ms))
+
+    def _follow(
+        self, after: int, key: str | None, holder: str | None, type: str | None, item: str | None
+    ) -> Iterator[Event]:
+        while True:
+            page = self._call(sh.follow_page(after, key, holder, type, item))
+            yield from page
+            after = page[-1].id if page else after
+
+    def stats(self) -> dict[str, Any]:
+        """``GET /v1/stats``: endings, expired share over 1 h and 24 h, contention, hold times."""
+        return self._call(sh.stats())
+
+    def timeline(self, span_ms: int = 3_600_000, bucket_ms: int = 60_000) -> dict[str, Any]:
+        """Lease endings per bucket of ``bucket_ms`` over the last ``span_ms``."""
+        return self._call(sh.timeline(span_ms, bucket_ms))
 
     def me(self) -> Principal:
         """The principal this client acts as."""

@@ -20,7 +20,7 @@ from tenure.server.app import Caller, St, State, text_query
 from tenure.server.feed import RECHECK_S
 
 P = openapi.problem_responses
-MAX_WAIT_MS = 60_000
+MAX_WAIT_MS = 300_000  # as for acquire
 KEEPALIVE_S = 15.0
 STREAM_BATCH = 500
 EVENT_TYPES = "acquired, released, expired, force_released, taken_over, conflict, extended, …"
@@ -109,7 +109,8 @@ def add_ops_routes(app: FastAPI) -> None:
         span_ms: Annotated[int, Query(ge=1000, le=7 * 86_400_000)] = 3_600_000,
         bucket_ms: Annotated[int, Query(ge=1000, le=7 * 86_400_000)] = 60_000,
     ) -> dict[str, Any]:
-        """Lease endings per bucket (at most 1440 buckets), oldest first."""
+        """Lease endings per bucket, oldest first. At most 1440 buckets: a finer `bucket_ms`
+        is widened, and the reply's `bucket_ms` is the one used."""
         return st.service.timeline(span_ms, bucket_ms)
 
     @app.get(
