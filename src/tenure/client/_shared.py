@@ -908,11 +908,44 @@ def target(url: str | None, token: str | None, principal: str | None) -> Target:
         if given_token:
             raise ValueError("direct mode takes principal=, not token=")
         return Target(url, None, principal)
-    if not url.startswith(("http://", "https://")):
-        raise ValueError(f"unsupported URL {url!r}: use http(s)://, sqlite:/// or postgresql://")
+    urls = server_urls(url)
     if principal is not None:
         raise ValueError("principal= is for direct mode; over HTTP the token says who you are")
-    return Target(url.rstrip("/"), token)
+    return Target(",".join(urls), token)
+
+
+def server_urls(url: str) -> list[str]:
+    """The servers of ``url``: one ``http(s)://`` URL, or several separated by commas (servers
+    sharing one PostgreSQL database; the client fails over between them)."""
+    urls = [u.strip().rstrip("/") for u in url.split(",")]
+    for one in urls:
+        if not one.startswith(("http://", "https://")):
+            raise ValueError(
+                f"unsupported URL {one!r}: use http(s)://, sqlite:/// or postgresql://"
+            )
+    if len(set(urls)) != len(urls):
+        raise ValueError(f"a server is listed twice in {url!r}")
+    return urls
+
+
+class Rotation:
+    """Which of several servers to try: the last one that answered first, then the others in
+    order. A try that fails before reaching a server moves on to the next one at once; any
+    other failure makes the *next* try (the retry policy's) start at the next server."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+        self.current = 0
+
+    def order(self) -> list[int]:
+        return [(self.current + i) % self.count for i in range(self.count)]
+
+    def failed(self, index: int) -> None:
+        if index == self.current:
+            self.current = (index + 1) % self.count
+
+    def answered(self, index: int) -> None:
+        self.current = index
 
 
 # the I/O seam ---------------------------------------------------------------------------------

@@ -42,24 +42,38 @@ class AsyncHttpTransport:
     """One try of a call over HTTP with httpx (connection pooling, keep-alive)."""
 
     def __init__(self, url: str, token: str | None, http: httpx.AsyncBaseTransport | None = None):
-        self._http = httpx.AsyncClient(
-            base_url=url,
-            headers=sh.http_headers(token),
-            transport=http,
-            limits=sh.HTTP_LIMITS,
-            trust_env=False,  # tenure reads the environment only through Settings
-        )
+        self._https = [
+            httpx.AsyncClient(
+                base_url=one,
+                headers=sh.http_headers(token),
+                transport=http,
+                limits=sh.HTTP_LIMITS,
+                trust_env=False,  # tenure reads the environment only through Settings
+            )
+            for one in sh.server_urls(url)
+        ]
+        self._rotation = sh.Rotation(len(self._https))
 
     async def send(self, call: Call[Any], timeout: float) -> Reply:
-        request = sh.http_request(self._http, call, timeout)
-        try:
-            response = await self._http.send(request)
-        except httpx.TransportError as exc:
-            raise sh.transport_error(call, exc) from exc
-        return sh.reply_from_httpx(response)
+        last: TransportError | None = None
+        for index in self._rotation.order():
+            http = self._https[index]
+            try:
+                response = await http.send(sh.http_request(http, call, timeout))
+            except httpx.TransportError as exc:
+                self._rotation.failed(index)
+                last = sh.transport_error(call, exc)
+                if last.sent:
+                    raise last from exc
+                continue
+            self._rotation.answered(index)
+            return sh.reply_from_httpx(response)
+        assert last is not None
+        raise last
 
     async def close(self) -> None:
-        await self._http.aclose()
+        for http in self._https:
+            await http.aclose()
 
 
 class AsyncClient:

@@ -78,6 +78,8 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
         waiters = Waiters((clock or SystemClock()).now_ms)
         bell = Bell()
         service.listeners.append(bell.ring)
+        # other servers on the same database: their commits wake our followers and waiters
+        unlisten = store.listen(bell.ring, waiters.notify)
         app.state.tenure = State(service, Principals(store), waiters, reaper, bell)
         try:
             async with mcp.running(service, app.state.tenure.principals, waiters.notify):
@@ -85,6 +87,8 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
         finally:
             waiters.close()
             bell.close()
+            if unlisten is not None:
+                await anyio.to_thread.run_sync(unlisten)
             reaper.stop()
             await anyio.to_thread.run_sync(store.close)
 

@@ -9,7 +9,7 @@ Python read-then-write can race: the database serialises writers on the key.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
@@ -162,6 +162,14 @@ class Store(Protocol):
     def prune_events(self, max_count: int, before: int, batch: int) -> int:
         """Fold into the totals and delete up to ``batch`` of the oldest events that are
         beyond the newest ``max_count`` or older than ``before``; the number deleted."""
+        ...
+
+    def listen(
+        self, on_events: Callable[[], None], on_free: Callable[[str], None]
+    ) -> Callable[[], None] | None:
+        """Hear other servers' commits: ``on_events()`` when events were appended,
+        ``on_free(key)`` when a key was freed. Returns a function that stops listening, or
+        ``None`` when the backend has no such notifications."""
         ...
 
     def schema_version(self) -> int: ...

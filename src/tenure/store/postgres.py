@@ -8,7 +8,7 @@ to lock, and concurrent first acquisitions queue on it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -28,6 +28,7 @@ from tenure.core.models import (
     Principal,
 )
 from tenure.store import rows
+from tenure.store.postgres_listen import Listener, notices
 from tenure.store.postgres_stats import PostgresStats
 from tenure.store.sqlfiles import migrations, queries
 
@@ -124,6 +125,8 @@ def insert_events(cur: psycopg.Cursor[Any], events: Sequence[EventDraft], now: i
         out.append(
             Event(row[0], now, e.type, e.key, e.holder, e.task, e.token, e.actor, e.reason, e.data)
         )
+    for payload in notices(events):  # delivered to every listening server on commit
+        cur.execute(Q["notify"], {"payload": payload})
     return out
 
 
@@ -341,6 +344,13 @@ class PostgresStore(PostgresStats):
         with self._tx() as cur:
             params = {"principal": principal, "name": name, "event_id": event_id}
             cur.execute(Q["set_cursor"], params)
+
+    def listen(
+        self, on_events: Callable[[], None], on_free: Callable[[str], None]
+    ) -> Callable[[], None]:
+        """Call ``on_events`` when any server appends events and ``on_free(key)`` when it frees
+        a key (LISTEN/NOTIFY); the function returned stops listening."""
+        return Listener(self.url, on_events, on_free).start().stop
 
     def close(self) -> None:
         self.pool.close()

@@ -6,7 +6,7 @@ import re
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -347,6 +347,14 @@ class SqliteStore(SqliteStats):
         with self._write() as conn:
             params = {"principal": principal, "name": name, "event_id": event_id}
             conn.execute(Q["set_cursor"], params)
+
+    def listen(
+        self, on_events: Callable[[], None], on_free: Callable[[str], None]
+    ) -> Callable[[], None] | None:
+        """No cross-process notifications on SQLite: one server owns the file (other processes
+        on it, such as direct-mode clients, are seen by the followers' one-second re-reads and
+        by waiters at the holder's deadline)."""
+        return None
 
     def close(self) -> None:
         with self._lock:

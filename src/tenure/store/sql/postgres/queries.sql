@@ -272,3 +272,9 @@ ON CONFLICT (one) DO UPDATE SET upto = excluded.upto;
 
 -- name: max_event_id
 SELECT coalesce(max(id), 0) FROM tenure_events;
+
+-- Cross-server wake-ups --------------------------------------------------------------------
+
+-- name: notify
+-- Delivered on commit to every server that LISTENs (tenure.store.postgres_listen).
+SELECT pg_notify('tenure', %(payload)s);

@@ -1,0 +1,84 @@
+"""Cross-server wake-ups on PostgreSQL: LISTEN/NOTIFY.
+
+Every transaction that appends events also sends ``NOTIFY tenure`` with the payload ``e`` (the
+event log grew), and ``k:<key>`` for each key it freed (a lease released, force-released or
+expired). NOTIFY is transactional: it is delivered on commit, never for a rollback. Each server
+runs one :class:`Listener` on its own connection that rings its event bell (long-polls of
+``/v1/events``, SSE followers) and wakes the long-poll waiters of a freed key, so waiters on any
+server are woken by changes made on any other.
+
+A lost connection is re-opened with backoff; while it is down, followers fall back to reading
+the log every second and waiters to the holder's deadline, so nothing is missed, only later.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable, Sequence
+
+import psycopg
+
+from tenure.core.models import EventDraft
+
+log = logging.getLogger(__name__)
+CHANNEL = "tenure"
+FREEING = ("released", "force_released", "expired")
+MAX_PAYLOAD = 7900  # PostgreSQL's limit is 8000 bytes
+
+
+def notices(events: Sequence[EventDraft]) -> Iterable[str]:
+    """The payloads to send for ``events`` committed together."""
+    if not events:
+        return []
+    out = ["e"]
+    for e in events:
+        payload = f"k:{e.key}"
+        if e.type in FREEING and e.key and len(payload.encode()) <= MAX_PAYLOAD:
+            out.append(payload)
+    return dict.fromkeys(out)  # once each, in order
+
+
+class Listener:
+    """A daemon thread that LISTENs on ``url`` and dispatches notifications."""
+
+    def __init__(
+        self, url: str, on_events: Callable[[], None], on_free: Callable[[str], None]
+    ) -> None:
+        self.url, self.on_events, self.on_free = url, on_events, on_free
+        self._stop = threading.Event()
+        self.connected = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="tenure-listen", daemon=True)
+
+    def start(self) -> Listener:
+        self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 5) -> None:
+        self._stop.set()
+        self._thread.join(timeout)
+
+    def _run(self) -> None:
+        pause = 0.1
+        while not self._stop.is_set():
+            try:
+                with psycopg.connect(self.url, autocommit=True, connect_timeout=5) as conn:
+                    conn.execute(f"LISTEN {CHANNEL}")
+                    self.connected.set()
+                    pause = 0.1
+                    self.on_events()  # whatever happened while not listening
+                    while not self._stop.is_set():
+                        for notice in conn.notifies(timeout=0.5):
+                            self._dispatch(notice.payload)
+            except Exception:  # re-open; the fallbacks cover the gap
+                log.warning("LISTEN connection lost; reconnecting", exc_info=True)
+            finally:
+                self.connected.clear()
+            self._stop.wait(pause)
+            pause = min(pause * 2, 5.0)
+
+    def _dispatch(self, payload: str) -> None:
+        if payload == "e":
+            self.on_events()
+        elif payload.startswith("k:"):
+            self.on_free(payload[2:])
