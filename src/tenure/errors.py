@@ -148,6 +148,13 @@ class TooLarge(TenureError):
     size: int | None
 
 
+class Unavailable(TenureError):
+    """The server runs but cannot serve now: its database cannot be reached. Nothing was done;
+    the reply's ``Retry-After`` says when to try again (the client retries any call on it)."""
+
+    code, status, title = "unavailable", 503, "service unavailable"
+
+
 __all__ = [
     "AssignedToOther",
     "Conflict",
@@ -161,4 +168,5 @@ __all__ = [
     "TenureError",
     "TooLarge",
     "Unauthenticated",
+    "Unavailable",
 ]

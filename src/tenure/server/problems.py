@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import logging
+import sqlite3
 from typing import Any
 
+import psycopg
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -14,6 +17,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from tenure.errors import InvalidRequest, NotFound, TenureError, TooLarge
 
 PROBLEM = "application/problem+json"
+RETRY_AFTER_S = 1  # what a 503 asks callers to wait before trying again
+log = logging.getLogger(__name__)
 STATUS_CODES = {
     400: "invalid_request",
     401: "unauthenticated",
@@ -124,7 +129,43 @@ def unavailable(detail: str) -> JSONResponse:
         "code": "unavailable",
         "detail": detail,
     }
-    return JSONResponse(body, 503, media_type=PROBLEM)
+    headers = {"Retry-After": str(RETRY_AFTER_S)}
+    return JSONResponse(body, 503, media_type=PROBLEM, headers=headers)
+
+
+# What SQLite says when the file cannot be used right now (as opposed to a bug in a statement).
+SQLITE_OUTAGES = (
+    "unable to open",
+    "disk i/o error",
+    "database is locked",
+    "database or disk is full",
+    "readonly database",
+    "locking protocol",
+)
+
+
+def database_down(exc: BaseException) -> bool:
+    """Whether ``exc`` says the database cannot be reached or used now, rather than a bug.
+
+    Every :class:`psycopg.OperationalError` qualifies (a refused or dropped connection, a
+    ``PoolTimeout`` waiting for one, an administrator's shutdown, a cancelled statement); for
+    SQLite only the errors of the file itself (it cannot be opened, read or locked)."""
+    if isinstance(exc, psycopg.OperationalError):
+        return True
+    if isinstance(exc, sqlite3.OperationalError):
+        text = str(exc).lower()
+        return any(marker in text for marker in SQLITE_OUTAGES)
+    return False
+
+
+async def on_database_error(request: Request, exc: Exception) -> JSONResponse:
+    """``503 unavailable`` with ``Retry-After`` while the database is down; other driver errors
+    are bugs (``500``)."""
+    if not database_down(exc):
+        log.error("database error", exc_info=exc)
+        return await on_crash(request, exc)
+    log.warning("database unavailable: %s: %s", type(exc).__name__, exc)
+    return unavailable(f"the database cannot be reached ({type(exc).__name__}); try again")
 
 
 async def on_crash(request: Request, exc: Exception) -> JSONResponse:
@@ -141,6 +182,8 @@ async def on_crash(request: Request, exc: Exception) -> JSONResponse:
 
 def install(app: FastAPI) -> None:
     app.add_exception_handler(Exception, on_crash)
+    app.add_exception_handler(psycopg.OperationalError, on_database_error)
+    app.add_exception_handler(sqlite3.OperationalError, on_database_error)
     app.add_exception_handler(TenureError, on_tenure_error)
     app.add_exception_handler(RequestValidationError, on_validation_error)
     app.add_exception_handler(StarletteHTTPException, on_http_error)
