@@ -57,7 +57,7 @@ def pick(client: tenure.Client, cfg: dict[str, Any], rng: random.Random) -> tupl
         return rng.choice(ready).id, ""
     busy = client.items.list(status="in_progress", limit=1000)
     others = [i for i in busy if i.assignee != cfg["name"]]
-    for item in rng.sample(others, min(4, len(others))):
+    for item in rng.sample(others, min(3, len(others))):
         view = client.items.get(item.id)
         if view.item.status == "in_progress" and view.lease_state == "lapsed":
             return item.id, f"lapsed: {view.item.assignee} stopped answering"
@@ -153,7 +153,7 @@ def agent(cfg: dict[str, Any]) -> int:
                 continue
             if chosen is None:
                 idle += 1
-                time.sleep(rng.uniform(0.1, 0.3))
+                time.sleep(rng.uniform(0.2, 0.6))
                 continue
             claims += 1
             try:

@@ -24,7 +24,8 @@ What is asserted (each a list of violations in :class:`Verdict`):
 2. **No stale completion accepted**: every accepted completion carried the item's epoch at the
    time: the token of the latest ``claimed`` event on the item before the ``completed`` event,
    and the epoch of the latest claim transfer (``claimed``/``taken_over``) before the
-   ``completed`` transfer, whose owner is the completer.
+   ``completed`` transfer, whose owner is the completer. The same holds for every accepted
+   ``progress`` event (progress is fenced too).
 3. **Nothing stranded**: every item is done, or was claimable again within one TTL.
 4. **Every ending has a cause; the expired share matches the chaos.** Every lease ends exactly
    once. A lease *lapses* (ends ``expired`` or ``taken_over``) if and only if its holder stopped
@@ -250,17 +251,20 @@ def check(
 
     # 2. stale completions accepted -----------------------------------------------------------
     current: dict[str, tuple[int, str]] = {}
-    stale = 0
+    stale = stale_progress = 0
     for e in events:
         if e["type"] == "claimed":
             current[e["key"]] = (e["token"], e["holder"])
-        elif e["type"] == "completed":
+        elif e["type"] in ("completed", "progress"):
             epoch, owner = current.get(e["key"], (None, None))
             if e["token"] != epoch or e["holder"] != owner:
-                stale += 1
+                if e["type"] == "completed":
+                    stale += 1
+                else:
+                    stale_progress += 1
                 v["stale_accepted"].append(
-                    f"{e['data']['item']} completed by {e['holder']} at epoch {e['token']}; "
-                    f"the current epoch was {epoch} ({owner})"
+                    f"{e['data']['item']}: {e['type']} by {e['holder']} at epoch {e['token']} "
+                    f"accepted; the current epoch was {epoch} ({owner})"
                 )
     for item, ts in transfers.items():
         epoch, owner = None, None
@@ -369,6 +373,10 @@ def check(
         "duplicates": len(duplicates),
         "stale_accepted": stale,
         "stale_refused": stale_refused,
+        "stale_progress_accepted": stale_progress,
+        "stale_progress_refused": sum(
+            1 for log in logs.values() for r in log if r["ev"] == "progress-stale"
+        ),
         "late_completions": sum(
             1 for log in logs.values() for r in log if r["ev"] == "completed" and r.get("late")
         ),

@@ -143,6 +143,44 @@ def request_count(metrics: str) -> int:
     return int(total)
 
 
+def latency(metrics: str) -> dict[str, Any]:
+    """Requests by route and the overall latency (mean; p50 and p99 as histogram bounds)."""
+    buckets: dict[float, float] = {}
+    routes: dict[str, int] = {}
+    total = count = 0.0
+    for line in metrics.splitlines():
+        if not line.startswith("tenure_request_duration_seconds"):
+            continue
+        head, value = line.rsplit(" ", 1)
+        labels = dict(
+            part.split("=", 1) for part in head[head.index("{") + 1 : -1].split(",") if part
+        )
+        labels = {k: v.strip('"') for k, v in labels.items()}
+        if head.startswith("tenure_request_duration_seconds_bucket"):
+            le = float("inf") if labels["le"] == "+Inf" else float(labels["le"])
+            buckets[le] = buckets.get(le, 0) + float(value)
+        elif head.startswith("tenure_request_duration_seconds_sum"):
+            total += float(value)
+        elif head.startswith("tenure_request_duration_seconds_count"):
+            count += float(value)
+            route = f"{labels['method']} {labels['route']}"
+            routes[route] = routes.get(route, 0) + int(float(value))
+
+    def quantile(q: float) -> float | None:
+        for le in sorted(buckets):
+            if count and buckets[le] >= q * count:
+                return None if le == float("inf") else round(le * 1000, 1)
+        return None
+
+    return {
+        "requests": int(count),
+        "mean_ms": round(1000 * total / count, 1) if count else None,
+        "p50_ms_le": quantile(0.5),
+        "p99_ms_le": quantile(0.99),
+        "routes": dict(sorted(routes.items(), key=lambda kv: -kv[1])),
+    }
+
+
 class Server:
     """``tenure serve --db DB`` on a free loopback port, its output in a file."""
 
@@ -345,6 +383,7 @@ def run_soak(
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "logs").mkdir(exist_ok=True)
     rng = random.Random(cfg.seed)
+    setup = time.monotonic()
     root = bootstrap_admin(db)
     server = Server(db, workdir / "server.log")
     fleet: Fleet | None = None
@@ -353,7 +392,10 @@ def run_soak(
         ids = [f"soak-{i:04d}" for i in range(1, cfg.items + 1)]
         for item_id in ids:
             admin.items.create(f"soak item {item_id}", priority=rng.randint(0, 3), id=item_id)
-        echo(f"soak: {cfg.items} items, {cfg.agents} agents, ttl {cfg.ttl}s on {server.url}")
+        echo(
+            f"soak: {cfg.items} items, {cfg.agents} agents, ttl {cfg.ttl}s on {server.url} "
+            f"(set up in {time.monotonic() - setup:.1f}s)"
+        )
         started = time.monotonic()
         until = time.time() + cfg.time_limit + cfg.drain
         fleet = Fleet(server.url, admin, cfg, workdir, until)
@@ -371,11 +413,14 @@ def run_soak(
                 act = fleet.chaos(cfg.kills - kills, cfg.pauses - pauses)
                 kills += act == "kill"
                 pauses += act == "pause"
-            if now >= next_look:
-                next_look = now + 0.5
-                done = len(admin.items.list(status="done", limit=1000))
-                if done == cfg.items:
-                    break
+            if now >= next_look:  # cheap: done when nothing is open or in progress
+                next_look = now + 1.0
+                if not admin.items.ready(limit=1) and not admin.items.list(
+                    status="in_progress", limit=1
+                ):
+                    done = len(admin.items.list(status="done", limit=1000))
+                    if done == cfg.items:
+                        break
             time.sleep(0.02)
         finished = time.monotonic()
         echo(f"soak: {done}/{cfg.items} done after {finished - started:.1f}s; stopping the fleet")
@@ -384,10 +429,14 @@ def run_soak(
         wait_until(lambda: not fleet.running(), cfg.drain, 0.05)
         for agent in fleet.running():
             fleet.kill(agent, kind="reap")
+        echo(f"soak: fleet stopped after {time.monotonic() - finished:.1f}s")
         metrics = httpx.get(f"{server.url}/metrics", timeout=30).text
+        (workdir / "metrics.txt").write_text(metrics)
         operations = request_count(metrics)
+        timing = latency(metrics)
         wall = finished - started
         time.sleep(cfg.ttl + 1.5)  # every lapse is recorded within a second of its deadline
+        mark = time.monotonic()
         events = all_events(admin)
         stats = admin.stats()
         views = {i: admin.items.get(i) for i in ids}
@@ -397,6 +446,7 @@ def run_soak(
             server.url, token=admin.add_principal("soak/prober", kind="agent").token
         )
         stranded = probe_stranded(prober, [i for i, s in statuses.items() if s != "done"], cfg.ttl)
+        echo(f"soak: server records read and items probed in {time.monotonic() - mark:.1f}s")
         logs = {a.name: read_log(a.log) for a in fleet.agents.values()}
         verdict = check(logs, fleet.signals, events, transfers, stats, statuses, stranded)
         figures = {
@@ -406,6 +456,10 @@ def run_soak(
             "events": len(events),
             "wall_s": round(wall, 1),
             "ops_per_s": round(operations / wall, 1) if wall else None,
+            "latency_mean_ms": timing["mean_ms"],
+            "latency_p50_ms_le": timing["p50_ms_le"],
+            "latency_p99_ms_le": timing["p99_ms_le"],
+            "routes": timing["routes"],
         }
         (workdir / "signals.json").write_text(json.dumps(fleet.signals, indent=1))
         (workdir / "figures.json").write_text(json.dumps(figures, indent=1))
@@ -421,6 +475,8 @@ def report(result: SoakResult) -> str:
     lines = [
         f"operations      {f['operations']} HTTP requests ({f['ops_per_s']}/s)",
         f"wall time       {f['wall_s']} s",
+        f"latency         mean {f['latency_mean_ms']} ms, p50 <= {f['latency_p50_ms_le']} ms, "
+        f"p99 <= {f['latency_p99_ms_le']} ms (server side)",
         f"items           {f['done']}/{f['items']} done; {f['leases']} claims granted, "
         f"{f['takeovers']} takeovers",
         f"agents          {f['agents_started']} started",
@@ -437,7 +493,8 @@ def report(result: SoakResult) -> str:
         f"duplicates      {f['duplicates']}",
         f"stale accepted  {f['stale_accepted']} (stale completions refused: "
         f"{f['stale_refused']}; late but current completions accepted: "
-        f"{f['late_completions']})",
+        f"{f['late_completions']}; stale progress accepted {f['stale_progress_accepted']}, "
+        f"refused {f['stale_progress_refused']})",
         f"stranded        {f['stranded']}",
         f"verdict         {'PASS' if result.ok else 'FAIL'}",
     ]

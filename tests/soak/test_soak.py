@@ -24,6 +24,9 @@ def test_fleet_soak(backend: str, store_url: str, tmp_path: Path) -> None:
     assert result.ok, text
     assert f["done"] == f["items"], text
     assert f["duplicates"] == f["stale_accepted"] == f["stranded"] == 0, text
-    # The chaos did something: it killed and paused agents in the middle of claims.
-    assert f["kills"] == 6 and f["pauses"] == 6, text
+    assert f["stale_progress_accepted"] == 0, text
+    # The chaos did something: it killed and paused agents in the middle of claims ...
+    assert f["kills"] >= 3 and f["pauses"] >= 3, text
     assert f["kills_holding"] >= 1 and f["pauses_holding"] >= 1, text
+    # ... and a dead holder's item stays assigned to it: it got done only by a takeover.
+    assert f["takeovers"] >= f["kills_holding"], text

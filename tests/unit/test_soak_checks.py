@@ -24,7 +24,7 @@ class Builder:
         self.items: dict[str, str] = {}
 
     def _event(self, type: str, item: str, holder: str, token: int, **extra: Any) -> None:
-        data = {"item": item} if type in ("claimed", "completed") else {}
+        data = {"item": item} if type in ("claimed", "completed", "progress") else {}
         self.events.append(
             {
                 "id": len(self.events) + 1,
@@ -157,6 +157,16 @@ def test_a_stale_completion_accepted_is_caught_in_events_and_transfers() -> None
     verdict = b.run()
     assert verdict.figures["stale_accepted"] == 2  # once from the events, once from transfers
     assert len(verdict.violations["stale_accepted"]) == 2
+
+
+def test_a_stale_progress_accepted_is_caught() -> None:
+    b = clean()
+    b._event("progress", "z", "D", 1)  # after E took z over at epoch 2
+    b.events.insert(-2, b.events.pop())  # ... but before E completed
+    verdict = b.run()
+    assert verdict.figures["stale_progress_accepted"] == 1
+    assert verdict.figures["stale_accepted"] == 0
+    assert any("progress by D at epoch 1" in p for p in verdict.violations["stale_accepted"])
 
 
 def test_a_lapse_without_a_cause_is_caught() -> None:
