@@ -122,27 +122,34 @@ class Service:
         return lease
 
     def renew_all(self, who: Who, keys: Iterable[str] | None = None) -> RenewAllResult:
-        """Renew every live lease of ``who`` (or those in ``keys``), each with its own ttl."""
+        """Renew every live lease of ``who`` (or those in ``keys``), each with its own ttl.
+
+        One transaction renews every lease that is live; the keys it did not renew are then
+        looked at one by one, to name why each one is lost."""
         me = as_principal(who)
-        if keys is None:
-            targets = [
-                (r.key, r.token) for r in self.store.live(self.store.now_ms(), holder=me.name)
-            ]
-        else:
-            wanted = [self._check_key(k) for k in _as_list(keys, "keys")]
-            targets = []
-            for key in dict.fromkeys(wanted):
-                rec = self.store.get(key)
-                targets.append((key, rec.token if rec and rec.holder == me.name else 0))
+        wanted = None
+        if keys is not None:
+            wanted = list(dict.fromkeys(self._check_key(k) for k in _as_list(keys, "keys")))
+        now, records = self.store.renew_all(me.name, wanted)
+        if records:
+            self.metrics.inc("tenure_renewals_total", by=len(records))
+        by_key = {r.key: r.lease(now) for r in records}
+        if wanted is None:
+            return RenewAllResult(tuple(by_key[k] for k in sorted(by_key)), ())
         renewed, lost = [], []
-        for key, token in targets:
-            if token == 0:
+        for key in wanted:
+            if key in by_key:
+                renewed.append(by_key[key])
+                continue
+            rec = self.store.get(key)
+            if rec is None or rec.holder != me.name:
                 lost.append(LostLease(key, "not_held"))
                 continue
             try:
-                renewed.append(self.renew(me, key, token))
+                renewed.append(self.renew(me, key, rec.token))
             except TenureError as err:
-                lost.append(LostLease(key, str(getattr(err, "reason", None) or err.code), token))
+                reason = str(getattr(err, "reason", None) or err.code)
+                lost.append(LostLease(key, reason, rec.token))
         return RenewAllResult(tuple(renewed), tuple(lost))
 
     def extend(

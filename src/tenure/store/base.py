@@ -69,6 +69,11 @@ class Store(Protocol):
 
     def now_ms(self) -> int: ...
 
+    def renew_all(self, holder: str, keys: Sequence[str] | None) -> tuple[int, list[KeyRecord]]:
+        """Renew, in one transaction, every live lease of ``holder`` (or those among ``keys``),
+        each with its own ttl; ``(the instant, the renewed records)``."""
+        ...
+
     def get(self, key: str) -> KeyRecord | None: ...
 
     def live(

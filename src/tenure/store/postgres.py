@@ -220,6 +220,19 @@ class PostgresStore(PostgresStats):
             # The instant is read once the row lock is held, so it orders with the commit.
             yield _PgKeyTx(cur, key, self._now(cur), _record(row))
 
+    def renew_all(self, holder: str, keys: Sequence[str] | None) -> tuple[int, list[KeyRecord]]:
+        with self._tx() as cur:
+            params: dict[str, Any] = {
+                "holder": holder,
+                "keys": None if keys is None else list(keys),
+            }
+            locked = [row[0] for row in cur.execute(Q["lock_holder_leases"], params)]
+            now = self._now(cur)  # once the rows are locked, so it orders with the commit
+            if not locked:
+                return now, []
+            params.update(now=now, locked=locked)
+            return now, [rows.record_from(r) for r in cur.execute(Q["renew_all"], params)]
+
     def get(self, key: str) -> KeyRecord | None:
         return _record(self._one(Q["get_lease"], {"key": key}))
 

@@ -29,6 +29,18 @@ from tenure.store.sqlite_stats import SqliteStats
 
 Q = queries("sqlite")
 SYNCHRONOUS = ("FULL", "NORMAL", "EXTRA")
+MAX_BATCH = 64  # writes that share one commit, at most
+
+
+class _Batch:
+    """The writes of one group commit: ``done`` is set once it committed (or failed)."""
+
+    __slots__ = ("done", "error", "size")
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.error: BaseException | None = None
+        self.size = 0
 
 
 class _SqliteKeyTx:
@@ -150,38 +162,103 @@ class SqliteStore(SqliteStats):
         self._all: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
         self._writer = threading.Lock()
+        self._queue_lock = threading.Lock()
+        self._queued = 0  # threads waiting for ``_writer``
+        self._batch: _Batch | None = None  # the open group-commit transaction
+        self._wconn: sqlite3.Connection | None = None
         self._closed = False
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._migrate()
 
     # connections -------------------------------------------------------------------------
     def _conn(self) -> sqlite3.Connection:
+        if getattr(self._local, "writing", False):
+            return self._writer_conn()  # inside a write: read what this transaction wrote
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
-            if self._closed:
-                raise RuntimeError("the store is closed")
-            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-            for pragma in self._pragmas:
-                _retry_locked(conn, pragma, self._busy_s)
+            conn = self._connect()
             self._local.conn = conn
-            with self._lock:
-                self._all.append(conn)
         return conn
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._closed:
+            raise RuntimeError("the store is closed")
+        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        for pragma in self._pragmas:
+            _retry_locked(conn, pragma, self._busy_s)
+        with self._lock:
+            self._all.append(conn)
+        return conn
+
+    def _writer_conn(self) -> sqlite3.Connection:
+        """The one connection every write of this process goes through (under ``_writer``)."""
+        if self._wconn is None:
+            self._wconn = self._connect()
+        return self._wconn
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
-        # Threads of one process queue on a lock (fair and cheap) before SQLite's write lock,
-        # whose busy handler sleeps and retries; other processes still meet at the file lock.
-        with self._writer:
-            conn = self._conn()
-            conn.execute("BEGIN IMMEDIATE")
+        """One write transaction, committed durably before this returns; with group commit.
+
+        Writes of one process take turns on a lock (fair and cheap) before SQLite's write lock,
+        whose busy handler sleeps and retries; other processes still meet at the file lock. A
+        write runs in a savepoint of the open *batch* transaction (``BEGIN IMMEDIATE``); its
+        thread then commits the batch if no other write is queued (or the batch is full), else
+        leaves the commit to the next one and waits for it. So concurrent writes share one
+        fsync (``synchronous`` is unchanged), each write sees the ones before it, and nothing
+        returns, nor is acknowledged, before the commit that holds it is durable. A write that
+        fails rolls back its savepoint only; a commit that fails fails every write of its batch.
+        """
+        with self._queue_lock:
+            self._queued += 1
+        self._writer.acquire()
+        with self._queue_lock:
+            self._queued -= 1
+        batch: _Batch | None = None
+        mine = True  # this thread commits the batch (else: a queued writer will)
+        try:
+            conn = self._writer_conn()
+            if self._batch is None:
+                conn.execute("BEGIN IMMEDIATE")
+                self._batch = _Batch()
+            batch = self._batch
+            batch.size += 1
+            conn.execute("SAVEPOINT tenure_write")
+            self._local.writing = True
             try:
                 yield conn
-                conn.execute("COMMIT")
             except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
+                conn.execute("ROLLBACK TO tenure_write")
                 raise
+            finally:
+                self._local.writing = False
+                conn.execute("RELEASE tenure_write")
+            with self._queue_lock:
+                mine = self._queued == 0 or batch.size >= MAX_BATCH
+        finally:
+            try:
+                if batch is not None and mine:
+                    self._commit(batch)
+            finally:
+                self._writer.release()
+        if not mine:
+            batch.done.wait()
+        if batch.error is not None:
+            raise batch.error
+
+    def _commit(self, batch: _Batch) -> None:
+        """Commit the open batch (the caller holds ``_writer``) and wake its writers."""
+        self._batch = None
+        conn = self._writer_conn()
+        try:
+            conn.execute("COMMIT")
+        except BaseException as exc:
+            batch.error = sqlite3.OperationalError(f"the commit failed: {exc}")
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        finally:
+            batch.done.set()
 
     def _migrate(self) -> None:
         with self._write() as conn:
@@ -215,6 +292,16 @@ class SqliteStore(SqliteStats):
         with self._write() as conn:
             # The instant is read once the write lock is held, so it orders with the commit.
             yield _SqliteKeyTx(conn, key, self.clock.now_ms())
+
+    def renew_all(self, holder: str, keys: Sequence[str] | None) -> tuple[int, list[KeyRecord]]:
+        with self._write() as conn:
+            now = self.clock.now_ms()
+            params = {
+                "holder": holder,
+                "now": now,
+                "keys": None if keys is None else rows.dumps(keys),
+            }
+            return now, [rows.record_from(r) for r in conn.execute(Q["renew_all"], params)]
 
     def get(self, key: str) -> KeyRecord | None:
         row = self._conn().execute(Q["get_lease"], {"key": key}).fetchone()
@@ -362,6 +449,7 @@ class SqliteStore(SqliteStats):
             conns, self._all = self._all, []
         for conn in conns:
             conn.close()
+        self._wconn = None
         self._local = threading.local()
 
 

@@ -278,3 +278,23 @@ SELECT coalesce(max(id), 0) FROM tenure_events;
 -- name: notify
 -- Delivered on commit to every server that LISTENs (tenure.store.postgres_listen).
 SELECT pg_notify('tenure', %(payload)s);
+
+-- name: lock_holder_leases
+-- renew_all, first step: lock the rows of :holder's unended leases (or those among :keys) in
+-- key order, so that concurrent bulk renewals cannot deadlock; the instant is read after this.
+SELECT key FROM tenure_leases
+WHERE holder = %(holder)s AND ended IS NULL AND token > 0
+  AND (%(keys)s::text[] IS NULL OR key = ANY(%(keys)s::text[]))
+ORDER BY key
+FOR UPDATE;
+
+-- name: renew_all
+-- renew_all, second step: renew those still live at %(now)s in one statement, each with its own
+-- ttl; nothing shortens a lease.
+UPDATE tenure_leases
+SET renewed_at = %(now)s, renewals = renewals + 1,
+    expires_at = greatest(expires_at, %(now)s + ttl_ms)
+WHERE key = ANY(%(locked)s::text[]) AND holder = %(holder)s AND ended IS NULL
+  AND expires_at > %(now)s AND token > 0
+RETURNING key, token, holder, task, ttl_ms, acquired_at, renewed_at, expires_at, renewals, meta,
+          ended, fence_open, conflicts;

@@ -241,3 +241,13 @@ ON CONFLICT (one) DO UPDATE SET upto = excluded.upto;
 
 -- name: max_event_id
 SELECT coalesce(max(id), 0) FROM tenure_events;
+
+-- name: renew_all
+-- Renew every live lease of :holder (or those among the JSON array :keys) in one statement,
+-- each with its own ttl; nothing shortens a lease. Runs under the write lock, :now read after it.
+UPDATE tenure_leases
+SET renewed_at = :now, renewals = renewals + 1, expires_at = max(expires_at, :now + ttl_ms)
+WHERE holder = :holder AND ended IS NULL AND expires_at > :now
+  AND (:keys IS NULL OR key IN (SELECT value FROM json_each(:keys)))
+RETURNING key, token, holder, task, ttl_ms, acquired_at, renewed_at, expires_at, renewals, meta,
+          ended, fence_open, conflicts;
