@@ -54,7 +54,8 @@ TENURE = Path(sys.executable).parent / "tenure"
 PG_PORT = int(os.environ.get("PG_PORT", "5433"))
 PG_BIN = os.environ.get("PG_BIN", "")
 PG_DB = "tenure_bench"
-PARTS = ("peers", "pg", "lag", "hold", "inproc")
+PARTS = ("peers", "tenure", "pg", "lag", "hold", "inproc")
+WORKLOADS = "cycle contended hold expiry_lag"
 
 
 def log(msg: str) -> None:
@@ -81,10 +82,17 @@ def pg_bin() -> Path:
 class Server:
     url: str
     pid: int
-    token: str
-    taker: str  # a second principal's token (a taker must not be the holder)
+    tokens: dict[str, str]  # loadgen owner -> bearer token of its own principal; "*": the rest
     proc: subprocess.Popen[bytes]
     db: str
+
+    @property
+    def token(self) -> str:
+        return self.tokens["*"]
+
+    @property
+    def taker(self) -> str:  # a second principal (a taker must not be the holder)
+        return self.tokens["taker0"]
 
     def rss_kb(self) -> dict[str, int]:
         out = {}
@@ -100,16 +108,13 @@ def tenure_server(db: str, workdir: Path, name: str) -> Iterator[Server]:
     """``tenure serve`` with default settings on ``db``, and a token of a service principal."""
     env = {**os.environ, "TENURE_DATA_DIR": str(workdir), "TENURE_DB": db}
     env.pop("TENURE_POLICY", None)
-    token, taker = (
-        subprocess.run(
-            [str(TENURE), "principal", "add", f"bench-{uuid.uuid4().hex[:6]}", "--kind", "service"],
-            env=env,
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout.strip()
-        for _ in range(2)
-    )
+    admin = subprocess.run(
+        [str(TENURE), "principal", "add", "bench-admin", "--kind", "service", "--role", "admin"],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     port = free_port()
     logf = (workdir / f"{name}.log").open("wb")
     proc = subprocess.Popen(
@@ -127,7 +132,7 @@ def tenure_server(db: str, workdir: Path, name: str) -> Iterator[Server]:
                     raise SystemExit(f"tenure serve did not start, see {logf.name}") from None
                 time.sleep(0.1)
         log(f"tenure serve pid {proc.pid} on {url} ({db})")
-        yield Server(url, proc.pid, token, taker, proc, db)
+        yield Server(url, proc.pid, owner_tokens(url, admin), proc, db)
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -136,6 +141,25 @@ def tenure_server(db: str, workdir: Path, name: str) -> Iterator[Server]:
             proc.kill()
             proc.wait(10)
         logf.close()
+
+
+def owner_tokens(url: str, admin: str) -> dict[str, str]:
+    """A principal per contending loadgen owner (``p0c<i>`` of contended, ``holder<j>`` and
+    ``taker<j>`` of expiry_lag), and ``*`` for everything else."""
+    owners = ["*", *(f"p0c{i}" for i in range(64))]
+    owners += [f"{role}{j}" for role in ("holder", "taker") for j in range(64)]
+    tokens = {}
+    for owner in owners:
+        name = "bench-all" if owner == "*" else f"bench-{owner}"
+        body = json.dumps({"name": name, "kind": "service"}).encode()
+        req = urllib.request.Request(
+            url + "/v1/principals",
+            body,
+            {"Authorization": f"Bearer {admin}", "Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(req, timeout=10) as reply:
+            tokens[owner] = json.loads(reply.read())["token"]
+    return tokens
 
 
 def pg_ready() -> bool:
@@ -194,20 +218,21 @@ def postgres(workdir: Path) -> Iterator[str]:
 
 
 # the peer runner ----------------------------------------------------------------------------------
-def run_peers(server: Server, out: Path, args: argparse.Namespace) -> None:
+def run_peers(out: Path, args: argparse.Namespace) -> None:
+    """The shared runner as its README says, for the peers (tenure's rows: :func:`loadgen`)."""
     env = {
         **os.environ,
-        "TENURE_URL": server.url,
-        "TENURE_BENCH_TOKEN": server.token,
-        "TENURE_PID": str(server.pid),
         "BACKENDS": args.backends,
-        "WORKLOADS": "cycle contended hold expiry_lag",
+        "WORKLOADS": WORKLOADS,
         "HTTP_LIB": "raw",
         "PG_MODE": "rowtoken",
         "EXTRA": "0",
         "NATIVE": "0",
         "PHYS": "1" if args.phys else "0",
+        "C": "16",
         "DUR": str(args.dur),
+        "HOLD_N": str(args.hold_n),
+        "TRIALS": str(args.trials),
         "OUT": str(out),
         "PG_PORT": str(PG_PORT),
     }
@@ -215,13 +240,15 @@ def run_peers(server: Server, out: Path, args: argparse.Namespace) -> None:
     subprocess.run(["bash", str(PEERS / "run_peers.sh")], env=env, check=False)
 
 
-def loadgen(server: Server, out: Path, workload: str, label: str, dur: float) -> None:
+def loadgen(server: Server, out: Path, workload: str, label: str, args: argparse.Namespace) -> None:
+    """One runner workload against tenure: loadgen.py's client and workloads, with the
+    ``tenure`` backend of bench/tenure_loadgen.py (a principal per contending owner)."""
     cmd = [
         str(PEERS_PY),
-        str(PEERS / "loadgen.py"),
+        str(ROOT / "bench" / "tenure_loadgen.py"),
         "run",
         "--backend",
-        "http",
+        "tenure",
         "--http-lib",
         "raw",
         "--workload",
@@ -229,11 +256,13 @@ def loadgen(server: Server, out: Path, workload: str, label: str, dur: float) ->
         "--clients",
         "16",
         "--duration",
-        str(dur),
+        str(args.dur),
+        "--hold-n",
+        str(args.hold_n),
+        "--trials",
+        str(args.trials),
         "--http-url",
         server.url,
-        "--http-token",
-        server.token,
         "--server-pids",
         str(server.pid),
         "--label",
@@ -241,7 +270,10 @@ def loadgen(server: Server, out: Path, workload: str, label: str, dur: float) ->
         "--out",
         str(out),
     ]
-    subprocess.run(cmd, check=False, timeout=600)
+    env = {**os.environ, "TENURE_BENCH_TOKENS": json.dumps(server.tokens)}
+    code = subprocess.run(cmd, check=False, timeout=900, env=env).returncode
+    if code:
+        log(f"FAILED/UNSAFE: tenure {label} {workload} (rc={code})")
 
 
 def records(out: Path) -> list[dict[str, Any]]:
@@ -418,7 +450,7 @@ def targets(recs: list[dict[str, Any]], extra: dict[str, Any]) -> list[Row]:
     rows: list[Row] = []
     etcd_c = pick(recs, "cycle", "etcd-raw")
     pg_c = pick(recs, "cycle", "postgres-rowtoken")
-    t_c = pick(recs, "cycle", "http-raw")
+    t_c = pick(recs, "cycle", "tenure")
     tpg_c = pick(recs, "cycle", "tenure-pg")
 
     def ops(m: dict[str, Any] | None) -> float | None:
@@ -450,7 +482,7 @@ def targets(recs: list[dict[str, Any]], extra: dict[str, Any]) -> list[Row]:
             None if r is None else r >= 0.8,
         )
     )
-    etcd_k, t_k = pick(recs, "contended", "etcd-raw"), pick(recs, "contended", "http-raw")
+    etcd_k, t_k = pick(recs, "contended", "etcd-raw"), pick(recs, "contended", "tenure")
     pg_k = pick(recs, "contended", "postgres-rowtoken")
     acq = None if t_k is None else float(t_k["acquisitions_per_s"])
     e_acq = None if etcd_k is None else float(etcd_k["acquisitions_per_s"])
@@ -467,7 +499,7 @@ def targets(recs: list[dict[str, Any]], extra: dict[str, Any]) -> list[Row]:
             None if r is None else bool(safe) and r >= 2,
         )
     )
-    t_l = pick(recs, "expiry_lag", "http-raw")
+    t_l = pick(recs, "expiry_lag", "tenure")
     e_l, p_l = pick(recs, "expiry_lag", "etcd-raw"), pick(recs, "expiry_lag", "postgres-rowtoken")
     lag = None if t_l is None else t_l["lag_ms"]["p99"]
     rows.append(
@@ -566,7 +598,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", default=",".join(PARTS), help=f"comma list of {', '.join(PARTS)}")
     ap.add_argument("--dur", type=float, default=6, help="seconds per cycle/contended run (6)")
-    ap.add_argument("--backends", default="etcd postgres http", help="runner BACKENDS")
+    ap.add_argument("--backends", default="etcd postgres", help="runner BACKENDS (peers)")
+    ap.add_argument("--hold-n", type=int, default=10_000, help="runner hold leases (10000)")
     ap.add_argument("--hold", default="10000,100000", help="renew-all sizes (10000,100000)")
     ap.add_argument("--trials", type=int, default=20, help="long-poll lag trials (20)")
     ap.add_argument("--inproc-s", type=float, default=5.0, help="direct-mode seconds (5)")
@@ -579,6 +612,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--only takes {', '.join(PARTS)}")
     if args.quick:
         args.dur, args.hold, args.trials, args.inproc_s, args.phys = 2, "1000", 4, 1.0, False
+        args.hold_n = 1000
     if parts & {"peers", "pg"} and not PEERS_PY.exists():
         log("no peer venv yet: run_peers.sh creates it (and installs etcd/redis/postgresql)")
     stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -591,13 +625,16 @@ def main(argv: list[str] | None = None) -> int:
         with contextlib.ExitStack() as stack:
             if parts & {"peers", "pg"}:
                 pg_url = stack.enter_context(postgres(work / "pg"))
-            if parts & {"peers", "lag", "hold"}:
+            if "peers" in parts:
+                run_peers(out, args)
+            if parts & {"tenure", "lag", "hold"}:
                 (work / "sqlite").mkdir()
                 srv = stack.enter_context(
                     tenure_server(f"sqlite:///{work / 'sqlite' / 'tenure.db'}", work, "sqlite")
                 )
-                if "peers" in parts:
-                    run_peers(srv, out, args)
+                if "tenure" in parts:
+                    for workload in WORKLOADS.split():
+                        loadgen(srv, out, workload, "tenure", args)
                 if "lag" in parts:
                     extra["lag"] = asyncio.run(long_poll_lag(srv, args.trials))
                     log(f"long-poll lag: {extra['lag']}")
@@ -609,8 +646,8 @@ def main(argv: list[str] | None = None) -> int:
             if "pg" in parts:
                 (work / "pgsrv").mkdir()
                 pgs = stack.enter_context(tenure_server(pg_url, work / "pgsrv", "pg"))
-                loadgen(pgs, out, "cycle", "tenure-pg", args.dur)
-                loadgen(pgs, out, "contended", "tenure-pg", args.dur)
+                for workload in ("cycle", "contended"):
+                    loadgen(pgs, out, workload, "tenure-pg", args)
         if "inproc" in parts:
             extra["inproc"] = inproc(args.inproc_s, work)
             log(f"in-process: {extra['inproc']}")
