@@ -72,6 +72,7 @@ class Op:
     duplicate: bool | None = None
     current_token: int | None = None  # stale_token: the token the server called current
     holder: str | None = None  # the lease's holder in the reply (force_release: the old one)
+    seq: int = 0  # the client's count of its operations: the intent and the outcome share it
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), separators=(",", ":"), sort_keys=True)
@@ -95,9 +96,11 @@ class Recorder:
         self.name = name or f"{principal}@{os.getpid()}"
         self.path = None if path is None else Path(path)
         self.ops: list[Op] = []
+        self._seq = 0
 
-    def _record(self, op: Op) -> None:
-        self.ops.append(op)
+    def _record(self, op: Op, *, intent: bool = False) -> None:
+        if not intent:
+            self.ops.append(op)
         if self.path is not None:
             line = (op.to_json() + "\n").encode()
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -107,6 +110,13 @@ class Recorder:
                 os.close(fd)
 
     def _run(self, op: str, key: str, call: Callable[[], Any], **fields: Any) -> Any:
+        self._seq += 1
+        seq = self._seq
+        # The intent first: a process killed before the reply leaves an operation of unknown
+        # outcome in its file, never none at all.
+        intent = Op(self.name, self.principal, op, key, time.monotonic(), 0.0, None, **fields)
+        intent.code, intent.seq = "in_flight", seq
+        self._record(intent, intent=True)
         sent = time.monotonic()
         try:
             result = call()
@@ -116,7 +126,7 @@ class Recorder:
             record = Op(
                 self.name, self.principal, op, key, sent, received, None if unknown else False
             )
-            record.code = exc.code
+            record.code, record.seq = exc.code, seq
             for name, value in fields.items():
                 setattr(record, name, value)
             record.current_token = getattr(exc, "current_token", None)
@@ -124,12 +134,13 @@ class Recorder:
             raise
         except Exception as exc:
             record = Op(self.name, self.principal, op, key, sent, time.monotonic(), None)
-            record.code = type(exc).__name__
+            record.code, record.seq = type(exc).__name__, seq
             for name, value in fields.items():
                 setattr(record, name, value)
             self._record(record)
             raise
         record = Op(self.name, self.principal, op, key, sent, time.monotonic(), True, **fields)
+        record.seq = seq
         return record, result
 
     def acquire(self, key: str, ttl_ms: int | None = None, **kwargs: Any) -> tenure.Lease:
@@ -186,18 +197,26 @@ class Recorder:
 def load(*sources: str | Path | Iterable[Op]) -> list[Op]:
     """The merged history of files, directories of ``*.jsonl`` files, and lists of records.
 
-    A last line cut short by a ``kill -9`` is ignored (its operation is unknown anyway)."""
+    An operation whose outcome never reached the file (the process died waiting for the reply)
+    keeps its intent: ``ok = None``, ``code = "in_flight"``, ``received = inf``. A last line cut
+    short by a ``kill -9`` is ignored."""
     out: list[Op] = []
     for source in sources:
         if isinstance(source, str | Path):
             path = Path(source)
             files = sorted(path.glob("*.jsonl")) if path.is_dir() else [path]
+            latest: dict[tuple[str, int], Op] = {}
             for file in files:
                 for line in file.read_text().splitlines():
                     try:
-                        out.append(Op.from_dict(json.loads(line)))
+                        record = Op.from_dict(json.loads(line))
                     except (ValueError, TypeError):
                         continue
+                    latest[(record.client, record.seq)] = record
+            for record in latest.values():
+                if record.code == "in_flight":
+                    record.received = float("inf")
+                out.append(record)
         else:
             out.extend(source)
     out.sort(key=lambda o: (o.sent, o.received))

@@ -269,3 +269,49 @@ class PrivatePostgres:
         except Exception:
             pass
         self._rmtree(self.root, ignore_errors=True)
+
+
+class ServeAt(Serve):
+    """:class:`Serve` on a port chosen once, which ``restart()`` reuses after a ``kill()`` (so
+    clients configured with its URL find the new process), with ``TENURE_*`` ``env`` extras."""
+
+    def __init__(self, db: str, port: int | None = None, **env: str) -> None:
+        self.db, self.port, self.extra_env = db, port or free_port(), env
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.restart()
+
+    def restart(self, timeout: float = 60) -> float:
+        """Start the server (again); the seconds until ``/healthz`` answered."""
+        started = time.monotonic()
+        env = {k: v for k, v in os.environ.items() if not k.startswith("TENURE_")}
+        env.update(self.extra_env)
+        import tempfile
+
+        # stderr to a file, not a pipe nobody reads: a chatty server must never block on it
+        self.log = tempfile.TemporaryFile("w+")  # noqa: SIM115 (lives as long as the server)
+        argv = ["serve", "--db", self.db, "--port", str(self.port)]
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tenure.cli", *argv],
+            stdout=subprocess.DEVNULL,
+            stderr=self.log,
+            text=True,
+            env=env,
+        )
+        deadline = started + timeout
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"tenure serve exited {self.proc.returncode}: {self.stderr()}")
+            try:
+                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
+                    return time.monotonic() - started
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                self.kill()
+                raise RuntimeError("tenure serve did not come up")
+            time.sleep(0.05)
+
+    def stderr(self) -> str:
+        """What the current process wrote to stderr (the tail)."""
+        self.log.seek(0)
+        return self.log.read()[-4000:]

@@ -239,6 +239,9 @@ def test_records_go_to_one_file_per_process_and_merge(tmp_path: Path) -> None:
     client.fail_next = TransportError("cut", method="POST", path="/", sent=True)
     with pytest.raises(TransportError):
         two.acquire("k", 1000)
+    client.fail_next = KeyboardInterrupt()  # the process dies waiting: only the intent stays
+    with pytest.raises(KeyboardInterrupt):
+        two.write("k", 1, "lost?", "op-9")
     with open(tmp_path / "two.jsonl", "a") as f:
         f.write('{"client": "two", "op": "acq')  # a line cut short by kill -9
     history = load(tmp_path)
@@ -247,10 +250,12 @@ def test_records_go_to_one_file_per_process_and_merge(tmp_path: Path) -> None:
         (f"a@{os.getpid()}", "write", True, None),
         ("two", "write", False, "stale_token"),
         ("two", "acquire", None, "transport_error"),
+        ("two", "write", None, "in_flight"),
     ]
+    assert history[-1].received == float("inf") and history[-1].op_id == "op-9"
     assert history[0].token == 1 and history[0].expires_at == T0 + 11_000
     assert history[1].version == 1 and history[1].value == {"n": 1}
     assert history[2].current_token == 1
     assert all(o.sent <= o.received for o in history)
-    assert load(one.ops, two.ops) == history
+    assert load(one.ops, two.ops) == history[:-1]
     assert check(history) == []
