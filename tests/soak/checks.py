@@ -174,7 +174,7 @@ def match_segments(
                     continue
                 found[0].segment = seg
         for seg in agent_segs:  # claims whose reply the agent never logged
-            if seg.epoch is None:
+            if seg.epoch is None and not seg.has({"refused"}):
                 for lease in by_owner.get((agent, seg.item), []):
                     if lease.segment is None:
                         lease.segment = seg

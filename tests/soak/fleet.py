@@ -92,7 +92,7 @@ def free_port() -> int:
 def alive(pid: int) -> bool:
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
+    except OSError:  # gone (ENOENT), or gone while being read (ESRCH)
         return False
     return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
 
@@ -100,7 +100,7 @@ def alive(pid: int) -> bool:
 def stopped(pid: int) -> bool:
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
+    except OSError:  # gone (ENOENT), or gone while being read (ESRCH)
         return True
     return stat.rsplit(")", 1)[1].split()[0] in ("T", "t", "Z", "X")
 
@@ -135,10 +135,12 @@ def log_lines(path: Path) -> int:
 
 
 def request_count(metrics: str) -> int:
-    """Requests this server answered: the sum of its latency histograms' counts."""
+    """API requests this server answered (its latency histograms' counts; not the probes)."""
     total = 0.0
     for line in metrics.splitlines():
-        if line.startswith("tenure_request_duration_seconds_count"):
+        if line.startswith("tenure_request_duration_seconds_count") and not any(
+            f'route="{probe}"' in line for probe in ("/metrics", "/healthz")
+        ):
             total += float(line.rsplit(" ", 1)[1])
     return int(total)
 
@@ -396,6 +398,7 @@ def run_soak(
             f"soak: {cfg.items} items, {cfg.agents} agents, ttl {cfg.ttl}s on {server.url} "
             f"(set up in {time.monotonic() - setup:.1f}s)"
         )
+        before = request_count(httpx.get(f"{server.url}/metrics", timeout=30).text)
         started = time.monotonic()
         until = time.time() + cfg.time_limit + cfg.drain
         fleet = Fleet(server.url, admin, cfg, workdir, until)
@@ -432,7 +435,7 @@ def run_soak(
         echo(f"soak: fleet stopped after {time.monotonic() - finished:.1f}s")
         metrics = httpx.get(f"{server.url}/metrics", timeout=30).text
         (workdir / "metrics.txt").write_text(metrics)
-        operations = request_count(metrics)
+        operations = request_count(metrics) - before  # the fleet's
         timing = latency(metrics)
         wall = finished - started
         time.sleep(cfg.ttl + 1.5)  # every lapse is recorded within a second of its deadline
@@ -473,7 +476,7 @@ def run_soak(
 def report(result: SoakResult) -> str:
     f = result.figures
     lines = [
-        f"operations      {f['operations']} HTTP requests ({f['ops_per_s']}/s)",
+        f"operations      {f['operations']} HTTP requests by the fleet ({f['ops_per_s']}/s)",
         f"wall time       {f['wall_s']} s",
         f"latency         mean {f['latency_mean_ms']} ms, p50 <= {f['latency_p50_ms_le']} ms, "
         f"p99 <= {f['latency_p99_ms_le']} ms (server side)",
