@@ -40,6 +40,8 @@ import tenure
 from tenure.client._shared import TransportError
 from tenure.errors import LeaseLost, StaleToken, TenureError
 
+MAX_AGENTS = 10_000  # the spawner forks at most this many
+
 
 class Log:
     def __init__(self, path: str) -> None:
@@ -169,7 +171,9 @@ def agent(cfg: dict[str, Any]) -> int:
 def spawner() -> int:
     """Fork one agent per line of stdin; answer its pid. Children are reaped by the kernel."""
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
-    for line in sys.stdin:
+    for n, line in enumerate(sys.stdin):
+        if n >= MAX_AGENTS:
+            break
         if not line.strip():
             continue
         cfg = json.loads(line)

@@ -361,21 +361,26 @@ def all_events(client: tenure.Client) -> list[dict[str, Any]]:
     return out
 
 
-def probe_stranded(client: tenure.Client, ids: list[str], ttl: float) -> list[str]:
-    """Items (not done) that the prober cannot claim within one TTL (plus a second)."""
+def probe_stranded(
+    client: tenure.Client, ids: list[str], ttl: float, stopped_at: float
+) -> list[str]:
+    """Items (not done) that the prober cannot claim within one TTL (plus a second of slack)
+    of the moment the last agent was gone (``stopped_at``, monotonic); three tries at least."""
     stranded = []
-    deadline = time.monotonic() + ttl + 1.0
+    deadline = stopped_at + ttl + 1.0
     for item in ids:
-        while True:
+        for attempt in range(10_000):  # and until the deadline
             try:
                 client.items.claim(item, ttl_ms=60_000, takeover=True, reason="soak probe")
                 client.items.release(item)
                 break
             except TenureError:
-                if time.monotonic() > deadline:
+                if time.monotonic() > deadline and attempt >= 2:
                     stranded.append(item)
                     break
                 time.sleep(0.05)
+        else:
+            stranded.append(item)
     return stranded
 
 
@@ -408,8 +413,10 @@ def run_soak(
         next_chaos = time.monotonic() + cfg.chaos_every
         next_look = 0.0
         done = 0
-        while time.monotonic() - started < cfg.time_limit:
+        for _ in range(int(cfg.time_limit / 0.02) + 1):  # and at most time_limit seconds
             now = time.monotonic()
+            if now - started >= cfg.time_limit:
+                break
             fleet.resume_due()
             if now >= next_chaos:
                 next_chaos = now + cfg.chaos_every
@@ -432,7 +439,8 @@ def run_soak(
         wait_until(lambda: not fleet.running(), cfg.drain, 0.05)
         for agent in fleet.running():
             fleet.kill(agent, kind="reap")
-        echo(f"soak: fleet stopped after {time.monotonic() - finished:.1f}s")
+        stopped_at = time.monotonic()
+        echo(f"soak: fleet stopped after {stopped_at - finished:.1f}s")
         metrics = httpx.get(f"{server.url}/metrics", timeout=30).text
         (workdir / "metrics.txt").write_text(metrics)
         operations = request_count(metrics) - before  # the fleet's
@@ -448,7 +456,8 @@ def run_soak(
         prober = tenure.Client(
             server.url, token=admin.add_principal("soak/prober", kind="agent").token
         )
-        stranded = probe_stranded(prober, [i for i, s in statuses.items() if s != "done"], cfg.ttl)
+        not_done = [i for i, s in statuses.items() if s != "done"]
+        stranded = probe_stranded(prober, not_done, cfg.ttl, stopped_at)
         echo(f"soak: server records read and items probed in {time.monotonic() - mark:.1f}s")
         logs = {a.name: read_log(a.log) for a in fleet.agents.values()}
         verdict = check(logs, fleet.signals, events, transfers, stats, statuses, stranded)
