@@ -52,7 +52,7 @@ include-method = "GET"
 parameters = {{ "query.wait_ms" = 0 }}
 """
 NOT_RUN = ("/v1/events/stream",)  # never ends: see the module's docstring
-BUDGET_S = 85
+BUDGET_S = 150  # keeps the suite's length bounded; not a performance figure
 
 
 @pytest.mark.slow
