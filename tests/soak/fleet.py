@@ -3,8 +3,9 @@
 :func:`run_soak` starts ``tenure serve`` on ``db`` (127.0.0.1, a free port), adds ``items``
 items, and keeps ``agents`` agent processes (``agent.py``, each its own principal) working
 through them. Meanwhile a chaos loop, every ``chaos_every`` seconds, ``SIGKILL``s a random
-agent (and starts a replacement under a new principal) or ``SIGSTOP``s one for ``pause``
-seconds (past the TTL, so its claim lapses and may be taken over) and then ``SIGCONT``s it.
+agent (and starts a replacement under a new principal) or, in turn, ``SIGSTOP``s one for
+``pause`` seconds (past the TTL, so its claim lapses and may be taken over), then ``SIGCONT``s
+it.
 Victims are picked at random, most of the time (``aim``) among the agents whose log shows them
 in the middle of a claim. When every item is done (or time is up) the fleet is told to stop;
 agents that do not stop in time are killed (``reap``). After one TTL plus the reaper's second,
@@ -232,6 +233,7 @@ class Fleet:
         self.signals: list[dict[str, Any]] = []
         self._n = 0
         self._rng = random.Random(cfg.seed)
+        self._last_act = "pause"
         self._err: IO[str] = (workdir / "agents.stderr").open("w")
         self.spawner = subprocess.Popen(
             [sys.executable, str(AGENT), "spawner"],
@@ -306,7 +308,8 @@ class Fleet:
                 self.resume(a)
 
     def chaos(self, kills_left: int, pauses_left: int) -> str | None:
-        """One act: kill (and replace) or pause a random running agent; what was done."""
+        """One act: kill (and replace) or pause a random running agent (kills and pauses take
+        turns while both are left); what was done."""
         victims = [a for a in self.running() if time.monotonic() - a.started > 0.5]
         acts = ["kill"] * (kills_left > 0) + ["pause"] * (pauses_left > 0)
         if not victims or not acts:
@@ -315,7 +318,10 @@ class Fleet:
         holders = [a for a in victims if last_event(a.log) in ("claimed", "progress")]
         if holders and self._rng.random() < self.cfg.aim:
             victims = holders
-        act, victim = self._rng.choice(acts), self._rng.choice(victims)
+        if len(acts) > 1:  # alternate while both are left: a short run gets some of each
+            acts = [a for a in acts if a != self._last_act]
+        act, victim = acts[0], self._rng.choice(victims)
+        self._last_act = act
         if act == "kill":
             self.kill(victim)
             self.spawn()
