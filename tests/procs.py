@@ -185,7 +185,7 @@ def alive(pid: int) -> bool:
     """Whether ``pid`` runs (a zombie, dead but not yet reaped, counts as dead)."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
+    except OSError:  # gone (ENOENT), or gone between open and read (ESRCH)
         return False
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
