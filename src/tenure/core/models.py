@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from copy import deepcopy
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
@@ -56,7 +57,20 @@ class Lease:
     state: LeaseState = "live"
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        # what asdict() gives (meta deep-copied), without its generic recursion: hot path
+        return {
+            "key": self.key,
+            "holder": self.holder,
+            "task": self.task,
+            "token": self.token,
+            "ttl_ms": self.ttl_ms,
+            "acquired_at": self.acquired_at,
+            "renewed_at": self.renewed_at,
+            "expires_at": self.expires_at,
+            "renewals": self.renewals,
+            "meta": deepcopy(self.meta) if self.meta else {},
+            "state": self.state,
+        }
 
 
 @dataclass(frozen=True)
@@ -197,7 +211,13 @@ class ExtendResult:
     granted_until: int
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {
+            "lease": self.lease.to_dict(),
+            "extended": self.extended,
+            "capped": self.capped,
+            "requested_until": self.requested_until,
+            "granted_until": self.granted_until,
+        }
 
 
 @dataclass(frozen=True)
@@ -206,7 +226,7 @@ class ReleaseResult:
     lease: Lease | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {"released": self.released, "lease": self.lease and self.lease.to_dict()}
 
 
 @dataclass(frozen=True)
@@ -232,4 +252,7 @@ class RenewAllResult:
     lost: tuple[LostLease, ...]
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {
+            "renewed": [lease.to_dict() for lease in self.renewed],
+            "lost": [{"key": x.key, "reason": x.reason, "token": x.token} for x in self.lost],
+        }

@@ -4,13 +4,14 @@ The item and claim routes are in :mod:`tenure.server.items`."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Annotated, Any
 
 import anyio
-from fastapi import Depends, FastAPI, Path, Query, Request
+from fastapi import Depends, FastAPI, Path, Query, Request, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from tenure import __version__
@@ -41,7 +42,8 @@ class State:
     bell: Bell
 
 
-def state(request: Request) -> State:
+async def state(request: Request) -> State:
+    """Async: a plain attribute read, no worker thread needed (sync dependencies get one)."""
     st: State = request.app.state.tenure
     return st
 
@@ -49,7 +51,8 @@ def state(request: Request) -> State:
 def caller(
     request: Request, creds: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
 ) -> Principal:
-    return state(request).principals.authenticate(creds.credentials if creds else None)
+    st: State = request.app.state.tenure
+    return st.principals.authenticate(creds.credentials if creds else None)
 
 
 Caller = Annotated[Principal, Depends(caller)]
@@ -105,6 +108,11 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     app.add_middleware(Timing, metrics=lambda: app.state.tenure.service.metrics)
     app.add_middleware(JsonByDefault)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
+    from tenure.server.hotpath import HotPath  # it imports this module's reply()
+
+    # outermost: the ordinary acquire/renew/release skip the framework (tenure.server.hotpath)
+    hot_state = lambda: getattr(app.state, "tenure", None)  # noqa: E731
+    app.add_middleware(HotPath, state=hot_state, limit=settings.max_body_bytes)
     add_lease_routes(app)
     add_other_routes(app)
     from tenure.server.items import add_item_routes  # it imports this module's dependencies
@@ -122,6 +130,15 @@ def lease_out(lease: Lease) -> dict[str, Any]:
     return lease.to_dict()
 
 
+def reply(body: dict[str, Any]) -> Response:
+    """The JSON of a reply built from the service's own models, which have the exact fields of
+    the route's ``response_model`` (so the OpenAPI document stays true): returning a Response
+    skips FastAPI's second validation and serialisation of what the service already shaped.
+    The bytes are what Starlette's JSONResponse would send."""
+    text = json.dumps(body, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    return Response(text.encode(), media_type="application/json")
+
+
 def add_lease_routes(app: FastAPI) -> None:
     @app.post(
         "/v1/leases/acquire",
@@ -129,7 +146,7 @@ def add_lease_routes(app: FastAPI) -> None:
         tags=["leases"],
         responses={**P(400, 401, 409, 413, 422), 200: openapi.LEASE_LINKS},
     )
-    async def acquire(body: s.AcquireIn, me: Caller, st: St) -> dict[str, Any]:
+    async def acquire(body: s.AcquireIn, me: Caller, st: St) -> Response:
         """Acquire `key`, or renew it if you hold it; `wait_ms` long-polls while it is held."""
 
         async def attempt() -> Lease:
@@ -138,7 +155,7 @@ def add_lease_routes(app: FastAPI) -> None:
             )
 
         lease = await st.waiters.acquire(body.key, attempt, body.wait_ms or 0)
-        return {"lease": lease_out(lease)}
+        return reply({"lease": lease_out(lease)})
 
     @app.post(
         "/v1/leases/renew",
@@ -146,8 +163,8 @@ def add_lease_routes(app: FastAPI) -> None:
         tags=["leases"],
         responses=P(400, 401, 403, 404, 409, 413, 422),
     )
-    def renew(body: s.RenewIn, me: Caller, st: St) -> dict[str, Any]:
-        return {"lease": lease_out(st.service.renew(me, body.key, body.token, body.ttl_ms))}
+    def renew(body: s.RenewIn, me: Caller, st: St) -> Response:
+        return reply({"lease": lease_out(st.service.renew(me, body.key, body.token, body.ttl_ms))})
 
     @app.post(
         "/v1/leases/renew-all",
@@ -155,8 +172,8 @@ def add_lease_routes(app: FastAPI) -> None:
         tags=["leases"],
         responses=P(400, 401, 413, 422),
     )
-    def renew_all(body: s.RenewAllIn, me: Caller, st: St) -> dict[str, Any]:
-        return st.service.renew_all(me, body.keys).to_dict()
+    def renew_all(body: s.RenewAllIn, me: Caller, st: St) -> Response:
+        return reply(st.service.renew_all(me, body.keys).to_dict())
 
     @app.post(
         "/v1/leases/extend",
@@ -173,11 +190,11 @@ def add_lease_routes(app: FastAPI) -> None:
         tags=["leases"],
         responses=P(400, 401, 403, 413, 422),
     )
-    def release(body: s.ReleaseIn, me: Caller, st: St) -> dict[str, Any]:
+    def release(body: s.ReleaseIn, me: Caller, st: St) -> Response:
         result = st.service.release(me, body.key, body.token)
         if result.released:
             st.waiters.notify(body.key)
-        return result.to_dict()
+        return reply(result.to_dict())
 
     @app.post(
         "/v1/leases/force-release",
