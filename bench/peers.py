@@ -1,23 +1,27 @@
 """tenure beside etcd, PostgreSQL and Redis, in one run of the shared peer runner.
 
-    python bench/peers.py                       # everything (~6 min), prints the targets table
-    python bench/peers.py --only inproc,hold    # a subset: peers, pg, lag, hold, inproc
-    python bench/peers.py --quick               # shorter runs (smoke: figures, no verdicts)
+    python bench/peers.py                       # everything (~10 min), prints the targets table
+    python bench/peers.py --only inproc,hold    # a subset of: peers tenure pg lag hold inproc
+    python bench/peers.py --quick               # short runs (a smoke run: figures, no verdicts)
 
 What it does (see bench/README.md):
 
 1. starts a private PostgreSQL on 127.0.0.1:5433 (the port the peer runner uses) unless one
-   answers there already, and creates a database ``tenure_bench`` on it;
-2. starts ``tenure serve`` with its default settings on a fresh SQLite file, adds a service
-   principal and runs ``/work/shared/bench-peers/run_peers.sh`` with ``BACKENDS="etcd postgres
-   http" HTTP_LIB=raw PG_MODE=rowtoken`` against it (cycle, contended, hold, expiry_lag);
-3. starts a second ``tenure serve`` on the PostgreSQL database and runs the runner's
-   ``loadgen.py`` cycle against it (same client, same database server as the row-lease peer);
+   answers there already, and creates the databases ``bench`` (the peers') and ``tenure_bench``;
+2. runs ``/work/shared/bench-peers/run_peers.sh`` as its README says for the peers
+   (``BACKENDS="etcd postgres" HTTP_LIB=raw PG_MODE=rowtoken``: cycle, contended, hold,
+   expiry_lag, and the physical limits), appending to one results file;
+3. starts ``tenure serve`` with its default settings on a fresh SQLite file and runs the same
+   four workloads against it with the runner's own ``loadgen.py`` (same client, same code), through
+   ``bench/tenure_loadgen.py``: its ``tenure`` backend gives each contending owner its own
+   principal (the runner's ``http`` backend sends one bearer token, which makes every owner the
+   same holder, and tenure's acquire by the holder renews);
 4. measures what the runner does not: expiry lag of a ``wait_ms`` long-poll waiter, one
-   ``renew-all`` over 10,000 and 100,000 live leases and the server's resident memory, and
-   direct mode (``tenure.Client("sqlite:///…")``) cycle ops/s in one thread;
-5. prints the peer runner's tables, then one table of the targets of issue 9 with tenure's
-   figure, the peers' and the ratios, all from this run.
+   ``renew-all`` over 10,000 and 100,000 live leases and the server's resident memory;
+5. starts a second ``tenure serve`` on the PostgreSQL database and runs cycle and contended;
+6. direct mode (``tenure.Client("sqlite:///…")``) cycle ops/s in one thread;
+7. prints the runner's tables, then one table of the targets of issue 9 with tenure's figure,
+   the peers' and the ratios, all from this run.
 
 Every server it starts binds 127.0.0.1 and is stopped by its PID at the end; every loop is
 bounded. It measures and prints; it asserts nothing about speed.
