@@ -152,6 +152,7 @@ def owner_tokens(url: str, admin: str) -> dict[str, str]:
     ``taker<j>`` of expiry_lag), and ``*`` for everything else."""
     owners = ["*", *(f"p0c{i}" for i in range(64))]
     owners += [f"{role}{j}" for role in ("holder", "taker") for j in range(64)]
+    owners += [f"hold{n}" for n in range(4)]  # the holders of bench/peers.py's hold sizes
     tokens = {}
     for owner in owners:
         name = "bench-all" if owner == "*" else f"bench-{owner}"
@@ -352,10 +353,11 @@ async def long_poll_lag(server: Server, trials: int, parallel: int = 4) -> dict[
     }
 
 
-async def hold(server: Server, n: int, clients: int = 16) -> dict[str, Any]:
+async def hold(server: Server, n: int, who: str, clients: int = 16) -> dict[str, Any]:
     """``n`` live leases of one holder (created over HTTP, ttl 10 min), then ONE renew-all."""
     lg = raw_http()
-    http = lg.RawHttp(server.url, clients, {"Authorization": f"Bearer {server.token}"})
+    auth = {"Authorization": f"Bearer {server.tokens[who]}"}
+    http = lg.RawHttp(server.url, clients, auth)
     prefix = f"bench/hold/{uuid.uuid4().hex[:8]}"
     nxt = [0]
     fails: list[str] = []
@@ -377,7 +379,7 @@ async def hold(server: Server, n: int, clients: int = 16) -> dict[str, Any]:
         return {"n": n, "error": fails[0]}
     # one call, one fresh connection (what a heartbeat does once per period)
     lg2 = raw_http()
-    http = lg2.RawHttp(server.url, 1, {"Authorization": f"Bearer {server.token}"})
+    http = lg2.RawHttp(server.url, 1, auth)
     t0 = time.perf_counter()
     status, text = await http.request("POST", "/v1/leases/renew-all", b"{}")
     call_s = time.perf_counter() - t0
@@ -644,8 +646,8 @@ def main(argv: list[str] | None = None) -> int:
                     log(f"long-poll lag: {extra['lag']}")
                 if "hold" in parts:
                     extra["hold"] = []
-                    for n in (int(x) for x in args.hold.split(",")):
-                        extra["hold"].append(asyncio.run(hold(srv, n)))
+                    for i, n in enumerate(int(x) for x in args.hold.split(",")):
+                        extra["hold"].append(asyncio.run(hold(srv, n, f"hold{i}")))
                         log(f"hold: {extra['hold'][-1]}")
             if "pg" in parts:
                 (work / "pgsrv").mkdir()
