@@ -28,6 +28,7 @@ from tenure.errors import (
     TenureError,
     TooLarge,
     Unauthenticated,
+    Unavailable,
 )
 from tenure.reaper import Reaper
 from tenure.service import Service
@@ -70,5 +71,6 @@ __all__ = [
     "TenureError",
     "TooLarge",
     "Unauthenticated",
+    "Unavailable",
     "open_store",
 ]
