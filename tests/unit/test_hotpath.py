@@ -76,3 +76,18 @@ def test_bearer_and_content_type_as_fastapi_reads_them() -> None:
     assert json_body(scope((b"content-type", b"application/json")))
     assert not json_body(scope((b"content-type", b"application/x-www-form-urlencoded")))
     assert not json_body(scope((b"content-type", b"text/plain")))
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"key": "k", "meta": {"a": ' + b"[" * 100_000 + b"]" * 100_000 + b"}}",
+        b"[" * 5_000 + b"]" * 5_000,
+        b'{"key": "\xff\xfe"}',
+        b'{"key": "k\\ud800"}',
+        b'{"key": "k\\uD83D\\uDE00"}',
+    ],
+    ids=["deep-meta", "deep", "invalid-utf8", "lone-surrogate", "surrogate-pair"],
+)
+def test_hostile_bodies_go_to_fastapi(raw: bytes) -> None:
+    assert parse(ACQUIRE, raw) is None
