@@ -68,7 +68,8 @@ class Listener:
                     pause = 0.1
                     self.on_events()  # whatever happened while not listening
                     while not self._stop.is_set():
-                        for notice in conn.notifies(timeout=0.5):
+                        # a short timeout: stop() returns within it (a server restarts fast)
+                        for notice in conn.notifies(timeout=0.1):
                             self._dispatch(notice.payload)
             except Exception:  # re-open; the fallbacks cover the gap
                 log.warning("LISTEN connection lost; reconnecting", exc_info=True)
