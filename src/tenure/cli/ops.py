@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import queue
 import signal
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
@@ -107,13 +109,36 @@ def events(
         doc = {"events": [e.to_dict() for e in found], "next": cursor}
         run.out.emit(doc, lambda: events_table(found))
         return OK
+    feed = follow_in_background(run.client.events(after, key, holder, kind, item=item, follow=True))
     with stoppable():
         try:
-            for event in run.client.events(after, key, holder, kind, item=item, follow=True):
+            while True:
+                try:
+                    event = feed.get(timeout=0.5)
+                except queue.Empty:
+                    continue
+                if isinstance(event, BaseException):
+                    raise event
                 run.out.line(event.to_dict(), event_line(event))
         except _Stop:
             return OK
-    return OK
+
+
+def follow_in_background(events: Iterator[Event]) -> queue.Queue[Event | BaseException]:
+    """Read ``events`` in a daemon thread. The main thread only waits on the queue, so Ctrl-C
+    and SIGTERM stop the command at once: a signal that lands just before a blocking read of a
+    long-poll would otherwise wait for the reply (up to 25 s) before its handler ran."""
+    feed: queue.Queue[Event | BaseException] = queue.Queue()
+
+    def pump() -> None:
+        try:
+            for event in events:
+                feed.put(event)
+        except BaseException as exc:  # handed to the main thread
+            feed.put(exc)
+
+    threading.Thread(target=pump, name="tenure-follow", daemon=True).start()
+    return feed
 
 
 @verb(
