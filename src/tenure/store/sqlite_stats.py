@@ -10,11 +10,12 @@ from typing import Any
 
 from tenure.core.models import EventTally
 from tenure.store.sqlfiles import queries
+from tenure.store.stats_reads import StatsReads
 
 Q = queries("sqlite")
 
 
-class SqliteStats:
+class SqliteStats(StatsReads):
     def _conn(self) -> sqlite3.Connection:
         raise NotImplementedError
 
@@ -40,27 +41,6 @@ class SqliteStats:
         finally:
             conn.execute("COMMIT")
         return EventTally(upto, counts, base)
-
-    def count_events_since(self, since: int) -> dict[str, int]:
-        return {k: int(n) for k, n in self._rows("count_events_since", since=since)}
-
-    def live_counts(self, now: int) -> tuple[int, int]:
-        leases, claims = next(self._rows("live_counts", now=now))
-        return int(leases), int(claims)
-
-    def hot_keys(self, since: int, limit: int) -> list[tuple[str, int]]:
-        return [(k, int(n)) for k, n in self._rows("hot_keys", since=since, limit=limit)]
-
-    def expiring_holders(self, since: int, limit: int) -> list[tuple[str, int, int]]:
-        rows = self._rows("expiring_holders", since=since, limit=limit)
-        return [(h, int(e), int(n)) for h, e, n in rows]
-
-    def hold_times(self, since: int, limit: int) -> list[int]:
-        return [int(h) for (h,) in self._rows("hold_times", since=since, limit=limit)]
-
-    def timeline(self, start: int, bucket_ms: int) -> list[tuple[int, str, int]]:
-        rows = self._rows("timeline", start=start, bucket=bucket_ms)
-        return [(int(slot), kind, int(n)) for slot, kind, n in rows]
 
     def prune_events(self, max_count: int, before: int, batch: int) -> int:
         with self._write() as conn:
