@@ -7,7 +7,9 @@ Each write is one short transaction on the key: lock, read the instant, decide (
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Iterable, Sequence
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from tenure.core import validate as v
@@ -43,6 +45,14 @@ from tenure.stats import StatsView
 from tenure.store.base import KeyTx, Store
 
 MAX_ANCESTRY = 64
+
+
+class _Deferred(threading.local):
+    """Per thread: the events of an open :meth:`Service.group`, announced at its commit."""
+
+    events: builtins.list[EventDraft] | None = None
+
+
 Who = Principal | str
 
 
@@ -65,6 +75,7 @@ class Service:
         self.stats_view = StatsView(store)
         #: Called (from the committing thread) after every commit that appended events.
         self.listeners: builtins.list[Callable[[], None]] = []
+        self._deferred = _Deferred()
         from tenure.work import DEFAULT_STALL_MS, WorkQueue
 
         self.items = WorkQueue(self, DEFAULT_STALL_MS if stall_ms is None else stall_ms)
@@ -79,9 +90,30 @@ class Service:
         self.committed(decision.events)
         return decision.raise_or_result()
 
+    @contextmanager
+    def group(self) -> Iterator[None]:
+        """Calls of this thread inside share one transaction (:meth:`Store.group`): each call
+        decides on what the ones before it wrote, and what they appended is announced (metrics,
+        listeners) once the group's commit is durable, not before."""
+        if self._deferred.events is not None:  # nested: the outer group announces
+            yield
+            return
+        deferred: builtins.list[EventDraft] = []
+        self._deferred.events = deferred
+        try:
+            with self.store.group():
+                yield
+        finally:
+            self._deferred.events = None
+        self.committed(deferred)
+
     def committed(self, events: Sequence[EventDraft]) -> None:
         """After a commit: count what ended and wake whoever follows the event log."""
         if not events:
+            return
+        deferred = self._deferred.events
+        if deferred is not None:  # inside group(): not durable yet
+            deferred.extend(events)
             return
         self.metrics.observe_events(events)
         for listener in self.listeners:

@@ -72,11 +72,20 @@ def main(argv: Sequence[str] | None = None) -> int:
 @click.option("--host", help="Address to bind (default 127.0.0.1).")
 @click.option("--port", type=int, help="Port to bind (default 7676).")
 @click.option("--log-level", default="info", show_default=True)
-def serve(db: str | None, host: str | None, port: int | None, log_level: str) -> None:
+@click.option(
+    "--access-log/--no-access-log",
+    default=False,
+    show_default=True,
+    help="Log a line per request (off by default: /metrics counts requests by route).",
+)
+def serve(
+    db: str | None, host: str | None, port: int | None, log_level: str, access_log: bool
+) -> None:
     """Run the HTTP server on the database (SQLite by default), bound to loopback."""
     from tenure.server.run import serve as run_server
 
-    run_server(Settings.from_env(db=db, host=host, port=port), log_level=log_level)
+    settings = Settings.from_env(db=db, host=host, port=port)
+    run_server(settings, log_level=log_level, access_log=access_log)
 
 
 @cli.group(epilog="\b\nExamples:\n  tenure principal add jo --role admin")

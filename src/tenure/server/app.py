@@ -13,6 +13,7 @@ from typing import Annotated, Any
 import anyio
 from fastapi import Depends, FastAPI, Path, Query, Request, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tenure import __version__
 from tenure.core.clock import Clock, SystemClock
@@ -21,6 +22,7 @@ from tenure.principals import Principals
 from tenure.reaper import Reaper
 from tenure.server import dashboard, openapi, problems
 from tenure.server import schemas as s
+from tenure.server.executor import Executor, GroupExecutor, PoolExecutor
 from tenure.server.feed import Bell
 from tenure.server.problems import BodyLimit, JsonByDefault
 from tenure.server.timing import Timing
@@ -28,8 +30,10 @@ from tenure.server.waiters import Waiters
 from tenure.service import Service
 from tenure.settings import Settings
 from tenure.store.open import open_store
+from tenure.store.sqlite import SqliteStore
 
 P = openapi.problem_responses
+HOT_PATHS = frozenset({"/v1/leases/acquire", "/v1/leases/renew", "/v1/leases/release"})
 bearer = HTTPBearer(auto_error=False, description="a token from `tenure principal add`")
 
 
@@ -40,6 +44,7 @@ class State:
     waiters: Waiters
     reaper: Reaper
     bell: Bell
+    executor: Executor
 
 
 async def state(request: Request) -> State:
@@ -66,6 +71,25 @@ def text_query(max_chars: int, description: str, *, blank: bool = False) -> Any:
     return Query(description=description, json_schema_extra=extra)
 
 
+class TenureApp(FastAPI):
+    """FastAPI with :class:`tenure.server.hotpath.HotPath` in front of all of it: the ordinary
+    acquire/renew/release skip the framework; anything else reaches FastAPI unchanged."""
+
+    hot_path_limit = 1 << 20
+    _hot: ASGIApp | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] in HOT_PATHS:
+            if self._hot is None:
+                from tenure.server.hotpath import HotPath  # it imports this module
+
+                state = lambda: getattr(self.state, "tenure", None)  # noqa: E731
+                self._hot = HotPath(super().__call__, state, self.hot_path_limit)
+            await self._hot(scope, receive, send)
+            return
+        await super().__call__(scope, receive, send)
+
+
 def create_app(settings: Settings | None = None, *, clock: Clock | None = None) -> FastAPI:
     """The app for ``settings`` (default: from the environment). Opens the store on startup."""
     settings = settings or Settings.from_env()
@@ -83,7 +107,8 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
         service.listeners.append(bell.ring)
         # other servers on the same database: their commits wake our followers and waiters
         unlisten = store.listen(bell.ring, waiters.notify)
-        app.state.tenure = State(service, Principals(store), waiters, reaper, bell)
+        executor = GroupExecutor(service) if isinstance(store, SqliteStore) else PoolExecutor()
+        app.state.tenure = State(service, Principals(store), waiters, reaper, bell, executor)
         try:
             async with mcp.running(service, app.state.tenure.principals, waiters.notify):
                 yield
@@ -93,9 +118,10 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
             if unlisten is not None:
                 await anyio.to_thread.run_sync(unlisten)
             reaper.stop()
+            await anyio.to_thread.run_sync(executor.close)
             await anyio.to_thread.run_sync(store.close)
 
-    app = FastAPI(
+    app = TenureApp(
         title="tenure",
         version=__version__,
         lifespan=lifespan,
@@ -108,11 +134,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     app.add_middleware(Timing, metrics=lambda: app.state.tenure.service.metrics)
     app.add_middleware(JsonByDefault)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
-    from tenure.server.hotpath import HotPath  # it imports this module's reply()
-
-    # outermost: the ordinary acquire/renew/release skip the framework (tenure.server.hotpath)
-    hot_state = lambda: getattr(app.state, "tenure", None)  # noqa: E731
-    app.add_middleware(HotPath, state=hot_state, limit=settings.max_body_bytes)
+    app.hot_path_limit = settings.max_body_bytes
     add_lease_routes(app)
     add_other_routes(app)
     from tenure.server.items import add_item_routes  # it imports this module's dependencies

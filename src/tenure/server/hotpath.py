@@ -17,22 +17,26 @@ are rendered by the app's own handlers in :mod:`tenure.server.problems`.
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-import anyio
 import psycopg
 from starlette.requests import Request
+from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tenure.core.models import Lease, Principal
 from tenure.errors import TenureError, Unauthenticated
 from tenure.server import problems
-from tenure.server.app import State, reply
+from tenure.server.app import State
 from tenure.server.schemas import MAX_INT, MAX_WAIT_MS
 
+log = logging.getLogger("tenure.server")
+JSON_TYPE = b"application/json"
+PROBLEM_TYPE = problems.PROBLEM.encode()
 MAX_FAST_BODY = 64 * 1024  # larger bodies take the ordinary path (and its body limit)
 POSITIVE = (1, MAX_INT)
 # per verb: required fields, and every allowed field with its JSON type and integer bounds
@@ -111,6 +115,8 @@ def content_length(scope: Scope) -> int | None:
 
 
 class HotPath:
+    """Outermost ASGI layer (outside FastAPI's own middleware): see the module's docstring."""
+
     def __init__(self, app: ASGIApp, state: Callable[[], State | None], limit: int) -> None:
         self.app = app
         self.state = state
@@ -140,18 +146,22 @@ class HotPath:
         try:
             if body is None or token is None:
                 raise _Fallback
-            result = await self._serve(st, path, token, body)
+            status, content = 200, _dumps(await self._serve(st, path, token, body))
         except _Fallback:
             await self.app(scope, receive, send)
             return
         except TenureError as err:
-            response: Any = await problems.on_tenure_error(Request(scope), err)
+            status, content = err.status, _dumps(err.to_problem())
         except (sqlite3.OperationalError, psycopg.OperationalError) as err:
-            response = await problems.on_database_error(Request(scope), err)
-        else:
-            response = reply(result)
-        await response(scope, receive, send)
-        code = (("code", f"{response.status_code // 100}xx"),)
+            status = await _send(problems.on_database_error, err, scope, receive, send)
+            content = None
+        except Exception as err:  # a bug: the app's 500 problem, the traceback to the log
+            log.exception("%s failed", path)
+            status = await _send(problems.on_crash, err, scope, receive, send)
+            content = None
+        if content is not None:
+            await _send_json(send, status, content)
+        code = (("code", f"{status // 100}xx"),)
         labels = (("route", path), ("method", "POST"), *code)
         elapsed = time.perf_counter() - started
         st.service.metrics.observe("tenure_request_duration_seconds", elapsed, labels)
@@ -159,27 +169,26 @@ class HotPath:
     async def _serve(
         self, st: State, path: str, token: str, body: dict[str, Any]
     ) -> dict[str, Any]:
-        me: list[Principal] = []
+        """Authentication and the service call, as one job of the server's executor."""
+        service, key, run = st.service, body["key"], st.executor.run
+
+        def authenticate() -> Principal:
+            try:
+                return st.principals.authenticate(token)
+            except Unauthenticated:
+                raise _Fallback from None  # FastAPI answers 401, with its challenge
 
         def caller() -> Principal:
-            if not me:
-                try:
-                    me.append(st.principals.authenticate(token))
-                except Unauthenticated:
-                    raise _Fallback from None  # FastAPI answers 401, with its challenge
-            return me[0]
+            return st.executor.once(token, authenticate)
 
-        service, key = st.service, body["key"]
         if path == "/v1/leases/acquire":
+            ttl_ms, task, meta = body.get("ttl_ms"), body.get("task"), body.get("meta")
 
             def acquire() -> Lease:
-                who = caller()
-                return service.acquire(
-                    who, key, body.get("ttl_ms"), body.get("task"), body.get("meta")
-                )
+                return service.acquire(caller(), key, ttl_ms, task, meta)
 
             async def attempt() -> Lease:
-                return await anyio.to_thread.run_sync(acquire)
+                return await run(acquire)
 
             lease = await st.waiters.acquire(key, attempt, body.get("wait_ms") or 0)
             return {"lease": lease.to_dict()}
@@ -189,7 +198,7 @@ class HotPath:
                 lease = service.renew(caller(), key, body["token"], body.get("ttl_ms"))
                 return {"lease": lease.to_dict()}
 
-            return await anyio.to_thread.run_sync(renew)
+            return await run(renew)
 
         def release() -> dict[str, Any]:
             result = service.release(caller(), key, body.get("token"))
@@ -197,7 +206,32 @@ class HotPath:
                 st.waiters.notify(key)
             return result.to_dict()
 
-        return await anyio.to_thread.run_sync(release)
+        return await run(release)
+
+
+def _dumps(body: dict[str, Any]) -> bytes:
+    """What Starlette's JSONResponse (and :func:`tenure.server.app.reply`) would send."""
+    return json.dumps(body, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
+
+
+async def _send(
+    handler: Callable[[Request, Exception], Awaitable[Response]],
+    err: Exception,
+    scope: Scope,
+    receive: Receive,
+    send: Send,
+) -> int:
+    """Render ``err`` with one of the app's own exception handlers; its status."""
+    response = await handler(Request(scope), err)
+    await response(scope, receive, send)
+    return response.status_code
+
+
+async def _send_json(send: Send, status: int, content: bytes) -> None:
+    kind = PROBLEM_TYPE if status >= 400 else JSON_TYPE
+    headers = [(b"content-length", str(len(content)).encode()), (b"content-type", kind)]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": content})
 
 
 async def _read(receive: Receive) -> tuple[bytes | None, Receive]:

@@ -69,6 +69,12 @@ class Store(Protocol):
 
     def now_ms(self) -> int: ...
 
+    def group(self) -> AbstractContextManager[None]:
+        """The writes of this thread inside share one transaction, durable when the block ends
+        (a write that fails rolls back alone; a failed commit fails them all). SQLite: one
+        group commit for many calls; PostgreSQL: each write stays its own transaction."""
+        ...
+
     def renew_all(self, holder: str, keys: Sequence[str] | None) -> tuple[int, list[KeyRecord]]:
         """Renew, in one transaction, every live lease of ``holder`` (or those among ``keys``),
         each with its own ttl; ``(the instant, the renewed records)``."""

@@ -220,6 +220,12 @@ class PostgresStore(PostgresStats):
             # The instant is read once the row lock is held, so it orders with the commit.
             yield _PgKeyTx(cur, key, self._now(cur), _record(row))
 
+    @contextmanager
+    def group(self) -> Iterator[None]:
+        """Each write is its own transaction on its own pooled connection: writes of different
+        keys commit in parallel, so there is nothing to batch here."""
+        yield
+
     def renew_all(self, holder: str, keys: Sequence[str] | None) -> tuple[int, list[KeyRecord]]:
         with self._tx() as cur:
             params: dict[str, Any] = {

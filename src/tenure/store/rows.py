@@ -13,10 +13,16 @@ Loads = Callable[[Any], Any]
 
 
 def dumps(value: Any) -> str:
+    if not value and type(value) in (dict, list):  # most meta and data are empty: hot path
+        return "{}" if type(value) is dict else "[]"
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 def loads_text(value: Any) -> Any:
+    if value == "{}":  # most meta and roles are empty: hot path
+        return {}
+    if value == "[]":
+        return []
     return json.loads(value) if isinstance(value, str | bytes) else value
 
 

@@ -1,0 +1,176 @@
+"""The server's executors for the hot verbs (``tenure.server.executor``), on real databases.
+
+``GroupExecutor`` (SQLite): the calls waiting at one moment run in one group commit on the
+writer thread; each call's result or error reaches its own caller, and only once the group's
+commit is durable (another connection already sees it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from tenure import LeaseHeld, Service
+from tenure.server.executor import GroupExecutor, PoolExecutor
+from tenure.store.sqlite import SqliteStore
+
+
+@pytest.fixture
+def sqlite_service(tmp_path: Any) -> Any:
+    store = SqliteStore(tmp_path / "t.db")
+    yield Service(store)
+    store.close()
+
+
+def test_a_moment_of_calls_shares_one_group_and_each_gets_its_own_answer(
+    sqlite_service: Service, tmp_path: Any
+) -> None:
+    svc = sqlite_service
+    groups: list[int] = []
+    svc.listeners.append(lambda: groups.append(1))
+    executor = GroupExecutor(svc)
+    other = SqliteStore(tmp_path / "t.db")  # another connection: what is durable
+
+    async def call(i: int) -> Any:
+        key = "shared" if i % 2 else f"own-{i}"
+        try:
+            lease = await executor.run(lambda: svc.acquire(f"p{i}", key, ttl_ms=60_000))
+        except LeaseHeld as held:
+            return ("held", held.holder)
+        record = other.get(key)  # the reply came after the commit: visible elsewhere
+        assert record is not None and record.holder == f"p{i}"
+        return ("won", lease.holder)
+
+    async def main() -> list[Any]:
+        return await asyncio.gather(*(call(i) for i in range(40)))
+
+    try:
+        outcomes = asyncio.run(main())
+    finally:
+        executor.close()
+        other.close()
+    won_shared = [o for i, o in enumerate(outcomes) if i % 2 and o[0] == "won"]
+    assert len(won_shared) == 1  # one winner on the shared key, the others name it
+    winner = won_shared[0][1]
+    assert all(o == ("held", winner) for i, o in enumerate(outcomes) if i % 2 and o[0] == "held")
+    assert all(o == ("won", f"p{i}") for i, o in enumerate(outcomes) if i % 2 == 0)
+    assert 1 <= len(groups) < 40  # the 40 calls shared commits (listeners hear once per group)
+
+
+def test_a_failing_call_fails_alone(sqlite_service: Service) -> None:
+    svc = sqlite_service
+    executor = GroupExecutor(svc)
+
+    def broken() -> None:
+        with svc.store.key_tx("b") as tx:
+            tx.append([])
+            raise KeyError("a bug")
+
+    async def main() -> list[Any]:
+        return await asyncio.gather(
+            executor.run(lambda: svc.acquire("alice", "a").key),
+            executor.run(broken),
+            executor.run(lambda: svc.acquire("alice", "c").key),
+            return_exceptions=True,
+        )
+
+    try:
+        a, b, c = asyncio.run(main())
+    finally:
+        executor.close()
+    assert (a, c) == ("a", "c")
+    assert isinstance(b, KeyError)
+    assert svc.get("a").holder == svc.get("c").holder == "alice"
+
+
+def test_a_failed_commit_fails_every_call_of_its_group(sqlite_service: Service) -> None:
+    svc = sqlite_service
+    executor = GroupExecutor(svc)
+    store = svc.store
+    assert isinstance(store, SqliteStore)
+    real_commit = store._commit
+
+    def failing_commit(batch: Any) -> None:  # the disk refuses: the commit raises
+        store._writer_conn().execute("ROLLBACK")
+        batch.error = RuntimeError("disk full")
+        batch.done.set()
+        store._batch = None
+        raise RuntimeError("disk full")
+
+    async def main() -> list[Any]:
+        store._commit = failing_commit  # type: ignore[method-assign]
+        first = await asyncio.gather(
+            executor.run(lambda: svc.acquire("alice", "a")),
+            executor.run(lambda: svc.acquire("bob", "b")),
+            return_exceptions=True,
+        )
+        store._commit = real_commit  # type: ignore[method-assign]
+        return first
+
+    try:
+        results = asyncio.run(main())
+        assert all(isinstance(r, RuntimeError) for r in results)
+        assert svc.list() == []  # nothing of the failed group is there
+        again = asyncio.run(_one(executor, lambda: svc.acquire("alice", "a").holder))
+        assert again == "alice"
+    finally:
+        executor.close()
+
+
+async def _one(executor: GroupExecutor, call: Callable[[], Any]) -> Any:
+    return await executor.run(call)
+
+
+def test_close_finishes_what_is_queued_then_refuses(sqlite_service: Service) -> None:
+    svc = sqlite_service
+    executor = GroupExecutor(svc)
+    gate = threading.Event()
+
+    async def main() -> list[Any]:
+        slow = executor.run(lambda: gate.wait(5))
+        queued = [executor.run(lambda i=i: svc.acquire("alice", f"k{i}").key) for i in range(5)]
+        tasks = [asyncio.ensure_future(c) for c in (slow, *queued)]
+        await asyncio.sleep(0.05)
+        closing = asyncio.get_running_loop().run_in_executor(None, executor.close)
+        await asyncio.sleep(0.05)
+        gate.set()
+        await closing
+        done = await asyncio.gather(*tasks)
+        with pytest.raises(RuntimeError, match="stopping"):
+            await executor.run(lambda: None)
+        return done
+
+    done = asyncio.run(main())
+    assert done == [True, "k0", "k1", "k2", "k3", "k4"]
+
+
+def test_once_is_shared_within_a_group_only(sqlite_service: Service) -> None:
+    executor = GroupExecutor(sqlite_service)
+    computed: list[int] = []
+
+    def compute() -> int:
+        computed.append(1)
+        return len(computed)
+
+    async def main() -> tuple[list[int], int]:
+        same = await asyncio.gather(
+            *(executor.run(lambda: executor.once("t", compute)) for _ in range(8))
+        )
+        later = await executor.run(lambda: executor.once("t", compute))
+        return same, later
+
+    try:
+        same, later = asyncio.run(main())
+    finally:
+        executor.close()
+    assert set(same) <= {1, 2} and same[0] == 1  # one computation per group
+    assert later == len(computed)  # a later group computes again
+    pool = PoolExecutor(2)
+    try:
+        assert asyncio.run(pool.run(lambda: pool.once("t", lambda: 7))) == 7
+    finally:
+        pool.close()
