@@ -98,14 +98,20 @@ class Service:
         if self._deferred.events is not None:  # nested: the outer group announces
             yield
             return
+        with self.deferring() as deferred, self.store.group():
+            yield
+        self.committed(deferred)
+
+    @contextmanager
+    def deferring(self) -> Iterator[builtins.list[EventDraft]]:
+        """The events that calls of this thread inside commit are collected in the list it
+        gives, not announced: for a caller that commits them later (then: :meth:`committed`)."""
         deferred: builtins.list[EventDraft] = []
         self._deferred.events = deferred
         try:
-            with self.store.group():
-                yield
+            yield deferred
         finally:
             self._deferred.events = None
-        self.committed(deferred)
 
     def committed(self, events: Sequence[EventDraft]) -> None:
         """After a commit: count what ended and wake whoever follows the event log."""

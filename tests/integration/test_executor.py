@@ -128,24 +128,53 @@ async def _one(executor: GroupExecutor, call: Callable[[], Any]) -> Any:
 def test_close_finishes_what_is_queued_then_refuses(sqlite_service: Service) -> None:
     svc = sqlite_service
     executor = GroupExecutor(svc)
-    gate = threading.Event()
 
     async def main() -> list[Any]:
-        slow = executor.run(lambda: gate.wait(5))
-        queued = [executor.run(lambda i=i: svc.acquire("alice", f"k{i}").key) for i in range(5)]
-        tasks = [asyncio.ensure_future(c) for c in (slow, *queued)]
-        await asyncio.sleep(0.05)
+        calls = [executor.run(lambda i=i: svc.acquire("alice", f"k{i}").key) for i in range(5)]
+        tasks = [asyncio.ensure_future(c) for c in calls]
+        await asyncio.sleep(0)  # the calls are queued, their group not committed yet
         closing = asyncio.get_running_loop().run_in_executor(None, executor.close)
-        await asyncio.sleep(0.05)
-        gate.set()
-        await closing
         done = await asyncio.gather(*tasks)
+        await closing
         with pytest.raises(RuntimeError, match="stopping"):
             await executor.run(lambda: None)
         return done
 
-    done = asyncio.run(main())
-    assert done == [True, "k0", "k1", "k2", "k3", "k4"]
+    assert asyncio.run(main()) == ["k0", "k1", "k2", "k3", "k4"]
+    assert [lease.key for lease in svc.list()] == ["k0", "k1", "k2", "k3", "k4"]
+
+
+def test_a_group_waits_for_another_thread_that_writes(sqlite_service: Service) -> None:
+    """The loop never waits for the write lock: the group runs in the committer thread."""
+    svc = sqlite_service
+    executor = GroupExecutor(svc)
+    store = svc.store
+    assert isinstance(store, SqliteStore)
+    holding, release = threading.Event(), threading.Event()
+
+    def writer() -> None:
+        with store.group():
+            svc.acquire("bob", "held-by-thread")
+            holding.set()
+            release.wait(5)
+
+    async def main() -> Any:
+        thread = threading.Thread(target=writer)
+        thread.start()
+        holding.wait(5)
+        call = asyncio.ensure_future(executor.run(lambda: svc.acquire("alice", "k").holder))
+        await asyncio.sleep(0.05)
+        assert not call.done()  # queued behind the other thread's group, loop still free
+        release.set()
+        holder = await call
+        thread.join()
+        return holder
+
+    try:
+        assert asyncio.run(main()) == "alice"
+    finally:
+        executor.close()
+    assert svc.get("held-by-thread").holder == "bob"
 
 
 def test_once_is_shared_within_a_group_only(sqlite_service: Service) -> None:

@@ -1,12 +1,15 @@
 """Where the server runs the service's blocking calls for the hot verbs.
 
-:class:`GroupExecutor` (SQLite): one writer thread takes every call that is waiting, runs them one
-after the other inside one :meth:`Service.group` (one transaction, a savepoint each, one durable
-commit for all), and only then hands the results back to the event loop in one go. So a moment's
-requests cost one thread hand-off and one fsync together, instead of a thread hop, a lock
-hand-over and a wait for someone else's commit each; and only two threads (the event loop and the
-writer) compete for the GIL. No reply leaves before the commit that holds it is durable, a call
-that fails rolls back alone, a commit that fails fails every call of its group.
+:class:`GroupExecutor` (SQLite): the calls that arrive in one turn of the event loop form a
+group. The loop opens the group's transaction, runs the calls one after the other right there
+(a savepoint each: a call that fails rolls back alone; SQLite statements take microseconds), and
+hands the commit to a committer thread, so the loop goes on serving while the disk syncs; the
+calls that arrive meanwhile form the next group. Every reply of a group is sent once its commit
+is durable, never before; a commit that fails fails every call of its group. So a moment's
+requests share one fsync and no thread hand-off each, and the GIL is not passed back and forth
+between the loop and a worker thread for every statement. When another thread of the server
+holds the write lock (a FastAPI route, the reaper) the loop does not wait for it: that group runs
+in the committer thread instead.
 
 :class:`PoolExecutor` (PostgreSQL): a thread pool, each call its own transaction on its own
 pooled connection, so calls on different keys commit in parallel.
@@ -15,14 +18,14 @@ pooled connection, so calls on different keys commit in parallel.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import threading
-from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol, TypeVar
 
+from tenure.core.models import EventDraft
 from tenure.service import Service
+from tenure.store.sqlite import Batch, SqliteStore
 
 T = TypeVar("T")
 MAX_GROUP = 128  # calls of one group, at most (the rest wait for the next one)
@@ -55,23 +58,31 @@ class PoolExecutor:
 
 
 class GroupExecutor:
+    """Group commits for the hot verbs on SQLite; every method but :meth:`close` runs on the
+    event loop."""
+
     def __init__(self, service: Service) -> None:
-        self._service = service
-        self._jobs: deque[Job] = deque()
-        self._ready = threading.Condition()
+        assert isinstance(service.store, SqliteStore)
+        self._service, self._store = service, service.store
+        self._jobs: list[Job] = []
+        self._busy = False  # a group is open (running or committing)
+        self._flushing = False  # a flush is scheduled
         self._closed = False
-        self._memo: dict[str, Any] = {}  # of the group running now (writer thread only)
-        self._thread = threading.Thread(target=self._work, name="tenure-writer", daemon=True)
-        self._thread.start()
+        self._idle = threading.Event()
+        self._idle.set()
+        self._memo: dict[str, Any] = {}  # of the group running now
+        self._committer = ThreadPoolExecutor(1, thread_name_prefix="tenure-commit")
 
     async def run(self, call: Callable[[], T]) -> T:
+        if self._closed:
+            raise RuntimeError("the server is stopping")
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
-        with self._ready:
-            if self._closed:
-                raise RuntimeError("the server is stopping")
-            self._jobs.append((call, future, loop))
-            self._ready.notify()
+        self._jobs.append((call, future, loop))
+        self._idle.clear()
+        if not self._busy and not self._flushing:
+            self._flushing = True
+            loop.call_soon(self._flush)  # after this turn of the loop: the moment's requests
         return await future
 
     def once(self, key: str, compute: Callable[[], T]) -> T:
@@ -81,48 +92,79 @@ class GroupExecutor:
         return value
 
     def close(self) -> None:
-        """Finish what is queued, then stop the writer thread."""
-        with self._ready:
-            self._closed = True
-            self._ready.notify()
-        self._thread.join()
+        """Refuse new calls, wait for those queued and running (from another thread)."""
+        self._closed = True
+        self._idle.wait()
+        self._committer.shutdown(wait=True)
 
-    def _work(self) -> None:
-        while True:
-            with self._ready:
-                while not self._jobs and not self._closed:
-                    self._ready.wait()
-                if not self._jobs:
-                    return  # closed and drained
-                jobs = [self._jobs.popleft() for _ in range(min(len(self._jobs), MAX_GROUP))]
-            self._run_group(jobs)
+    def _flush(self) -> None:
+        """Open a group and run the waiting calls in it right here on the event loop (no
+        thread hand-off, no GIL ping-pong), then commit it in the committer thread while the
+        loop goes on serving. If another thread is writing, the whole group runs there."""
+        self._flushing = False
+        if self._busy or not self._jobs:
+            return
+        jobs, self._jobs = self._jobs[:MAX_GROUP], self._jobs[MAX_GROUP:]
+        self._busy = True
+        loop = jobs[0][2]
+        batch = self._store.try_group()
+        if batch is None:  # the write lock is busy elsewhere: wait for it in the thread
+            done = loop.run_in_executor(self._committer, self._run_group, jobs)
+            done.add_done_callback(lambda f: self._finish(jobs, *f.result()))
+            return
+        try:
+            with self._service.deferring() as events, self._store.joined(batch):
+                outcomes = self._run_jobs(jobs)
+        except BaseException as exc:  # not a call's own error (those are in outcomes)
+            self._store.end_group(batch, commit=False)
+            self._finish(jobs, [], exc if isinstance(exc, Exception) else RuntimeError(exc))
+            raise
+        commit = loop.run_in_executor(self._committer, self._commit, batch, events)
+        commit.add_done_callback(lambda f: self._finish(jobs, outcomes, f.result()))
 
-    def _run_group(self, jobs: list[Job]) -> None:
-        outcomes: list[tuple[bool, Any]] = []
+    def _run_jobs(self, jobs: list[Job]) -> list[tuple[bool, Any]]:
         self._memo.clear()
+        outcomes: list[tuple[bool, Any]] = []
+        for call, _, _ in jobs:
+            try:
+                outcomes.append((True, call()))
+            except Exception as exc:  # the call's own error: its savepoint is undone
+                outcomes.append((False, exc))
+        return outcomes
+
+    def _commit(self, batch: Batch, events: list[EventDraft]) -> Exception | None:
+        """In the committer thread: commit the group, then announce what it appended."""
+        try:
+            self._store.end_group(batch, commit=True)
+        except Exception as exc:  # every call of the group fails
+            return exc
+        self._service.committed(events)
+        return None
+
+    def _run_group(self, jobs: list[Job]) -> tuple[list[tuple[bool, Any]], Exception | None]:
+        """In the committer thread, when the loop could not open the group itself."""
         try:
             with self._service.group():
-                for call, _, _ in jobs:
-                    try:
-                        outcomes.append((True, call()))
-                    except Exception as exc:  # the call's own error: its savepoint is undone
-                        outcomes.append((False, exc))
-        except Exception as exc:  # the group could not begin or commit: every call fails
-            outcomes = [(False, exc)] * len(jobs)
-        by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], bool, Any]]]
-        by_loop = {}
-        for (_, future, loop), (ok, value) in zip(jobs, outcomes, strict=True):
-            by_loop.setdefault(loop, []).append((future, ok, value))
-        for loop, settled in by_loop.items():
-            with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
-                loop.call_soon_threadsafe(_settle, settled)
+                outcomes = self._run_jobs(jobs)
+        except Exception as exc:
+            return [], exc
+        return outcomes, None
 
-
-def _settle(settled: list[tuple[asyncio.Future[Any], bool, Any]]) -> None:
-    for future, ok, value in settled:
-        if future.done():  # the request was cancelled (its client went away)
-            continue
-        if ok:
-            future.set_result(value)
+    def _finish(
+        self, jobs: list[Job], outcomes: list[tuple[bool, Any]], failed: Exception | None
+    ) -> None:
+        """On the loop, once the group's commit is durable (or failed): answer every call."""
+        if failed is not None:
+            outcomes = [(False, failed)] * len(jobs)
+        for (_, future, _), (ok, value) in zip(jobs, outcomes, strict=True):
+            if future.done():  # the request was cancelled (its client went away)
+                continue
+            if ok:
+                future.set_result(value)
+            else:
+                future.set_exception(value)
+        self._busy = False
+        if self._jobs:
+            self._flush()
         else:
-            future.set_exception(value)
+            self._idle.set()

@@ -32,7 +32,7 @@ SYNCHRONOUS = ("FULL", "NORMAL", "EXTRA")
 MAX_BATCH = 64  # writes that share one commit, at most
 
 
-class _Batch:
+class Batch:
     """The writes of one group commit: ``done`` is set once it committed (or failed)."""
 
     __slots__ = ("done", "error", "size")
@@ -164,7 +164,7 @@ class SqliteStore(SqliteStats):
         self._writer = threading.Lock()
         self._queue_lock = threading.Lock()
         self._queued = 0  # threads waiting for ``_writer``
-        self._batch: _Batch | None = None  # the open group-commit transaction
+        self._batch: Batch | None = None  # the open group-commit transaction
         self._wconn: sqlite3.Connection | None = None
         self._closed = False
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -209,18 +209,18 @@ class SqliteStore(SqliteStats):
         returns, nor is acknowledged, before the commit that holds it is durable. A write that
         fails rolls back its savepoint only; a commit that fails fails every write of its batch.
         """
-        group: _Batch | None = getattr(self._local, "group", None)
+        group: Batch | None = getattr(self._local, "group", None)
         if group is not None:
             yield from self._in_group(group)
             return
         self._take_writer()
-        batch: _Batch | None = None
+        batch: Batch | None = None
         mine = True  # this thread commits the batch (else: a queued writer will)
         try:
             conn = self._writer_conn()
             if self._batch is None:
                 conn.execute("BEGIN IMMEDIATE")
-                self._batch = _Batch()
+                self._batch = Batch()
             batch = self._batch
             batch.size += 1
             conn.execute("SAVEPOINT tenure_write")
@@ -253,7 +253,7 @@ class SqliteStore(SqliteStats):
         with self._queue_lock:
             self._queued -= 1
 
-    def _in_group(self, group: _Batch) -> Iterator[sqlite3.Connection]:
+    def _in_group(self, group: Batch) -> Iterator[sqlite3.Connection]:
         """A write inside :meth:`group`: a savepoint of the group's transaction."""
         conn = self._writer_conn()
         group.size += 1
@@ -271,35 +271,64 @@ class SqliteStore(SqliteStats):
     @contextmanager
     def group(self) -> Iterator[None]:
         """The writes of this thread inside share one transaction, committed when the block
-        ends: a group commit the caller assembles itself (the server's writer thread runs the
-        hot requests of one moment this way), where :meth:`_write` assembles one from writes
-        that queue. The block holds the write lock throughout; each write in it is a savepoint
-        (a failed write rolls back alone), nothing in it is durable before the commit at the
-        end, and a failed commit raises here. Nested groups are one group."""
+        ends: a group commit the caller assembles itself, where :meth:`_write` assembles one
+        from writes that queue. The block holds the write lock throughout; each write in it is
+        a savepoint (a failed write rolls back alone), nothing in it is durable before the
+        commit at the end, and a failed commit raises here. Nested groups are one group."""
         if getattr(self._local, "group", None) is not None:
             yield
             return
         self._take_writer()
-        try:
-            conn = self._writer_conn()
-            if self._batch is None:  # else: a batch left for the next writer, ours to commit
-                conn.execute("BEGIN IMMEDIATE")
-                self._batch = _Batch()
-            batch = self._batch
-            self._local.group = batch
+        batch = self._begin_group()
+        with self.joined(batch):
             try:
                 yield
-            finally:
-                self._local.group = None
-            self._commit(batch)
+            except BaseException:
+                self.end_group(batch, commit=False)
+                raise
+        self.end_group(batch, commit=True)
+
+    def try_group(self) -> Batch | None:
+        """Open a group if no other thread is writing now (this never waits for one): the
+        write lock is taken and the group's transaction begun. Then :meth:`joined` puts a
+        thread's writes into it and :meth:`end_group` (from any thread) commits it. The
+        server's event loop opens groups this way and commits them in another thread."""
+        if not self._writer.acquire(blocking=False):
+            return None
+        return self._begin_group()
+
+    def _begin_group(self) -> Batch:
+        """Under the write lock: the group's batch (released with the lock if this fails)."""
+        try:
+            if self._batch is None:  # else: a batch left for the next writer, ours to commit
+                self._writer_conn().execute("BEGIN IMMEDIATE")
+                self._batch = Batch()
+            return self._batch
         except BaseException:
-            if self._batch is not None:  # the block raised before its commit: undo the batch
-                self._abandon(self._batch)
+            self._writer.release()
             raise
+
+    @contextmanager
+    def joined(self, batch: Batch) -> Iterator[None]:
+        """The writes of this thread inside go into the open group ``batch``, a savepoint each."""
+        self._local.group = batch
+        try:
+            yield
+        finally:
+            self._local.group = None
+
+    def end_group(self, batch: Batch, *, commit: bool) -> None:
+        """Commit (or roll back) the open group ``batch`` and release the write lock. From any
+        thread, once no thread writes into it any more; a failed commit raises here."""
+        try:
+            if commit:
+                self._commit(batch)
+            elif self._batch is batch:
+                self._abandon(batch)
         finally:
             self._writer.release()
 
-    def _abandon(self, batch: _Batch) -> None:
+    def _abandon(self, batch: Batch) -> None:
         self._batch = None
         conn = self._writer_conn()
         batch.error = sqlite3.OperationalError("the group's transaction was rolled back")
@@ -309,7 +338,7 @@ class SqliteStore(SqliteStats):
         finally:
             batch.done.set()
 
-    def _commit(self, batch: _Batch) -> None:
+    def _commit(self, batch: Batch) -> None:
         """Commit the open batch (the caller holds ``_writer``) and wake its writers."""
         self._batch = None
         conn = self._writer_conn()
