@@ -71,6 +71,8 @@ class Waiters:
     async def acquire(self, key: str, attempt: Attempt, wait_ms: int) -> Lease:
         """``attempt()`` when it is this caller's turn, until it succeeds or ``wait_ms`` ends."""
         self._loop = asyncio.get_running_loop()
+        if wait_ms <= 0:  # one attempt whatever the queue holds: no need to join it
+            return await attempt()
         deadline = time.monotonic() + max(wait_ms, 0) / 1000
         queue = self._queues.setdefault(key, deque())
         me = asyncio.Event()
