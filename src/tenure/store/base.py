@@ -74,6 +74,12 @@ class Store(Protocol):
         each with its own ttl; ``(the instant, the renewed records)``."""
         ...
 
+    def renew_all_json(self, holder: str) -> tuple[int, str, int]:
+        """:meth:`renew_all` of every live lease of ``holder``, with the reply written by the
+        database: ``(the instant, the JSON array of the renewed leases, their number)``. Each
+        element is what ``Lease.to_dict()`` gives for the lease (``state`` live), by key."""
+        ...
+
     def get(self, key: str) -> KeyRecord | None: ...
 
     def live(
