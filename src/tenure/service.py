@@ -158,10 +158,10 @@ class Service:
         the array of renewed leases, so no lease becomes a Python object (a heartbeat over
         100,000 leases: a 22 MB reply)."""
         me = as_principal(who)
-        _, array, count = self.store.renew_all_json(me.name)
+        _, leases, count = self.store.renew_all_json(me.name)
         if count:
             self.metrics.inc("tenure_renewals_total", by=count)
-        return b"".join((b'{"renewed":', array.encode(), b',"lost":[]}'))
+        return b"".join((b'{"renewed":[', leases, b'],"lost":[]}'))
 
     def extend(
         self, who: Who, key: str, token: int, until: int | None = None, by_ms: int | None = None
