@@ -77,6 +77,7 @@ def test_renew_all_json_is_renew_all_for_the_same_state(
     twins: tuple[Service, Service], clock: tenure.FakeClock
 ) -> None:
     odd_key = 'jobs/ünï "q" \\ 😀'
+    sql_key = "x'); DROP TABLE tenure_leases; --\"}],%_"
     both(
         twins,
         lambda s: s.acquire("alice", "jobs/b", ttl_ms=10_000),
@@ -94,6 +95,7 @@ def test_renew_all_json_is_renew_all_for_the_same_state(
         lambda s: s.acquire("alice", "a-lower", ttl_ms=10_000),
         lambda s: s.acquire("alice", "B", ttl_ms=10_000),
         lambda s: s.acquire("alice", "A-upper", ttl_ms=10_000),
+        lambda s: s.acquire("alice", sql_key, ttl_ms=10_000, task=sql_key, meta={sql_key: 1}),
     )
     clock.advance(1_500)
     both(
@@ -119,6 +121,7 @@ def test_renew_all_json_is_renew_all_for_the_same_state(
         "jobs/a",
         "jobs/b",
         odd_key,
+        sql_key,
     ]
     assert all(list(lease) == LEASE_FIELDS for lease in got)
     assert got[[x["key"] for x in got].index("jobs/a")]["meta"] == NESTED
@@ -137,7 +140,7 @@ def test_renew_all_json_is_renew_all_for_the_same_state(
     assert fast.get("jobs/b").expires_at == now + 10_000  # the deadline moved
     for key in ("lapsed", "taken", "gone", "forced", "bobs"):
         assert fast.get(key) == before[key] == models.get(key)  # not renewed, not touched
-    assert renewals_counted(fast) == renewals_counted(models) == len(got) == 7
+    assert renewals_counted(fast) == renewals_counted(models) == len(got) == 8
 
 
 def test_renew_all_json_renews_again_and_counts_each_renewal(
