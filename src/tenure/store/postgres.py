@@ -239,6 +239,18 @@ class PostgresStore(PostgresStats):
             params.update(now=now, locked=locked)
             return now, [rows.record_from(r) for r in cur.execute(Q["renew_all"], params)]
 
+    def renew_all_json(self, holder: str) -> tuple[int, bytes, int]:
+        with self._tx() as cur:
+            params: dict[str, Any] = {"holder": holder, "keys": None}
+            locked = [row[0] for row in cur.execute(Q["lock_holder_leases"], params)]
+            now = self._now(cur)  # once the rows are locked, so it orders with the commit
+            if not locked:
+                return now, b"", 0
+            params.update(now=now, locked=locked)
+            row = cur.execute(Q["renew_all_json"], params).fetchone()
+            assert row is not None
+            return now, (row[1] or "").encode(), int(row[0])
+
     def get(self, key: str) -> KeyRecord | None:
         return _record(self._one(Q["get_lease"], {"key": key}))
 

@@ -396,6 +396,16 @@ class SqliteStore(SqliteStats):
             found = conn.execute(Q["renew_all"], params)
             return now, [rows.record_from(r, _meta) for r in found]
 
+    def renew_all_json(self, holder: str) -> tuple[int, bytes, int]:
+        with self._write() as conn:
+            now = self.clock.now_ms()
+            params = {"holder": holder, "now": now}
+            renewed = conn.execute(Q["renew_held"], params).rowcount
+            count, leases = conn.execute(Q["renewed_json"], params).fetchone()
+            if count != renewed:  # renewed_json's predicate no longer matches renew_held's
+                raise RuntimeError(f"renewed {renewed} leases of {holder!r} but listed {count}")
+            return now, leases or b"", count
+
     def get(self, key: str) -> KeyRecord | None:
         row = self._conn().execute(Q["get_lease"], {"key": key}).fetchone()
         return rows.record_from(row) if row else None

@@ -298,3 +298,27 @@ WHERE key = ANY(%(locked)s::text[]) AND holder = %(holder)s AND ended IS NULL
   AND expires_at > %(now)s AND token > 0
 RETURNING key, token, holder, task, ttl_ms, acquired_at, renewed_at, expires_at, renewals, meta,
           ended, fence_open, conflicts;
+
+-- name: renew_all_json
+-- renew_all without keys, second step, whose reply PostgreSQL writes: the update of renew_all
+-- (on the rows lock_holder_leases locked), then the renewed leases as the JSON of the reply,
+-- and their number: each one's Lease.to_dict() (state live), separated by commas (the inside
+-- of the reply's array, whose brackets the caller adds), by key in code point order (COLLATE
+-- "C"), as Python sorts them in renew_all, whatever the database's collation. Text, so that
+-- psycopg hands it over as it is instead of parsing it.
+WITH renewed AS (
+    UPDATE tenure_leases
+    SET renewed_at = %(now)s, renewals = renewals + 1,
+        expires_at = greatest(expires_at, %(now)s + ttl_ms)
+    WHERE key = ANY(%(locked)s::text[]) AND holder = %(holder)s AND ended IS NULL
+      AND expires_at > %(now)s AND token > 0
+    RETURNING key, holder, task, token, ttl_ms, acquired_at, renewed_at, expires_at, renewals,
+              meta
+)
+SELECT count(*),
+       string_agg(json_build_object(
+           'key', key, 'holder', holder, 'task', task, 'token', token, 'ttl_ms', ttl_ms,
+           'acquired_at', acquired_at, 'renewed_at', renewed_at, 'expires_at', expires_at,
+           'renewals', renewals, 'meta', meta::json, 'state', 'live')::text,
+           ',' ORDER BY key COLLATE "C")
+FROM renewed;
