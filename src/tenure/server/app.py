@@ -100,6 +100,8 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         store = await anyio.to_thread.run_sync(lambda: open_store(settings.db, clock=clock))
+        if isinstance(store, SqliteStore):
+            store.checkpoint_in_background()  # not inside a commit that others wait for
         service = Service(store, settings.policy, stall_ms=settings.stall_ms)
         reaper = Reaper(service, retention=settings.retention).start()
         waiters = Waiters((clock or SystemClock()).now_ms)

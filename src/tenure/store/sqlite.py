@@ -25,6 +25,7 @@ from tenure.core.models import (
 )
 from tenure.store import rows
 from tenure.store.sqlfiles import migrations, queries
+from tenure.store.sqlite_checkpoint import BACKSTOP_PAGES, Checkpointer
 from tenure.store.sqlite_stats import SqliteStats
 
 Q = queries("sqlite")
@@ -167,6 +168,7 @@ class SqliteStore(SqliteStats):
         self._batch: Batch | None = None  # the open group-commit transaction
         self._wconn: sqlite3.Connection | None = None
         self._closed = False
+        self._checkpointer: Checkpointer | None = None
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._migrate()
 
@@ -194,7 +196,18 @@ class SqliteStore(SqliteStats):
         """The one connection every write of this process goes through (under ``_writer``)."""
         if self._wconn is None:
             self._wconn = self._connect()
+            if self._checkpointer is not None:
+                self._wconn.execute(f"PRAGMA wal_autocheckpoint = {BACKSTOP_PAGES}")
         return self._wconn
+
+    def checkpoint_in_background(self) -> None:
+        """Checkpoint the WAL in a background thread instead of inside commits (for a server:
+        :mod:`tenure.store.sqlite_checkpoint`)."""
+        with self._writer:
+            if self._checkpointer is None:
+                self._checkpointer = Checkpointer(self._connect)
+                if self._wconn is not None:
+                    self._wconn.execute(f"PRAGMA wal_autocheckpoint = {BACKSTOP_PAGES}")
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
@@ -547,6 +560,8 @@ class SqliteStore(SqliteStats):
         return None
 
     def close(self) -> None:
+        if self._checkpointer is not None:
+            self._checkpointer.stop()
         with self._lock:
             self._closed = True
             conns, self._all = self._all, []
