@@ -8,6 +8,7 @@ commit is durable (another connection already sees it).
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -203,3 +204,37 @@ def test_once_is_shared_within_a_group_only(sqlite_service: Service) -> None:
         assert asyncio.run(pool.run(lambda: pool.once("t", lambda: 7))) == 7
     finally:
         pool.close()
+
+
+def test_a_group_that_cannot_begin_fails_its_calls_and_the_next_one_works(
+    sqlite_service: Service,
+) -> None:
+    svc = sqlite_service
+    store = svc.store
+    assert isinstance(store, SqliteStore)
+    executor = GroupExecutor(svc)
+    real = store.try_group
+    failures = [sqlite3.OperationalError("disk I/O error")]
+
+    def try_group() -> Any:
+        if failures:
+            raise failures.pop()
+        return real()
+
+    store.try_group = try_group  # type: ignore[method-assign]
+
+    async def main() -> tuple[list[Any], str]:
+        first = await asyncio.gather(
+            executor.run(lambda: svc.acquire("alice", "a")),
+            executor.run(lambda: svc.acquire("bob", "b")),
+            return_exceptions=True,
+        )
+        then = await executor.run(lambda: svc.acquire("alice", "a").holder)
+        return first, then
+
+    try:
+        first, then = asyncio.run(main())
+    finally:
+        executor.close()
+    assert [type(r) for r in first] == [sqlite3.OperationalError] * 2
+    assert then == "alice"

@@ -107,7 +107,11 @@ class GroupExecutor:
         jobs, self._jobs = self._jobs[:MAX_GROUP], self._jobs[MAX_GROUP:]
         self._busy = True
         loop = jobs[0][2]
-        batch = self._store.try_group()
+        try:
+            batch = self._store.try_group()
+        except Exception as exc:  # BEGIN failed (the disk, another process's lock): all fail
+            self._finish(jobs, [], exc)
+            return
         if batch is None:  # the write lock is busy elsewhere: wait for it in the thread
             done = loop.run_in_executor(self._committer, self._run_group, jobs)
             done.add_done_callback(lambda f: self._finish(jobs, *f.result()))
