@@ -157,3 +157,18 @@ def test_async_block_is_cancelled_when_the_lease_is_lost(live_server: Any) -> No
             assert raised.value.reason == "deadline"
 
     asyncio.run(main())
+
+
+def test_leaving_a_lease_taken_over_by_someone_else_is_quiet(
+    live_server: Any, client: tenure.Client, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Lost and re-granted before the heartbeat noticed: the release on the way out finds
+    someone else's lease. Nothing of ours to release, so no warning about it."""
+    admin = tenure.Client(live_server.url, token=live_server.admin_token)
+    with caplog.at_level("DEBUG", logger="tenure"), client.lease("jobs/taken", ttl=60.0):
+        admin.force_release("jobs/taken", "reassigned")
+        taken = admin.acquire("jobs/taken", ttl_ms=60_000)
+    assert admin.get_lease("jobs/taken").token == taken.token  # the new holder's is untouched
+    assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == []
+    assert any("no longer ours" in r.getMessage() for r in caplog.records)
+    admin.close()

@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any, Self
 from tenure.client import _shared as sh
 from tenure.client._shared import MAX_WAIT_MS, Call, RetryPolicy
 from tenure.core.models import Lease, ReleaseResult
-from tenure.errors import InvalidRequest, LeaseHeld, LeaseLost, TenureError
+from tenure.errors import InvalidRequest, LeaseHeld, LeaseLost, NotHolder, TenureError
 
 if TYPE_CHECKING:
     from tenure.client.aio import AsyncClient
@@ -341,6 +341,8 @@ class _SyncHeld(_Handle):
                 retry=RELEASE_RETRY,
                 timeout=min(self._client.timeout, RELEASE_TIMEOUT_S),
             )
+        except NotHolder as exc:  # lost and taken by someone else: nothing of ours to release
+            log.debug("tenure: %r (token %s) was no longer ours: %s", self.key, token, exc)
         except Exception as exc:
             log.warning("tenure: could not release %r (token %s): %s", self.key, token, exc)
 
@@ -570,6 +572,8 @@ class _AsyncHeld(_Handle):
                     retry=RELEASE_RETRY,
                     timeout=min(self._client.timeout, RELEASE_TIMEOUT_S),
                 )
+        except NotHolder as exc:  # lost and taken by someone else: nothing of ours to release
+            log.debug("tenure: %r (token %s) was no longer ours: %s", self.key, token, exc)
         except Exception as exc:
             log.warning("tenure: could not release %r (token %s): %s", self.key, token, exc)
 
