@@ -91,6 +91,8 @@ def test_openapi_documents_errors_as_problems(live_server: LiveServer) -> None:
                 assert "WWW-Authenticate" in responses["401"]["headers"], (method, path)
             if "requestBody" in operation:
                 assert {"400", "413", "422"} <= set(responses), (method, path)
+            if path.startswith("/v1/"):  # the database can be down: 503 with Retry-After
+                assert "Retry-After" in responses["503"]["headers"], (method, path)
     # Integer bounds are exact integers, never floats such as 9.223372036854776e+18.
     for schema in walk(doc):
         for bound in ("minimum", "maximum"):

@@ -143,9 +143,19 @@ def _fix_schemas(node: Any, resolved: dict[str, dict[str, int]]) -> None:
         _fix_schemas(child, resolved)
 
 
+RETRY_AFTER = {
+    "Retry-After": {
+        "description": "seconds to wait before trying again",
+        "schema": {"type": "integer"},
+    }
+}
+
+
 def _fix_responses(doc: dict[str, Any]) -> None:
-    for item in doc.get("paths", {}).values():
+    for path, item in doc.get("paths", {}).items():
         for operation in item.values():
+            if path.startswith("/v1/"):  # every one of them reads or writes the database
+                operation.setdefault("responses", {}).setdefault("503", {"description": ""})
             for status, response in operation.get("responses", {}).items():
                 if not status.startswith(("4", "5")):
                     continue
@@ -153,6 +163,8 @@ def _fix_responses(doc: dict[str, Any]) -> None:
                 response["description"] = DESCRIPTIONS.get(int(status), response["description"])
                 if status == "401":
                     response["headers"] = AUTHENTICATE
+                if status == "503":
+                    response["headers"] = RETRY_AFTER
 
 
 def install(app: FastAPI, policy: PolicySet | None = None) -> None:
