@@ -306,8 +306,8 @@ class SqliteStore(SqliteStats):
         write lock is taken and the group's transaction begun. Then :meth:`joined` puts a
         thread's writes into it and :meth:`end_group` (from any thread) commits it. The
         server's event loop opens groups this way and commits them in another thread."""
-        if not self._writer.acquire(blocking=False):
-            return None
+        if self._queued or not self._writer.acquire(blocking=False):
+            return None  # (threads queued for the lock go first: no starving them)
         return self._begin_group()
 
     def _begin_group(self) -> Batch:
