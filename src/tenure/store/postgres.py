@@ -7,7 +7,7 @@ to lock, and concurrent first acquisitions queue on it.
 
 A key's transaction runs in pipeline mode (:meth:`PostgresStore._pipelined`): statements are
 sent without waiting for their results, and the client waits only where it needs one. A verb is
-two round trips: BEGIN, the row lock and the instant; then the update, the events, the notices
+two round trips: BEGIN, the row lock and the instant; then the update, the notices, the events
 and the COMMIT.
 """
 
@@ -125,17 +125,18 @@ class _PgKeyTx:
         self.cur.execute(Q["add_token"], token)
 
     def send_events(self) -> None:
-        """Send the events (the event lock, the inserts, the notices) right before the COMMIT,
-        in the same batch: the event lock is held for the server's work and the commit, not
-        for round trips to this client."""
-        if self.events:
-            params = [rows.event_params(e, self.now, rows.dumps(e.data)) for e in self.events]
-            payloads = [{"payload": p} for p in notices(self.events)]
-            self.cur.execute(Q["serialize_events"])
-            for event in params:  # ids are handed out here, under the event lock
-                self.cur.execute(Q["insert_event"], event)
-            for payload in payloads:  # delivered to every listening server on commit
-                self.cur.execute(Q["notify"], payload)
+        """Send the events right before the COMMIT, in the same batch: the event lock is held
+        for the server's work and the commit, not for round trips to this client."""
+        if not self.events:
+            return
+        params = [rows.event_params(e, self.now, rows.dumps(e.data)) for e in self.events]
+        # The notices first: PostgreSQL delivers them at the commit wherever they are sent in
+        # the transaction, and each statement sent after the event lock is client time under it.
+        for payload in notices(self.events):
+            self.cur.execute(Q["notify"], {"payload": payload})
+        self.cur.execute(Q["serialize_events"])
+        for event in params:  # ids are handed out here, under the event lock
+            self.cur.execute(Q["insert_event"], event)
 
 
 def insert_events(cur: psycopg.Cursor[Any], events: Sequence[EventDraft], now: int) -> list[Event]:
