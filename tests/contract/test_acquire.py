@@ -226,3 +226,24 @@ def test_without_a_fake_clock_the_store_uses_real_milliseconds(make_store) -> No
     assert before - 1_000 <= lease.acquired_at <= after + 1_000
     assert lease.expires_at - lease.acquired_at == 60_000
     assert service.get("jobs/a").state == "live"
+
+
+def test_a_write_reads_the_instant_once_it_holds_the_keys_lock(make_store) -> None:
+    """A write that waited for a key reads the clock after it got the key's lock, so its
+    instant is not before the commit it waited for (PostgreSQL asks for the instant in the
+    same round trip as the row lock: the server answers it once the lock is granted)."""
+    holder, waiter = make_store(clock=None), make_store(clock=None)
+    Service(holder).acquire("alice", "k", ttl_ms=60_000)
+    seen: list[int] = []
+
+    def wait_for_the_key() -> None:
+        with waiter.key_tx("k") as tx:
+            seen.append(tx.now)
+
+    with holder.key_tx("k") as tx:
+        locked_at = tx.now
+        thread = threading.Thread(target=wait_for_the_key)
+        thread.start()
+        time.sleep(0.3)  # the waiter asks for the key (and the clock) meanwhile
+    thread.join(10)
+    assert seen and seen[0] >= locked_at + 300

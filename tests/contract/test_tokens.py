@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable
 
@@ -9,6 +10,7 @@ import pytest
 
 import tenure
 from tenure import LeaseHeld, Service
+from tenure.core.models import EventDraft, FencedWrite
 
 
 def test_renewals_keep_the_token_and_acquisitions_raise_it(
@@ -129,3 +131,24 @@ def test_a_new_acquisition_after_any_ending_gets_a_larger_token(
     new = service.acquire("alice", "k")
     assert new.token == old.token + 1
     assert service.get("k").token == new.token
+
+
+def test_the_store_refuses_to_lower_a_token_and_undoes_the_whole_transaction(
+    service: Service,
+) -> None:
+    """Whatever a caller computed, the store never writes a smaller token: the save fails (on
+    PostgreSQL in the server, since it is sent with the COMMIT) and nothing of the
+    transaction stands, neither the fenced write before it nor the event after it."""
+    lease = service.acquire("alice", "k", ttl_ms=10_000)
+    service.write("alice", "k", lease.token, "v1")
+    before = service.events()
+    with pytest.raises(RuntimeError, match="lower the token"), service.store.key_tx("k") as tx:
+        assert tx.record is not None
+        tx.save_register(FencedWrite("k", lease.token, "v2", 2), None)
+        tx.save(dataclasses.replace(tx.record, token=lease.token - 1, holder="mallory"))
+        tx.append([EventDraft("acquired", "k", holder="mallory", token=lease.token - 1)])
+    after = service.get("k")
+    assert (after.token, after.holder, after.state) == (lease.token, "alice", "live")
+    assert service.read("k").value == "v1"
+    assert service.events() == before
+    assert service.renew("alice", "k", lease.token).token == lease.token  # the store works on

@@ -4,15 +4,21 @@ Every server sharing the database reads instants from PostgreSQL's ``clock_times
 their deadlines agree. A key's transaction holds the key's row lock (``SELECT … FOR UPDATE``);
 a new key first gets a placeholder row (``INSERT … ON CONFLICT DO NOTHING``) so there is a row
 to lock, and concurrent first acquisitions queue on it.
+
+A key's transaction runs in pipeline mode (:meth:`PostgresStore._pipelined`): statements are
+sent without waiting for their results, and the client waits only where it needs one. A verb is
+two round trips: BEGIN, the row lock and the instant; then the update, the notices, the events
+and the COMMIT.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 import psycopg
+from psycopg.errors import DivisionByZero
 from psycopg_pool import ConnectionPool
 
 from tenure.core.clock import Clock
@@ -43,10 +49,17 @@ def _record(row: Sequence[Any] | None) -> KeyRecord | None:
 
 
 class _PgKeyTx:
+    """One key's transaction, on a connection in pipeline mode. A write is sent without waiting
+    for its result (an error surfaces at a later statement or at the commit, and rolls the
+    whole transaction back); a read waits for its result, and so for every write before it.
+    The events are sent at the commit (:meth:`queue_commit`)."""
+
     def __init__(
-        self, cur: psycopg.Cursor[Any], key: str, now: int, record: KeyRecord | None
+        self, conn: psycopg.Connection[Any], key: str, now: int, record: KeyRecord | None
     ) -> None:
-        self.cur, self.key, self.now, self.record = cur, key, now, record
+        self.conn, self.key, self.now, self.record = conn, key, now, record
+        self.cur = conn.cursor()
+        self.events: list[EventDraft] = []
 
     def register(self) -> FencedValue | None:
         row = self.cur.execute(Q["get_register"], {"key": self.key}).fetchone()
@@ -57,9 +70,9 @@ class _PgKeyTx:
         return rows.op_from(row) if row else None
 
     def save(self, record: KeyRecord) -> None:
-        params = rows.record_params(record, rows.dumps(record.meta))
-        if self.cur.execute(Q["save_lease"], params).rowcount != 1:
-            raise RuntimeError(f"refused to lower the token of {record.key!r}")
+        # An update that would lower the token fails in the server, which aborts the
+        # transaction before its COMMIT (see save_lease in queries.sql); key_tx raises then.
+        self.cur.execute(Q["save_lease"], rows.record_params(record, rows.dumps(record.meta)))
 
     def save_register(self, write: FencedWrite, op_id: str | None) -> None:
         params = {
@@ -75,7 +88,7 @@ class _PgKeyTx:
             self.cur.execute(Q["save_op"], {**params, "op_id": op_id})
 
     def append(self, events: Sequence[EventDraft]) -> None:
-        insert_events(self.cur, events, self.now)
+        self.events.extend(events)  # sent with the COMMIT, so the event lock is held briefly
 
     def item(self, item_id: str) -> Item | None:
         row = self.cur.execute(Q["get_item"], {"id": item_id}).fetchone()
@@ -111,8 +124,23 @@ class _PgKeyTx:
         }
         self.cur.execute(Q["add_token"], token)
 
+    def send_events(self) -> None:
+        """Send the events right before the COMMIT, in the same batch: the event lock is held
+        for the server's work and the commit, not for round trips to this client."""
+        if not self.events:
+            return
+        params = [rows.event_params(e, self.now, rows.dumps(e.data)) for e in self.events]
+        # The notices first: PostgreSQL delivers them at the commit wherever they are sent in
+        # the transaction, and each statement sent after the event lock is client time under it.
+        for payload in notices(self.events):
+            self.cur.execute(Q["notify"], {"payload": payload})
+        self.cur.execute(Q["serialize_events"])
+        for event in params:  # ids are handed out here, under the event lock
+            self.cur.execute(Q["insert_event"], event)
+
 
 def insert_events(cur: psycopg.Cursor[Any], events: Sequence[EventDraft], now: int) -> list[Event]:
+    """Append ``events`` in the open transaction of ``cur`` (not pipelined), with their ids."""
     if not events:
         return []
     cur.execute(Q["serialize_events"])
@@ -212,13 +240,60 @@ class PostgresStore(PostgresStats):
 
     @contextmanager
     def key_tx(self, key: str, *, create: bool = False) -> Iterator[_PgKeyTx]:
-        with self._tx() as cur:
-            row = cur.execute(Q["lock_lease"], {"key": key}).fetchone()
-            if row is None and create:
-                cur.execute(Q["create_lease_row"], {"key": key})
-                row = cur.execute(Q["lock_lease"], {"key": key}).fetchone()
-            # The instant is read once the row lock is held, so it orders with the commit.
-            yield _PgKeyTx(cur, key, self._now(cur), _record(row))
+        try:
+            with self._pipelined() as (conn, pipeline):
+                # One round trip: BEGIN, the row lock, the instant. The server runs a
+                # pipeline's statements in order, so the instant is read once the row lock is
+                # granted (a waiter reads it after the holder committed): it orders with the
+                # commit, as if the client had waited for the lock before asking.
+                locked = conn.execute(Q["lock_lease"], {"key": key})
+                clock = self._ask_now(conn)
+                pipeline.sync()
+                row = locked.fetchone()
+                if row is None and create:  # a new key: one more round trip, the same way
+                    conn.execute(Q["create_lease_row"], {"key": key})
+                    locked = conn.execute(Q["lock_lease"], {"key": key})
+                    clock = self._ask_now(conn)
+                    pipeline.sync()
+                    row = locked.fetchone()
+                tx = _PgKeyTx(conn, key, self._read_now(clock), _record(row))
+                yield tx
+                tx.send_events()  # with the COMMIT, in the round trip that ends the pipeline
+        except DivisionByZero as err:  # save_lease refused to lower the token
+            raise RuntimeError(f"refused to lower the token of {key!r}") from err
+
+    @contextmanager
+    def _pipelined(self) -> Iterator[tuple[psycopg.Connection[Any], psycopg.Pipeline]]:
+        """A transaction on a pooled connection in pipeline mode: BEGIN is sent first, the block
+        sends its statements and last a COMMIT, which the sync that ends the pipeline sends off
+        and waits for. Any error (the database's, raised at whichever later statement or sync
+        received it, or the block's) rolls the transaction back."""
+        with self.pool.connection() as conn:
+            try:
+                with conn.pipeline() as pipeline:
+                    conn.execute(b"BEGIN")
+                    yield conn, pipeline
+                    commit = conn.execute(b"COMMIT")
+                # Leaving the pipeline synced it: every statement sent has run, and an error
+                # of any of them was raised. A COMMIT of a failed transaction rolls it back and
+                # says so: that cannot pass for a commit.
+                if commit.statusmessage != "COMMIT":
+                    raise psycopg.OperationalError(f"the COMMIT said {commit.statusmessage}")
+            except BaseException:
+                _rollback(conn)
+                raise
+
+    def _ask_now(self, conn: psycopg.Connection[Any]) -> psycopg.Cursor[Any] | None:
+        """Send the query of the instant (pipeline mode), unless a clock was given."""
+        return None if self.clock is not None else conn.execute(Q["now_ms"])
+
+    def _read_now(self, asked: psycopg.Cursor[Any] | None) -> int:
+        if asked is None:
+            assert self.clock is not None
+            return self.clock.now_ms()
+        row = asked.fetchone()
+        assert row is not None
+        return int(row[0])
 
     @contextmanager
     def group(self) -> Iterator[None]:
@@ -389,3 +464,12 @@ class PostgresStore(PostgresStats):
 
 def _deadline(row: tuple[Any, ...]) -> Any:
     return row[4]
+
+
+def _rollback(conn: psycopg.Connection[Any]) -> None:
+    """End a failed pipelined transaction, if the connection still works (the pool discards a
+    broken one, and rolls back what is left when a connection comes back)."""
+    if conn.broken or conn.closed:
+        return
+    with suppress(psycopg.Error):
+        conn.rollback()

@@ -21,13 +21,21 @@ SELECT key, token, holder, task, ttl_ms, acquired_at, renewed_at, expires_at, re
 FROM tenure_leases WHERE key = %(key)s AND token > 0;
 
 -- name: save_lease
-UPDATE tenure_leases SET
-    token = %(token)s, holder = %(holder)s, task = %(task)s, ttl_ms = %(ttl_ms)s,
-    acquired_at = %(acquired_at)s, renewed_at = %(renewed_at)s, expires_at = %(expires_at)s,
-    renewals = %(renewals)s, meta = %(meta)s, ended = %(ended)s, fence_open = %(fence_open)s,
-    conflicts = %(conflicts)s
--- Tokens only grow, whatever the caller computed.
-WHERE key = %(key)s AND %(token)s >= token;
+-- Tokens only grow, whatever the caller computed: an update that would lower the token matches
+-- no row, and then `1 / count(*)` fails (division by zero), which aborts the transaction in the
+-- server. The check has to be the server's: this statement is pipelined with the transaction's
+-- COMMIT (tenure.store.postgres), so the client sees its result only after the COMMIT ran, and
+-- an error here is what makes that COMMIT roll everything back instead.
+WITH saved AS (
+    UPDATE tenure_leases SET
+        token = %(token)s, holder = %(holder)s, task = %(task)s, ttl_ms = %(ttl_ms)s,
+        acquired_at = %(acquired_at)s, renewed_at = %(renewed_at)s,
+        expires_at = %(expires_at)s, renewals = %(renewals)s, meta = %(meta)s,
+        ended = %(ended)s, fence_open = %(fence_open)s, conflicts = %(conflicts)s
+    WHERE key = %(key)s AND %(token)s >= token
+    RETURNING 1
+)
+SELECT 1 / count(*) FROM saved;
 
 -- name: live_leases
 SELECT key, token, holder, task, ttl_ms, acquired_at, renewed_at, expires_at, renewals, meta,
