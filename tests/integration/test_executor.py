@@ -15,7 +15,9 @@ from typing import Any
 
 import pytest
 
-from tenure import LeaseHeld, Service
+from tenure import LeaseHeld, Principal, Service
+from tenure.errors import Unauthenticated
+from tenure.principals import Principals
 from tenure.server.executor import GroupExecutor, PoolExecutor
 from tenure.store.sqlite import SqliteStore
 
@@ -178,30 +180,45 @@ def test_a_group_waits_for_another_thread_that_writes(sqlite_service: Service) -
     assert svc.get("held-by-thread").holder == "bob"
 
 
-def test_once_is_shared_within_a_group_only(sqlite_service: Service) -> None:
-    executor = GroupExecutor(sqlite_service)
-    computed: list[int] = []
+def test_known_tokens_skip_the_lookup_until_a_principal_or_token_changes(
+    sqlite_service: Service,
+) -> None:
+    svc = sqlite_service
+    store = svc.store
+    assert isinstance(store, SqliteStore)
+    principals = Principals(store)
+    issued = principals.bootstrap("alice", "service")
+    executor = GroupExecutor(svc)
+    lookups: list[str] = []
 
-    def compute() -> int:
-        computed.append(1)
-        return len(computed)
+    def authenticate() -> Any:
+        lookups.append(issued.token)
+        return principals.authenticate(issued.token)
 
-    async def main() -> tuple[list[int], int]:
-        same = await asyncio.gather(
-            *(executor.run(lambda: executor.once("t", compute)) for _ in range(8))
-        )
-        later = await executor.run(lambda: executor.once("t", compute))
-        return same, later
+    async def who() -> str:
+        return (await executor.run(lambda: executor.principal(issued.token, authenticate))).name
+
+    async def main() -> list[Any]:
+        first = await asyncio.gather(*(who() for _ in range(8)))  # one group
+        again = await who()  # a later group: still known
+        principals.bootstrap("bob", "service")  # a principal changed: start over
+        after_change = await who()
+        principals.revoke(Principal("root", roles=("admin",)), "alice", issued.token_id)
+        with pytest.raises(Unauthenticated):  # a revoked token is refused by the next group
+            await executor.run(lambda: executor.principal(issued.token, authenticate))
+        return [first, again, after_change]
 
     try:
-        same, later = asyncio.run(main())
+        first, again, after_change = asyncio.run(main())
     finally:
         executor.close()
-    assert set(same) <= {1, 2} and same[0] == 1  # one computation per group
-    assert later == len(computed)  # a later group computes again
+    assert first == ["alice"] * 8 and again == after_change == "alice"
+    assert len(lookups) == 3  # the first group, after bob was added, after the revocation
     pool = PoolExecutor(2)
     try:
-        assert asyncio.run(pool.run(lambda: pool.once("t", lambda: 7))) == 7
+        assert (
+            asyncio.run(pool.run(lambda: pool.principal("t", lambda: Principal("x")))).name == "x"
+        )
     finally:
         pool.close()
 

@@ -23,11 +23,12 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol, TypeVar
 
-from tenure.core.models import EventDraft
+from tenure.core.models import EventDraft, Principal
 from tenure.service import Service
 from tenure.store.sqlite import Batch, SqliteStore
 
 T = TypeVar("T")
+MAX_KNOWN = 10_000  # tokens whose principal the executor keeps (then it starts over)
 MAX_GROUP = 128  # calls of one group, at most (the rest wait for the next one)
 Job = tuple[Callable[[], Any], "asyncio.Future[Any]", asyncio.AbstractEventLoop]
 
@@ -35,9 +36,8 @@ Job = tuple[Callable[[], Any], "asyncio.Future[Any]", asyncio.AbstractEventLoop]
 class Executor(Protocol):
     async def run(self, call: Callable[[], T]) -> T: ...
 
-    def once(self, key: str, compute: Callable[[], T]) -> T:
-        """Inside a call: ``compute()``, shared by the calls of one group (one instant), such
-        as the principal of a token that several requests of the moment carry."""
+    def principal(self, token: str, authenticate: Callable[[], Principal]) -> Principal:
+        """Inside a call: the principal of ``token``, ``authenticate()`` unless known."""
         ...
 
     def close(self) -> None: ...
@@ -50,8 +50,8 @@ class PoolExecutor:
     async def run(self, call: Callable[[], T]) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._pool, call)
 
-    def once(self, key: str, compute: Callable[[], T]) -> T:
-        return compute()
+    def principal(self, token: str, authenticate: Callable[[], Principal]) -> Principal:
+        return authenticate()
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
@@ -70,7 +70,8 @@ class GroupExecutor:
         self._closed = False
         self._idle = threading.Event()
         self._idle.set()
-        self._memo: dict[str, Any] = {}  # of the group running now
+        self._known: dict[str, Principal] = {}  # token -> principal, at _auth_version
+        self._auth_version = -1
         self._committer = ThreadPoolExecutor(1, thread_name_prefix="tenure-commit")
 
     async def run(self, call: Callable[[], T]) -> T:
@@ -85,11 +86,16 @@ class GroupExecutor:
             loop.call_soon(self._flush)  # after this turn of the loop: the moment's requests
         return await future
 
-    def once(self, key: str, compute: Callable[[], T]) -> T:
-        if key not in self._memo:
-            self._memo[key] = compute()  # an exception is not remembered: the next call retries
-        value: T = self._memo[key]
-        return value
+    def principal(self, token: str, authenticate: Callable[[], Principal]) -> Principal:
+        """Known tokens skip the hash and the lookup while no principal or token changed
+        (the store's ``auth_version``, read once per group: a revocation committed before a
+        group began is seen by all of it). Refusals are not remembered."""
+        known = self._known.get(token)
+        if known is None:
+            if len(self._known) >= MAX_KNOWN:
+                self._known.clear()
+            known = self._known[token] = authenticate()
+        return known
 
     def close(self) -> None:
         """Refuse new calls, wait for those queued and running (from another thread)."""
@@ -127,7 +133,10 @@ class GroupExecutor:
         commit.add_done_callback(lambda f: self._finish(jobs, outcomes, f.result()))
 
     def _run_jobs(self, jobs: list[Job]) -> list[tuple[bool, Any]]:
-        self._memo.clear()
+        version = self._store.auth_version()
+        if version != self._auth_version:
+            self._known.clear()
+            self._auth_version = version
         outcomes: list[tuple[bool, Any]] = []
         for call, _, _ in jobs:
             try:

@@ -179,7 +179,7 @@ class HotPath:
                 raise _Fallback from None  # FastAPI answers 401, with its challenge
 
         def caller() -> Principal:
-            return st.executor.once(token, authenticate)
+            return st.executor.principal(token, authenticate)
 
         if path == "/v1/leases/acquire":
             ttl_ms, task, meta = body.get("ttl_ms"), body.get("task"), body.get("meta")

@@ -511,6 +511,10 @@ class SqliteStore(SqliteStats):
         row = self._conn().execute(Q["get_principal"], {"name": name}).fetchone()
         return rows.principal_from(row) if row else None
 
+    def auth_version(self) -> int:
+        """Moves whenever a principal or a token changes (migration 0004's triggers)."""
+        return int(self._conn().execute(Q["auth_version"]).fetchone()[0])
+
     def principal_by_token(self, token_hash: str) -> Principal | None:
         row = self._conn().execute(Q["principal_by_token"], {"token_hash": token_hash}).fetchone()
         return rows.principal_from(row) if row else None
@@ -593,6 +597,17 @@ def _retry_locked(conn: sqlite3.Connection, sql: str, budget_s: float) -> None:
 
 
 def _statements(sql: str) -> list[str]:
-    """Split a migration into statements (comments dropped first: they may hold ``;``)."""
+    """Split a migration into statements (comments dropped first: they may hold ``;``). A
+    piece ends a statement only where SQLite agrees it is complete (a trigger's body holds
+    ``;`` of its own)."""
     code = re.sub(r"--[^\n]*", "", sql)
-    return [s.strip() for s in code.split(";") if s.strip()]
+    out, pending = [], ""
+    for piece in code.split(";"):
+        pending += piece + ";"
+        if sqlite3.complete_statement(pending):
+            if pending.strip(" \n;"):
+                out.append(pending.strip())
+            pending = ""
+    if pending.strip(" \n;"):
+        out.append(pending.strip())
+    return out

@@ -95,6 +95,9 @@ SELECT name, kind, roles, parent FROM tenure_principals WHERE name = :name;
 -- name: list_principals
 SELECT name, kind, roles, parent FROM tenure_principals ORDER BY name;
 
+-- name: auth_version
+SELECT version FROM tenure_auth_version WHERE id = 1;
+
 -- name: principal_by_token
 SELECT p.name, p.kind, p.roles, p.parent
 FROM tenure_tokens t JOIN tenure_principals p ON p.name = t.principal
