@@ -235,17 +235,7 @@ class SqliteStore(SqliteStats):
                 conn.execute("BEGIN IMMEDIATE")
                 self._batch = Batch()
             batch = self._batch
-            batch.size += 1
-            conn.execute("SAVEPOINT tenure_write")
-            self._local.writing = True
-            try:
-                yield conn
-            except BaseException:
-                conn.execute("ROLLBACK TO tenure_write")
-                raise
-            finally:
-                self._local.writing = False
-                conn.execute("RELEASE tenure_write")
+            yield from self._in_group(batch)
             with self._queue_lock:
                 mine = self._queued == 0 or batch.size >= MAX_BATCH
         finally:
@@ -267,7 +257,8 @@ class SqliteStore(SqliteStats):
             self._queued -= 1
 
     def _in_group(self, group: Batch) -> Iterator[sqlite3.Connection]:
-        """A write inside :meth:`group`: a savepoint of the group's transaction."""
+        """A write in the open batch ``group``: a savepoint of its transaction (a write that
+        fails rolls back alone)."""
         conn = self._writer_conn()
         group.size += 1
         conn.execute("SAVEPOINT tenure_write")
