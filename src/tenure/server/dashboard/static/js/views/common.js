@@ -84,7 +84,9 @@ export function countdown(lease) {
 }
 
 function tickOne(el, now) {
-  const left = Number(el.dataset.expires) - now;
+  // Never more than the lease's whole span: the estimate of the server's clock can lag it by
+  // a few milliseconds (half a request), and a lease just granted would read "31s" of a 30 s ttl.
+  const left = Math.min(Number(el.dataset.expires) - now, Number(el.dataset.total));
   const frac = Math.max(0, Math.min(1, left / Number(el.dataset.total)));
   el.firstChild.textContent = fmtCountdown(left);
   el.lastChild.firstChild.style.width = `${(frac * 100).toFixed(1)}%`;
