@@ -255,3 +255,21 @@ def test_a_group_that_cannot_begin_fails_its_calls_and_the_next_one_works(
         executor.close()
     assert [type(r) for r in first] == [sqlite3.OperationalError] * 2
     assert then == "alice"
+
+
+def test_the_server_freezes_what_it_built_at_start(tmp_path: Any) -> None:
+    """Start-up objects stay out of the cyclic collector's full passes (gc.freeze)."""
+    import gc
+
+    from fastapi.testclient import TestClient
+
+    from tenure.server.app import create_app
+    from tenure.settings import Settings
+
+    gc.unfreeze()
+    app = create_app(Settings.from_env(db=f"sqlite:///{tmp_path}/t.db"))
+    try:
+        with TestClient(app):
+            assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
