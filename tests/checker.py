@@ -72,6 +72,7 @@ class Op:
     duplicate: bool | None = None
     current_token: int | None = None  # stale_token: the token the server called current
     holder: str | None = None  # the lease's holder in the reply (force_release: the old one)
+    state: str | None = None  # release: the state of the lease in the reply
     seq: int = 0  # the client's count of its operations: the intent and the outcome share it
 
     def to_json(self) -> str:
@@ -169,6 +170,9 @@ class Recorder:
         record.released = bool(result.released)
         if result.lease is not None and token is None and result.released:
             record.token = result.lease.token
+        if result.lease is not None:
+            record.state, record.holder = result.lease.state, result.lease.holder
+            record.current_token = result.lease.token
         self._record(record)
         return result
 
@@ -273,10 +277,17 @@ def _may_have_ended(history: list[Op], g: Grant, before: float) -> bool:
         if o.op == "force_release" and (o.token in (None, g.token)):
             return True
         if o.op == "release" and o.principal == g.holder and o.token in (None, g.token):
-            if o.ok is True and o.released is False:
+            if o.ok is True and o.released is False and not _released_before(o, g):
                 continue
             return True
     return False
+
+
+def _released_before(o: Op, g: Grant) -> bool:
+    """A release that says ``released: false`` about lease ``g`` already released by its
+    holder: the client retries a release whose reply was lost (a server killed after the commit),
+    so an earlier attempt of this same call may be what ended it."""
+    return o.state == "released" and o.current_token == g.token and o.holder == g.holder
 
 
 def check(history: Iterable[Op]) -> list[str]:

@@ -98,6 +98,21 @@ def test_a_an_unknown_release_may_have_ended_the_lease() -> None:
     flagged(history, "(a)")
 
 
+def test_a_a_retried_release_that_finds_its_lease_released_may_have_ended_it() -> None:
+    """The first attempt committed and its reply was lost (server killed); the client's retry
+    after the restart hears ``released: false`` about the lease that attempt released."""
+    history = sound()
+    retried = op("release", "a", 1.4, token=1, released=False)
+    retried.state, retried.holder, retried.current_token = "released", "a", 1
+    history[3] = retried
+    assert check(history) == []
+    for state, holder, token in (("live", "a", 1), ("released", "b", 1), ("released", "a", 2)):
+        other = op("release", "a", 1.4, token=1, released=False)
+        other.state, other.holder, other.current_token = state, holder, token
+        history[3] = other  # not this lease released by its holder: proves nothing
+        flagged(history, "(a)")
+
+
 def test_a_a_force_release_ends_anyones_lease() -> None:
     history = sound()
     history[3] = op("force_release", "admin", 1.4, token=1, holder="a")
