@@ -7,6 +7,7 @@ one is renewed by each path, and the replies and the rows after it are compared.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from typing import Any
@@ -23,19 +24,7 @@ NESTED = {
     "empty": {"o": {}, "a": [], "s": ""},
     "ünïcødé ключ": '😀 "quoted" back\\slash\ttab\nnewline \u2028 \x7f',
 }
-LEASE_FIELDS = [
-    "key",
-    "holder",
-    "task",
-    "token",
-    "ttl_ms",
-    "acquired_at",
-    "renewed_at",
-    "expires_at",
-    "renewals",
-    "meta",
-    "state",
-]
+LEASE_FIELDS = [f.name for f in dataclasses.fields(tenure.Lease)]  # in to_dict() order
 Step = Callable[[Service], Any]
 
 
