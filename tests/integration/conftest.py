@@ -1,6 +1,7 @@
 """A real tenure server (uvicorn on a free loopback port, in a thread) on each backend.
 
-- ``live_server``: a running :class:`LiveServer` on the test's database (``store_url``), with an
+- ``live_server``: a running :class:`LiveServer` on the test's database (``store_url``), with
+  uvicorn set up as ``tenure serve`` sets it up (:func:`tenure.server.run.config`), with an
   admin principal ``root`` (``live_server.admin_token``) and ``live_server.token_for(name,
   kind="agent", roles=(), parent=None)`` to add more principals directly on the database.
   ``live_server.stop()`` and ``live_server.start()`` stop and restart it on the same port and
@@ -24,12 +25,17 @@ import tenure
 from procs import Shell, free_port
 from tenure.principals import Principals
 from tenure.server import create_app
+from tenure.server.run import config as server_config
 from tenure.settings import Settings
 
 
 class LiveServer:
-    def __init__(self, db: str, settings: Settings | None = None) -> None:
+    def __init__(
+        self, db: str, settings: Settings | None = None, *, access_log: bool = False
+    ) -> None:
+        """``access_log``: as ``tenure serve --access-log`` (the hot calls go through ASGI)."""
         self.db = db
+        self.access_log = access_log
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.settings = settings or Settings(db=db, port=self.port)
@@ -48,12 +54,12 @@ class LiveServer:
 
     def start(self) -> LiveServer:
         app = create_app(self.settings)
-        config = uvicorn.Config(
+        config = server_config(
             app,
-            host="127.0.0.1",
-            port=self.port,
+            "127.0.0.1",
+            self.port,
+            access_log=self.access_log,
             log_level="warning",
-            lifespan="on",
             timeout_graceful_shutdown=5,
         )
         self._server = uvicorn.Server(config)

@@ -4,6 +4,7 @@ The item and claim routes are in :mod:`tenure.server.items`."""
 
 from __future__ import annotations
 
+import functools
 import gc
 import json
 from collections.abc import AsyncIterator
@@ -34,6 +35,8 @@ from tenure.store.open import open_store
 from tenure.store.sqlite import SqliteStore
 
 P = openapi.problem_responses
+#: A request's scope key: the hot path already passed it to FastAPI (it must not try again).
+FALLBACK = "tenure.fallback"
 HOT_PATHS = frozenset({"/v1/leases/acquire", "/v1/leases/renew", "/v1/leases/release"})
 bearer = HTTPBearer(auto_error=False, description="a token from `tenure principal add`")
 
@@ -80,15 +83,26 @@ class TenureApp(FastAPI):
     _hot: ASGIApp | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["path"] in HOT_PATHS:
+        if scope["type"] == "http" and scope["path"] in HOT_PATHS and FALLBACK not in scope:
             if self._hot is None:
                 from tenure.server.hotpath import HotPath  # it imports this module
 
-                state = lambda: getattr(self.state, "tenure", None)  # noqa: E731
-                self._hot = HotPath(super().__call__, state, self.hot_path_limit)
+                self._hot = HotPath(super().__call__, self.tenure_state, self.hot_path_limit)
             await self._hot(scope, receive, send)
             return
         await super().__call__(scope, receive, send)
+
+    def tenure_state(self) -> State | None:
+        """The server's state once started (``None`` before the lifespan opened the store)."""
+        state: State | None = getattr(self.state, "tenure", None)
+        return state
+
+    @functools.cached_property
+    def limit(self) -> int:
+        """The largest body the hot path serves itself (larger: the ordinary path's limit)."""
+        from tenure.server.hotpath import MAX_FAST_BODY  # it imports this module
+
+        return min(self.hot_path_limit, MAX_FAST_BODY)
 
 
 def create_app(settings: Settings | None = None, *, clock: Clock | None = None) -> FastAPI:

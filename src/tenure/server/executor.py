@@ -34,6 +34,10 @@ Job = tuple[Callable[[], Any], "asyncio.Future[Any]", asyncio.AbstractEventLoop]
 
 
 class Executor(Protocol):
+    def submit(self, call: Callable[[], T]) -> asyncio.Future[T]:
+        """On the event loop: run ``call`` (in its turn); the future has its outcome."""
+        ...
+
     async def run(self, call: Callable[[], T]) -> T: ...
 
     def principal(self, token: str, authenticate: Callable[[], Principal]) -> Principal:
@@ -47,8 +51,11 @@ class PoolExecutor:
     def __init__(self, workers: int = 32) -> None:
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix="tenure-hot")
 
+    def submit(self, call: Callable[[], T]) -> asyncio.Future[T]:
+        return asyncio.get_running_loop().run_in_executor(self._pool, call)
+
     async def run(self, call: Callable[[], T]) -> T:
-        return await asyncio.get_running_loop().run_in_executor(self._pool, call)
+        return await self.submit(call)
 
     def principal(self, token: str, authenticate: Callable[[], Principal]) -> Principal:
         return authenticate()
@@ -74,7 +81,7 @@ class GroupExecutor:
         self._auth_version = -1
         self._committer = ThreadPoolExecutor(1, thread_name_prefix="tenure-commit")
 
-    async def run(self, call: Callable[[], T]) -> T:
+    def submit(self, call: Callable[[], T]) -> asyncio.Future[T]:
         if self._closed:
             raise RuntimeError("the server is stopping")
         loop = asyncio.get_running_loop()
@@ -84,7 +91,10 @@ class GroupExecutor:
         if not self._busy and not self._flushing:
             self._flushing = True
             loop.call_soon(self._flush)  # after this turn of the loop: the moment's requests
-        return await future
+        return future
+
+    async def run(self, call: Callable[[], T]) -> T:
+        return await self.submit(call)
 
     def principal(self, token: str, authenticate: Callable[[], Principal]) -> Principal:
         """Known tokens skip the hash and the lookup while no principal or token changed

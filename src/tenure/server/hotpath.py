@@ -28,7 +28,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from tenure.core.models import Lease, Principal
+from tenure.core.models import Principal
 from tenure.errors import TenureError, Unauthenticated
 from tenure.server import problems
 from tenure.server.app import State
@@ -39,9 +39,10 @@ JSON_TYPE = b"application/json"
 PROBLEM_TYPE = problems.PROBLEM.encode()
 MAX_FAST_BODY = 64 * 1024  # larger bodies take the ordinary path (and its body limit)
 POSITIVE = (1, MAX_INT)
+ACQUIRE, RENEW, RELEASE = "/v1/leases/acquire", "/v1/leases/renew", "/v1/leases/release"
 # per verb: required fields, and every allowed field with its JSON type and integer bounds
 FIELDS: dict[str, tuple[frozenset[str], dict[str, tuple[type, tuple[int, int] | None]]]] = {
-    "/v1/leases/acquire": (
+    ACQUIRE: (
         frozenset({"key"}),
         {
             "key": (str, None),
@@ -51,18 +52,18 @@ FIELDS: dict[str, tuple[frozenset[str], dict[str, tuple[type, tuple[int, int] | 
             "wait_ms": (int, (0, MAX_WAIT_MS)),
         },
     ),
-    "/v1/leases/renew": (
+    RENEW: (
         frozenset({"key", "token"}),
         {"key": (str, None), "token": (int, POSITIVE), "ttl_ms": (int, POSITIVE)},
     ),
-    "/v1/leases/release": (
+    RELEASE: (
         frozenset({"key"}),
         {"key": (str, None), "token": (int, POSITIVE)},
     ),
 }
 
 
-class _Fallback(Exception):
+class Fallback(Exception):
     """Let FastAPI serve this request (nothing was changed)."""
 
 
@@ -114,6 +115,20 @@ def content_length(scope: Scope) -> int | None:
     return None
 
 
+def eligible(scope: Scope, limit: int) -> bool:
+    """What the request line and headers allow: a POST to one of the three paths with no query
+    string and a JSON body of a known length up to ``limit``."""
+    length = content_length(scope)
+    return (
+        scope["path"] in FIELDS
+        and scope["method"] == "POST"
+        and not scope.get("query_string")
+        and length is not None
+        and length <= limit
+        and json_body(scope)
+    )
+
+
 class HotPath:
     """Outermost ASGI layer (outside FastAPI's own middleware): see the module's docstring."""
 
@@ -123,20 +138,11 @@ class HotPath:
         self.limit = min(limit, MAX_FAST_BODY)  # beyond: BodyLimit's 413 on the ordinary path
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        path = scope.get("path")
         st = self.state() if scope["type"] == "http" else None
-        length = content_length(scope) if st is not None else None
-        if (
-            st is None
-            or path not in FIELDS
-            or scope["method"] != "POST"
-            or scope.get("query_string")
-            or length is None
-            or length > self.limit
-            or not json_body(scope)
-        ):
+        if st is None or not eligible(scope, self.limit):
             await self.app(scope, receive, send)
             return
+        path = scope["path"]
         raw, receive = await _read(receive)
         if raw is None:
             return  # the client went away
@@ -145,73 +151,88 @@ class HotPath:
         token = bearer(scope)
         try:
             if body is None or token is None:
-                raise _Fallback
-            status, content = 200, _dumps(await self._serve(st, path, token, body))
-        except _Fallback:
+                raise Fallback
+            status, content = 200, dumps(await self._serve(st, path, token, body))
+        except Fallback:
             await self.app(scope, receive, send)
             return
         except TenureError as err:
-            status, content = err.status, _dumps(err.to_problem())
-        except (sqlite3.OperationalError, psycopg.OperationalError) as err:
-            status = await _send(problems.on_database_error, err, scope, receive, send)
-            content = None
-        except Exception as err:  # a bug: the app's 500 problem, the traceback to the log
-            log.exception("%s failed", path)
-            status = await _send(problems.on_crash, err, scope, receive, send)
-            content = None
+            status, content = err.status, dumps(err.to_problem())
+        except Exception as err:
+            status, content = await render_error(err, path, scope, receive, send), None
         if content is not None:
             await _send_json(send, status, content)
-        code = (("code", f"{status // 100}xx"),)
-        labels = (("route", path), ("method", "POST"), *code)
-        elapsed = time.perf_counter() - started
-        st.service.metrics.observe("tenure_request_duration_seconds", elapsed, labels)
+        observe(st, path, status, started)
 
     async def _serve(
         self, st: State, path: str, token: str, body: dict[str, Any]
     ) -> dict[str, Any]:
-        """Authentication and the service call, as one job of the server's executor."""
-        service, key, run = st.service, body["key"], st.executor.run
+        call = job(st, path, token, body)
+        if path == ACQUIRE:  # a long-poll waits its turn in the key's queue
+            attempt = lambda: st.executor.run(call)  # noqa: E731
+            return await st.waiters.acquire(body["key"], attempt, body.get("wait_ms") or 0)
+        return await st.executor.run(call)
 
-        def authenticate() -> Principal:
-            try:
-                return st.principals.authenticate(token)
-            except Unauthenticated:
-                raise _Fallback from None  # FastAPI answers 401, with its challenge
 
-        def caller() -> Principal:
-            return st.executor.principal(token, authenticate)
+def job(st: State, path: str, token: str, body: dict[str, Any]) -> Callable[[], dict[str, Any]]:
+    """The call as one job of the server's executor: authentication, the service call and the
+    reply's content. A token it does not know raises :class:`Fallback` (nothing changed)."""
+    service, key = st.service, body["key"]
 
-        if path == "/v1/leases/acquire":
-            ttl_ms, task, meta = body.get("ttl_ms"), body.get("task"), body.get("meta")
+    def authenticate() -> Principal:
+        try:
+            return st.principals.authenticate(token)
+        except Unauthenticated:
+            raise Fallback from None  # FastAPI answers 401, with its challenge
 
-            def acquire() -> Lease:
-                return service.acquire(caller(), key, ttl_ms, task, meta)
+    def caller() -> Principal:
+        return st.executor.principal(token, authenticate)
 
-            async def attempt() -> Lease:
-                return await run(acquire)
+    if path == ACQUIRE:
+        ttl_ms, task, meta = body.get("ttl_ms"), body.get("task"), body.get("meta")
 
-            lease = await st.waiters.acquire(key, attempt, body.get("wait_ms") or 0)
+        def acquire() -> dict[str, Any]:
+            return {"lease": service.acquire(caller(), key, ttl_ms, task, meta).to_dict()}
+
+        return acquire
+    if path == RENEW:
+
+        def renew() -> dict[str, Any]:
+            lease = service.renew(caller(), key, body["token"], body.get("ttl_ms"))
             return {"lease": lease.to_dict()}
-        if path == "/v1/leases/renew":
 
-            def renew() -> dict[str, Any]:
-                lease = service.renew(caller(), key, body["token"], body.get("ttl_ms"))
-                return {"lease": lease.to_dict()}
+        return renew
 
-            return await run(renew)
+    def release() -> dict[str, Any]:
+        result = service.release(caller(), key, body.get("token"))
+        if result.released:
+            st.waiters.notify(key)
+        return result.to_dict()
 
-        def release() -> dict[str, Any]:
-            result = service.release(caller(), key, body.get("token"))
-            if result.released:
-                st.waiters.notify(key)
-            return result.to_dict()
-
-        return await run(release)
+    return release
 
 
-def _dumps(body: dict[str, Any]) -> bytes:
+def observe(st: State, path: str, status: int, started: float) -> None:
+    """The request's duration, as the ``Timing`` middleware counts the other routes'."""
+    labels = (("route", path), ("method", "POST"), ("code", f"{status // 100}xx"))
+    elapsed = time.perf_counter() - started
+    st.service.metrics.observe("tenure_request_duration_seconds", elapsed, labels)
+
+
+def dumps(body: dict[str, Any]) -> bytes:
     """What Starlette's JSONResponse (and :func:`tenure.server.app.reply`) would send."""
     return json.dumps(body, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
+
+
+async def render_error(
+    err: Exception, path: str, scope: Scope, receive: Receive, send: Send
+) -> int:
+    """Send the app's own problem response for ``err``: a database error (``503`` while it is
+    down) or a bug (``500``, the traceback to the log). Its status."""
+    if isinstance(err, (sqlite3.OperationalError, psycopg.OperationalError)):
+        return await _send(problems.on_database_error, err, scope, receive, send)
+    log.error("%s failed", path, exc_info=err)
+    return await _send(problems.on_crash, err, scope, receive, send)
 
 
 async def _send(

@@ -16,7 +16,8 @@ from typing import Any
 import uvicorn
 from fastapi import FastAPI
 
-from tenure.server.app import create_app
+from tenure.server.app import TenureApp, create_app
+from tenure.server.protocol import hot_protocol
 from tenure.settings import Settings
 from tenure.store.open import open_store
 
@@ -53,23 +54,32 @@ def first_run_hint(settings: Settings) -> str | None:
     )
 
 
+def config(
+    app: FastAPI, host: str, port: int, *, access_log: bool = False, **options: Any
+) -> uvicorn.Config:
+    """uvicorn's settings for ``app``, as ``tenure serve`` runs it. ``access_log``: a line per
+    request on stderr (off by default: at thousands of requests a second it costs a tenth of the
+    server's CPU; ``/metrics`` counts requests by route). Without it the hot calls skip ASGI
+    (:mod:`tenure.server.protocol`), which the access log is written on."""
+    if not access_log and isinstance(app, TenureApp):
+        options.setdefault("http", hot_protocol(app))
+    options.setdefault("timeout_graceful_shutdown", 30)
+    return uvicorn.Config(
+        app, host=host, port=port, access_log=access_log, lifespan="on", **options
+    )
+
+
 def serve(
     settings: Settings, log_level: str = "info", *, access_log: bool = False, **options: Any
 ) -> None:
-    """``access_log``: a line per request on stderr (off by default: at thousands of requests
-    a second it costs a tenth of the server's CPU; ``/metrics`` counts requests by route)."""
+    """Run the server until SIGTERM or SIGINT (see :func:`config` for ``access_log``)."""
     app = create_app(settings)
-    config = uvicorn.Config(
+    server = _Server(
+        config(
+            app, settings.host, settings.port, access_log=access_log, log_level=log_level, **options
+        ),
         app,
-        host=settings.host,
-        port=settings.port,
-        log_level=log_level,
-        access_log=access_log,
-        timeout_graceful_shutdown=30,
-        lifespan="on",
-        **options,
     )
-    server = _Server(config, app)
     print(f"tenure {settings.db} on http://{settings.host}:{settings.port}", file=sys.stderr)
     hint = first_run_hint(settings)
     if hint:

@@ -18,11 +18,11 @@ import contextlib
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
-from tenure.core.models import Lease
 from tenure.errors import LeaseHeld
 
-Attempt = Callable[[], Awaitable[Lease]]
+T = TypeVar("T")
 SLACK_S = 0.005  # past the holder's deadline, so the store's clock agrees it lapsed
 MIN_SLEEP_S = 0.01
 
@@ -68,7 +68,7 @@ class Waiters:
             for event in queue:
                 event.set()
 
-    async def acquire(self, key: str, attempt: Attempt, wait_ms: int) -> Lease:
+    async def acquire(self, key: str, attempt: Callable[[], Awaitable[T]], wait_ms: int) -> T:
         """``attempt()`` when it is this caller's turn, until it succeeds or ``wait_ms`` ends."""
         self._loop = asyncio.get_running_loop()
         if wait_ms <= 0:  # one attempt whatever the queue holds: no need to join it

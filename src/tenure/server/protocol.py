@@ -1,0 +1,142 @@
+"""uvicorn's HTTP protocol, serving the ordinary hot call without an ASGI task.
+
+Through ASGI every request costs the event loop a task, a scope, ``receive``/``send`` messages
+and uvicorn's header checks on the reply: about a third of the server's CPU per acquire, renew
+or release once FastAPI is out of the way (:mod:`tenure.server.hotpath`). This subclass of
+uvicorn's httptools protocol holds back the ASGI task of a request that may be a hot call until
+its body is in, then hands the job straight to the executor and writes the reply to the
+transport from the job's completion callback.
+
+It takes only the plainest case and gives everything else to the app unchanged, before any side
+effect: what :func:`tenure.server.hotpath.eligible` and :func:`~tenure.server.hotpath.parse`
+refuse, a long-poll (``wait_ms``), ``Expect: 100-continue``, a pipelined request, an unknown
+token, and errors other than the service's own (those are rendered by the app's handlers, as
+on the ASGI path). Keep-alive, graceful shutdown (``connection: close`` on the in-flight reply)
+and the pipeline queue are uvicorn's, through the request's own ``RequestResponseCycle``.
+
+The server uses it unless the access log is on (uvicorn writes that line on the ASGI path).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from functools import partial
+from typing import Any, cast
+
+from starlette.types import Scope
+from uvicorn.protocols.http.httptools_impl import (
+    STATUS_LINE,
+    HttpToolsProtocol,
+    RequestResponseCycle,
+)
+
+from tenure.errors import TenureError
+from tenure.server import hotpath
+from tenure.server.app import FALLBACK, State, TenureApp
+
+Held = tuple[RequestResponseCycle, Any]
+
+
+def hot_protocol(app: TenureApp) -> type[HttpToolsProtocol]:
+    """The protocol class for uvicorn's ``http=`` setting, serving ``app``'s hot calls."""
+    return type("TenureProtocol", (HotProtocol,), {"tenure": app})
+
+
+class HotProtocol(HttpToolsProtocol):
+    tenure: TenureApp
+    _in_headers = False
+    _held: Held | None = None
+
+    def on_headers_complete(self) -> None:
+        self._held, self._in_headers = None, True
+        try:
+            super().on_headers_complete()
+        finally:
+            self._in_headers = False
+
+    def _start_asgi_task(self, cycle: RequestResponseCycle, app: Any) -> None:
+        if (
+            self._in_headers
+            and app is self.app
+            and not cycle.waiting_for_100_continue
+            and hotpath.eligible(cast(Scope, cycle.scope), self.tenure.limit)
+        ):
+            self._held = (cycle, app)  # until the body is in: on_message_complete
+            return
+        super()._start_asgi_task(cycle, app)
+
+    def on_message_complete(self) -> None:
+        super().on_message_complete()
+        held, self._held = self._held, None
+        if held is not None:
+            self._serve(*held)
+
+    def _serve(self, cycle: RequestResponseCycle, app: Any) -> None:
+        st = self.tenure.tenure_state()
+        path = cycle.scope["path"]
+        body = hotpath.parse(path, bytes(cycle.body))
+        token = hotpath.bearer(cast(Scope, cycle.scope))
+        if st is None or body is None or token is None or body.get("wait_ms"):
+            super()._start_asgi_task(cycle, app)
+            return
+        started = time.perf_counter()
+        try:
+            future = st.executor.submit(hotpath.job(st, path, token, body))
+        except RuntimeError:  # the executor is closed: the server is stopping
+            super()._start_asgi_task(cycle, app)
+            return
+        future.add_done_callback(partial(self._done, cycle, app, st, started))
+
+    def _done(
+        self,
+        cycle: RequestResponseCycle,
+        app: Any,
+        st: State,
+        started: float,
+        future: asyncio.Future[dict[str, Any]],
+    ) -> None:
+        path = cycle.scope["path"]
+        err = future.exception() if not future.cancelled() else asyncio.CancelledError()
+        if err is None:
+            status, content = 200, hotpath.dumps(future.result())
+        elif isinstance(err, TenureError):
+            status, content = err.status, hotpath.dumps(err.to_problem())
+        elif isinstance(err, hotpath.Fallback):  # nothing changed: FastAPI answers it
+            cycle.scope[FALLBACK] = True  # type: ignore[literal-required]
+            super()._start_asgi_task(cycle, app)
+            return
+        else:
+            err = err if isinstance(err, Exception) else RuntimeError(err)
+            super()._start_asgi_task(cycle, partial(_render, err, st, started))
+            return
+        self._reply(cycle, status, content)
+        hotpath.observe(st, path, status, started)
+
+    def _reply(self, cycle: RequestResponseCycle, status: int, content: bytes) -> None:
+        """What ``cycle.send`` writes for a JSON reply of known length, in one write."""
+        if cycle.disconnected:
+            return
+        kind = hotpath.PROBLEM_TYPE if status >= 400 else hotpath.JSON_TYPE
+        out = [STATUS_LINE[status]]
+        for name, value in cycle.default_headers:
+            out += [name, b": ", value, b"\r\n"]
+        out += [b"content-length: ", str(len(content)).encode(), b"\r\n"]
+        out += [b"content-type: ", kind, b"\r\n"]
+        if not cycle.keep_alive:
+            out.append(b"connection: close\r\n")
+        out += [b"\r\n", content]
+        cycle.response_started = cycle.response_complete = True
+        self.transport.write(b"".join(out))
+        cycle.message_event.set()
+        if not cycle.keep_alive:
+            self.transport.close()
+        cycle.on_response()
+
+
+async def _render(
+    err: Exception, st: State, started: float, scope: Any, receive: Any, send: Any
+) -> None:
+    """An ASGI app that answers with the app's own handler for ``err`` (as the ASGI path)."""
+    status = await hotpath.render_error(err, scope["path"], scope, receive, send)
+    hotpath.observe(st, scope["path"], status, started)
