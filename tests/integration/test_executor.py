@@ -97,7 +97,7 @@ def test_a_failed_commit_fails_every_call_of_its_group(sqlite_service: Service) 
     assert isinstance(store, SqliteStore)
     real_commit = store._commit
 
-    def failing_commit(batch: Any) -> None:  # the disk refuses: the commit raises
+    def failing_commit(batch: Any, **_: Any) -> None:  # the disk refuses: the commit raises
         store._writer_conn().execute("ROLLBACK")
         batch.error = RuntimeError("disk full")
         batch.done.set()

@@ -2,12 +2,15 @@
 
 :class:`GroupExecutor` (SQLite): the calls that arrive in one turn of the event loop form a
 group. The loop opens the group's transaction, runs the calls one after the other right there
-(a savepoint each: a call that fails rolls back alone; SQLite statements take microseconds), and
-hands the commit to a committer thread, so the loop goes on serving while the disk syncs; the
-calls that arrive meanwhile form the next group. Every reply of a group is sent once its commit
-is durable, never before; a commit that fails fails every call of its group. So a moment's
-requests share one fsync and no thread hand-off each, and the GIL is not passed back and forth
-between the loop and a worker thread for every statement. When another thread of the server
+(a savepoint each: a call that fails rolls back alone; SQLite statements take microseconds) and
+commits it, which in the store's deferred mode only writes the WAL
+(:mod:`tenure.store.sqlite_sync`). A committer thread then syncs the WAL while the loop goes on
+serving: the calls that arrive meanwhile form the next group, which may run and commit before
+that sync ends; one sync covers every group committed before it began. Every reply of a group is
+sent once a sync that covers it has returned, never before; a commit or sync that fails fails
+every call it covers. So a moment's requests share one fsync and no thread hand-off each, the
+GIL is not passed back and forth between the loop and a worker thread for every statement, and
+the loop does not wait for the disk between groups. When another thread of the server
 holds the write lock (a FastAPI route, the reaper) the loop does not wait for it: that group runs
 in the committer thread instead.
 
@@ -18,19 +21,23 @@ pooled connection, so calls on different keys commit in parallel.
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import threading
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol, TypeVar
 
 from tenure.core.models import EventDraft, Principal
 from tenure.service import Service
-from tenure.store.sqlite import Batch, SqliteStore
+from tenure.store.sqlite import SqliteStore
 
 T = TypeVar("T")
 MAX_KNOWN = 10_000  # tokens whose principal the executor keeps (then it starts over)
 MAX_GROUP = 128  # calls of one group, at most (the rest wait for the next one)
 Job = tuple[Callable[[], Any], "asyncio.Future[Any]", asyncio.AbstractEventLoop]
+#: a committed group waiting for its sync: number, calls, their outcomes, the events appended
+Written = tuple[int, list[Job], list[tuple[bool, Any]], list[EventDraft]]
 
 
 class Executor(Protocol):
@@ -71,9 +78,13 @@ class GroupExecutor:
     def __init__(self, service: Service) -> None:
         assert isinstance(service.store, SqliteStore)
         self._service, self._store = service, service.store
+        self._wal = self._store.defer_sync()  # COMMIT writes, _sync makes durable
         self._jobs: list[Job] = []
-        self._busy = False  # a group is open (running or committing)
+        self._busy = False  # a group runs in the committer thread (the lock was taken)
         self._flushing = False  # a flush is scheduled
+        self._written: deque[Written] = deque()  # committed groups waiting for a sync
+        self._seq = 0  # groups committed so far (the last one's number)
+        self._syncing = False  # a sync is on its way in the committer thread
         self._closed = False
         self._idle = threading.Event()
         self._idle.set()
@@ -115,32 +126,43 @@ class GroupExecutor:
 
     def _flush(self) -> None:
         """Open a group and run the waiting calls in it right here on the event loop (no
-        thread hand-off, no GIL ping-pong), then commit it in the committer thread while the
-        loop goes on serving. If another thread is writing, the whole group runs there."""
+        thread hand-off, no GIL ping-pong), commit it (which only writes the WAL) and leave
+        its sync to the committer thread: the loop goes on serving, and the next group may run
+        while this one is being synced. If another thread is writing, the whole group runs
+        there instead."""
         self._flushing = False
         if self._busy or not self._jobs:
             return
         jobs, self._jobs = self._jobs[:MAX_GROUP], self._jobs[MAX_GROUP:]
-        self._busy = True
         loop = jobs[0][2]
         try:
             batch = self._store.try_group()
         except Exception as exc:  # BEGIN failed (the disk, another process's lock): all fail
-            self._finish(jobs, [], exc)
+            self._answer(jobs, [], exc)
+            self._next(loop)
             return
         if batch is None:  # the write lock is busy elsewhere: wait for it in the thread
+            self._busy = True
             done = loop.run_in_executor(self._committer, self._run_group, jobs)
-            done.add_done_callback(lambda f: self._finish(jobs, *f.result()))
+            done.add_done_callback(lambda f: self._group_done(jobs, *f.result()))
             return
         try:
             with self._service.deferring() as events, self._store.joined(batch):
                 outcomes = self._run_jobs(jobs)
         except BaseException as exc:  # not a call's own error (those are in outcomes)
             self._store.end_group(batch, commit=False)
-            self._finish(jobs, [], exc if isinstance(exc, Exception) else RuntimeError(exc))
+            self._answer(jobs, [], exc if isinstance(exc, Exception) else RuntimeError(exc))
             raise
-        commit = loop.run_in_executor(self._committer, self._commit, batch, events)
-        commit.add_done_callback(lambda f: self._finish(jobs, outcomes, f.result()))
+        try:
+            self._store.end_group(batch, commit=True, sync=False)
+        except Exception as exc:  # every call of the group fails
+            self._answer(jobs, [], exc)
+            self._next(loop)
+            return
+        self._seq += 1
+        self._written.append((self._seq, jobs, outcomes, events))
+        self._sync_soon(loop)
+        self._next(loop)
 
     def _run_jobs(self, jobs: list[Job]) -> list[tuple[bool, Any]]:
         version = self._store.auth_version()
@@ -155,17 +177,39 @@ class GroupExecutor:
                 outcomes.append((False, exc))
         return outcomes
 
-    def _commit(self, batch: Batch, events: list[EventDraft]) -> Exception | None:
-        """In the committer thread: commit the group, then announce what it appended."""
+    def _sync_soon(self, loop: asyncio.AbstractEventLoop) -> None:
+        if not self._syncing and self._written:
+            self._syncing = True
+            loop.run_in_executor(self._committer, self._sync).add_done_callback(self._synced)
+
+    def _sync(self) -> tuple[int, Exception | None]:
+        """In the committer thread: make every group committed so far durable; the number of
+        the last one it covers."""
+        upto = self._seq  # committed (COMMIT returned) before the sync begins
         try:
-            self._store.end_group(batch, commit=True)
-        except Exception as exc:  # every call of the group fails
-            return exc
-        self._service.committed(events)
-        return None
+            self._wal.sync()
+        except OSError as exc:
+            return upto, sqlite3.OperationalError(f"syncing the commit failed: {exc}")
+        except Exception as exc:  # a bug: still fail the calls rather than leave them waiting
+            return upto, exc
+        return upto, None
+
+    def _synced(self, future: asyncio.Future[tuple[int, Exception | None]]) -> None:
+        """On the loop: answer every group the sync covered, and sync again for the rest."""
+        self._syncing = False
+        upto, failed = future.result()
+        loop = asyncio.get_running_loop()
+        while self._written and self._written[0][0] <= upto:
+            _, jobs, outcomes, events = self._written.popleft()
+            if failed is None:
+                self._service.committed(events)
+            self._answer(jobs, outcomes, failed)
+        self._sync_soon(loop)
+        self._next(loop)
 
     def _run_group(self, jobs: list[Job]) -> tuple[list[tuple[bool, Any]], Exception | None]:
-        """In the committer thread, when the loop could not open the group itself."""
+        """In the committer thread, when the loop could not open the group itself: the group
+        commits and syncs there (after any sync queued before it)."""
         try:
             with self._service.group():
                 outcomes = self._run_jobs(jobs)
@@ -173,10 +217,17 @@ class GroupExecutor:
             return [], exc
         return outcomes, None
 
-    def _finish(
+    def _group_done(
         self, jobs: list[Job], outcomes: list[tuple[bool, Any]], failed: Exception | None
     ) -> None:
-        """On the loop, once the group's commit is durable (or failed): answer every call."""
+        self._busy = False
+        self._answer(jobs, outcomes, failed)
+        self._next(asyncio.get_running_loop())
+
+    def _answer(
+        self, jobs: list[Job], outcomes: list[tuple[bool, Any]], failed: Exception | None
+    ) -> None:
+        """On the loop, once the group is durable (or failed): answer every call."""
         if failed is not None:
             outcomes = [(False, failed)] * len(jobs)
         for (_, future, _), (ok, value) in zip(jobs, outcomes, strict=True):
@@ -186,8 +237,12 @@ class GroupExecutor:
                 future.set_result(value)
             else:
                 future.set_exception(value)
-        self._busy = False
+
+    def _next(self, loop: asyncio.AbstractEventLoop) -> None:
+        """After a group: another for the calls that queued meanwhile, or idle."""
         if self._jobs:
-            self._flush()
-        else:
+            if not self._busy and not self._flushing:
+                self._flushing = True
+                loop.call_soon(self._flush)
+        elif not self._busy and not self._syncing and not self._written:
             self._idle.set()

@@ -27,6 +27,7 @@ from tenure.store import rows
 from tenure.store.sqlfiles import migrations, queries
 from tenure.store.sqlite_checkpoint import BACKSTOP_PAGES, Checkpointer
 from tenure.store.sqlite_stats import SqliteStats
+from tenure.store.sqlite_sync import WalSync
 
 Q = queries("sqlite")
 SYNCHRONOUS = ("FULL", "NORMAL", "EXTRA")
@@ -152,6 +153,7 @@ class SqliteStore(SqliteStats):
             raise ValueError(f"synchronous must be one of {SYNCHRONOUS}")
         self.path = Path(path)
         self.url = f"sqlite:///{self.path}"
+        self._synchronous = synchronous.upper()
         self.clock = clock or SystemClock()
         self._busy_s = busy_timeout_ms / 1000
         self._pragmas = (
@@ -169,6 +171,7 @@ class SqliteStore(SqliteStats):
         self._wconn: sqlite3.Connection | None = None
         self._closed = False
         self._checkpointer: Checkpointer | None = None
+        self.wal_sync: WalSync | None = None  # deferred mode (defer_sync)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._migrate()
 
@@ -198,7 +201,20 @@ class SqliteStore(SqliteStats):
             self._wconn = self._connect()
             if self._checkpointer is not None:
                 self._wconn.execute(f"PRAGMA wal_autocheckpoint = {BACKSTOP_PAGES}")
+            if self.wal_sync is not None:
+                self._wconn.execute("PRAGMA synchronous = NORMAL")
         return self._wconn
+
+    def defer_sync(self) -> WalSync:
+        """Deferred mode, for a server: commits write the WAL without syncing it, and each
+        committer syncs it before it returns (:meth:`end_group` with ``sync=False`` leaves that
+        to its caller: ``wal_sync.sync()``). See :mod:`tenure.store.sqlite_sync`."""
+        with self._writer:
+            if self.wal_sync is None:
+                self.wal_sync = WalSync(self.path, needed=self._synchronous != "NORMAL")
+                if self._wconn is not None:
+                    self._wconn.execute("PRAGMA synchronous = NORMAL")
+            return self.wal_sync
 
     def checkpoint_in_background(self) -> None:
         """Checkpoint the WAL in a background thread instead of inside commits (for a server:
@@ -321,12 +337,14 @@ class SqliteStore(SqliteStats):
         finally:
             self._local.group = None
 
-    def end_group(self, batch: Batch, *, commit: bool) -> None:
+    def end_group(self, batch: Batch, *, commit: bool, sync: bool = True) -> None:
         """Commit (or roll back) the open group ``batch`` and release the write lock. From any
-        thread, once no thread writes into it any more; a failed commit raises here."""
+        thread, once no thread writes into it any more; a failed commit raises here.
+        ``sync=False`` (deferred mode): the commit is written but not yet durable; the caller
+        makes it so with ``wal_sync.sync()`` before telling anyone of it."""
         try:
             if commit:
-                self._commit(batch)
+                self._commit(batch, sync=sync)
             elif self._batch is batch:
                 self._abandon(batch)
         finally:
@@ -342,8 +360,9 @@ class SqliteStore(SqliteStats):
         finally:
             batch.done.set()
 
-    def _commit(self, batch: Batch) -> None:
-        """Commit the open batch (the caller holds ``_writer``) and wake its writers."""
+    def _commit(self, batch: Batch, *, sync: bool = True) -> None:
+        """Commit the open batch (the caller holds ``_writer``) and wake its writers; in
+        deferred mode also sync it, unless ``sync`` is false (then the caller does)."""
         self._batch = None
         conn = self._writer_conn()
         try:
@@ -352,7 +371,14 @@ class SqliteStore(SqliteStats):
             batch.error = sqlite3.OperationalError(f"the commit failed: {exc}")
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
+            batch.done.set()
             raise
+        try:
+            if sync and self.wal_sync is not None:
+                self.wal_sync.sync()
+        except OSError as exc:  # written but perhaps not durable: nobody may count on it
+            batch.error = sqlite3.OperationalError(f"syncing the commit failed: {exc}")
+            raise batch.error from exc
         finally:
             batch.done.set()
 
@@ -564,6 +590,8 @@ class SqliteStore(SqliteStats):
             conn.close()
         self._wconn = None
         self._local = threading.local()
+        if self.wal_sync is not None:
+            self.wal_sync.close()
 
 
 def _meta(value: Any) -> Any:

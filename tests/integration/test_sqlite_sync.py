@@ -1,0 +1,173 @@
+"""Deferred WAL syncs (``tenure.store.sqlite_sync``) on real SQLite files.
+
+A server's store commits without syncing and syncs the WAL before anyone hears of the commit:
+ordinary writes still return only once synced; the server's groups are answered only after a
+sync that began once they were committed, and the next group may commit while a sync runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tenure import Service
+from tenure.server.executor import GroupExecutor
+from tenure.store.sqlite import SqliteStore
+from tenure.store.sqlite_sync import WalSync
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Any:
+    s = SqliteStore(tmp_path / "t.db")
+    yield s
+    s.close()
+
+
+def test_ordinary_writes_are_synced_before_they_return(store: SqliteStore) -> None:
+    svc = Service(store)
+    wal = store.defer_sync()
+    writer = store._writer_conn()
+    assert writer.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL: COMMIT only writes
+    before = wal.syncs
+    svc.acquire("alice", "a")
+    svc.release("alice", "a")
+    assert wal.syncs == before + 2  # one sync per commit, inside the call
+    assert store.defer_sync() is wal  # once per store
+
+
+def test_a_store_opened_with_synchronous_normal_does_not_sync(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "n.db", synchronous="NORMAL")
+    try:
+        wal = store.defer_sync()
+        Service(store).acquire("alice", "a")
+        assert wal.needed is False and wal.syncs == 0  # the durability the user chose
+    finally:
+        store.close()
+
+
+def test_a_failed_sync_fails_the_write(store: SqliteStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    svc = Service(store)
+    wal = store.defer_sync()
+
+    def broken(fd: int) -> None:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(os, "fdatasync", broken)
+    with pytest.raises(sqlite3.OperationalError, match="syncing the commit failed"):
+        svc.acquire("alice", "a")
+    monkeypatch.undo()
+    svc.acquire("bob", "b")  # the store goes on once the disk does
+    assert wal.syncs >= 1
+
+
+def test_the_wal_file_is_reopened_when_it_was_replaced(tmp_path: Path) -> None:
+    db = tmp_path / "x.db"
+    wal_path = Path(f"{db}-wal")
+    wal_path.write_bytes(b"one")
+    wal = WalSync(db)
+    try:
+        wal.sync()
+        first = wal._fd
+        assert first is not None and os.fstat(first).st_ino == os.stat(wal_path).st_ino
+        wal_path.unlink()
+        wal_path.write_bytes(b"two")  # a new file (a new inode) under the same name
+        wal.sync()
+        assert wal._fd is not None and os.fstat(wal._fd).st_ino == os.stat(wal_path).st_ino
+        assert wal.syncs == 2
+    finally:
+        wal.close()
+
+
+def test_groups_are_answered_after_a_sync_that_covers_them_and_commit_meanwhile(
+    store: SqliteStore, tmp_path: Path
+) -> None:
+    svc = Service(store)
+    executor = GroupExecutor(svc)
+    wal = store.wal_sync
+    assert wal is not None
+    other = sqlite3.connect(tmp_path / "t.db", check_same_thread=False)  # seen from elsewhere
+    real_sync = wal.sync
+    syncs: list[tuple[set[str], float, float]] = []  # keys committed at start, start, end
+    in_sync = threading.Event()
+
+    def slow_sync() -> None:
+        committed = {r[0] for r in other.execute("SELECT key FROM tenure_leases")}
+        start = time.monotonic()
+        in_sync.set()
+        time.sleep(0.15)  # a slow disk: groups keep coming meanwhile
+        real_sync()
+        in_sync.clear()
+        syncs.append((committed, start, time.monotonic()))
+
+    wal.sync = slow_sync  # type: ignore[method-assign]
+    answered: dict[str, float] = {}
+
+    async def call(key: str) -> None:
+        await executor.run(lambda: svc.acquire("alice", key))
+        answered[key] = time.monotonic()
+
+    async def main() -> None:
+        first = [asyncio.ensure_future(call(f"a{i}")) for i in range(3)]
+        while not in_sync.is_set():  # the first group is being synced
+            await asyncio.sleep(0.005)
+        await asyncio.gather(*(call(f"b{i}") for i in range(3)))  # committed during that sync
+        await asyncio.gather(*first)
+
+    try:
+        asyncio.run(main())
+    finally:
+        executor.close()
+        other.close()
+    assert len(answered) == 6
+    for key, at in answered.items():  # some sync that began after its commit ended before
+        assert any(key in seen and end <= at for seen, _, end in syncs), key
+    first_sync = syncs[0]
+    assert not any(k.startswith("b") for k in first_sync[0])  # b came after the first sync began
+    assert max(answered[f"a{i}"] for i in range(3)) <= min(answered[f"b{i}"] for i in range(3))
+
+
+@pytest.mark.parametrize(
+    ("error", "kind", "says"),
+    [
+        (OSError(28, "No space left on device"), sqlite3.OperationalError, "syncing the commit"),
+        (RuntimeError("a bug"), RuntimeError, "a bug"),  # never leaves the calls waiting
+    ],
+)
+def test_a_failed_sync_fails_every_call_it_covers(
+    store: SqliteStore,
+    monkeypatch: pytest.MonkeyPatch,
+    error: Exception,
+    kind: type[Exception],
+    says: str,
+) -> None:
+    svc = Service(store)
+    executor = GroupExecutor(svc)
+
+    def broken(fd: int) -> None:
+        raise error
+
+    async def main() -> list[Any]:
+        monkeypatch.setattr(os, "fdatasync", broken)
+        failed = await asyncio.gather(
+            executor.run(lambda: svc.acquire("alice", "a")),
+            executor.run(lambda: svc.acquire("bob", "b")),
+            return_exceptions=True,
+        )
+        monkeypatch.undo()
+        ok = await executor.run(lambda: svc.acquire("carol", "c").holder)
+        return [*failed, ok]
+
+    try:
+        results = asyncio.run(main())
+    finally:
+        executor.close()
+    assert all(isinstance(r, kind) for r in results[:2])
+    assert says in str(results[0])
+    assert results[2] == "carol"
