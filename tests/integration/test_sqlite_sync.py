@@ -85,28 +85,43 @@ def test_the_wal_file_is_reopened_when_it_was_replaced(tmp_path: Path) -> None:
         wal.close()
 
 
-def test_groups_are_answered_after_a_sync_that_covers_them_and_commit_meanwhile(
-    store: SqliteStore, tmp_path: Path
-) -> None:
-    svc = Service(store)
-    executor = GroupExecutor(svc)
+Sync = tuple[set[str], set[str], float]  # keys committed at its start, at its end; end time
+
+
+def _slow_syncs(store: SqliteStore, tmp_path: Path) -> tuple[list[Sync], threading.Event]:
+    """Make the WAL's syncs take 0.15 s, recording what was committed when each began and
+    ended (seen from another connection)."""
     wal = store.wal_sync
     assert wal is not None
-    other = sqlite3.connect(tmp_path / "t.db", check_same_thread=False)  # seen from elsewhere
+    other = sqlite3.connect(tmp_path / "t.db", check_same_thread=False)
     real_sync = wal.sync
-    syncs: list[tuple[set[str], float, float]] = []  # keys committed at start, start, end
+    syncs: list[Sync] = []
     in_sync = threading.Event()
 
+    def committed() -> set[str]:
+        return {r[0] for r in other.execute("SELECT key FROM tenure_leases")}
+
     def slow_sync() -> None:
-        committed = {r[0] for r in other.execute("SELECT key FROM tenure_leases")}
-        start = time.monotonic()
+        at_start = committed()
         in_sync.set()
-        time.sleep(0.15)  # a slow disk: groups keep coming meanwhile
+        time.sleep(0.15)  # a slow disk: calls keep coming meanwhile
         real_sync()
         in_sync.clear()
-        syncs.append((committed, start, time.monotonic()))
+        syncs.append((at_start, committed(), time.monotonic()))
 
     wal.sync = slow_sync  # type: ignore[method-assign]
+    return syncs, in_sync
+
+
+@pytest.mark.parametrize("during", [3, 1])
+def test_groups_are_answered_after_a_sync_that_covers_them(
+    store: SqliteStore, tmp_path: Path, during: int
+) -> None:
+    """3 calls are being synced; ``during`` more arrive. As many or more: they commit while that
+    sync runs (the loop does not wait for the disk). Fewer: they wait for it (a bigger group)."""
+    svc = Service(store)
+    executor = GroupExecutor(svc)
+    syncs, in_sync = _slow_syncs(store, tmp_path)
     answered: dict[str, float] = {}
 
     async def call(key: str) -> None:
@@ -117,20 +132,21 @@ def test_groups_are_answered_after_a_sync_that_covers_them_and_commit_meanwhile(
         first = [asyncio.ensure_future(call(f"a{i}")) for i in range(3)]
         while not in_sync.is_set():  # the first group is being synced
             await asyncio.sleep(0.005)
-        await asyncio.gather(*(call(f"b{i}") for i in range(3)))  # committed during that sync
+        await asyncio.gather(*(call(f"b{i}") for i in range(during)))
         await asyncio.gather(*first)
 
     try:
         asyncio.run(main())
     finally:
         executor.close()
-        other.close()
-    assert len(answered) == 6
-    for key, at in answered.items():  # some sync that began after its commit ended before
+    assert len(answered) == 3 + during
+    for key, at in answered.items():  # a sync that began after its commit ended before
         assert any(key in seen and end <= at for seen, _, end in syncs), key
-    first_sync = syncs[0]
-    assert not any(k.startswith("b") for k in first_sync[0])  # b came after the first sync began
-    assert max(answered[f"a{i}"] for i in range(3)) <= min(answered[f"b{i}"] for i in range(3))
+    first_start, first_end, _ = syncs[0]
+    b_keys = {f"b{i}" for i in range(during)}
+    assert not b_keys & first_start  # b came after the first sync began
+    assert (b_keys <= first_end) is (during >= 3)  # committed while it ran, or waited for it
+    assert max(answered[f"a{i}"] for i in range(3)) <= min(answered[k] for k in b_keys)
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,9 @@ that sync ends; one sync covers every group committed before it began. Every rep
 sent once a sync that covers it has returned, never before; a commit or sync that fails fails
 every call it covers. So a moment's requests share one fsync and no thread hand-off each, the
 GIL is not passed back and forth between the loop and a worker thread for every statement, and
-the loop does not wait for the disk between groups. When another thread of the server
+the loop does not wait for the disk between groups. While a sync is on its way, the calls that
+queue wait for it to end unless they are already as many as it covers: so groups stay large
+enough that their fixed costs (``BEGIN``, ``COMMIT``, a sync) do not eat the CPU the calls need. When another thread of the server
 holds the write lock (a FastAPI route, the reaper) the loop does not wait for it: that group runs
 in the committer thread instead.
 
@@ -84,6 +86,7 @@ class GroupExecutor:
         self._flushing = False  # a flush is scheduled
         self._written: deque[Written] = deque()  # committed groups waiting for a sync
         self._seq = 0  # groups committed so far (the last one's number)
+        self._unsynced = 0  # calls in _written
         self._syncing = False  # a sync is on its way in the committer thread
         self._closed = False
         self._idle = threading.Event()
@@ -133,6 +136,9 @@ class GroupExecutor:
         self._flushing = False
         if self._busy or not self._jobs:
             return
+        if len(self._jobs) < self._unsynced:
+            return  # a sync is on its way: wait for it, or for as many calls as it covers
+
         jobs, self._jobs = self._jobs[:MAX_GROUP], self._jobs[MAX_GROUP:]
         loop = jobs[0][2]
         try:
@@ -161,6 +167,7 @@ class GroupExecutor:
             return
         self._seq += 1
         self._written.append((self._seq, jobs, outcomes, events))
+        self._unsynced += len(jobs)
         self._sync_soon(loop)
         self._next(loop)
 
@@ -201,6 +208,7 @@ class GroupExecutor:
         loop = asyncio.get_running_loop()
         while self._written and self._written[0][0] <= upto:
             _, jobs, outcomes, events = self._written.popleft()
+            self._unsynced -= len(jobs)
             if failed is None:
                 self._service.committed(events)
             self._answer(jobs, outcomes, failed)
