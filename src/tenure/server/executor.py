@@ -12,9 +12,9 @@ every call it covers. So a moment's requests share one fsync and no thread hand-
 GIL is not passed back and forth between the loop and a worker thread for every statement, and
 the loop does not wait for the disk between groups. While a sync is on its way, the calls that
 queue wait for it to end unless they are already as many as it covers: so groups stay large
-enough that their fixed costs (``BEGIN``, ``COMMIT``, a sync) do not eat the CPU the calls need. When another thread of the server
-holds the write lock (a FastAPI route, the reaper) the loop does not wait for it: that group runs
-in the committer thread instead.
+enough that their fixed costs (``BEGIN``, ``COMMIT``, a sync) do not eat the CPU the calls need.
+When another thread of the server holds the write lock (a FastAPI route, the reaper) the loop
+does not wait for it: that group runs in the committer thread instead.
 
 :class:`PoolExecutor` (PostgreSQL): a thread pool, each call its own transaction on its own
 pooled connection, so calls on different keys commit in parallel.
