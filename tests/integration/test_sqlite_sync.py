@@ -52,6 +52,20 @@ def test_a_store_opened_with_synchronous_normal_does_not_sync(tmp_path: Path) ->
         store.close()
 
 
+def test_a_store_not_in_wal_mode_keeps_syncing_in_commit(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "d.db")
+    try:
+        writer = store._writer_conn()
+        assert writer.execute("PRAGMA journal_mode = DELETE").fetchone()[0] == "delete"
+        wal = store.defer_sync()  # as on a filesystem where SQLite cannot use WAL
+        assert wal.needed is False
+        assert writer.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL: COMMIT syncs
+        Service(store).acquire("alice", "a")
+        assert wal.syncs == 0 and not os.path.exists(f"{tmp_path / 'd.db'}-wal")
+    finally:
+        store.close()
+
+
 def test_a_failed_sync_fails_the_write(store: SqliteStore, monkeypatch: pytest.MonkeyPatch) -> None:
     svc = Service(store)
     wal = store.defer_sync()

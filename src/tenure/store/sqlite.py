@@ -201,7 +201,7 @@ class SqliteStore(SqliteStats):
             self._wconn = self._connect()
             if self._checkpointer is not None:
                 self._wconn.execute(f"PRAGMA wal_autocheckpoint = {BACKSTOP_PAGES}")
-            if self.wal_sync is not None:
+            if self.wal_sync is not None and self.wal_sync.needed:
                 self._wconn.execute("PRAGMA synchronous = NORMAL")
         return self._wconn
 
@@ -211,9 +211,12 @@ class SqliteStore(SqliteStats):
         to its caller: ``wal_sync.sync()``). See :mod:`tenure.store.sqlite_sync`."""
         with self._writer:
             if self.wal_sync is None:
-                self.wal_sync = WalSync(self.path, needed=self._synchronous != "NORMAL")
-                if self._wconn is not None:
-                    self._wconn.execute("PRAGMA synchronous = NORMAL")
+                conn = self._writer_conn()
+                wal = conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+                # not in WAL mode (a filesystem without shared memory): COMMIT keeps syncing
+                self.wal_sync = WalSync(self.path, needed=wal and self._synchronous != "NORMAL")
+                if self.wal_sync.needed:
+                    conn.execute("PRAGMA synchronous = NORMAL")
             return self.wal_sync
 
     def checkpoint_in_background(self) -> None:
