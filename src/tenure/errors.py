@@ -19,11 +19,12 @@ class TenureError(Exception):
     fields: ClassVar[tuple[str, ...]] = ()
     optional: ClassVar[tuple[str, ...]] = ()  # fields left out of info() while None
     registry: ClassVar[dict[str, type[TenureError]]] = {}
+    _allowed: ClassVar[frozenset[str]] = frozenset({"key"})  # fields and key
 
     def __init__(self, detail: str = "", **info: Any) -> None:
-        unknown = set(info) - set(self.fields) - {"key"}
-        if unknown:
-            raise TypeError(f"{type(self).__name__} got unknown fields {sorted(unknown)}")
+        if not info.keys() <= self._allowed:
+            unknown = sorted(set(info) - self._allowed)
+            raise TypeError(f"{type(self).__name__} got unknown fields {unknown}")
         self.detail = detail or self.title
         self.key: str | None = info.pop("key", None)
         for name in self.fields:
@@ -33,6 +34,7 @@ class TenureError(Exception):
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         TenureError.registry[cls.code] = cls
+        cls._allowed = frozenset({*cls.fields, "key"})
 
     def info(self) -> dict[str, Any]:
         """The structured fields, ``key`` included when known."""
