@@ -138,7 +138,6 @@ class GroupExecutor:
             return
         if len(self._jobs) < self._unsynced:
             return  # a sync is on its way: wait for it, or for as many calls as it covers
-
         jobs, self._jobs = self._jobs[:MAX_GROUP], self._jobs[MAX_GROUP:]
         loop = jobs[0][2]
         try:

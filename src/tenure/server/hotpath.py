@@ -4,7 +4,11 @@ Through FastAPI a call costs about a millisecond of the event loop's CPU (middle
 dependency resolution with two worker-thread hops, pydantic parsing, response validation), far
 more than the database's share. This ASGI middleware serves the *ordinary* request of those
 three routes itself: one JSON parse, the same type checks as the route's strict pydantic model,
-authentication and the service call in one worker thread, the reply's JSON built once.
+authentication and the service call as one job of the server's executor (:func:`job`), the
+reply's JSON built once. ``tenure serve`` goes one step further for most of these requests and
+serves them from uvicorn's protocol without ASGI (:mod:`tenure.server.protocol`), with the same
+functions of this module; this middleware serves the rest (``--access-log``, long-polls, a
+pipelined request).
 
 Everything else goes on to FastAPI unchanged, before any side effect: another route or method,
 a query string, a body that is not small JSON, a field of the wrong type or out of bounds, an

@@ -115,8 +115,8 @@ class HotProtocol(HttpToolsProtocol):
 
     def _reply(self, cycle: RequestResponseCycle, status: int, content: bytes) -> None:
         """What ``cycle.send`` writes for a JSON reply of known length, in one write."""
-        if cycle.disconnected:
-            return
+        if cycle.disconnected or self.transport.is_closing():
+            return  # (a pipelined request behind this one holds self.cycle: check both)
         kind = hotpath.PROBLEM_TYPE if status >= 400 else hotpath.JSON_TYPE
         out = [STATUS_LINE[status]]
         for name, value in cycle.default_headers:
