@@ -249,7 +249,7 @@ def test_a_crash_in_the_call_is_the_apps_500_and_the_server_goes_on(
     app = server.config.loaded_app
     while not isinstance(app, TenureApp):  # under uvicorn's own middleware
         app = app.app
-    state = app.tenure_state()
+    state = app.tenure
     assert state is not None
     token = live_server.token_for("jo")
 

@@ -53,14 +53,14 @@ class State:
 
 async def state(request: Request) -> State:
     """Async: a plain attribute read, no worker thread needed (sync dependencies get one)."""
-    st: State = request.app.state.tenure
+    st: State = request.app.tenure
     return st
 
 
 def caller(
     request: Request, creds: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
 ) -> Principal:
-    st: State = request.app.state.tenure
+    st: State = request.app.tenure
     return st.principals.authenticate(creds.credentials if creds else None)
 
 
@@ -87,18 +87,14 @@ class TenureApp(FastAPI):
             if self._hot is None:
                 from tenure.server.hotpath import HotPath  # it imports this module
 
-                self._hot = HotPath(super().__call__, self.tenure_state, self.hot_path_limit)
+                self._hot = HotPath(super().__call__, lambda: self.tenure, self.limit)
             await self._hot(scope, receive, send)
             return
         await super().__call__(scope, receive, send)
 
-    #: The server's state once the lifespan started it (``app.state.tenure`` too; reading it
-    #: here skips Starlette's ``State.__getattr__``, a measurable share of a hot call).
-    started: State | None = None
-
-    def tenure_state(self) -> State | None:
-        """The server's state once started (``None`` before the lifespan opened the store)."""
-        return self.started
+    #: The server's state, set when the lifespan opened the store (a plain attribute, not
+    #: ``app.state``: Starlette's ``State.__getattr__`` was a measurable share of a hot call).
+    tenure: State | None = None
 
     @functools.cached_property
     def limit(self) -> int:
@@ -108,7 +104,13 @@ class TenureApp(FastAPI):
         return min(self.hot_path_limit, MAX_FAST_BODY)
 
 
-def create_app(settings: Settings | None = None, *, clock: Clock | None = None) -> FastAPI:
+def service_of(app: TenureApp) -> Service:
+    """The started server's service (requests only arrive once the lifespan started it)."""
+    assert app.tenure is not None, "the server has not started"
+    return app.tenure.service
+
+
+def create_app(settings: Settings | None = None, *, clock: Clock | None = None) -> TenureApp:
     """The app for ``settings`` (default: from the environment). Opens the store on startup."""
     settings = settings or Settings.from_env()
     from tenure.mcp.http import McpEndpoint  # it imports the server's problem responses
@@ -116,7 +118,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     mcp = McpEndpoint(settings.host)
 
     @asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:  # (the app is ``app`` below)
         store = await anyio.to_thread.run_sync(lambda: open_store(settings.db, clock=clock))
         if isinstance(store, SqliteStore):
             store.checkpoint_in_background()  # not inside a commit that others wait for
@@ -128,15 +130,13 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
         # other servers on the same database: their commits wake our followers and waiters
         unlisten = store.listen(bell.ring, waiters.notify)
         executor = GroupExecutor(service) if isinstance(store, SqliteStore) else PoolExecutor()
-        app.state.tenure = State(service, Principals(store), waiters, reaper, bell, executor)
-        if isinstance(app, TenureApp):
-            app.started = app.state.tenure
+        app.tenure = st = State(service, Principals(store), waiters, reaper, bell, executor)
         # Everything built so far lives as long as the server: keep it out of the cyclic
         # collector's full passes, which otherwise walked it all every few hundred requests
         # (70-300 ms pauses; a third of the CPU under load).
         gc.freeze()
         try:
-            async with mcp.running(service, app.state.tenure.principals, waiters.notify):
+            async with mcp.running(service, st.principals, waiters.notify):
                 yield
         finally:
             waiters.close()
@@ -157,7 +157,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     problems.install(app)
     openapi.install(app, settings.policy)
     # innermost first: Timing sees the router's match
-    app.add_middleware(Timing, metrics=lambda: app.state.tenure.service.metrics)
+    app.add_middleware(Timing, metrics=lambda: service_of(app).metrics)
     app.add_middleware(JsonByDefault)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
     app.hot_path_limit = settings.max_body_bytes

@@ -139,7 +139,7 @@ class HotPath:
     def __init__(self, app: ASGIApp, state: Callable[[], State | None], limit: int) -> None:
         self.app = app
         self.state = state
-        self.limit = min(limit, MAX_FAST_BODY)  # beyond: BodyLimit's 413 on the ordinary path
+        self.limit = limit  # beyond: BodyLimit's 413 on the ordinary path
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         st = self.state() if scope["type"] == "http" else None

@@ -40,11 +40,11 @@ Held = tuple[RequestResponseCycle, Any]
 
 def hot_protocol(app: TenureApp) -> type[HttpToolsProtocol]:
     """The protocol class for uvicorn's ``http=`` setting, serving ``app``'s hot calls."""
-    return type("TenureProtocol", (HotProtocol,), {"tenure": app})
+    return type("TenureProtocol", (HotProtocol,), {"tenure_app": app})
 
 
 class HotProtocol(HttpToolsProtocol):
-    tenure: TenureApp
+    tenure_app: TenureApp
     _in_headers = False
     _held: Held | None = None
 
@@ -60,7 +60,7 @@ class HotProtocol(HttpToolsProtocol):
             self._in_headers
             and app is self.app
             and not cycle.waiting_for_100_continue
-            and hotpath.eligible(cast(Scope, cycle.scope), self.tenure.limit)
+            and hotpath.eligible(cast(Scope, cycle.scope), self.tenure_app.limit)
         ):
             self._held = (cycle, app)  # until the body is in: on_message_complete
             return
@@ -73,7 +73,7 @@ class HotProtocol(HttpToolsProtocol):
             self._serve(*held)
 
     def _serve(self, cycle: RequestResponseCycle, app: Any) -> None:
-        st = self.tenure.tenure_state()
+        st = self.tenure_app.tenure
         path = cycle.scope["path"]
         body = hotpath.parse(path, bytes(cycle.body))
         token = hotpath.bearer(cast(Scope, cycle.scope))

@@ -14,7 +14,6 @@ from types import FrameType
 from typing import Any
 
 import uvicorn
-from fastapi import FastAPI
 
 from tenure.server.app import TenureApp, create_app
 from tenure.server.protocol import hot_protocol
@@ -23,12 +22,12 @@ from tenure.store.open import open_store
 
 
 class _Server(uvicorn.Server):
-    def __init__(self, config: uvicorn.Config, app: FastAPI) -> None:
+    def __init__(self, config: uvicorn.Config, app: TenureApp) -> None:
         super().__init__(config)
         self.app = app
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
-        tenure = getattr(self.app.state, "tenure", None)
+        tenure = self.app.tenure
         if tenure is not None:
             tenure.waiters.close()
             tenure.bell.close()
@@ -55,13 +54,13 @@ def first_run_hint(settings: Settings) -> str | None:
 
 
 def config(
-    app: FastAPI, host: str, port: int, *, access_log: bool = False, **options: Any
+    app: TenureApp, host: str, port: int, *, access_log: bool = False, **options: Any
 ) -> uvicorn.Config:
     """uvicorn's settings for ``app``, as ``tenure serve`` runs it. ``access_log``: a line per
     request on stderr (off by default: at thousands of requests a second it costs a tenth of the
     server's CPU; ``/metrics`` counts requests by route). Without it the hot calls skip ASGI
     (:mod:`tenure.server.protocol`), which the access log is written on."""
-    if not access_log and isinstance(app, TenureApp):
+    if not access_log:
         options.setdefault("http", hot_protocol(app))
     options.setdefault("timeout_graceful_shutdown", 30)
     return uvicorn.Config(
