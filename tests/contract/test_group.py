@@ -2,8 +2,8 @@
 
 Inside a group each call sees what the ones before it wrote, what a call that failed wrote is
 undone alone, nothing is announced to listeners before the group's commit, and after the
-group everything is durable for every other connection. On PostgreSQL a group is a plain
-sequence of transactions; the same contract holds.
+group everything is durable for every other connection. On both backends a group is one
+transaction.
 """
 
 from __future__ import annotations
@@ -61,18 +61,14 @@ def test_a_failing_call_is_undone_alone(service: Service) -> None:
     assert [e.key for e in service.events()] == ["a", "c"]
 
 
-def test_an_error_out_of_the_group_undoes_what_was_not_committed(
-    service: Service, backend: str
-) -> None:
-    """SQLite: the group is one transaction, so none of it happened. PostgreSQL: each call was
-    its own transaction (committed when it returned), so the calls before the error stand."""
+def test_an_error_out_of_the_group_undoes_what_was_not_committed(service: Service) -> None:
+    """The group is one transaction, so none of it happened."""
     heard: list[int] = []
     service.listeners.append(lambda: heard.append(1))
     with pytest.raises(RuntimeError), service.group():
         service.acquire("alice", "a")
         raise RuntimeError("the group's owner failed before the commit")
-    expected = {"sqlite": [], "postgres": ["a"]}[backend]
-    assert [e.key for e in service.events()] == expected
+    assert [e.key for e in service.events()] == []
     assert heard == []  # the announcement belongs to a commit the group never made
     service.acquire("bob", "z")  # the store is usable afterwards
     assert service.get("z").holder == "bob"

@@ -5,14 +5,16 @@ their deadlines agree. A key's transaction holds the key's row lock (``SELECT �
 a new key first gets a placeholder row (``INSERT … ON CONFLICT DO NOTHING``) so there is a row
 to lock, and concurrent first acquisitions queue on it.
 
-A key's transaction runs in pipeline mode (:meth:`PostgresStore._pipelined`): statements are
-sent without waiting for their results, and the client waits only where it needs one. A verb is
-two round trips: BEGIN, the row lock and the instant; then the update, the notices, the events
-and the COMMIT.
+A key's transaction sends its statements in batches of prepared statements
+(:mod:`tenure.store.postgres_tx`), so the client waits only where it needs a result: a verb is
+two round trips, BEGIN, the row lock and the instant; then the update, the notices, the events
+and the COMMIT. In a group (:meth:`PostgresStore.group`, the server's group commit) many verbs
+share one transaction: a round trip each, and one COMMIT for all.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any
@@ -29,114 +31,17 @@ from tenure.core.models import (
     EventDraft,
     EventQuery,
     FencedValue,
-    FencedWrite,
     KeyRecord,
     Principal,
 )
 from tenure.store import rows
 from tenure.store.postgres_listen import Listener, notices
 from tenure.store.postgres_stats import PostgresStats
+from tenure.store.postgres_tx import SAVEPOINT, Batch, Group, KeyTx, record
 from tenure.store.sqlfiles import migrations, queries
 
 Q = queries("postgres")
 MIGRATION_LOCK = (7468, 0)
-
-
-def _record(row: Sequence[Any] | None) -> KeyRecord | None:
-    if row is None or row[1] == 0:  # token 0: the placeholder of a key being created
-        return None
-    return rows.record_from(row)
-
-
-class _PgKeyTx:
-    """One key's transaction, on a connection in pipeline mode. A write is sent without waiting
-    for its result (an error surfaces at a later statement or at the commit, and rolls the
-    whole transaction back); a read waits for its result, and so for every write before it.
-    The events are sent at the commit (:meth:`queue_commit`)."""
-
-    def __init__(
-        self, conn: psycopg.Connection[Any], key: str, now: int, record: KeyRecord | None
-    ) -> None:
-        self.conn, self.key, self.now, self.record = conn, key, now, record
-        self.cur = conn.cursor()
-        self.events: list[EventDraft] = []
-
-    def register(self) -> FencedValue | None:
-        row = self.cur.execute(Q["get_register"], {"key": self.key}).fetchone()
-        return rows.register_from(row) if row else None
-
-    def find_op(self, op_id: str) -> FencedWrite | None:
-        row = self.cur.execute(Q["find_op"], {"key": self.key, "op_id": op_id}).fetchone()
-        return rows.op_from(row) if row else None
-
-    def save(self, record: KeyRecord) -> None:
-        # An update that would lower the token fails in the server, which aborts the
-        # transaction before its COMMIT (see save_lease in queries.sql); key_tx raises then.
-        self.cur.execute(Q["save_lease"], rows.record_params(record, rows.dumps(record.meta)))
-
-    def save_register(self, write: FencedWrite, op_id: str | None) -> None:
-        params = {
-            "key": write.key,
-            "token": write.token,
-            "value": rows.dumps(write.value),
-            "version": write.version,
-            "now": self.now,
-        }
-        self.cur.execute(Q["save_register"], params)
-        if op_id is not None:
-            del params["now"]
-            self.cur.execute(Q["save_op"], {**params, "op_id": op_id})
-
-    def append(self, events: Sequence[EventDraft]) -> None:
-        self.events.extend(events)  # sent with the COMMIT, so the event lock is held briefly
-
-    def item(self, item_id: str) -> Item | None:
-        row = self.cur.execute(Q["get_item"], {"id": item_id}).fetchone()
-        return rows.item_from(row) if row else None
-
-    def save_item(self, item: Item) -> None:
-        self.cur.execute(Q["save_item"], rows.item_params(item))
-
-    def add_transfers(self, transfers: Sequence[Transfer]) -> None:
-        for t in transfers:
-            self.cur.execute(Q["insert_transfer"], rows.transfer_params(t))
-
-    def find_item_op(self, item_id: str, op_id: str) -> Any:
-        row = self.cur.execute(Q["find_item_op"], {"item": item_id, "op_id": op_id}).fetchone()
-        return None if row is None else rows.loads_text(row[0])
-
-    def save_item_op(self, item_id: str, op_id: str, result: Any) -> None:
-        params = {"item": item_id, "op_id": op_id, "result": rows.dumps(result)}
-        self.cur.execute(Q["save_item_op"], params)
-
-    def add_principal(self, principal: Principal, token_hash: str, token_id: str) -> None:
-        params = {
-            **principal.to_dict(),
-            "roles": rows.dumps(list(principal.roles)),
-            "now": self.now,
-        }
-        self.cur.execute(Q["add_principal"], params)
-        token = {
-            "id": token_id,
-            "principal": principal.name,
-            "token_hash": token_hash,
-            "now": self.now,
-        }
-        self.cur.execute(Q["add_token"], token)
-
-    def send_events(self) -> None:
-        """Send the events right before the COMMIT, in the same batch: the event lock is held
-        for the server's work and the commit, not for round trips to this client."""
-        if not self.events:
-            return
-        params = [rows.event_params(e, self.now, rows.dumps(e.data)) for e in self.events]
-        # The notices first: PostgreSQL delivers them at the commit wherever they are sent in
-        # the transaction, and each statement sent after the event lock is client time under it.
-        for payload in notices(self.events):
-            self.cur.execute(Q["notify"], {"payload": payload})
-        self.cur.execute(Q["serialize_events"])
-        for event in params:  # ids are handed out here, under the event lock
-            self.cur.execute(Q["insert_event"], event)
 
 
 def insert_events(cur: psycopg.Cursor[Any], events: Sequence[EventDraft], now: int) -> list[Event]:
@@ -172,12 +77,15 @@ class PostgresStore(PostgresStats):
     ) -> None:
         self.url = url
         self.clock = clock
+        self._local = threading.local()  # .group: this thread's open group, if any
         self.pool = ConnectionPool(
             url,
             min_size=min_size,
             max_size=max_size,
             timeout=timeout,
-            kwargs={"autocommit": True},
+            # No automatic prepared statements: psycopg would DEALLOCATE ALL at every ROLLBACK,
+            # the key transactions' too (they are prepared by _Batch).
+            kwargs={"autocommit": True, "prepare_threshold": None},
             open=False,
             name="tenure",
         )
@@ -239,67 +147,104 @@ class PostgresStore(PostgresStats):
         return int(row[0])
 
     @contextmanager
-    def key_tx(self, key: str, *, create: bool = False) -> Iterator[_PgKeyTx]:
-        try:
-            with self._pipelined() as (conn, pipeline):
-                # One round trip: BEGIN, the row lock, the instant. The server runs a
-                # pipeline's statements in order, so the instant is read once the row lock is
-                # granted (a waiter reads it after the holder committed): it orders with the
-                # commit, as if the client had waited for the lock before asking.
-                locked = conn.execute(Q["lock_lease"], {"key": key})
-                clock = self._ask_now(conn)
-                pipeline.sync()
-                row = locked.fetchone()
-                if row is None and create:  # a new key: one more round trip, the same way
-                    conn.execute(Q["create_lease_row"], {"key": key})
-                    locked = conn.execute(Q["lock_lease"], {"key": key})
-                    clock = self._ask_now(conn)
-                    pipeline.sync()
-                    row = locked.fetchone()
-                tx = _PgKeyTx(conn, key, self._read_now(clock), _record(row))
+    def key_tx(self, key: str, *, create: bool = False) -> Iterator[KeyTx]:
+        group: Group | None = getattr(self._local, "group", None)
+        if group is not None:
+            with self._joined(group, key, create=create) as tx:
                 yield tx
-                tx.send_events()  # with the COMMIT, in the round trip that ends the pipeline
-        except DivisionByZero as err:  # save_lease refused to lower the token
-            raise RuntimeError(f"refused to lower the token of {key!r}") from err
-
-    @contextmanager
-    def _pipelined(self) -> Iterator[tuple[psycopg.Connection[Any], psycopg.Pipeline]]:
-        """A transaction on a pooled connection in pipeline mode: BEGIN is sent first, the block
-        sends its statements and last a COMMIT, which the sync that ends the pipeline sends off
-        and waits for. Any error (the database's, raised at whichever later statement or sync
-        received it, or the block's) rolls the transaction back."""
+            return
         with self.pool.connection() as conn:
             try:
-                with conn.pipeline() as pipeline:
-                    conn.execute(b"BEGIN")
-                    yield conn, pipeline
-                    commit = conn.execute(b"COMMIT")
-                # Leaving the pipeline synced it: every statement sent has run, and an error
-                # of any of them was raised. A COMMIT of a failed transaction rolls it back and
-                # says so: that cannot pass for a commit.
-                if commit.statusmessage != "COMMIT":
-                    raise psycopg.OperationalError(f"the COMMIT said {commit.statusmessage}")
+                batch = Batch(conn)
+                # One round trip: BEGIN, a new key's placeholder row, the row lock, the
+                # instant. PostgreSQL runs them in order, so the instant is read once the row
+                # lock is granted (a waiter reads it after the holder committed): it orders
+                # with the commit, as if the client had waited for the lock before asking.
+                batch.add_sql("BEGIN")
+                if create:
+                    batch.add("create_lease_row", {"key": key})
+                row, now = self._lock(batch, key)
+                tx = KeyTx(batch, key, now, record(row))
+                yield tx
+                batch.queue_events([(e, now) for e in tx.events])
+                batch.commit()
+            except DivisionByZero as err:  # save_lease refused to lower the token
+                _rollback(conn)
+                raise RuntimeError(f"refused to lower the token of {key!r}") from err
             except BaseException:
                 _rollback(conn)
                 raise
 
-    def _ask_now(self, conn: psycopg.Connection[Any]) -> psycopg.Cursor[Any] | None:
-        """Send the query of the instant (pipeline mode), unless a clock was given."""
-        return None if self.clock is not None else conn.execute(Q["now_ms"])
+    def _lock(self, batch: Batch, key: str) -> tuple[Any, int]:
+        """Send what is queued, the row lock and the instant: the row (or None), the instant."""
+        batch.add("lock_lease", {"key": key})
+        if self.clock is not None:
+            return batch.rows(1)[0], self.clock.now_ms()
+        batch.add("now_ms")
+        row, now = batch.rows(2)
+        return row, int(now[0])
 
-    def _read_now(self, asked: psycopg.Cursor[Any] | None) -> int:
-        if asked is None:
-            assert self.clock is not None
-            return self.clock.now_ms()
-        row = asked.fetchone()
-        assert row is not None
-        return int(row[0])
+    @contextmanager
+    def _joined(self, group: Group, key: str, *, create: bool) -> Iterator[KeyTx]:
+        """A key transaction inside ``group``: its lock goes with the writes queued before it;
+        a new key's placeholder row costs a second round trip (and a savepoint, since it is
+        written before the call could fail)."""
+        batch = group.batch
+        row, now = self._lock(batch, key)
+        savepoint = False
+        if row is None and create:
+            batch.add_sql(f"SAVEPOINT {SAVEPOINT}")
+            batch.add("create_lease_row", {"key": key})
+            row, now = self._lock(batch, key)
+            savepoint = True
+        tx = KeyTx(batch, key, now, record(row), mark=batch.mark())
+        tx.savepoint = savepoint
+        try:
+            yield tx
+        except BaseException:
+            tx.undo()
+            raise
+        if tx.savepoint:
+            batch.add_sql(f"RELEASE SAVEPOINT {SAVEPOINT}")
+        group.events.extend((e, now) for e in tx.events)
 
     @contextmanager
     def group(self) -> Iterator[None]:
-        """Each write is its own transaction on its own pooled connection: writes of different
-        keys commit in parallel, so there is nothing to batch here."""
-        yield
+        """The key transactions of this thread inside share one transaction on one connection,
+        committed when the block ends (:class:`tenure.store.postgres_tx.Group`): each sees what
+        the ones before it wrote, one that fails in Python is undone alone, and nothing is
+        durable (or visible to others) before the commit. An error of the database (a write,
+        the commit) loses the whole group: it raises in the call that met it, and here. Other
+        writes of this thread inside (renew_all, principals…) are transactions of their own.
+        Nested groups are one group."""
+        if getattr(self._local, "group", None) is not None:
+            yield
+            return
+        with self.pool.connection() as conn:
+            group = self._local.group = Group(conn)
+            try:
+                yield
+                group.commit()
+            except BaseException:
+                _rollback(conn)
+                raise
+            finally:
+                self._local.group = None
+
+    def auth_version(self) -> int:
+        """Moves whenever a principal or a token changes (migration 0004's triggers)."""
+        row = self._read("auth_version", {})
+        assert row is not None
+        return int(row[0])
+
+    def _read(self, name: str, params: dict[str, Any]) -> tuple[Any, ...] | None:
+        """One prepared read (:data:`tenure.store.postgres_tx.HOT`), in this thread's group if
+        it has one (after the writes queued there)."""
+        group: Group | None = getattr(self._local, "group", None)
+        if group is not None:
+            return group.batch.ask(name, params)
+        with self.pool.connection() as conn:
+            return Batch(conn).ask(name, params)
 
     def renew_all(self, holder: str, keys: Sequence[str] | None) -> tuple[int, list[KeyRecord]]:
         with self._tx() as cur:
@@ -327,7 +272,7 @@ class PostgresStore(PostgresStats):
             return now, (row[1] or "").encode(), int(row[0])
 
     def get(self, key: str) -> KeyRecord | None:
-        return _record(self._one(Q["get_lease"], {"key": key}))
+        return record(self._one(Q["get_lease"], {"key": key}))
 
     def live(
         self,
@@ -413,7 +358,7 @@ class PostgresStore(PostgresStats):
         return rows.principal_from(row) if row else None
 
     def principal_by_token(self, token_hash: str) -> Principal | None:
-        row = self._one(Q["principal_by_token"], {"token_hash": token_hash})
+        row = self._read("principal_by_token", {"token_hash": token_hash})
         return rows.principal_from(row) if row else None
 
     def create_item(self, item: Item) -> bool:
@@ -467,7 +412,7 @@ def _deadline(row: tuple[Any, ...]) -> Any:
 
 
 def _rollback(conn: psycopg.Connection[Any]) -> None:
-    """End a failed pipelined transaction, if the connection still works (the pool discards a
+    """End a failed transaction, if the connection still works (the pool discards a
     broken one, and rolls back what is left when a connection comes back)."""
     if conn.broken or conn.closed:
         return

@@ -330,3 +330,7 @@ SELECT count(*),
            'renewals', renewals, 'meta', meta::json, 'state', 'live')::text,
            ',' ORDER BY key COLLATE "C")
 FROM renewed;
+
+-- name: auth_version
+-- Moves whenever a principal or a token changes (migration 0004's triggers).
+SELECT version FROM tenure_auth_version WHERE id = 1;

@@ -1,0 +1,276 @@
+"""PostgreSQL key transactions: statements sent in batches, alone or in a group.
+
+A :class:`Batch` queues statements bound on the client and sends them together as one simple
+query: one round trip, one result each, run in order, stopped at the first that fails (which
+aborts the transaction). The statements of key transactions are prepared once per connection
+(:data:`PREPARED`), so the server neither parses nor plans them again: each is an ``EXECUTE``.
+
+A key's transaction (:class:`KeyTx`) is two round trips: ``BEGIN``, the row lock and the
+instant; then its writes, the notices, the events and the ``COMMIT``. In a :class:`Group` (the
+server's group commit, :meth:`PostgresStore.group`) many key transactions share one
+transaction: each call's lock and instant go with the writes of the calls before it, and one
+``COMMIT`` (one fsync, one turn of the event lock) ends them all. A call that fails in Python
+is undone alone: its writes, still queued, are dropped (or rolled back to a savepoint, taken
+only if the call had to send its own writes before it failed). An error of the database aborts
+the whole group; the caller decides what to do with its calls (the server runs each again on
+its own, :mod:`tenure.server.executor`).
+"""
+
+from __future__ import annotations
+
+import re
+import weakref
+from collections.abc import Sequence
+from typing import Any
+
+import psycopg
+
+from tenure.core.items import Item, Transfer
+from tenure.core.models import EventDraft, FencedValue, FencedWrite, KeyRecord, Principal
+from tenure.store import rows
+from tenure.store.postgres_listen import notices
+from tenure.store.sqlfiles import queries
+
+Q = queries("postgres")
+SAVEPOINT = "tenure_call"
+
+#: The statements sent through a :class:`Batch`, by name: each is prepared as
+#: ``tenure_<name>`` on a connection before its first batch (:data:`PREPARE_ALL`), and
+#: ``PREPARED[name]`` executes it: ``EXECUTE tenure_<name>(%(a)s, …)``, its parameters in order.
+HOT = (
+    "now_ms",
+    "auth_version",
+    "principal_by_token",
+    "lock_lease",
+    "create_lease_row",
+    "save_lease",
+    "get_register",
+    "save_register",
+    "find_op",
+    "save_op",
+    "add_principal",
+    "add_token",
+    "get_item",
+    "save_item",
+    "insert_transfer",
+    "find_item_op",
+    "save_item_op",
+    "notify",
+    "serialize_events",
+    "insert_event",
+)
+_PARAM = re.compile(r"%\((\w+)\)s")
+
+
+def _prepare(name: str, sql: str) -> tuple[str, str]:
+    """``PREPARE tenure_<name> AS …`` with positional parameters, and its ``EXECUTE``."""
+    order: list[str] = []
+
+    def positional(m: re.Match[str]) -> str:
+        if m[1] not in order:
+            order.append(m[1])
+        return f"${order.index(m[1]) + 1}"
+
+    body = "\n".join(line for line in sql.splitlines() if not line.startswith("--"))
+    prepare = f"PREPARE tenure_{name} AS {_PARAM.sub(positional, body)}"
+    args = ", ".join(f"%({p})s" for p in order)
+    return prepare, f"EXECUTE tenure_{name}({args})" if order else f"EXECUTE tenure_{name}"
+
+
+_STATEMENTS = {name: _prepare(name, Q[name]) for name in HOT}
+PREPARED = {name: execute for name, (_, execute) in _STATEMENTS.items()}
+#: psycopg's own automatic prepared statements are off on the store's connections (it would
+#: ``DEALLOCATE ALL`` at every ``ROLLBACK``), so ``DEALLOCATE ALL`` here drops only ours.
+PREPARE_ALL = ";".join(["DEALLOCATE ALL", *(p for p, _ in _STATEMENTS.values())]).encode()
+_prepared: weakref.WeakSet[psycopg.Connection[Any]] = weakref.WeakSet()
+
+
+def record(row: Sequence[Any] | None) -> KeyRecord | None:
+    if row is None or row[1] == 0:  # token 0: the placeholder of a key being created
+        return None
+    return rows.record_from(row)
+
+
+class Batch:
+    """Statements queued on one connection, sent together as one simple query."""
+
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        if conn not in _prepared:  # once per connection, outside any transaction
+            conn.execute(PREPARE_ALL)
+            _prepared.add(conn)
+        self.cur = conn.cursor()
+        self._binder = psycopg.ClientCursor(conn)
+        self._sql: list[str] = []
+        self.failed: psycopg.Error | None = None  # a batch failed: the transaction is lost
+
+    def add(self, name: str, params: dict[str, Any] | None = None) -> None:
+        """Queue the prepared statement ``name`` (of :data:`PREPARED`) with ``params``."""
+        execute = PREPARED[name]
+        self._sql.append(execute if params is None else self._binder.mogrify(execute, params))
+
+    def add_sql(self, sql: str, at: int | None = None) -> None:
+        self._sql.insert(len(self._sql) if at is None else at, sql)
+
+    def mark(self) -> int:
+        """Where the next statement queued goes (for :meth:`drop` and :meth:`add_sql`)."""
+        return len(self._sql)
+
+    def drop(self, mark: int) -> None:
+        """Unqueue what was queued since ``mark`` (it was never sent)."""
+        del self._sql[mark:]
+
+    def _run(self) -> psycopg.Cursor[Any]:
+        if self.failed is not None:
+            raise psycopg.OperationalError("the transaction failed before") from self.failed
+        query, self._sql = ";".join(self._sql), []
+        try:
+            return self.cur.execute(query.encode(), prepare=False)
+        except psycopg.Error as exc:
+            self.failed = exc
+            raise
+
+    def send(self) -> psycopg.Cursor[Any]:
+        """Run what is queued; the cursor is on the last statement's result."""
+        cur = self._run()
+        while cur.nextset():
+            pass
+        return cur
+
+    def rows(self, n: int) -> list[Any]:
+        """Run what is queued: the first row (or None) of each of the last ``n`` statements."""
+        got = [cur.fetchone() if cur.description else None for cur in self._run().results()]
+        return got[-n:]
+
+    def ask(self, name: str, params: dict[str, Any] | None = None) -> tuple[Any, ...] | None:
+        """Run what is queued and then ``name``: its first row."""
+        self.add(name, params)
+        return self.send().fetchone()
+
+    def queue_events(self, events: Sequence[tuple[EventDraft, int]]) -> None:
+        """Queue the notices and the events (each with its instant), the last statements before
+        the ``COMMIT``: the event lock is held for the server's work and the commit, not for
+        round trips to this client."""
+        if not events:
+            return
+        # The notices first: PostgreSQL delivers them at the commit wherever they are sent in
+        # the transaction, and each statement after the event lock is time under it.
+        for payload in notices([e for e, _ in events]):
+            self.add("notify", {"payload": payload})
+        self.add("serialize_events")
+        for e, now in events:  # ids are handed out here, under the event lock
+            self.add("insert_event", rows.event_params(e, now, rows.dumps(e.data)))
+
+    def commit(self) -> None:
+        """Send what is queued and the ``COMMIT``, in one round trip."""
+        self.add_sql("COMMIT")
+        status = self.send().statusmessage
+        # A COMMIT of a failed transaction rolls it back and says so: that is not a commit.
+        if status != "COMMIT":
+            raise psycopg.OperationalError(f"the COMMIT said {status}")
+
+
+class KeyTx:
+    """One key's transaction, or one call's share of a group's. A write is queued; a read
+    sends what is queued and itself and waits (one round trip)."""
+
+    def __init__(
+        self, batch: Batch, key: str, now: int, record: KeyRecord | None, mark: int | None = None
+    ) -> None:
+        self.batch, self.key, self.now, self.record = batch, key, now, record
+        self.events: list[EventDraft] = []
+        self.mark = mark  # in a group: where this call's writes begin in the queue
+        self.savepoint = False  # in a group: taken at the mark, before this call's writes
+
+    def _ask(self, name: str, params: dict[str, Any]) -> tuple[Any, ...] | None:
+        if self.mark is not None and not self.savepoint and self.batch.mark() > self.mark:
+            # A group call is sending writes of its own: a savepoint before them, so that the
+            # call can still fail alone.
+            self.batch.add_sql(f"SAVEPOINT {SAVEPOINT}", at=self.mark)
+            self.savepoint = True
+        return self.batch.ask(name, params)
+
+    def undo(self) -> None:
+        """In a group: the call failed; forget its writes and its events."""
+        assert self.mark is not None
+        self.events.clear()
+        if self.savepoint:
+            self.batch.add_sql(f"ROLLBACK TO SAVEPOINT {SAVEPOINT}")
+        else:
+            self.batch.drop(self.mark)
+
+    def register(self) -> FencedValue | None:
+        row = self._ask("get_register", {"key": self.key})
+        return rows.register_from(row) if row else None
+
+    def find_op(self, op_id: str) -> FencedWrite | None:
+        row = self._ask("find_op", {"key": self.key, "op_id": op_id})
+        return rows.op_from(row) if row else None
+
+    def save(self, record: KeyRecord) -> None:
+        # An update that would lower the token fails in the server, which aborts the
+        # transaction before its COMMIT (see save_lease in queries.sql).
+        self.batch.add("save_lease", rows.record_params(record, rows.dumps(record.meta)))
+
+    def save_register(self, write: FencedWrite, op_id: str | None) -> None:
+        params = {
+            "key": write.key,
+            "token": write.token,
+            "value": rows.dumps(write.value),
+            "version": write.version,
+            "now": self.now,
+        }
+        self.batch.add("save_register", params)
+        if op_id is not None:
+            del params["now"]
+            self.batch.add("save_op", {**params, "op_id": op_id})
+
+    def append(self, events: Sequence[EventDraft]) -> None:
+        self.events.extend(events)  # sent with the COMMIT, so the event lock is held briefly
+
+    def item(self, item_id: str) -> Item | None:
+        row = self._ask("get_item", {"id": item_id})
+        return rows.item_from(row) if row else None
+
+    def save_item(self, item: Item) -> None:
+        self.batch.add("save_item", rows.item_params(item))
+
+    def add_transfers(self, transfers: Sequence[Transfer]) -> None:
+        for t in transfers:
+            self.batch.add("insert_transfer", rows.transfer_params(t))
+
+    def find_item_op(self, item_id: str, op_id: str) -> Any:
+        row = self._ask("find_item_op", {"item": item_id, "op_id": op_id})
+        return None if row is None else rows.loads_text(row[0])
+
+    def save_item_op(self, item_id: str, op_id: str, result: Any) -> None:
+        params = {"item": item_id, "op_id": op_id, "result": rows.dumps(result)}
+        self.batch.add("save_item_op", params)
+
+    def add_principal(self, principal: Principal, token_hash: str, token_id: str) -> None:
+        params = {
+            **principal.to_dict(),
+            "roles": rows.dumps(list(principal.roles)),
+            "now": self.now,
+        }
+        self.batch.add("add_principal", params)
+        token = {
+            "id": token_id,
+            "principal": principal.name,
+            "token_hash": token_hash,
+            "now": self.now,
+        }
+        self.batch.add("add_token", token)
+
+
+class Group:
+    """One transaction on one connection that many key transactions join; its ``BEGIN`` goes
+    with the first batch and its events with the ``COMMIT``."""
+
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        self.batch = Batch(conn)
+        self.batch.add_sql("BEGIN")
+        self.events: list[tuple[EventDraft, int]] = []
+
+    def commit(self) -> None:
+        self.batch.queue_events(self.events)
+        self.batch.commit()
