@@ -24,7 +24,7 @@ from tenure.principals import Principals
 from tenure.reaper import Reaper
 from tenure.server import dashboard, openapi, problems
 from tenure.server import schemas as s
-from tenure.server.executor import Executor, GroupExecutor, PoolExecutor
+from tenure.server.executor import Executor, GroupExecutor, PgGroupExecutor
 from tenure.server.feed import Bell
 from tenure.server.problems import BodyLimit, JsonByDefault
 from tenure.server.timing import Timing
@@ -129,7 +129,8 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
         service.listeners.append(bell.ring)
         # other servers on the same database: their commits wake our followers and waiters
         unlisten = store.listen(bell.ring, waiters.notify)
-        executor = GroupExecutor(service) if isinstance(store, SqliteStore) else PoolExecutor()
+        sqlite = isinstance(store, SqliteStore)
+        executor = GroupExecutor(service) if sqlite else PgGroupExecutor(service)
         app.tenure = st = State(service, Principals(store), waiters, reaper, bell, executor)
         # Everything built so far lives as long as the server: keep it out of the cyclic
         # collector's full passes, which otherwise walked it all every few hundred requests

@@ -16,8 +16,9 @@ enough that their fixed costs (``BEGIN``, ``COMMIT``, a sync) do not eat the CPU
 When another thread of the server holds the write lock (a FastAPI route, the reaper) the loop
 does not wait for it: that group runs in the committer thread instead.
 
-:class:`PoolExecutor` (PostgreSQL): a thread pool, each call its own transaction on its own
-pooled connection, so calls on different keys commit in parallel.
+:class:`PgGroupExecutor` (PostgreSQL): the calls that queue while a group runs form the next
+group, one transaction on one connection in one thread: a round trip per call and one COMMIT
+for all (:meth:`tenure.store.postgres.PostgresStore.group`).
 """
 
 from __future__ import annotations
@@ -32,22 +33,25 @@ from typing import Any, Protocol, TypeVar
 
 from tenure.core.models import EventDraft, Principal
 from tenure.service import Service
+from tenure.store.postgres import PostgresStore
 from tenure.store.sqlite import SqliteStore
 
 T = TypeVar("T")
 MAX_KNOWN = 10_000  # tokens whose principal the executor keeps (then it starts over)
 MAX_GROUP = 128  # calls of one group, at most (the rest wait for the next one)
+MAX_PG_GROUP = 64  # on PostgreSQL: a round trip each, while the group holds its row locks
 Job = tuple[Callable[[], Any], "asyncio.Future[Any]", asyncio.AbstractEventLoop]
 #: a committed group waiting for its sync: number, calls, their outcomes, the events appended
 Written = tuple[int, list[Job], list[tuple[bool, Any]], list[EventDraft]]
 
 
 class Executor(Protocol):
-    def submit(self, call: Callable[[], T]) -> asyncio.Future[T]:
-        """On the event loop: run ``call`` (in its turn); the future has its outcome."""
+    def submit(self, call: Callable[[], T], key: str | None = None) -> asyncio.Future[T]:
+        """On the event loop: run ``call`` (in its turn); the future has its outcome. ``key``:
+        the key it writes, if known (a group may lock it ahead)."""
         ...
 
-    async def run(self, call: Callable[[], T]) -> T: ...
+    async def run(self, call: Callable[[], T], key: str | None = None) -> T: ...
 
     def principal(self, token: str, authenticate: Callable[[], Principal]) -> Principal:
         """Inside a call: the principal of ``token``, ``authenticate()`` unless known."""
@@ -56,21 +60,108 @@ class Executor(Protocol):
     def close(self) -> None: ...
 
 
-class PoolExecutor:
-    def __init__(self, workers: int = 32) -> None:
-        self._pool = ThreadPoolExecutor(workers, thread_name_prefix="tenure-hot")
+class PgGroupExecutor:
+    """Group commits for the hot verbs on PostgreSQL: the calls that queue while a group runs
+    form the next one, run one after the other in one transaction on one connection by one
+    thread (:meth:`PostgresStore.group`): a round trip each, and one ``COMMIT`` (one fsync, one
+    turn of the event lock) for all. Every reply of a group is sent once its commit returned.
+    If the group's transaction fails (an error of the database, a deadlock with another
+    server's group), nothing of it happened: each of its calls runs again on its own."""
 
-    def submit(self, call: Callable[[], T]) -> asyncio.Future[T]:
-        return asyncio.get_running_loop().run_in_executor(self._pool, call)
+    def __init__(self, service: Service) -> None:
+        assert isinstance(service.store, PostgresStore)
+        self._service, self._store = service, service.store
+        self._jobs: list[Job] = []
+        self._keys: list[str] = []  # of the jobs queued (a job may have none)
+        self._running = False
+        self._closed = False
+        self._idle = threading.Event()
+        self._idle.set()
+        self._known: dict[str, Principal] = {}  # token -> principal, at _auth_version
+        self._auth_version = -1
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix="tenure-group")
 
-    async def run(self, call: Callable[[], T]) -> T:
-        return await self.submit(call)
+    def submit(self, call: Callable[[], T], key: str | None = None) -> asyncio.Future[T]:
+        if self._closed:
+            raise RuntimeError("the server is stopping")
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        self._jobs.append((call, future, loop))
+        if key is not None:
+            self._keys.append(key)
+        self._idle.clear()
+        if not self._running:
+            self._start(loop)
+        return future
+
+    async def run(self, call: Callable[[], T], key: str | None = None) -> T:
+        return await self.submit(call, key)
 
     def principal(self, token: str, authenticate: Callable[[], Principal]) -> Principal:
-        return authenticate()
+        """As :meth:`GroupExecutor.principal` (the group thread keeps the known tokens)."""
+        known = self._known.get(token)
+        if known is None:
+            if len(self._known) >= MAX_KNOWN:
+                self._known.clear()
+            known = self._known[token] = authenticate()
+        return known
 
     def close(self) -> None:
-        self._pool.shutdown(wait=True)
+        """Refuse new calls, wait for those queued and running (from another thread)."""
+        self._closed = True
+        self._idle.wait()
+        self._thread.shutdown(wait=True)
+
+    def _start(self, loop: asyncio.AbstractEventLoop) -> None:
+        jobs, self._jobs = self._jobs[:MAX_PG_GROUP], self._jobs[MAX_PG_GROUP:]
+        keys, self._keys = self._keys, []  # (jobs left for later lock theirs one by one)
+        self._running = True
+        done = loop.run_in_executor(self._thread, self._run_group, jobs, keys)
+        done.add_done_callback(lambda f: self._done(jobs, f))
+
+    def _run_group(self, jobs: list[Job], keys: list[str]) -> list[tuple[bool, Any]]:
+        """In the group thread: the calls in one transaction, or each alone if it fails. The
+        group's first round trip locks ``keys`` (in key order) and reads the auth version."""
+        try:
+            with self._service.deferring() as events, self._store.group(keys):
+                self._check_auth()
+                outcomes = [_outcome(call) for call, _, _ in jobs]
+        except Exception:  # the group's transaction is lost: nothing of it happened
+            return [_outcome(call) for call, _, _ in jobs]  # each commits (and announces)
+        self._service.committed(events)
+        return outcomes
+
+    def _check_auth(self) -> None:
+        version = self._store.auth_version()  # read in the group's first round trip
+        if version != self._auth_version:
+            self._known.clear()
+            self._auth_version = version
+
+    def _done(self, jobs: list[Job], done: asyncio.Future[list[tuple[bool, Any]]]) -> None:
+        """On the loop: answer the group's calls, start the next group or go idle."""
+        self._running = False
+        try:
+            outcomes = done.result()
+        except Exception as exc:  # a bug: still fail the calls rather than leave them waiting
+            outcomes = [(False, exc)] * len(jobs)
+        for (_, future, _), (ok, value) in zip(jobs, outcomes, strict=True):
+            if future.done():  # the request was cancelled (its client went away)
+                continue
+            if ok:
+                future.set_result(value)
+            else:
+                future.set_exception(value)
+        if self._jobs:
+            self._start(asyncio.get_running_loop())
+        else:
+            self._idle.set()
+
+
+def _outcome(call: Callable[[], Any]) -> tuple[bool, Any]:
+    try:
+        return True, call()
+    except Exception as exc:  # the call's own error
+        return False, exc
 
 
 class GroupExecutor:
@@ -95,7 +186,7 @@ class GroupExecutor:
         self._auth_version = -1
         self._committer = ThreadPoolExecutor(1, thread_name_prefix="tenure-commit")
 
-    def submit(self, call: Callable[[], T]) -> asyncio.Future[T]:
+    def submit(self, call: Callable[[], T], key: str | None = None) -> asyncio.Future[T]:
         if self._closed:
             raise RuntimeError("the server is stopping")
         loop = asyncio.get_running_loop()
@@ -107,8 +198,8 @@ class GroupExecutor:
             loop.call_soon(self._flush)  # after this turn of the loop: the moment's requests
         return future
 
-    async def run(self, call: Callable[[], T]) -> T:
-        return await self.submit(call)
+    async def run(self, call: Callable[[], T], key: str | None = None) -> T:
+        return await self.submit(call, key)
 
     def principal(self, token: str, authenticate: Callable[[], Principal]) -> Principal:
         """Known tokens skip the hash and the lookup while no principal or token changed

@@ -173,9 +173,9 @@ class HotPath:
     ) -> dict[str, Any]:
         call = job(st, path, token, body)
         if path == ACQUIRE:  # a long-poll waits its turn in the key's queue
-            attempt = lambda: st.executor.run(call)  # noqa: E731
+            attempt = lambda: st.executor.run(call, body["key"])  # noqa: E731
             return await st.waiters.acquire(body["key"], attempt, body.get("wait_ms") or 0)
-        return await st.executor.run(call)
+        return await st.executor.run(call, body["key"])
 
 
 def job(st: State, path: str, token: str, body: dict[str, Any]) -> Callable[[], dict[str, Any]]:

@@ -82,7 +82,7 @@ class HotProtocol(HttpToolsProtocol):
             return
         started = time.perf_counter()
         try:
-            future = st.executor.submit(hotpath.job(st, path, token, body))
+            future = st.executor.submit(hotpath.job(st, path, token, body), body["key"])
         except RuntimeError:  # the executor is closed: the server is stopping
             super()._start_asgi_task(cycle, app)
             return

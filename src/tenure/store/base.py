@@ -71,8 +71,8 @@ class Store(Protocol):
 
     def group(self) -> AbstractContextManager[None]:
         """The writes of this thread inside share one transaction, durable when the block ends
-        (a write that fails rolls back alone; a failed commit fails them all). SQLite: one
-        group commit for many calls; PostgreSQL: each write stays its own transaction."""
+        (a write that fails rolls back alone; a failed commit fails them all): one group commit
+        for many calls. (On PostgreSQL an error of the database loses the whole group.)"""
         ...
 
     def renew_all(self, holder: str, keys: Sequence[str] | None) -> tuple[int, list[KeyRecord]]:

@@ -190,14 +190,19 @@ class PostgresStore(PostgresStats):
         a new key's placeholder row costs a second round trip (and a savepoint, since it is
         written before the call could fail)."""
         batch = group.batch
-        row, now = self._lock(batch, key)
+        if key in group.locked:
+            rec, now = group.locked[key], group.now
+        else:
+            row, now = self._lock(batch, key)
+            rec = record(row)
         savepoint = False
-        if row is None and create:
+        if rec is None and create:
             batch.add_sql(f"SAVEPOINT {SAVEPOINT}")
             batch.add("create_lease_row", {"key": key})
             row, now = self._lock(batch, key)
+            rec = record(row)
             savepoint = True
-        tx = KeyTx(batch, key, now, record(row), mark=batch.mark())
+        tx = KeyTx(batch, key, now, rec, mark=batch.mark())
         tx.savepoint = savepoint
         try:
             yield tx
@@ -206,23 +211,32 @@ class PostgresStore(PostgresStats):
             raise
         if tx.savepoint:
             batch.add_sql(f"RELEASE SAVEPOINT {SAVEPOINT}")
+        if key in group.locked or tx.saved is not None:
+            group.locked[key] = tx.saved if tx.saved is not None else rec
         group.events.extend((e, now) for e in tx.events)
 
     @contextmanager
-    def group(self) -> Iterator[None]:
+    def group(self, keys: Sequence[str] = ()) -> Iterator[None]:
         """The key transactions of this thread inside share one transaction on one connection,
         committed when the block ends (:class:`tenure.store.postgres_tx.Group`): each sees what
         the ones before it wrote, one that fails in Python is undone alone, and nothing is
         durable (or visible to others) before the commit. An error of the database (a write,
         the commit) loses the whole group: it raises in the call that met it, and here. Other
         writes of this thread inside (renew_all, principals…) are transactions of their own.
-        Nested groups are one group."""
+        Nested groups are one group.
+
+        ``keys``: the keys the calls will write, if known. The group's first round trip locks
+        them (in key order, so that groups of different servers cannot deadlock on them) and
+        reads the instant and the auth version: their calls then need no round trip of their
+        own, and all see that instant."""
         if getattr(self._local, "group", None) is not None:
             yield
             return
         with self.pool.connection() as conn:
             group = self._local.group = Group(conn)
             try:
+                if keys:
+                    self._lock_ahead(group, sorted(set(keys)))
                 yield
                 group.commit()
             except BaseException:
@@ -231,8 +245,23 @@ class PostgresStore(PostgresStats):
             finally:
                 self._local.group = None
 
+    def _lock_ahead(self, group: Group, keys: list[str]) -> None:
+        batch = group.batch
+        batch.add("auth_version")
+        for key in keys:
+            batch.add("lock_lease", {"key": key})
+        if self.clock is None:
+            batch.add("now_ms")
+        got = batch.rows(len(keys) + (2 if self.clock is None else 1))
+        group.auth_version = int(got[0][0])
+        group.locked = {key: record(row) for key, row in zip(keys, got[1:], strict=False)}
+        group.now = int(got[-1][0]) if self.clock is None else self.clock.now_ms()
+
     def auth_version(self) -> int:
         """Moves whenever a principal or a token changes (migration 0004's triggers)."""
+        group: Group | None = getattr(self._local, "group", None)
+        if group is not None and group.auth_version is not None:
+            return group.auth_version  # read in this transaction
         row = self._read("auth_version", {})
         assert row is not None
         return int(row[0])

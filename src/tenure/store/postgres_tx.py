@@ -178,6 +178,7 @@ class KeyTx:
     ) -> None:
         self.batch, self.key, self.now, self.record = batch, key, now, record
         self.events: list[EventDraft] = []
+        self.saved: KeyRecord | None = None  # the last record saved
         self.mark = mark  # in a group: where this call's writes begin in the queue
         self.savepoint = False  # in a group: taken at the mark, before this call's writes
 
@@ -210,6 +211,7 @@ class KeyTx:
         # An update that would lower the token fails in the server, which aborts the
         # transaction before its COMMIT (see save_lease in queries.sql).
         self.batch.add("save_lease", rows.record_params(record, rows.dumps(record.meta)))
+        self.saved = record
 
     def save_register(self, write: FencedWrite, op_id: str | None) -> None:
         params = {
@@ -264,12 +266,17 @@ class KeyTx:
 
 class Group:
     """One transaction on one connection that many key transactions join; its ``BEGIN`` goes
-    with the first batch and its events with the ``COMMIT``."""
+    with the first batch and its events with the ``COMMIT``. Keys locked ahead (:attr:`locked`,
+    by :meth:`PostgresStore.group`) cost their calls no round trip: the group holds their rows'
+    locks, so their records (as the group saved them last) are the truth until its commit."""
 
     def __init__(self, conn: psycopg.Connection[Any]) -> None:
         self.batch = Batch(conn)
         self.batch.add_sql("BEGIN")
         self.events: list[tuple[EventDraft, int]] = []
+        self.locked: dict[str, KeyRecord | None] = {}  # key -> its record, locked ahead
+        self.now = 0  # the instant, read once the keys locked ahead were
+        self.auth_version: int | None = None  # read in the same round trip
 
     def commit(self) -> None:
         self.batch.queue_events(self.events)
