@@ -18,7 +18,7 @@ import pytest
 from tenure import LeaseHeld, Principal, Service
 from tenure.errors import Unauthenticated
 from tenure.principals import Principals
-from tenure.server.executor import GroupExecutor, PoolExecutor
+from tenure.server.executor import GroupExecutor
 from tenure.store.sqlite import SqliteStore
 
 
@@ -214,13 +214,6 @@ def test_known_tokens_skip_the_lookup_until_a_principal_or_token_changes(
         executor.close()
     assert first == ["alice"] * 8 and again == after_change == "alice"
     assert len(lookups) == 3  # the first group, after bob was added, after the revocation
-    pool = PoolExecutor(2)
-    try:
-        assert (
-            asyncio.run(pool.run(lambda: pool.principal("t", lambda: Principal("x")))).name == "x"
-        )
-    finally:
-        pool.close()
 
 
 def test_a_group_that_cannot_begin_fails_its_calls_and_the_next_one_works(

@@ -1,0 +1,230 @@
+"""``PgGroupExecutor`` and ``PostgresStore.group`` on a real PostgreSQL.
+
+The hot calls that queue while a group runs share one transaction: the keys they write are
+locked ahead in the group's first round trip, each call sees what the ones before it wrote, a
+call that fails fails alone, every reply leaves after the commit, and a group whose transaction
+fails runs each of its calls again on its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from tenure import LeaseHeld, NotHolder, Principal, Service, TenureError
+from tenure.errors import Unauthenticated
+from tenure.principals import Principals
+from tenure.server.executor import PgGroupExecutor
+from tenure.store import postgres_tx
+from tenure.store.postgres import PostgresStore
+
+pytestmark = pytest.mark.parametrize("backend", ["postgres"], indirect=True)
+
+
+@pytest.fixture
+def pg(make_store: Callable[..., Any]) -> PostgresStore:
+    store = make_store(clock=None)
+    assert isinstance(store, PostgresStore)
+    return store
+
+
+@pytest.fixture
+def round_trips(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The batches sent, each as the names of its statements."""
+    sent: list[str] = []
+    run = postgres_tx.Batch._run
+
+    def counted(self: postgres_tx.Batch) -> Any:
+        sent.append(" ".join(s.split("(")[0].removeprefix("EXECUTE tenure_") for s in self._sql))
+        return run(self)
+
+    monkeypatch.setattr(postgres_tx.Batch, "_run", counted)
+    return sent
+
+
+def test_a_group_of_calls_on_keys_locked_ahead_is_two_round_trips(
+    pg: PostgresStore, round_trips: list[str]
+) -> None:
+    svc = Service(pg)
+    for key in ("a", "b"):  # the rows exist (a new key costs its call a round trip)
+        svc.release("p", key, svc.acquire("p", key).token)
+    round_trips.clear()
+    with pg.group(["b", "a", "b"]):
+        a = svc.acquire("alice", "a", ttl_ms=5_000)
+        with pytest.raises(LeaseHeld):
+            svc.acquire("bob", "a")  # sees alice's acquire, not yet sent
+        renewed = svc.renew("alice", "a", a.token)
+        b = svc.acquire("bob", "b")
+        assert pg.auth_version() >= 0  # read in the first round trip too
+    assert len(round_trips) == 2, round_trips
+    assert round_trips[0].split() == ["BEGIN", "auth_version", "lock_lease", "lock_lease", "now_ms"]
+    assert round_trips[1].split()[-1] == "COMMIT"
+    assert renewed.renewals == 1 and renewed.token == a.token
+    other = Service(PostgresStore(pg.url))  # another connection: the commit is there
+    try:
+        assert other.get("a").holder == "alice" and other.get("b").holder == "bob"
+        assert other.get("b").token == b.token
+        events = [(e.type, e.key) for e in other.events() if e.holder in ("alice", "bob")]
+        assert events == [("acquired", "a"), ("conflict", "a"), ("acquired", "b")]
+    finally:
+        other.store.close()
+
+
+def test_a_call_that_fails_on_a_key_locked_ahead_is_undone_alone(pg: PostgresStore) -> None:
+    svc = Service(pg)
+    first = svc.acquire("alice", "k", ttl_ms=60_000)
+    with pg.group(["k", "new"]):
+        with pytest.raises(RuntimeError), pg.key_tx("k") as tx:
+            assert tx.record is not None
+            tx.save(tx.record.__class__(**{**tx.record.__dict__, "holder": "ghost"}))
+            raise RuntimeError("a bug half-way through a write")
+        with pytest.raises(RuntimeError), pg.key_tx("new", create=True):
+            raise RuntimeError("a bug after the placeholder row was written")
+        assert svc.renew("alice", "k", first.token).holder == "alice"  # what was before
+        with pytest.raises(NotHolder):
+            svc.renew("ghost", "k", first.token)
+    assert svc.get("k").holder == "alice"
+    assert pg._one("SELECT count(*) FROM tenure_leases WHERE key = 'new'", {}) == (0,)
+
+
+def test_calls_share_groups_and_each_gets_its_own_answer_after_the_commit(
+    pg: PostgresStore,
+) -> None:
+    svc = Service(pg)
+    groups: list[int] = []
+    svc.listeners.append(lambda: groups.append(1))
+    executor = PgGroupExecutor(svc)
+    other = PostgresStore(pg.url)
+
+    async def call(i: int) -> Any:
+        key = "shared" if i % 2 else f"own-{i}"
+        try:
+            lease = await executor.run(lambda: svc.acquire(f"p{i}", key, ttl_ms=60_000), key)
+        except LeaseHeld as held:
+            return ("held", held.holder)
+        record = other.get(key)  # the reply came after the commit: visible elsewhere
+        assert record is not None and record.holder == f"p{i}"
+        return ("won", lease.holder)
+
+    async def main() -> list[Any]:
+        return await asyncio.gather(*(call(i) for i in range(40)))
+
+    try:
+        outcomes = asyncio.run(main())
+    finally:
+        executor.close()
+        other.close()
+    won_shared = [o for i, o in enumerate(outcomes) if i % 2 and o[0] == "won"]
+    assert len(won_shared) == 1
+    winner = won_shared[0][1]
+    assert all(o == ("held", winner) for i, o in enumerate(outcomes) if i % 2 and o[0] == "held")
+    assert all(o == ("won", f"p{i}") for i, o in enumerate(outcomes) if i % 2 == 0)
+    assert 1 <= len(groups) < 40  # the 40 calls shared commits
+
+
+def test_a_lost_group_runs_each_call_again_alone(pg: PostgresStore) -> None:
+    """A call whose write the database refuses (here: a token lowered, which save_lease turns
+    into an error at the COMMIT) loses its group's transaction: every call runs again on its
+    own, the good ones succeed and the bad one fails alone."""
+    svc = Service(pg)
+    held = svc.acquire("alice", "k", ttl_ms=60_000)
+    executor = PgGroupExecutor(svc)
+
+    def lower_the_token() -> None:
+        with pg.key_tx("k") as tx:
+            assert tx.record is not None
+            tx.save(tx.record.__class__(**{**tx.record.__dict__, "token": 0}))
+
+    async def main() -> list[Any]:
+        calls = [
+            executor.run(lambda: svc.acquire("bob", "b"), "b"),
+            executor.run(lower_the_token, "k"),
+            executor.run(lambda: svc.renew("alice", "k", held.token), "k"),
+        ]
+        return await asyncio.gather(*calls, return_exceptions=True)
+
+    try:
+        b, lowered, renewed = asyncio.run(main())
+    finally:
+        executor.close()
+    assert b.holder == "bob" and svc.get("b").holder == "bob"
+    assert isinstance(lowered, RuntimeError) and "lower the token" in str(lowered)
+    assert renewed.renewals == 1 and svc.get("k").token == held.token
+
+
+def test_a_failing_call_fails_alone(pg: PostgresStore) -> None:
+    svc = Service(pg)
+    executor = PgGroupExecutor(svc)
+
+    async def main() -> list[Any]:
+        calls = [
+            executor.run(lambda: svc.acquire("alice", "a"), "a"),
+            executor.run(lambda: svc.acquire("alice", ""), ""),  # refused: bad key
+            executor.run(lambda: svc.acquire("alice", "c"), "c"),
+        ]
+        return await asyncio.gather(*calls, return_exceptions=True)
+
+    try:
+        a, bad, c = asyncio.run(main())
+    finally:
+        executor.close()
+    assert isinstance(bad, TenureError)
+    assert a.holder == c.holder == "alice"
+    assert [e.key for e in svc.events()] == ["a", "c"]
+
+
+def test_known_tokens_skip_the_lookup_until_a_principal_or_token_changes(
+    pg: PostgresStore,
+) -> None:
+    svc = Service(pg)
+    principals = Principals(pg)
+    issued = principals.bootstrap("alice", "service")
+    executor = PgGroupExecutor(svc)
+    lookups: list[str] = []
+
+    def authenticate() -> Any:
+        lookups.append(issued.token)
+        return principals.authenticate(issued.token)
+
+    async def who() -> str:
+        return (await executor.run(lambda: executor.principal(issued.token, authenticate))).name
+
+    async def main() -> list[Any]:
+        first = await who()
+        again = await asyncio.gather(*(who() for _ in range(8)))  # later groups: known
+        principals.bootstrap("bob", "service")  # a principal changed: start over
+        after_change = await who()
+        principals.revoke(Principal("root", roles=("admin",)), "alice", issued.token_id)
+        with pytest.raises(Unauthenticated):  # a revoked token is refused by the next group
+            await executor.run(lambda: executor.principal(issued.token, authenticate))
+        return [first, again, after_change]
+
+    try:
+        first, again, after_change = asyncio.run(main())
+    finally:
+        executor.close()
+    assert first == after_change == "alice" and again == ["alice"] * 8
+    assert len(lookups) == 3  # the first group, after bob was added, after the revocation
+
+
+def test_close_finishes_what_is_queued_then_refuses(pg: PostgresStore) -> None:
+    svc = Service(pg)
+    executor = PgGroupExecutor(svc)
+
+    async def main() -> list[Any]:
+        return await asyncio.gather(
+            *(executor.run(lambda i=i: svc.acquire("p", f"k{i}"), f"k{i}") for i in range(10))
+        )
+
+    leases = asyncio.run(main())
+    executor.close()
+    assert [lease.key for lease in leases] == [f"k{i}" for i in range(10)]
+
+    async def late() -> Any:
+        return executor.submit(lambda: None)
+
+    with pytest.raises(RuntimeError):
+        asyncio.run(late())
