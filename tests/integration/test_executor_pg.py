@@ -61,7 +61,9 @@ def test_a_group_of_calls_on_keys_locked_ahead_is_two_round_trips(
         assert pg.auth_version() >= 0  # read in the first round trip too
     assert len(round_trips) == 2, round_trips
     assert round_trips[0].split() == ["BEGIN", "auth_version", "lock_lease", "lock_lease", "now_ms"]
-    assert round_trips[1].split()[-1] == "COMMIT"
+    # every lease the group saved in one statement, every event in one
+    commit = ["save_leases", "notify", "serialize_events", "insert_events", "COMMIT"]
+    assert round_trips[1].split() == commit
     assert renewed.renewals == 1 and renewed.token == a.token
     other = Service(PostgresStore(pg.url))  # another connection: the commit is there
     try:
@@ -71,6 +73,29 @@ def test_a_group_of_calls_on_keys_locked_ahead_is_two_round_trips(
         assert events == [("acquired", "a"), ("conflict", "a"), ("acquired", "b")]
     finally:
         other.store.close()
+
+
+ODD = ["NULL", "null", 'a "quoted", {braced} value', "back\\slash", "it's", "ünï — ✓", ""]
+
+
+def test_the_statements_of_a_group_keep_every_string_as_it_was(pg: PostgresStore) -> None:
+    """The group saves leases and events with arrays bound on the client: odd strings (the
+    word NULL, quotes, braces, commas, backslashes, non-ASCII) come back exactly."""
+    svc = Service(pg)
+    with pg.group([f"odd/{i}" for i in range(len(ODD))]):
+        for i, text in enumerate(ODD):
+            svc.acquire(f"holder {text}", f"odd/{i}", task=text or None, meta={"v": text})
+    for i, text in enumerate(ODD):
+        record = svc.get(f"odd/{i}")
+        assert (record.holder, record.task, record.meta) == (
+            f"holder {text}",
+            text or None,
+            {"v": text},
+        )
+    events = [e for e in svc.events() if e.key and e.key.startswith("odd/")]
+    assert [(e.key, e.holder, e.task) for e in events] == [
+        (f"odd/{i}", f"holder {t}", t or None) for i, t in enumerate(ODD)
+    ]
 
 
 def test_a_call_that_fails_on_a_key_locked_ahead_is_undone_alone(pg: PostgresStore) -> None:

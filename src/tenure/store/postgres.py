@@ -211,8 +211,8 @@ class PostgresStore(PostgresStats):
             raise
         if tx.savepoint:
             batch.add_sql(f"RELEASE SAVEPOINT {SAVEPOINT}")
-        if key in group.locked or tx.saved is not None:
-            group.locked[key] = tx.saved if tx.saved is not None else rec
+        if tx.saved is not None:
+            group.saves[key] = group.locked[key] = tx.saved
         group.events.extend((e, now) for e in tx.events)
 
     @contextmanager

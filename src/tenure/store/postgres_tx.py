@@ -58,6 +58,8 @@ HOT = (
     "notify",
     "serialize_events",
     "insert_event",
+    "save_leases",
+    "insert_events",
 )
 _PARAM = re.compile(r"%\((\w+)\)s")
 
@@ -156,9 +158,12 @@ class Batch:
         # the transaction, and each statement after the event lock is time under it.
         for payload in notices([e for e, _ in events]):
             self.add("notify", {"payload": payload})
-        self.add("serialize_events")
-        for e, now in events:  # ids are handed out here, under the event lock
-            self.add("insert_event", rows.event_params(e, now, rows.dumps(e.data)))
+        self.add("serialize_events")  # ids are handed out after this, under the event lock
+        params = [rows.event_params(e, now, rows.dumps(e.data)) for e, now in events]
+        if len(params) == 1:
+            self.add("insert_event", params[0])
+        else:
+            self.add("insert_events", columns(params))
 
     def commit(self) -> None:
         """Send what is queued and the ``COMMIT``, in one round trip."""
@@ -167,6 +172,11 @@ class Batch:
         # A COMMIT of a failed transaction rolls it back and says so: that is not a commit.
         if status != "COMMIT":
             raise psycopg.OperationalError(f"the COMMIT said {status}")
+
+
+def columns(params: list[dict[str, Any]]) -> dict[str, list[Any]]:
+    """Rows of parameters as one list per parameter (for ``unnest``)."""
+    return {name: [p[name] for p in params] for name in params[0]}
 
 
 class KeyTx:
@@ -209,8 +219,10 @@ class KeyTx:
 
     def save(self, record: KeyRecord) -> None:
         # An update that would lower the token fails in the server, which aborts the
-        # transaction before its COMMIT (see save_lease in queries.sql).
-        self.batch.add("save_lease", rows.record_params(record, rows.dumps(record.meta)))
+        # transaction before its COMMIT (see save_lease in queries.sql). In a group the record
+        # is kept instead, and the group saves each key's last one at its commit.
+        if self.mark is None:
+            self.batch.add("save_lease", rows.record_params(record, rows.dumps(record.meta)))
         self.saved = record
 
     def save_register(self, write: FencedWrite, op_id: str | None) -> None:
@@ -274,10 +286,16 @@ class Group:
         self.batch = Batch(conn)
         self.batch.add_sql("BEGIN")
         self.events: list[tuple[EventDraft, int]] = []
+        self.saves: dict[str, KeyRecord] = {}  # key -> the record to save at the commit
         self.locked: dict[str, KeyRecord | None] = {}  # key -> its record, locked ahead
         self.now = 0  # the instant, read once the keys locked ahead were
         self.auth_version: int | None = None  # read in the same round trip
 
     def commit(self) -> None:
+        """One round trip: what is queued, every lease the group saved (one statement), the
+        notices, the events and the ``COMMIT``."""
+        if self.saves:
+            params = [rows.record_params(r, rows.dumps(r.meta)) for r in self.saves.values()]
+            self.batch.add("save_leases", columns(params))
         self.batch.queue_events(self.events)
         self.batch.commit()

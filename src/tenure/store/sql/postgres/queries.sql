@@ -334,3 +334,37 @@ FROM renewed;
 -- name: auth_version
 -- Moves whenever a principal or a token changes (migration 0004's triggers).
 SELECT version FROM tenure_auth_version WHERE id = 1;
+
+-- name: save_leases
+-- A group's leases, each as the group saved it last, in one statement (tenure.store.postgres_tx
+-- Group.commit). Tokens only grow, as in save_lease: if any row would get a lower token, fewer
+-- rows match than were given, and the division by zero aborts the group's transaction.
+WITH v AS (
+    SELECT * FROM unnest(
+        %(key)s::text[], %(token)s::bigint[], %(holder)s::text[], %(task)s::text[],
+        %(ttl_ms)s::bigint[], %(acquired_at)s::bigint[], %(renewed_at)s::bigint[],
+        %(expires_at)s::bigint[], %(renewals)s::bigint[], %(meta)s::text[], %(ended)s::text[],
+        %(fence_open)s::boolean[], %(conflicts)s::bigint[]
+    ) AS v(key, token, holder, task, ttl_ms, acquired_at, renewed_at, expires_at, renewals,
+           meta, ended, fence_open, conflicts)
+), saved AS (
+    UPDATE tenure_leases l SET
+        token = v.token, holder = v.holder, task = v.task, ttl_ms = v.ttl_ms,
+        acquired_at = v.acquired_at, renewed_at = v.renewed_at, expires_at = v.expires_at,
+        renewals = v.renewals, meta = v.meta, ended = v.ended, fence_open = v.fence_open,
+        conflicts = v.conflicts
+    FROM v
+    WHERE l.key = v.key AND v.token >= l.token
+    RETURNING 1
+)
+SELECT 1 / (count(*) = cardinality(%(key)s::text[]))::int FROM saved;
+
+-- name: insert_events
+-- A group's events in one statement, their ids handed out in the order given.
+INSERT INTO tenure_events (at, type, key, holder, task, token, actor, reason, data)
+SELECT at, type, key, holder, task, token, actor, reason, data
+FROM unnest(%(at)s::bigint[], %(type)s::text[], %(key)s::text[], %(holder)s::text[],
+            %(task)s::text[], %(token)s::bigint[], %(actor)s::text[], %(reason)s::text[],
+            %(data)s::text[])
+     WITH ORDINALITY AS e(at, type, key, holder, task, token, actor, reason, data, n)
+ORDER BY n;
