@@ -236,7 +236,7 @@ class PostgresStore(PostgresStats):
             group = self._local.group = Group(conn)
             try:
                 if keys:
-                    self._lock_ahead(group, sorted(set(keys)))
+                    self._lock_ahead(group, list(dict.fromkeys(keys)))
                 yield
                 group.commit()
             except BaseException:
@@ -248,14 +248,14 @@ class PostgresStore(PostgresStats):
     def _lock_ahead(self, group: Group, keys: list[str]) -> None:
         batch = group.batch
         batch.add("auth_version")
-        for key in keys:
-            batch.add("lock_lease", {"key": key})
+        batch.add("lock_leases", {"keys": keys})
         if self.clock is None:
             batch.add("now_ms")
-        got = batch.rows(len(keys) + (2 if self.clock is None else 1))
-        group.auth_version = int(got[0][0])
-        group.locked = {key: record(row) for key, row in zip(keys, got[1:], strict=False)}
-        group.now = int(got[-1][0]) if self.clock is None else self.clock.now_ms()
+        got = batch.all_rows(3 if self.clock is None else 2)
+        group.auth_version = int(got[0][0][0])
+        group.locked = dict.fromkeys(keys)  # a key without a row: None
+        group.locked.update((row[0], record(row)) for row in got[1])
+        group.now = int(got[2][0][0]) if self.clock is None else self.clock.now_ms()
 
     def auth_version(self) -> int:
         """Moves whenever a principal or a token changes (migration 0004's triggers)."""

@@ -60,6 +60,8 @@ HOT = (
     "insert_event",
     "save_leases",
     "insert_events",
+    "lock_leases",
+    "notify_all",
 )
 _PARAM = re.compile(r"%\((\w+)\)s")
 
@@ -143,6 +145,11 @@ class Batch:
         got = [cur.fetchone() if cur.description else None for cur in self._run().results()]
         return got[-n:]
 
+    def all_rows(self, n: int) -> list[list[Any]]:
+        """Run what is queued: every row of each of the last ``n`` statements."""
+        got = [cur.fetchall() if cur.description else [] for cur in self._run().results()]
+        return got[-n:]
+
     def ask(self, name: str, params: dict[str, Any] | None = None) -> tuple[Any, ...] | None:
         """Run what is queued and then ``name``: its first row."""
         self.add(name, params)
@@ -156,8 +163,11 @@ class Batch:
             return
         # The notices first: PostgreSQL delivers them at the commit wherever they are sent in
         # the transaction, and each statement after the event lock is time under it.
-        for payload in notices([e for e, _ in events]):
-            self.add("notify", {"payload": payload})
+        payloads = list(notices([e for e, _ in events]))
+        if len(payloads) == 1:
+            self.add("notify", {"payload": payloads[0]})
+        else:
+            self.add("notify_all", {"payloads": payloads})
         self.add("serialize_events")  # ids are handed out after this, under the event lock
         params = [rows.event_params(e, now, rows.dumps(e.data)) for e, now in events]
         if len(params) == 1:

@@ -368,3 +368,16 @@ FROM unnest(%(at)s::bigint[], %(type)s::text[], %(key)s::text[], %(holder)s::tex
             %(data)s::text[])
      WITH ORDINALITY AS e(at, type, key, holder, task, token, actor, reason, data, n)
 ORDER BY n;
+
+-- name: lock_leases
+-- A group's keys locked ahead in one statement, in key order (so that groups of different
+-- servers cannot deadlock on them): the rows there are (a new key has none yet).
+SELECT key, token, holder, task, ttl_ms, acquired_at, renewed_at, expires_at, renewals, meta,
+       ended, fence_open, conflicts
+FROM tenure_leases WHERE key = ANY(%(keys)s::text[])
+ORDER BY key
+FOR UPDATE;
+
+-- name: notify_all
+-- The notices of a group's events in one statement (see notify).
+SELECT pg_notify('tenure', payload) FROM unnest(%(payloads)s::text[]) AS payload;
