@@ -17,7 +17,7 @@ import pytest
 from tenure import LeaseHeld, NotHolder, Principal, Service, TenureError
 from tenure.errors import Unauthenticated
 from tenure.principals import Principals
-from tenure.server.executor import PgGroupExecutor
+from tenure.server.executor import PG_GROUPS, PgGroupExecutor
 from tenure.store import postgres_tx
 from tenure.store.postgres import PostgresStore
 
@@ -219,20 +219,27 @@ def test_known_tokens_skip_the_lookup_until_a_principal_or_token_changes(
 
     async def main() -> list[Any]:
         first = await who()
+        seen = [len(lookups)]
         again = await asyncio.gather(*(who() for _ in range(8)))  # later groups: known
+        seen.append(len(lookups))
         principals.bootstrap("bob", "service")  # a principal changed: start over
         after_change = await who()
+        seen.append(len(lookups))
         principals.revoke(Principal("root", roles=("admin",)), "alice", issued.token_id)
         with pytest.raises(Unauthenticated):  # a revoked token is refused by the next group
             await executor.run(lambda: executor.principal(issued.token, authenticate))
-        return [first, again, after_change]
+        seen.append(len(lookups))
+        return [first, again, after_change, seen]
 
     try:
-        first, again, after_change = asyncio.run(main())
+        first, again, after_change, seen = asyncio.run(main())
     finally:
         executor.close()
     assert first == after_change == "alice" and again == ["alice"] * 8
-    assert len(lookups) == 3  # the first group, after bob was added, after the revocation
+    # one lookup, then none but one per other group thread (each keeps its own), then one
+    # after bob was added and one after the revocation
+    assert seen[0] == 1 and seen[1] <= PG_GROUPS
+    assert seen[2] == seen[1] + 1 and seen[3] == seen[2] + 1
 
 
 def test_close_finishes_what_is_queued_then_refuses(pg: PostgresStore) -> None:

@@ -39,7 +39,8 @@ from tenure.store.sqlite import SqliteStore
 T = TypeVar("T")
 MAX_KNOWN = 10_000  # tokens whose principal the executor keeps (then it starts over)
 MAX_GROUP = 128  # calls of one group, at most (the rest wait for the next one)
-MAX_PG_GROUP = 64  # on PostgreSQL: a round trip each, while the group holds its row locks
+MAX_PG_GROUP = 64  # calls of one group on PostgreSQL
+PG_GROUPS = 2  # groups at once on PostgreSQL (one in its commit while the next runs)
 Job = tuple[Callable[[], Any], "asyncio.Future[Any]", asyncio.AbstractEventLoop]
 #: a committed group waiting for its sync: number, calls, their outcomes, the events appended
 Written = tuple[int, list[Job], list[tuple[bool, Any]], list[EventDraft]]
@@ -60,26 +61,38 @@ class Executor(Protocol):
     def close(self) -> None: ...
 
 
+class _Known(threading.local):
+    """A group thread's known tokens (token -> principal) at the auth version it read last."""
+
+    def __init__(self) -> None:
+        self.version = -1
+        self.tokens: dict[str, Principal] = {}
+
+
 class PgGroupExecutor:
-    """Group commits for the hot verbs on PostgreSQL: the calls that queue while a group runs
-    form the next one, run one after the other in one transaction on one connection by one
-    thread (:meth:`PostgresStore.group`): a round trip each, and one ``COMMIT`` (one fsync, one
-    turn of the event lock) for all. Every reply of a group is sent once its commit returned.
-    If the group's transaction fails (an error of the database, a deadlock with another
-    server's group), nothing of it happened: each of its calls runs again on its own."""
+    """Group commits for the hot verbs on PostgreSQL: the calls that queue while the group
+    threads are busy form the next group, run one after the other in one transaction on one
+    connection (:meth:`PostgresStore.group`). Its first round trip locks the keys of its calls
+    (one statement, in key order) and reads the instant and the auth version; its last sends
+    every lease saved (one statement), the notices, the events (one statement) and the
+    ``COMMIT``: two round trips, one fsync and one turn of the event lock for the whole group.
+    Two groups run at once, each on its own connection: while one holds the event lock through
+    its commit, the next locks its keys, runs its calls and saves its leases. Every reply of a
+    group is sent once its commit returned. If the group's transaction fails (an error of the
+    database, a deadlock with another server's group), nothing of it happened: each of its
+    calls runs again on its own."""
 
     def __init__(self, service: Service) -> None:
         assert isinstance(service.store, PostgresStore)
         self._service, self._store = service, service.store
         self._jobs: list[Job] = []
-        self._keys: list[str] = []  # of the jobs queued (a job may have none)
-        self._running = False
+        self._keys: list[str | None] = []  # of the jobs queued (a job may have none)
+        self._running = 0  # groups
         self._closed = False
         self._idle = threading.Event()
         self._idle.set()
-        self._known: dict[str, Principal] = {}  # token -> principal, at _auth_version
-        self._auth_version = -1
-        self._thread = ThreadPoolExecutor(1, thread_name_prefix="tenure-group")
+        self._known = _Known()
+        self._threads = ThreadPoolExecutor(PG_GROUPS, thread_name_prefix="tenure-group")
 
     def submit(self, call: Callable[[], T], key: str | None = None) -> asyncio.Future[T]:
         if self._closed:
@@ -87,10 +100,9 @@ class PgGroupExecutor:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
         self._jobs.append((call, future, loop))
-        if key is not None:
-            self._keys.append(key)
+        self._keys.append(key)
         self._idle.clear()
-        if not self._running:
+        if self._running < PG_GROUPS:
             self._start(loop)
         return future
 
@@ -99,24 +111,26 @@ class PgGroupExecutor:
 
     def principal(self, token: str, authenticate: Callable[[], Principal]) -> Principal:
         """As :meth:`GroupExecutor.principal` (the group thread keeps the known tokens)."""
-        known = self._known.get(token)
+        tokens = self._known.tokens
+        known = tokens.get(token)
         if known is None:
-            if len(self._known) >= MAX_KNOWN:
-                self._known.clear()
-            known = self._known[token] = authenticate()
+            if len(tokens) >= MAX_KNOWN:
+                tokens.clear()
+            known = tokens[token] = authenticate()
         return known
 
     def close(self) -> None:
         """Refuse new calls, wait for those queued and running (from another thread)."""
         self._closed = True
         self._idle.wait()
-        self._thread.shutdown(wait=True)
+        self._threads.shutdown(wait=True)
 
     def _start(self, loop: asyncio.AbstractEventLoop) -> None:
         jobs, self._jobs = self._jobs[:MAX_PG_GROUP], self._jobs[MAX_PG_GROUP:]
-        keys, self._keys = self._keys, []  # (jobs left for later lock theirs one by one)
-        self._running = True
-        done = loop.run_in_executor(self._thread, self._run_group, jobs, keys)
+        keys = [k for k in self._keys[:MAX_PG_GROUP] if k is not None]
+        del self._keys[:MAX_PG_GROUP]
+        self._running += 1
+        done = loop.run_in_executor(self._threads, self._run_group, jobs, keys)
         done.add_done_callback(lambda f: self._done(jobs, f))
 
     def _run_group(self, jobs: list[Job], keys: list[str]) -> list[tuple[bool, Any]]:
@@ -133,13 +147,13 @@ class PgGroupExecutor:
 
     def _check_auth(self) -> None:
         version = self._store.auth_version()  # read in the group's first round trip
-        if version != self._auth_version:
-            self._known.clear()
-            self._auth_version = version
+        if version != self._known.version:
+            self._known.tokens.clear()
+            self._known.version = version
 
     def _done(self, jobs: list[Job], done: asyncio.Future[list[tuple[bool, Any]]]) -> None:
         """On the loop: answer the group's calls, start the next group or go idle."""
-        self._running = False
+        self._running -= 1
         try:
             outcomes = done.result()
         except Exception as exc:  # a bug: still fail the calls rather than leave them waiting
@@ -153,7 +167,7 @@ class PgGroupExecutor:
                 future.set_exception(value)
         if self._jobs:
             self._start(asyncio.get_running_loop())
-        else:
+        elif not self._running:
             self._idle.set()
 
 
