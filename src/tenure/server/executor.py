@@ -16,9 +16,10 @@ enough that their fixed costs (``BEGIN``, ``COMMIT``, a sync) do not eat the CPU
 When another thread of the server holds the write lock (a FastAPI route, the reaper) the loop
 does not wait for it: that group runs in the committer thread instead.
 
-:class:`PgGroupExecutor` (PostgreSQL): the calls that queue while a group runs form the next
-group, one transaction on one connection in one thread: a round trip per call and one COMMIT
-for all (:meth:`tenure.store.postgres.PostgresStore.group`).
+:class:`PgGroupExecutor` (PostgreSQL): the calls that queue while the group threads are busy
+form the next group, one transaction on one connection: its keys locked ahead in one round trip,
+its writes, events and COMMIT in one more (:meth:`tenure.store.postgres.PostgresStore.group`);
+two groups run at once.
 """
 
 from __future__ import annotations

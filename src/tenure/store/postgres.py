@@ -45,7 +45,8 @@ MIGRATION_LOCK = (7468, 0)
 
 
 def insert_events(cur: psycopg.Cursor[Any], events: Sequence[EventDraft], now: int) -> list[Event]:
-    """Append ``events`` in the open transaction of ``cur`` (not pipelined), with their ids."""
+    """Append ``events`` in the open transaction of ``cur``, one statement each, with their
+    ids (for the reaper, whose caller needs them)."""
     if not events:
         return []
     cur.execute(Q["serialize_events"])
@@ -84,7 +85,7 @@ class PostgresStore(PostgresStats):
             max_size=max_size,
             timeout=timeout,
             # No automatic prepared statements: psycopg would DEALLOCATE ALL at every ROLLBACK,
-            # the key transactions' too (they are prepared by _Batch).
+            # the key transactions' too (tenure.store.postgres_tx prepares those itself).
             kwargs={"autocommit": True, "prepare_threshold": None},
             open=False,
             name="tenure",
