@@ -32,6 +32,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol, TypeVar
 
+import psycopg
+
 from tenure.core.models import EventDraft, Principal
 from tenure.service import Service
 from tenure.store.postgres import PostgresStore
@@ -141,7 +143,10 @@ class PgGroupExecutor:
             with self._service.deferring() as events, self._store.group(keys):
                 self._check_auth()
                 outcomes = [_outcome(call) for call, _, _ in jobs]
-        except Exception:  # the group's transaction is lost: nothing of it happened
+        except Exception as exc:  # the group's transaction is lost: nothing of it happened
+            unreachable = _unreachable(exc)
+            if unreachable is not None:  # no database: alone, each would only wait again
+                return [(False, unreachable)] * len(jobs)
             return [_outcome(call) for call, _, _ in jobs]  # each commits (and announces)
         self._service.committed(events)
         return outcomes
@@ -170,6 +175,21 @@ class PgGroupExecutor:
             self._start(asyncio.get_running_loop())
         elif not self._running:
             self._idle.set()
+
+
+def _unreachable(exc: BaseException) -> psycopg.Error | None:
+    """The error, if the group failed for want of a database (its connection broke, the pool
+    had none, the server is shutting down) rather than because of one of its calls: the first
+    of psycopg's errors in the chain of causes (a batch that failed before: the original one).
+    A deadlock or a serialization failure (SQLSTATE class 40) is a call's doing."""
+    cause: BaseException | None = exc
+    while cause is not None and not isinstance(cause, psycopg.Error):
+        cause = cause.__cause__
+    while isinstance(cause, psycopg.Error) and isinstance(cause.__cause__, psycopg.Error):
+        cause = cause.__cause__
+    if not isinstance(cause, psycopg.OperationalError | psycopg.InterfaceError):
+        return None
+    return None if (cause.sqlstate or "").startswith("40") else cause
 
 
 def _outcome(call: Callable[[], Any]) -> tuple[bool, Any]:
