@@ -9,6 +9,7 @@ fails runs each of its calls again on its own.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -44,6 +45,17 @@ def round_trips(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(postgres_tx.Batch, "_run", counted)
     return sent
+
+
+async def in_one_group(
+    executor: PgGroupExecutor, calls: list[tuple[Callable[[], Any], str]]
+) -> list[Any]:
+    """Run ``calls`` (with their keys) in one group: every group thread is kept busy for a
+    moment first, so that they all queue and the next group takes them together."""
+    busy = [executor.submit(lambda: time.sleep(0.3)) for _ in range(PG_GROUPS)]
+    queued = [executor.submit(call, key) for call, key in calls]
+    await asyncio.gather(*busy)
+    return await asyncio.gather(*queued, return_exceptions=True)
 
 
 def test_a_group_of_calls_on_keys_locked_ahead_is_two_round_trips(
@@ -164,16 +176,13 @@ def test_a_lost_group_runs_each_call_again_alone(pg: PostgresStore) -> None:
             assert tx.record is not None
             tx.save(tx.record.__class__(**{**tx.record.__dict__, "token": 0}))
 
-    async def main() -> list[Any]:
-        calls = [
-            executor.run(lambda: svc.acquire("bob", "b"), "b"),
-            executor.run(lower_the_token, "k"),
-            executor.run(lambda: svc.renew("alice", "k", held.token), "k"),
-        ]
-        return await asyncio.gather(*calls, return_exceptions=True)
-
+    calls = [
+        (lambda: svc.acquire("bob", "b"), "b"),
+        (lower_the_token, "k"),
+        (lambda: svc.renew("alice", "k", held.token), "k"),
+    ]
     try:
-        b, lowered, renewed = asyncio.run(main())
+        b, lowered, renewed = asyncio.run(in_one_group(executor, calls))
     finally:
         executor.close()
     assert b.holder == "bob" and svc.get("b").holder == "bob"
@@ -185,21 +194,18 @@ def test_a_failing_call_fails_alone(pg: PostgresStore) -> None:
     svc = Service(pg)
     executor = PgGroupExecutor(svc)
 
-    async def main() -> list[Any]:
-        calls = [
-            executor.run(lambda: svc.acquire("alice", "a"), "a"),
-            executor.run(lambda: svc.acquire("alice", ""), ""),  # refused: bad key
-            executor.run(lambda: svc.acquire("alice", "c"), "c"),
-        ]
-        return await asyncio.gather(*calls, return_exceptions=True)
-
+    calls = [
+        (lambda: svc.acquire("alice", "a"), "a"),
+        (lambda: svc.acquire("alice", ""), ""),  # refused: bad key
+        (lambda: svc.acquire("alice", "c"), "c"),
+    ]
     try:
-        a, bad, c = asyncio.run(main())
+        a, bad, c = asyncio.run(in_one_group(executor, calls))
     finally:
         executor.close()
     assert isinstance(bad, TenureError)
     assert a.holder == c.holder == "alice"
-    assert sorted(e.key for e in svc.events()) == ["a", "c"]  # (two groups may run at once)
+    assert sorted(e.key or "" for e in svc.events()) == ["a", "c"]  # (two groups may run at once)
 
 
 def test_known_tokens_skip_the_lookup_until_a_principal_or_token_changes(
@@ -285,24 +291,12 @@ def test_a_group_that_loses_its_connection_fails_its_calls_without_running_them_
         killer.execute("SELECT pg_terminate_backend(%s)", (pid,))
         return None
 
-    async def main() -> list[Any]:
-        calls = [
-            executor.run(lambda: acquire("a"), "a"),
-            executor.run(cut_the_connection, "b"),
-            executor.run(lambda: acquire("c"), "c"),
-        ]
-        return await asyncio.gather(*calls, return_exceptions=True)
-
+    calls = [(lambda: acquire("a"), "a"), (cut_the_connection, "b"), (lambda: acquire("c"), "c")]
     try:
-        outcomes = asyncio.run(main())
-        assert sorted(runs) == ["a", "c", "cut"]  # once each: nothing was run again
-        assert isinstance(outcomes[1], psycopg.OperationalError), outcomes
-        for key, outcome in zip("ac", outcomes[::2], strict=True):
-            if isinstance(outcome, Exception):  # it shared the group that was cut
-                assert isinstance(outcome, psycopg.OperationalError), outcome
-                assert svc.get(key) is None  # nothing of that group happened
-            else:  # (two groups run at once: it may have been in the other)
-                assert svc.get(key).holder == "alice"
+        outcomes = asyncio.run(in_one_group(executor, calls))
+        assert runs == ["a", "cut", "c"]  # once each: nothing was run again
+        assert all(isinstance(o, psycopg.OperationalError) for o in outcomes), outcomes
+        assert pg.get("a") is None and pg.get("c") is None  # nothing of the group happened
         after = asyncio.run(executor.run(lambda: svc.acquire("alice", "d"), "d"))
         assert after.holder == "alice"
     finally:
