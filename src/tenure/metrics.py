@@ -90,9 +90,13 @@ class Metrics:
             self._counters[(name, labels)] = self._counters.get((name, labels), 0) + by
 
     def observe(self, name: str, value: float, labels: Labels = ()) -> None:
-        bounds = LATENCY_BUCKETS if name == "tenure_request_duration_seconds" else HOLD_BUCKETS
         with self._lock:
-            hist = self._histograms.setdefault((name, labels), Histogram(bounds))
+            hist = self._histograms.get((name, labels))
+            if hist is None:
+                bounds = (
+                    LATENCY_BUCKETS if name == "tenure_request_duration_seconds" else HOLD_BUCKETS
+                )
+                hist = self._histograms[(name, labels)] = Histogram(bounds)
             hist.observe(value)
 
     def observe_events(self, events: Sequence[EventDraft]) -> None:

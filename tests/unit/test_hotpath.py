@@ -4,10 +4,14 @@ everything else goes on to FastAPI (which answers with its own problem response)
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from tenure.server.hotpath import bearer, json_body, parse
+from tenure.core.models import Lease, Principal, ReleaseResult
+from tenure.server.hotpath import bearer, dumps, job, json_body, lease_reply, parse
 from tenure.server.schemas import MAX_INT, MAX_WAIT_MS
 
 ACQUIRE, RENEW, RELEASE = "/v1/leases/acquire", "/v1/leases/renew", "/v1/leases/release"
@@ -91,3 +95,56 @@ def test_bearer_and_content_type_as_fastapi_reads_them() -> None:
 )
 def test_hostile_bodies_go_to_fastapi(raw: bytes) -> None:
     assert parse(ACQUIRE, raw) is None
+
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
+    max_leaves=8,
+)
+leases = st.builds(
+    Lease,
+    key=st.text(min_size=1),
+    holder=st.text(min_size=1),
+    task=st.none() | st.text(),
+    token=st.integers(1, MAX_INT),
+    ttl_ms=st.integers(1, MAX_INT),
+    acquired_at=st.integers(0, MAX_INT),
+    renewed_at=st.integers(0, MAX_INT),
+    expires_at=st.integers(0, MAX_INT),
+    renewals=st.integers(0, MAX_INT),
+    meta=st.dictionaries(st.text(), json_values, max_size=4),
+    state=st.sampled_from(["live", "released", "expired", "force_released", "taken_over"]),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(leases)
+def test_lease_replies_are_what_the_generic_encoder_writes(lease: Lease) -> None:
+    assert lease_reply(lease) == dumps({"lease": lease.to_dict()})
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.booleans(), st.none() | leases)
+def test_release_replies_are_what_the_generic_encoder_writes(
+    released: bool, lease: Lease | None
+) -> None:
+    state = SimpleNamespace(
+        service=SimpleNamespace(release=lambda *a: ReleaseResult(released, lease)),
+        executor=SimpleNamespace(principal=lambda token, auth: Principal("p")),
+        waiters=SimpleNamespace(notify=lambda key: None),
+    )
+    call = job(state, RELEASE, "t", {"key": "k"})  # type: ignore[arg-type]
+    assert call() == dumps(ReleaseResult(released, lease).to_dict())
+
+
+def test_a_meta_the_encoder_refuses_is_refused_alike() -> None:
+    lease = Lease("k", "h", None, 1, 1, 1, 1, 1, 0, {"x": float("nan")})
+    with pytest.raises(ValueError):
+        dumps({"lease": lease.to_dict()})
+    with pytest.raises(ValueError):
+        lease_reply(lease)

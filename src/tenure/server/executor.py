@@ -25,11 +25,13 @@ two groups run at once.
 from __future__ import annotations
 
 import asyncio
+import logging
 import sqlite3
 import threading
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import Any, Protocol, TypeVar
 
 import psycopg
@@ -40,11 +42,14 @@ from tenure.store.postgres import PostgresStore
 from tenure.store.sqlite import SqliteStore
 
 T = TypeVar("T")
+log = logging.getLogger("tenure.server")
 MAX_KNOWN = 10_000  # tokens whose principal the executor keeps (then it starts over)
 MAX_GROUP = 128  # calls of one group, at most (the rest wait for the next one)
 MAX_PG_GROUP = 64  # calls of one group on PostgreSQL
 PG_GROUPS = 2  # groups at once on PostgreSQL (one in its commit while the next runs)
-Job = tuple[Callable[[], Any], "asyncio.Future[Any]", asyncio.AbstractEventLoop]
+#: what a call's outcome is handed to, on the loop: ``(True, result)`` or ``(False, error)``
+Answer = Callable[[bool, Any], None]
+Job = tuple[Callable[[], Any], Answer]
 #: a committed group waiting for its sync: number, calls, their outcomes, the events appended
 Written = tuple[int, list[Job], list[tuple[bool, Any]], list[EventDraft]]
 
@@ -56,6 +61,12 @@ class Executor(Protocol):
         ...
 
     async def run(self, call: Callable[[], T], key: str | None = None) -> T: ...
+
+    def call(self, call: Callable[[], Any], key: str | None, answer: Answer) -> None:
+        """As :meth:`submit`, but ``answer(ok, value)`` is called with the outcome (on the
+        loop, as soon as it is known) instead of a future being set: no future, no callback
+        scheduled for a later turn of the loop (the hot protocol's path)."""
+        ...
 
     def principal(self, token: str, authenticate: Callable[[], Principal]) -> Principal:
         """Inside a call: the principal of ``token``, ``authenticate()`` unless known."""
@@ -98,16 +109,18 @@ class PgGroupExecutor:
         self._threads = ThreadPoolExecutor(PG_GROUPS, thread_name_prefix="tenure-group")
 
     def submit(self, call: Callable[[], T], key: str | None = None) -> asyncio.Future[T]:
+        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        self.call(call, key, partial(_resolve, future))
+        return future
+
+    def call(self, call: Callable[[], Any], key: str | None, answer: Answer) -> None:
         if self._closed:
             raise RuntimeError("the server is stopping")
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[T] = loop.create_future()
-        self._jobs.append((call, future, loop))
+        self._jobs.append((call, answer))
         self._keys.append(key)
         self._idle.clear()
         if self._running < PG_GROUPS:
-            self._start(loop)
-        return future
+            self._start(asyncio.get_running_loop())
 
     async def run(self, call: Callable[[], T], key: str | None = None) -> T:
         return await self.submit(call, key)
@@ -142,12 +155,12 @@ class PgGroupExecutor:
         try:
             with self._service.deferring() as events, self._store.group(keys):
                 self._check_auth()
-                outcomes = [_outcome(call) for call, _, _ in jobs]
+                outcomes = [_outcome(call) for call, _ in jobs]
         except Exception as exc:  # the group's transaction is lost: nothing of it happened
             unreachable = _unreachable(exc)
             if unreachable is not None:  # no database: alone, each would only wait again
                 return [(False, unreachable)] * len(jobs)
-            return [_outcome(call) for call, _, _ in jobs]  # each commits (and announces)
+            return [_outcome(call) for call, _ in jobs]  # each commits (and announces)
         self._service.committed(events)
         return outcomes
 
@@ -164,13 +177,7 @@ class PgGroupExecutor:
             outcomes = done.result()
         except Exception as exc:  # a bug: still fail the calls rather than leave them waiting
             outcomes = [(False, exc)] * len(jobs)
-        for (_, future, _), (ok, value) in zip(jobs, outcomes, strict=True):
-            if future.done():  # the request was cancelled (its client went away)
-                continue
-            if ok:
-                future.set_result(value)
-            else:
-                future.set_exception(value)
+        _answer_all(jobs, outcomes)
         if self._jobs:
             self._start(asyncio.get_running_loop())
         elif not self._running:
@@ -190,6 +197,24 @@ def _unreachable(exc: BaseException) -> psycopg.Error | None:
     if not isinstance(cause, psycopg.OperationalError | psycopg.InterfaceError):
         return None
     return None if (cause.sqlstate or "").startswith("40") else cause
+
+
+def _resolve(future: asyncio.Future[Any], ok: bool, value: Any) -> None:
+    """The answer of :meth:`Executor.submit`'s future."""
+    if future.done():  # the request was cancelled (its client went away)
+        return
+    if ok:
+        future.set_result(value)
+    else:
+        future.set_exception(value)
+
+
+def _answer_all(jobs: list[Job], outcomes: list[tuple[bool, Any]]) -> None:
+    for (_, answer), (ok, value) in zip(jobs, outcomes, strict=True):
+        try:
+            answer(ok, value)
+        except Exception:  # a bug in one answer must not leave the others unanswered
+            log.exception("answering a call failed")
 
 
 def _outcome(call: Callable[[], Any]) -> tuple[bool, Any]:
@@ -222,16 +247,18 @@ class GroupExecutor:
         self._committer = ThreadPoolExecutor(1, thread_name_prefix="tenure-commit")
 
     def submit(self, call: Callable[[], T], key: str | None = None) -> asyncio.Future[T]:
+        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        self.call(call, key, partial(_resolve, future))
+        return future
+
+    def call(self, call: Callable[[], Any], key: str | None, answer: Answer) -> None:
         if self._closed:
             raise RuntimeError("the server is stopping")
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[T] = loop.create_future()
-        self._jobs.append((call, future, loop))
+        self._jobs.append((call, answer))
         self._idle.clear()
         if not self._busy and not self._flushing:
-            self._flushing = True
-            loop.call_soon(self._flush)  # after this turn of the loop: the moment's requests
-        return future
+            self._flushing = True  # after this turn of the loop: the moment's requests
+            asyncio.get_running_loop().call_soon(self._flush)
 
     async def run(self, call: Callable[[], T], key: str | None = None) -> T:
         return await self.submit(call, key)
@@ -265,7 +292,7 @@ class GroupExecutor:
         if len(self._jobs) < self._unsynced:
             return  # a sync is on its way: wait for it, or for as many calls as it covers
         jobs, self._jobs = self._jobs[:MAX_GROUP], self._jobs[MAX_GROUP:]
-        loop = jobs[0][2]
+        loop = asyncio.get_running_loop()
         try:
             batch = self._store.try_group()
         except Exception as exc:  # BEGIN failed (the disk, another process's lock): all fail
@@ -302,7 +329,7 @@ class GroupExecutor:
             self._known.clear()
             self._auth_version = version
         outcomes: list[tuple[bool, Any]] = []
-        for call, _, _ in jobs:
+        for call, _ in jobs:
             try:
                 outcomes.append((True, call()))
             except Exception as exc:  # the call's own error: its savepoint is undone
@@ -363,13 +390,7 @@ class GroupExecutor:
         """On the loop, once the group is durable (or failed): answer every call."""
         if failed is not None:
             outcomes = [(False, failed)] * len(jobs)
-        for (_, future, _), (ok, value) in zip(jobs, outcomes, strict=True):
-            if future.done():  # the request was cancelled (its client went away)
-                continue
-            if ok:
-                future.set_result(value)
-            else:
-                future.set_exception(value)
+        _answer_all(jobs, outcomes)
 
     def _next(self, loop: asyncio.AbstractEventLoop) -> None:
         """After a group: another for the calls that queued meanwhile, or idle."""

@@ -25,6 +25,7 @@ import logging
 import sqlite3
 import time
 from collections.abc import Awaitable, Callable
+from json.encoder import encode_basestring as _text  # what dumps() writes for a str (C)
 from typing import Any
 
 import psycopg
@@ -32,7 +33,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from tenure.core.models import Principal
+from tenure.core.models import Lease, Principal
 from tenure.errors import TenureError, Unauthenticated
 from tenure.server import problems
 from tenure.server.app import State
@@ -76,9 +77,9 @@ def parse(path: str, raw: bytes) -> dict[str, Any] | None:
     required, fields = FIELDS[path]
     if b"\\" in raw and b"\\ud" in raw.lower():
         return None  # surrogate escapes (the model refuses lone ones): FastAPI decides
-    try:
-        body = json.loads(raw)
-    except (ValueError, RecursionError):  # FastAPI's route answers it (400)
+    try:  # (a str: json.loads of bytes first guesses their encoding)
+        body = json.loads(raw.decode())
+    except (ValueError, RecursionError):  # FastAPI's route answers it (400; or not UTF-8)
         return None
     if type(body) is not dict or not required <= body.keys() or not body.keys() <= fields.keys():
         return None
@@ -156,7 +157,7 @@ class HotPath:
         try:
             if body is None or token is None:
                 raise Fallback
-            status, content = 200, dumps(await self._serve(st, path, token, body))
+            status, content = 200, await self._serve(st, path, token, body)
         except Fallback:
             await self.app(scope, receive, send)
             return
@@ -168,9 +169,7 @@ class HotPath:
             await _send_json(send, status, content)
         observe(st, path, status, started)
 
-    async def _serve(
-        self, st: State, path: str, token: str, body: dict[str, Any]
-    ) -> dict[str, Any]:
+    async def _serve(self, st: State, path: str, token: str, body: dict[str, Any]) -> bytes:
         call = job(st, path, token, body)
         if path == ACQUIRE:  # a long-poll waits its turn in the key's queue
             attempt = lambda: st.executor.run(call, body["key"])  # noqa: E731
@@ -178,9 +177,9 @@ class HotPath:
         return await st.executor.run(call, body["key"])
 
 
-def job(st: State, path: str, token: str, body: dict[str, Any]) -> Callable[[], dict[str, Any]]:
+def job(st: State, path: str, token: str, body: dict[str, Any]) -> Callable[[], bytes]:
     """The call as one job of the server's executor: authentication, the service call and the
-    reply's content. A token it does not know raises :class:`Fallback` (nothing changed)."""
+    reply's JSON. A token it does not know raises :class:`Fallback` (nothing changed)."""
     service, key = st.service, body["key"]
 
     def authenticate() -> Principal:
@@ -195,30 +194,58 @@ def job(st: State, path: str, token: str, body: dict[str, Any]) -> Callable[[], 
     if path == ACQUIRE:
         ttl_ms, task, meta = body.get("ttl_ms"), body.get("task"), body.get("meta")
 
-        def acquire() -> dict[str, Any]:
-            return {"lease": service.acquire(caller(), key, ttl_ms, task, meta).to_dict()}
+        def acquire() -> bytes:
+            return lease_reply(service.acquire(caller(), key, ttl_ms, task, meta))
 
         return acquire
     if path == RENEW:
 
-        def renew() -> dict[str, Any]:
-            lease = service.renew(caller(), key, body["token"], body.get("ttl_ms"))
-            return {"lease": lease.to_dict()}
+        def renew() -> bytes:
+            return lease_reply(service.renew(caller(), key, body["token"], body.get("ttl_ms")))
 
         return renew
 
-    def release() -> dict[str, Any]:
+    def release() -> bytes:
         result = service.release(caller(), key, body.get("token"))
         if result.released:
             st.waiters.notify(key)
-        return result.to_dict()
+        lease = "null" if result.lease is None else lease_json(result.lease)
+        return f'{{"released":{"true" if result.released else "false"},"lease":{lease}}}'.encode()
 
     return release
 
 
+def lease_reply(lease: Lease) -> bytes:
+    """``dumps({"lease": lease.to_dict()})``."""
+    return f'{{"lease":{lease_json(lease)}}}'.encode()
+
+
+def lease_json(lease: Lease) -> str:
+    """``lease.to_dict()`` as :func:`dumps` writes it, field by field: the same text in a
+    sixth of the time (the strings through the JSON module's own C encoder)."""
+    task = "null" if lease.task is None else _text(lease.task)
+    meta = dumps(lease.meta).decode() if lease.meta else "{}"
+    return (
+        f'{{"key":{_text(lease.key)},"holder":{_text(lease.holder)},"task":{task},'
+        f'"token":{int(lease.token)},"ttl_ms":{int(lease.ttl_ms)},'
+        f'"acquired_at":{int(lease.acquired_at)},"renewed_at":{int(lease.renewed_at)},'
+        f'"expires_at":{int(lease.expires_at)},"renewals":{int(lease.renewals)},'
+        f'"meta":{meta},"state":{_text(lease.state)}}}'
+    )
+
+
+_LABELS = {
+    (path, n): (("route", path), ("method", "POST"), ("code", f"{n}xx"))
+    for path in FIELDS
+    for n in (2, 4, 5)
+}
+
+
 def observe(st: State, path: str, status: int, started: float) -> None:
     """The request's duration, as the ``Timing`` middleware counts the other routes'."""
-    labels = (("route", path), ("method", "POST"), ("code", f"{status // 100}xx"))
+    labels = _LABELS.get((path, status // 100))
+    if labels is None:
+        labels = (("route", path), ("method", "POST"), ("code", f"{status // 100}xx"))
     elapsed = time.perf_counter() - started
     st.service.metrics.observe("tenure_request_duration_seconds", elapsed, labels)
 

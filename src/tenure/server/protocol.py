@@ -19,7 +19,6 @@ The server uses it unless the access log is on (uvicorn writes that line on the 
 
 from __future__ import annotations
 
-import asyncio
 import time
 from functools import partial
 from typing import Any, cast
@@ -81,12 +80,11 @@ class HotProtocol(HttpToolsProtocol):
             super()._start_asgi_task(cycle, app)
             return
         started = time.perf_counter()
+        answer = partial(self._done, cycle, app, st, started)
         try:
-            future = st.executor.submit(hotpath.job(st, path, token, body), body["key"])
+            st.executor.call(hotpath.job(st, path, token, body), body["key"], answer)
         except RuntimeError:  # the executor is closed: the server is stopping
             super()._start_asgi_task(cycle, app)
-            return
-        future.add_done_callback(partial(self._done, cycle, app, st, started))
 
     def _done(
         self,
@@ -94,20 +92,21 @@ class HotProtocol(HttpToolsProtocol):
         app: Any,
         st: State,
         started: float,
-        future: asyncio.Future[dict[str, Any]],
+        ok: bool,
+        outcome: Any,
     ) -> None:
+        """The executor's answer (on the loop, once the call is durable): write the reply."""
         path = cycle.scope["path"]
-        err = future.exception() if not future.cancelled() else asyncio.CancelledError()
-        if err is None:
-            status, content = 200, hotpath.dumps(future.result())
-        elif isinstance(err, TenureError):
-            status, content = err.status, hotpath.dumps(err.to_problem())
-        elif isinstance(err, hotpath.Fallback):  # nothing changed: FastAPI answers it
+        if ok:
+            status, content = 200, outcome
+        elif isinstance(outcome, TenureError):
+            status, content = outcome.status, hotpath.dumps(outcome.to_problem())
+        elif isinstance(outcome, hotpath.Fallback):  # nothing changed: FastAPI answers it
             cycle.scope[FALLBACK] = True  # type: ignore[literal-required]
             super()._start_asgi_task(cycle, app)
             return
         else:
-            err = err if isinstance(err, Exception) else RuntimeError(err)
+            err = outcome if isinstance(outcome, Exception) else RuntimeError(outcome)
             super()._start_asgi_task(cycle, partial(_render, err, st, started))
             return
         self._reply(cycle, status, content)

@@ -79,7 +79,8 @@ class _SqliteKeyTx:
             self.conn.execute(Q["save_op"], {**params, "op_id": op_id})
 
     def append(self, events: Sequence[EventDraft]) -> None:
-        insert_events(self.conn, events, self.now)
+        for event in events:  # (no Event objects: nobody reads them here; hot path)
+            _insert_event(self.conn, event, self.now)
 
     def item(self, item_id: str) -> Item | None:
         row = self.conn.execute(Q["get_item"], {"id": item_id}).fetchone()
@@ -116,24 +117,19 @@ class _SqliteKeyTx:
         self.conn.execute(Q["add_token"], token)
 
 
+def _insert_event(conn: sqlite3.Connection, e: EventDraft, now: int) -> int:
+    """Append ``e`` at ``now``; its id."""
+    cur = conn.execute(Q["insert_event"], rows.event_params(e, now, rows.dumps(e.data)))
+    assert cur.lastrowid is not None
+    return cur.lastrowid
+
+
 def insert_events(conn: sqlite3.Connection, events: Sequence[EventDraft], now: int) -> list[Event]:
     out = []
     for e in events:
-        cur = conn.execute(Q["insert_event"], rows.event_params(e, now, rows.dumps(e.data)))
-        assert cur.lastrowid is not None
+        id_ = _insert_event(conn, e, now)
         out.append(
-            Event(
-                cur.lastrowid,
-                now,
-                e.type,
-                e.key,
-                e.holder,
-                e.task,
-                e.token,
-                e.actor,
-                e.reason,
-                e.data,
-            )
+            Event(id_, now, e.type, e.key, e.holder, e.task, e.token, e.actor, e.reason, e.data)
         )
     return out
 
