@@ -18,6 +18,7 @@ import pytest
 from tenure import LeaseHeld, Principal, Service
 from tenure.errors import Unauthenticated
 from tenure.principals import Principals
+from tenure.server import executor as executor_module
 from tenure.server.executor import GroupExecutor
 from tenure.store.sqlite import SqliteStore
 
@@ -266,3 +267,117 @@ def test_the_server_freezes_what_it_built_at_start(tmp_path: Any) -> None:
             assert gc.get_freeze_count() > 0
     finally:
         gc.unfreeze()
+
+
+def _traced(
+    executor: GroupExecutor, trace: list[str], answers: dict[str, Any]
+) -> Callable[..., None]:
+    """``submit(name, call, key, acquire)``: ``call`` through ``executor.call``, tracing when
+    it runs (``ran:name``) and when it is answered (``answered:name``)."""
+
+    def submit(name: str, call: Callable[[], Any], key: str, acquire: bool) -> None:
+        def run() -> Any:
+            trace.append(f"ran:{name}")
+            return call()
+
+        def answer(ok: bool, value: Any) -> None:
+            trace.append(f"answered:{name}")
+            answers[name] = value if ok else type(value).__name__
+
+        executor.call(run, key, answer, acquire)
+
+    return submit
+
+
+async def _until(answers: dict[str, Any], n: int) -> None:
+    for _ in range(500):
+        if len(answers) >= n:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"only {sorted(answers)} were answered")
+
+
+def test_the_holders_calls_go_ahead_of_contenders_and_are_answered_before_they_run(
+    sqlite_service: Service,
+) -> None:
+    svc = sqlite_service
+    executor = GroupExecutor(svc)
+    trace: list[str] = []
+    answers: dict[str, Any] = {}
+    submit = _traced(executor, trace, answers)
+
+    async def main() -> None:
+        submit("alice", lambda: svc.acquire("alice", "k", ttl_ms=60_000), "k", True)
+        await _until(answers, 1)
+        submit("bob", lambda: svc.acquire("bob", "k"), "k", True)  # refused: k is contended
+        await _until(answers, 2)
+        trace.clear()
+        token = answers["alice"].token
+        # one turn of the loop: two contenders, then the holder's renewal and another key
+        submit("carol", lambda: svc.acquire("carol", "k"), "k", True)
+        submit("dave", lambda: svc.acquire("dave", "k"), "k", True)
+        submit("renew", lambda: svc.renew("alice", "k", token), "k", False)
+        submit("other", lambda: svc.acquire("erin", "elsewhere"), "elsewhere", True)
+        await _until(answers, 6)
+
+    try:
+        asyncio.run(main())
+    finally:
+        executor.close()
+    assert answers["bob"] == answers["carol"] == answers["dave"] == "LeaseHeld"
+    assert answers["renew"].token == answers["alice"].token and answers["other"].holder == "erin"
+    assert trace.index("answered:renew") < trace.index("ran:carol")  # durable and answered first
+    assert trace.index("answered:other") < trace.index("ran:carol")  # (uncontended key: ahead)
+    assert trace.index("ran:carol") < trace.index("ran:dave")  # contenders keep their order
+
+
+def test_acquisitions_of_keys_nobody_contends_keep_their_turn(sqlite_service: Service) -> None:
+    svc = sqlite_service
+    executor = GroupExecutor(svc)
+    trace: list[str] = []
+    answers: dict[str, Any] = {}
+    submit = _traced(executor, trace, answers)
+
+    async def main() -> None:
+        submit("a", lambda: svc.acquire("alice", "a"), "a", True)
+        await _until(answers, 1)
+        submit("b", lambda: svc.acquire("bob", "b"), "b", True)
+        submit("renew", lambda: svc.renew("alice", "a", answers["a"].token), "a", False)
+        submit("c", lambda: svc.acquire("carol", "c"), "c", True)
+        await _until(answers, 4)
+
+    try:
+        asyncio.run(main())
+    finally:
+        executor.close()
+    ran = [t for t in trace if t.startswith("ran:")]
+    assert ran == ["ran:a", "ran:b", "ran:renew", "ran:c"]
+    assert trace.index("answered:b") > trace.index("ran:c")  # one group: answered together
+
+
+def test_a_key_is_contended_only_for_a_while(
+    sqlite_service: Service, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(executor_module, "CONTENDED_S", 0.2)
+    svc = sqlite_service
+    executor = GroupExecutor(svc)
+    trace: list[str] = []
+    answers: dict[str, Any] = {}
+    submit = _traced(executor, trace, answers)
+
+    async def main() -> None:
+        submit("alice", lambda: svc.acquire("alice", "k", ttl_ms=60_000), "k", True)
+        await _until(answers, 1)
+        submit("bob", lambda: svc.acquire("bob", "k"), "k", True)
+        await _until(answers, 2)
+        await asyncio.sleep(0.3)  # no refusal since: k is no longer contended
+        trace.clear()
+        submit("carol", lambda: svc.acquire("carol", "k"), "k", True)
+        submit("renew", lambda: svc.renew("alice", "k", answers["alice"].token), "k", False)
+        await _until(answers, 4)
+
+    try:
+        asyncio.run(main())
+    finally:
+        executor.close()
+    assert [t for t in trace if t.startswith("ran:")] == ["ran:carol", "ran:renew"]

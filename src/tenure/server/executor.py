@@ -28,6 +28,7 @@ import asyncio
 import logging
 import sqlite3
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -37,6 +38,8 @@ from typing import Any, Protocol, TypeVar
 import psycopg
 
 from tenure.core.models import EventDraft, Principal
+from tenure.errors import LeaseHeld
+from tenure.server.committer import Committer
 from tenure.service import Service
 from tenure.store.postgres import PostgresStore
 from tenure.store.sqlite import SqliteStore
@@ -47,9 +50,12 @@ MAX_KNOWN = 10_000  # tokens whose principal the executor keeps (then it starts 
 MAX_GROUP = 128  # calls of one group, at most (the rest wait for the next one)
 MAX_PG_GROUP = 64  # calls of one group on PostgreSQL
 PG_GROUPS = 2  # groups at once on PostgreSQL (one in its commit while the next runs)
+CONTENDED_S = 0.5  # a key that refused an acquisition this recently (s) is contended
+MAX_CONTENDERS = 1  # acquisitions of a contended key in one group, at most
 #: what a call's outcome is handed to, on the loop: ``(True, result)`` or ``(False, error)``
 Answer = Callable[[bool, Any], None]
-Job = tuple[Callable[[], Any], Answer]
+#: a call, its answer, and the key it acquires (``None``: it is no acquisition)
+Job = tuple[Callable[[], Any], Answer, str | None]
 #: a committed group waiting for its sync: number, calls, their outcomes, the events appended
 Written = tuple[int, list[Job], list[tuple[bool, Any]], list[EventDraft]]
 
@@ -62,10 +68,13 @@ class Executor(Protocol):
 
     async def run(self, call: Callable[[], T], key: str | None = None) -> T: ...
 
-    def call(self, call: Callable[[], Any], key: str | None, answer: Answer) -> None:
+    def call(
+        self, call: Callable[[], Any], key: str | None, answer: Answer, acquire: bool = False
+    ) -> None:
         """As :meth:`submit`, but ``answer(ok, value)`` is called with the outcome (on the
         loop, as soon as it is known) instead of a future being set: no future, no callback
-        scheduled for a later turn of the loop (the hot protocol's path)."""
+        scheduled for a later turn of the loop (the hot protocol's path). ``acquire``: the call
+        acquires ``key`` (it may wait behind the holder's calls while the key is contended)."""
         ...
 
     def principal(self, token: str, authenticate: Callable[[], Principal]) -> Principal:
@@ -113,10 +122,12 @@ class PgGroupExecutor:
         self.call(call, key, partial(_resolve, future))
         return future
 
-    def call(self, call: Callable[[], Any], key: str | None, answer: Answer) -> None:
+    def call(
+        self, call: Callable[[], Any], key: str | None, answer: Answer, acquire: bool = False
+    ) -> None:
         if self._closed:
             raise RuntimeError("the server is stopping")
-        self._jobs.append((call, answer))
+        self._jobs.append((call, answer, None))
         self._keys.append(key)
         self._idle.clear()
         if self._running < PG_GROUPS:
@@ -155,12 +166,12 @@ class PgGroupExecutor:
         try:
             with self._service.deferring() as events, self._store.group(keys):
                 self._check_auth()
-                outcomes = [_outcome(call) for call, _ in jobs]
+                outcomes = [_outcome(call) for call, _, _ in jobs]
         except Exception as exc:  # the group's transaction is lost: nothing of it happened
             unreachable = _unreachable(exc)
             if unreachable is not None:  # no database: alone, each would only wait again
                 return [(False, unreachable)] * len(jobs)
-            return [_outcome(call) for call, _ in jobs]  # each commits (and announces)
+            return [_outcome(call) for call, _, _ in jobs]  # each commits (and announces)
         self._service.committed(events)
         return outcomes
 
@@ -210,7 +221,7 @@ def _resolve(future: asyncio.Future[Any], ok: bool, value: Any) -> None:
 
 
 def _answer_all(jobs: list[Job], outcomes: list[tuple[bool, Any]]) -> None:
-    for (_, answer), (ok, value) in zip(jobs, outcomes, strict=True):
+    for (_, answer, _), (ok, value) in zip(jobs, outcomes, strict=True):
         try:
             answer(ok, value)
         except Exception:  # a bug in one answer must not leave the others unanswered
@@ -243,18 +254,23 @@ class GroupExecutor:
         self._idle = threading.Event()
         self._idle.set()
         self._known: dict[str, Principal] = {}  # token -> principal, at _auth_version
+        self._contended: dict[str, float] = {}  # key -> when it last refused an acquisition
+        self._ahead = 0  # the last group that went ahead of contenders (they wait for its sync)
+        self._durable = 0  # the last group synced
         self._auth_version = -1
-        self._committer = ThreadPoolExecutor(1, thread_name_prefix="tenure-commit")
+        self._committer = Committer()
 
     def submit(self, call: Callable[[], T], key: str | None = None) -> asyncio.Future[T]:
         future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
         self.call(call, key, partial(_resolve, future))
         return future
 
-    def call(self, call: Callable[[], Any], key: str | None, answer: Answer) -> None:
+    def call(
+        self, call: Callable[[], Any], key: str | None, answer: Answer, acquire: bool = False
+    ) -> None:
         if self._closed:
             raise RuntimeError("the server is stopping")
-        self._jobs.append((call, answer))
+        self._jobs.append((call, answer, key if acquire else None))
         self._idle.clear()
         if not self._busy and not self._flushing:
             self._flushing = True  # after this turn of the loop: the moment's requests
@@ -278,7 +294,7 @@ class GroupExecutor:
         """Refuse new calls, wait for those queued and running (from another thread)."""
         self._closed = True
         self._idle.wait()
-        self._committer.shutdown(wait=True)
+        self._committer.close()
 
     def _flush(self) -> None:
         """Open a group and run the waiting calls in it right here on the event loop (no
@@ -289,9 +305,9 @@ class GroupExecutor:
         self._flushing = False
         if self._busy or not self._jobs:
             return
-        if len(self._jobs) < self._unsynced:
-            return  # a sync is on its way: wait for it, or for as many calls as it covers
-        jobs, self._jobs = self._jobs[:MAX_GROUP], self._jobs[MAX_GROUP:]
+        jobs, ahead = self._take()
+        if not jobs:
+            return  # they wait for a sync (whose end flushes again)
         loop = asyncio.get_running_loop()
         try:
             batch = self._store.try_group()
@@ -301,8 +317,8 @@ class GroupExecutor:
             return
         if batch is None:  # the write lock is busy elsewhere: wait for it in the thread
             self._busy = True
-            done = loop.run_in_executor(self._committer, self._run_group, jobs)
-            done.add_done_callback(lambda f: self._group_done(jobs, *f.result()))
+            run = partial(self._run_group, jobs)
+            self._committer.run(loop, run, lambda done: self._group_done(jobs, *done))
             return
         try:
             with self._service.deferring() as events, self._store.joined(batch):
@@ -311,6 +327,7 @@ class GroupExecutor:
             self._store.end_group(batch, commit=False)
             self._answer(jobs, [], exc if isinstance(exc, Exception) else RuntimeError(exc))
             raise
+        self._contend(jobs, outcomes)
         try:
             self._store.end_group(batch, commit=True, sync=False)
         except Exception as exc:  # every call of the group fails
@@ -318,10 +335,60 @@ class GroupExecutor:
             self._next(loop)
             return
         self._seq += 1
+        if ahead:  # contenders wait until this group is durable
+            self._ahead = self._seq
         self._written.append((self._seq, jobs, outcomes, events))
         self._unsynced += len(jobs)
         self._sync_soon(loop)
         self._next(loop)
+
+    def _take(self) -> tuple[list[Job], bool]:
+        """The calls of the next group (none: they wait for the sync on its way), and whether
+        they go ahead of contenders.
+
+        Ordinarily every waiting call, unless a sync is on its way and fewer calls wait than it
+        covers (then they wait for it: groups stay large enough for their fixed costs). But an
+        acquisition of a *contended* key (one that refused an acquisition in the last
+        ``CONTENDED_S``) waits behind the other calls: those go first in a group of their own,
+        and the contenders wait until it is durable, then go at most ``MAX_CONTENDERS`` a group.
+        So the holder's renewals and release, and the calls on other keys, are never stuck
+        behind a stampede of contenders that will be refused, and the key is handed on sooner.
+        Among contenders the order of arrival is kept."""
+        jobs, now = self._jobs, time.monotonic()
+        later = [job for job in jobs if self._contended_key(job[2], now)] if self._contended else ()
+        if later:
+            first = [job for job in jobs if not self._contended_key(job[2], now)]
+            if first:
+                self._jobs = first[MAX_GROUP:] + later
+                return first[:MAX_GROUP], True
+            if self._ahead > self._durable or len(later) < self._unsynced:
+                return [], False
+            self._jobs = later[MAX_CONTENDERS:]
+            return later[:MAX_CONTENDERS], False
+        if len(jobs) < self._unsynced:
+            return [], False
+        self._jobs = jobs[MAX_GROUP:]
+        return jobs[:MAX_GROUP], False
+
+    def _contended_key(self, key: str | None, now: float) -> bool:
+        if key is None:
+            return False
+        since = self._contended.get(key)
+        if since is None:
+            return False
+        if now - since < CONTENDED_S:
+            return True
+        del self._contended[key]
+        return False
+
+    def _contend(self, jobs: list[Job], outcomes: list[tuple[bool, Any]]) -> None:
+        """Mark the keys whose acquisition the group refused as contended."""
+        now = None
+        for (_, _, key), (ok, value) in zip(jobs, outcomes, strict=True):
+            if key is not None and not ok and isinstance(value, LeaseHeld):
+                if len(self._contended) >= MAX_KNOWN:
+                    self._contended.clear()
+                self._contended[key] = now = now or time.monotonic()
 
     def _run_jobs(self, jobs: list[Job]) -> list[tuple[bool, Any]]:
         version = self._store.auth_version()
@@ -329,7 +396,7 @@ class GroupExecutor:
             self._known.clear()
             self._auth_version = version
         outcomes: list[tuple[bool, Any]] = []
-        for call, _ in jobs:
+        for call, _, _ in jobs:
             try:
                 outcomes.append((True, call()))
             except Exception as exc:  # the call's own error: its savepoint is undone
@@ -339,7 +406,7 @@ class GroupExecutor:
     def _sync_soon(self, loop: asyncio.AbstractEventLoop) -> None:
         if not self._syncing and self._written:
             self._syncing = True
-            loop.run_in_executor(self._committer, self._sync).add_done_callback(self._synced)
+            self._committer.run(loop, self._sync, self._synced)
 
     def _sync(self) -> tuple[int, Exception | None]:
         """In the committer thread: make every group committed so far durable; the number of
@@ -353,10 +420,11 @@ class GroupExecutor:
             return upto, exc
         return upto, None
 
-    def _synced(self, future: asyncio.Future[tuple[int, Exception | None]]) -> None:
+    def _synced(self, done: tuple[int, Exception | None]) -> None:
         """On the loop: answer every group the sync covered, and sync again for the rest."""
         self._syncing = False
-        upto, failed = future.result()
+        upto, failed = done
+        self._durable = upto  # (or failed: either way, nothing waits for those groups now)
         loop = asyncio.get_running_loop()
         while self._written and self._written[0][0] <= upto:
             _, jobs, outcomes, events = self._written.popleft()
@@ -381,6 +449,8 @@ class GroupExecutor:
         self, jobs: list[Job], outcomes: list[tuple[bool, Any]], failed: Exception | None
     ) -> None:
         self._busy = False
+        if failed is None:
+            self._contend(jobs, outcomes)
         self._answer(jobs, outcomes, failed)
         self._next(asyncio.get_running_loop())
 

@@ -82,7 +82,8 @@ class HotProtocol(HttpToolsProtocol):
         started = time.perf_counter()
         answer = partial(self._done, cycle, app, st, started)
         try:
-            st.executor.call(hotpath.job(st, path, token, body), body["key"], answer)
+            call = hotpath.job(st, path, token, body)
+            st.executor.call(call, body["key"], answer, acquire=path == hotpath.ACQUIRE)
         except RuntimeError:  # the executor is closed: the server is stopping
             super()._start_asgi_task(cycle, app)
 
