@@ -381,3 +381,35 @@ def test_a_key_is_contended_only_for_a_while(
     finally:
         executor.close()
     assert [t for t in trace if t.startswith("ran:")] == ["ran:carol", "ran:renew"]
+
+
+def test_contenders_of_different_keys_share_a_group_one_per_key(sqlite_service: Service) -> None:
+    svc = sqlite_service
+    executor = GroupExecutor(svc)
+    trace: list[str] = []
+    answers: dict[str, Any] = {}
+    submit = _traced(executor, trace, answers)
+
+    async def main() -> None:
+        for key in ("k", "j"):
+            submit(
+                f"hold-{key}", lambda key=key: svc.acquire("alice", key, ttl_ms=60_000), key, True
+            )
+        await _until(answers, 2)
+        for key in ("k", "j"):  # refused: both keys are contended
+            submit(f"bob-{key}", lambda key=key: svc.acquire("bob", key), key, True)
+        await _until(answers, 4)
+        trace.clear()
+        submit("carol-k", lambda: svc.acquire("carol", "k"), "k", True)
+        submit("dave-k", lambda: svc.acquire("dave", "k"), "k", True)
+        submit("carol-j", lambda: svc.acquire("carol", "j"), "j", True)
+        await _until(answers, 7)
+
+    try:
+        asyncio.run(main())
+    finally:
+        executor.close()
+    assert all(answers[name] == "LeaseHeld" for name in ("carol-k", "dave-k", "carol-j"))
+    ran = [t for t in trace if t.startswith("ran:")]
+    assert ran == ["ran:carol-k", "ran:carol-j", "ran:dave-k"]
+    assert trace.index("answered:carol-k") > trace.index("ran:carol-j")  # one group

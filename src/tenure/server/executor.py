@@ -51,7 +51,6 @@ MAX_GROUP = 128  # calls of one group, at most (the rest wait for the next one)
 MAX_PG_GROUP = 64  # calls of one group on PostgreSQL
 PG_GROUPS = 2  # groups at once on PostgreSQL (one in its commit while the next runs)
 CONTENDED_S = 0.5  # a key that refused an acquisition this recently (s) is contended
-MAX_CONTENDERS = 1  # acquisitions of a contended key in one group, at most
 #: what a call's outcome is handed to, on the loop: ``(True, result)`` or ``(False, error)``
 Answer = Callable[[bool, Any], None]
 #: a call, its answer, and the key it acquires (``None``: it is no acquisition)
@@ -350,10 +349,10 @@ class GroupExecutor:
         covers (then they wait for it: groups stay large enough for their fixed costs). But an
         acquisition of a *contended* key (one that refused an acquisition in the last
         ``CONTENDED_S``) waits behind the other calls: those go first in a group of their own,
-        and the contenders wait until it is durable, then go at most ``MAX_CONTENDERS`` a group.
-        So the holder's renewals and release, and the calls on other keys, are never stuck
-        behind a stampede of contenders that will be refused, and the key is handed on sooner.
-        Among contenders the order of arrival is kept."""
+        and the contenders wait until it is durable, then go one per key a group. So the
+        holder's renewals and release, and the calls on other keys, are never stuck behind a
+        stampede of contenders that will be refused, and the key is handed on sooner. Among the
+        contenders of a key the order of arrival is kept."""
         jobs, now = self._jobs, time.monotonic()
         later = [job for job in jobs if self._contended_key(job[2], now)] if self._contended else ()
         if later:
@@ -363,12 +362,24 @@ class GroupExecutor:
                 return first[:MAX_GROUP], True
             if self._ahead > self._durable or len(later) < self._unsynced:
                 return [], False
-            self._jobs = later[MAX_CONTENDERS:]
-            return later[:MAX_CONTENDERS], False
+            return self._one_per_key(later), False
         if len(jobs) < self._unsynced:
             return [], False
         self._jobs = jobs[MAX_GROUP:]
         return jobs[:MAX_GROUP], False
+
+    def _one_per_key(self, contenders: list[Job]) -> list[Job]:
+        """The first contender of each key goes (the rest wait, in their order)."""
+        taken: list[Job] = []
+        keys: set[str | None] = set()
+        self._jobs = []
+        for job in contenders:
+            if job[2] in keys or len(taken) >= MAX_GROUP:
+                self._jobs.append(job)
+            else:
+                taken.append(job)
+                keys.add(job[2])
+        return taken
 
     def _contended_key(self, key: str | None, now: float) -> bool:
         if key is None:
