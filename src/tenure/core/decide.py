@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tenure.core.frozen import quick_init
 from tenure.core.models import (
     EventDraft,
     ExtendResult,
@@ -32,6 +33,7 @@ from tenure.errors import (
 )
 
 
+@quick_init
 @dataclass(frozen=True)
 class Decision:
     record: KeyRecord | None

@@ -6,6 +6,8 @@ from copy import deepcopy
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Literal
 
+from tenure.core.frozen import quick_init
+
 Ending = Literal["released", "expired", "force_released", "taken_over"]
 ENDINGS: tuple[str, ...] = ("released", "expired", "force_released", "taken_over")
 LeaseState = Literal["live", "released", "expired", "force_released", "taken_over"]
@@ -14,6 +16,7 @@ KINDS: tuple[str, ...] = ("human", "agent", "service")
 ROLES: tuple[str, ...] = ("admin", "supervisor")
 
 
+@quick_init
 @dataclass(frozen=True)
 class Principal:
     """An authenticated identity. The holder of a lease is always one of these."""
@@ -40,6 +43,7 @@ class Principal:
         }
 
 
+@quick_init
 @dataclass(frozen=True)
 class Lease:
     """A lease as callers see it, with its ``state`` at the instant it was read."""
@@ -73,6 +77,7 @@ class Lease:
         }
 
 
+@quick_init
 @dataclass(frozen=True)
 class KeyRecord:
     """Everything the store keeps for one key: its latest lease and the key's bookkeeping.
@@ -132,6 +137,7 @@ class KeyRecord:
 _RECORD_FIELDS = frozenset(f.name for f in fields(KeyRecord))
 
 
+@quick_init
 @dataclass(frozen=True)
 class EventDraft:
     """An event before the store gives it an ``id`` and an instant."""
