@@ -8,6 +8,7 @@ import pytest
 
 import tenure
 from tenure import LeaseHeld, Service
+from tenure.core.models import EventQuery
 
 ADMIN = tenure.Principal("root", roles=("admin",))
 
@@ -177,3 +178,28 @@ def test_a_cursor_reader_sees_every_event_once_while_writers_commit(
     everything = reader.events(limit=1000)
     assert len(everything) == per_writer * count
     assert [e.id for e in seen] == [e.id for e in everything]
+
+
+def test_a_keys_events_page_by_page_are_the_log_filtered(service: Service) -> None:
+    for n in range(12):  # three keys, two holders, interleaved
+        key, who = f"k{n % 3}", ("alice", "bob")[n % 2]
+        service.acquire(who, key, ttl_ms=60_000, task=f"t{n}")
+        service.release(who, key)
+    everything = service.events(limit=1_000)
+    for key in ("k0", "k1", "k2", "absent"):
+        for holder, kind, token in [(None, None, None), ("bob", None, None), (None, "released", 2)]:
+            wanted = [
+                e
+                for e in everything
+                if e.key == key
+                and holder in (None, e.holder)
+                and kind in (None, e.type)
+                and token in (None, e.token)
+            ]
+            pages, after = [], 0
+            while page := service.store.events(
+                EventQuery(after, key, holder, kind, token, limit=2)
+            ):
+                pages.extend(page)
+                after = page[-1].id
+            assert pages == wanted

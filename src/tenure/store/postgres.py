@@ -336,7 +336,10 @@ class PostgresStore(PostgresStats):
             "token": query.token,
             "limit": query.limit,
         }
-        return [rows.event_from(r) for r in self._all(Q["list_events"], params)]
+        return [
+            rows.event_from(r)
+            for r in self._all(Q["list_events" if query.key is None else "list_key_events"], params)
+        ]
 
     def reap(self, limit: int) -> list[Event]:
         with self._tx() as cur:

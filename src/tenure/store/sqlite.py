@@ -471,7 +471,12 @@ class SqliteStore(SqliteStats):
             "token": query.token,
             "limit": query.limit,
         }
-        return [rows.event_from(r) for r in self._conn().execute(Q["list_events"], params)]
+        return [
+            rows.event_from(r)
+            for r in self._conn().execute(
+                Q["list_events" if query.key is None else "list_key_events"], params
+            )
+        ]
 
     def reap(self, limit: int) -> list[Event]:
         with self._write() as conn:

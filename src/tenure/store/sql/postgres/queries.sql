@@ -71,6 +71,17 @@ WHERE id > %(after)s
 ORDER BY id
 LIMIT %(limit)s;
 
+-- name: list_key_events
+-- list_events of one key, along the key's index (key, id).
+SELECT id, at, type, key, holder, task, token, actor, reason, data
+FROM tenure_events
+WHERE key = %(key)s::text AND id > %(after)s
+  AND (%(holder)s::text IS NULL OR holder = %(holder)s::text)
+  AND (%(type)s::text IS NULL OR type = %(type)s::text)
+  AND (%(token)s::bigint IS NULL OR token = %(token)s::bigint)
+ORDER BY id
+LIMIT %(limit)s;
+
 -- name: reap
 -- Exactly once across reapers: rows another transaction holds are skipped, and the update
 -- re-checks `ended IS NULL` under the row lock.

@@ -44,6 +44,17 @@ WHERE id > :after
 ORDER BY id
 LIMIT :limit;
 
+-- name: list_key_events
+-- list_events of one key, along the key's index (key, id).
+SELECT id, at, type, key, holder, task, token, actor, reason, data
+FROM tenure_events
+WHERE key = :key AND id > :after
+  AND (:holder IS NULL OR holder = :holder)
+  AND (:type IS NULL OR type = :type)
+  AND (:token IS NULL OR token = :token)
+ORDER BY id
+LIMIT :limit;
+
 -- name: due_leases
 SELECT key, token, holder, task, expires_at, acquired_at
 FROM tenure_leases
