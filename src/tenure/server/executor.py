@@ -14,7 +14,10 @@ the loop does not wait for the disk between groups. While a sync is on its way, 
 queue wait for it to end unless they are already as many as it covers: so groups stay large
 enough that their fixed costs (``BEGIN``, ``COMMIT``, a sync) do not eat the CPU the calls need.
 When another thread of the server holds the write lock (a FastAPI route, the reaper) the loop
-does not wait for it: that group runs in the committer thread instead.
+does not wait for it: that group runs in the committer thread instead
+(:mod:`tenure.server.committer`). Under contention the holder goes first: an acquisition of a
+key that refused one a moment ago waits while the other calls form a group of their own, until
+that group is durable, then such contenders go one per key a group (:meth:`GroupExecutor._take`).
 
 :class:`PgGroupExecutor` (PostgreSQL): the calls that queue while the group threads are busy
 form the next group, one transaction on one connection: its keys locked ahead in one round trip,
