@@ -269,24 +269,32 @@ def test_the_server_freezes_what_it_built_at_start(tmp_path: Any) -> None:
         gc.unfreeze()
 
 
-def _traced(
-    executor: GroupExecutor, trace: list[str], answers: dict[str, Any]
-) -> Callable[..., None]:
-    """``submit(name, call, key, acquire)``: ``call`` through ``executor.call``, tracing when
-    it runs (``ran:name``) and when it is answered (``answered:name``)."""
+class Traced:
+    """A GroupExecutor whose calls are traced: ``submit(name, call, key, acquire)`` sends
+    ``call`` through ``executor.call``, noting when it runs (``ran:name``) and when it is
+    answered (``answered:name``, with its result or its error's class in ``answers``)."""
 
-    def submit(name: str, call: Callable[[], Any], key: str, acquire: bool) -> None:
+    def __init__(self, service: Service) -> None:
+        self.executor = GroupExecutor(service)
+        self.trace: list[str] = []
+        self.answers: dict[str, Any] = {}
+
+    def submit(self, name: str, call: Callable[[], Any], key: str, acquire: bool) -> None:
         def run() -> Any:
-            trace.append(f"ran:{name}")
+            self.trace.append(f"ran:{name}")
             return call()
 
         def answer(ok: bool, value: Any) -> None:
-            trace.append(f"answered:{name}")
-            answers[name] = value if ok else type(value).__name__
+            self.trace.append(f"answered:{name}")
+            self.answers[name] = value if ok else type(value).__name__
 
-        executor.call(run, key, answer, acquire)
+        self.executor.call(run, key, answer, acquire)
 
-    return submit
+    def run(self, scenario: Callable[[], Any]) -> None:
+        try:
+            asyncio.run(scenario())
+        finally:
+            self.executor.close()
 
 
 async def _until(answers: dict[str, Any], n: int) -> None:
@@ -300,11 +308,8 @@ async def _until(answers: dict[str, Any], n: int) -> None:
 def test_the_holders_calls_go_ahead_of_contenders_and_are_answered_before_they_run(
     sqlite_service: Service,
 ) -> None:
-    svc = sqlite_service
-    executor = GroupExecutor(svc)
-    trace: list[str] = []
-    answers: dict[str, Any] = {}
-    submit = _traced(executor, trace, answers)
+    svc, traced = sqlite_service, Traced(sqlite_service)
+    submit, trace, answers = traced.submit, traced.trace, traced.answers
 
     async def main() -> None:
         submit("alice", lambda: svc.acquire("alice", "k", ttl_ms=60_000), "k", True)
@@ -320,10 +325,7 @@ def test_the_holders_calls_go_ahead_of_contenders_and_are_answered_before_they_r
         submit("other", lambda: svc.acquire("erin", "elsewhere"), "elsewhere", True)
         await _until(answers, 6)
 
-    try:
-        asyncio.run(main())
-    finally:
-        executor.close()
+    traced.run(main)
     assert answers["bob"] == answers["carol"] == answers["dave"] == "LeaseHeld"
     assert answers["renew"].token == answers["alice"].token and answers["other"].holder == "erin"
     assert trace.index("answered:renew") < trace.index("ran:carol")  # durable and answered first
@@ -332,11 +334,8 @@ def test_the_holders_calls_go_ahead_of_contenders_and_are_answered_before_they_r
 
 
 def test_acquisitions_of_keys_nobody_contends_keep_their_turn(sqlite_service: Service) -> None:
-    svc = sqlite_service
-    executor = GroupExecutor(svc)
-    trace: list[str] = []
-    answers: dict[str, Any] = {}
-    submit = _traced(executor, trace, answers)
+    svc, traced = sqlite_service, Traced(sqlite_service)
+    submit, trace, answers = traced.submit, traced.trace, traced.answers
 
     async def main() -> None:
         submit("a", lambda: svc.acquire("alice", "a"), "a", True)
@@ -346,10 +345,7 @@ def test_acquisitions_of_keys_nobody_contends_keep_their_turn(sqlite_service: Se
         submit("c", lambda: svc.acquire("carol", "c"), "c", True)
         await _until(answers, 4)
 
-    try:
-        asyncio.run(main())
-    finally:
-        executor.close()
+    traced.run(main)
     ran = [t for t in trace if t.startswith("ran:")]
     assert ran == ["ran:a", "ran:b", "ran:renew", "ran:c"]
     assert trace.index("answered:b") > trace.index("ran:c")  # one group: answered together
@@ -359,11 +355,8 @@ def test_a_key_is_contended_only_for_a_while(
     sqlite_service: Service, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(executor_module, "CONTENDED_S", 0.2)
-    svc = sqlite_service
-    executor = GroupExecutor(svc)
-    trace: list[str] = []
-    answers: dict[str, Any] = {}
-    submit = _traced(executor, trace, answers)
+    svc, traced = sqlite_service, Traced(sqlite_service)
+    submit, trace, answers = traced.submit, traced.trace, traced.answers
 
     async def main() -> None:
         submit("alice", lambda: svc.acquire("alice", "k", ttl_ms=60_000), "k", True)
@@ -376,19 +369,13 @@ def test_a_key_is_contended_only_for_a_while(
         submit("renew", lambda: svc.renew("alice", "k", answers["alice"].token), "k", False)
         await _until(answers, 4)
 
-    try:
-        asyncio.run(main())
-    finally:
-        executor.close()
+    traced.run(main)
     assert [t for t in trace if t.startswith("ran:")] == ["ran:carol", "ran:renew"]
 
 
 def test_contenders_of_different_keys_share_a_group_one_per_key(sqlite_service: Service) -> None:
-    svc = sqlite_service
-    executor = GroupExecutor(svc)
-    trace: list[str] = []
-    answers: dict[str, Any] = {}
-    submit = _traced(executor, trace, answers)
+    svc, traced = sqlite_service, Traced(sqlite_service)
+    submit, trace, answers = traced.submit, traced.trace, traced.answers
 
     async def main() -> None:
         for key in ("k", "j"):
@@ -405,10 +392,7 @@ def test_contenders_of_different_keys_share_a_group_one_per_key(sqlite_service: 
         submit("carol-j", lambda: svc.acquire("carol", "j"), "j", True)
         await _until(answers, 7)
 
-    try:
-        asyncio.run(main())
-    finally:
-        executor.close()
+    traced.run(main)
     assert all(answers[name] == "LeaseHeld" for name in ("carol-k", "dave-k", "carol-j"))
     ran = [t for t in trace if t.startswith("ran:")]
     assert ran == ["ran:carol-k", "ran:carol-j", "ran:dave-k"]

@@ -86,6 +86,23 @@ class Executor(Protocol):
     def close(self) -> None: ...
 
 
+class _Calls:
+    """:meth:`Executor.submit` and :meth:`Executor.run` over an executor's ``call``."""
+
+    def call(
+        self, call: Callable[[], Any], key: str | None, answer: Answer, acquire: bool = False
+    ) -> None:
+        raise NotImplementedError
+
+    def submit(self, call: Callable[[], T], key: str | None = None) -> asyncio.Future[T]:
+        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        self.call(call, key, partial(_resolve, future))
+        return future
+
+    async def run(self, call: Callable[[], T], key: str | None = None) -> T:
+        return await self.submit(call, key)
+
+
 class _Known(threading.local):
     """A group thread's known tokens (token -> principal) at the auth version it read last."""
 
@@ -94,7 +111,7 @@ class _Known(threading.local):
         self.tokens: dict[str, Principal] = {}
 
 
-class PgGroupExecutor:
+class PgGroupExecutor(_Calls):
     """Group commits for the hot verbs on PostgreSQL: the calls that queue while the group
     threads are busy form the next group, run one after the other in one transaction on one
     connection (:meth:`PostgresStore.group`). Its first round trip locks the keys of its calls
@@ -119,11 +136,6 @@ class PgGroupExecutor:
         self._known = _Known()
         self._threads = ThreadPoolExecutor(PG_GROUPS, thread_name_prefix="tenure-group")
 
-    def submit(self, call: Callable[[], T], key: str | None = None) -> asyncio.Future[T]:
-        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
-        self.call(call, key, partial(_resolve, future))
-        return future
-
     def call(
         self, call: Callable[[], Any], key: str | None, answer: Answer, acquire: bool = False
     ) -> None:
@@ -134,9 +146,6 @@ class PgGroupExecutor:
         self._idle.clear()
         if self._running < PG_GROUPS:
             self._start(asyncio.get_running_loop())
-
-    async def run(self, call: Callable[[], T], key: str | None = None) -> T:
-        return await self.submit(call, key)
 
     def principal(self, token: str, authenticate: Callable[[], Principal]) -> Principal:
         """As :meth:`GroupExecutor.principal` (the group thread keeps the known tokens)."""
@@ -237,7 +246,7 @@ def _outcome(call: Callable[[], Any]) -> tuple[bool, Any]:
         return False, exc
 
 
-class GroupExecutor:
+class GroupExecutor(_Calls):
     """Group commits for the hot verbs on SQLite; every method but :meth:`close` runs on the
     event loop."""
 
@@ -262,11 +271,6 @@ class GroupExecutor:
         self._auth_version = -1
         self._committer = Committer()
 
-    def submit(self, call: Callable[[], T], key: str | None = None) -> asyncio.Future[T]:
-        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
-        self.call(call, key, partial(_resolve, future))
-        return future
-
     def call(
         self, call: Callable[[], Any], key: str | None, answer: Answer, acquire: bool = False
     ) -> None:
@@ -277,9 +281,6 @@ class GroupExecutor:
         if not self._busy and not self._flushing:
             self._flushing = True  # after this turn of the loop: the moment's requests
             asyncio.get_running_loop().call_soon(self._flush)
-
-    async def run(self, call: Callable[[], T], key: str | None = None) -> T:
-        return await self.submit(call, key)
 
     def principal(self, token: str, authenticate: Callable[[], Principal]) -> Principal:
         """Known tokens skip the hash and the lookup while no principal or token changed
