@@ -267,7 +267,6 @@ class GroupExecutor(_Calls):
         self._known: dict[str, Principal] = {}  # token -> principal, at _auth_version
         self._contended: dict[str, float] = {}  # key -> when it last refused an acquisition
         self._ahead = 0  # the last group that went ahead of contenders (they wait for its sync)
-        self._durable = 0  # the last group synced
         self._auth_version = -1
         self._committer = Committer()
 
@@ -364,7 +363,8 @@ class GroupExecutor(_Calls):
             if first:
                 self._jobs = first[MAX_GROUP:] + later
                 return first[:MAX_GROUP], True
-            if self._ahead > self._durable or len(later) < self._unsynced:
+            ahead_unsynced = bool(self._written) and self._written[0][0] <= self._ahead
+            if ahead_unsynced or len(later) < self._unsynced:
                 return [], False
             return self._one_per_key(later), False
         if len(jobs) < self._unsynced:
@@ -439,7 +439,6 @@ class GroupExecutor(_Calls):
         """On the loop: answer every group the sync covered, and sync again for the rest."""
         self._syncing = False
         upto, failed = done
-        self._durable = upto  # (or failed: either way, nothing waits for those groups now)
         loop = asyncio.get_running_loop()
         while self._written and self._written[0][0] <= upto:
             _, jobs, outcomes, events = self._written.popleft()
