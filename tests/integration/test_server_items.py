@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import pytest
 
+from procs import wait_for
+
 if TYPE_CHECKING:
     from conftest import LiveServer
 
@@ -404,7 +406,10 @@ def test_queue_ready_and_briefing(
     assert sorted(v["item"]["id"] for v in first["carrying"]) == ["mid", "mine"]
     assert [x["id"] for x in first["ready"]] == ["top"]
 
-    time.sleep(LAPSE_S)  # alice's own claim on "mine" lapses
+    time.sleep(LAPSE_S)  # alice's own claim on "mine" lapses; its `expired` event is the
+    # reaper's (every 0.25 s): wait for it, or it could come after the briefing below
+    expired = {"key": "items/mine", "type": "expired"}
+    wait_for(lambda: ok(alice.get("/v1/events", params=expired))["events"], 5, "the expiry")
     with live_server.http(live_server.token_for("carol", roles=("supervisor",))) as carol:
         ok(carol.post("/v1/items/mid/force-release", json={"reason": "stuck agent"}))
     second = ok(alice.get("/v1/briefing"))
