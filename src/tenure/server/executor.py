@@ -356,10 +356,9 @@ class GroupExecutor(_Calls):
         holder's renewals and release, and the calls on other keys, are never stuck behind a
         stampede of contenders that will be refused, and the key is handed on sooner. Among the
         contenders of a key the order of arrival is kept."""
-        jobs, now = self._jobs, time.monotonic()
-        later = [job for job in jobs if self._contended_key(job[2], now)] if self._contended else ()
+        jobs = self._jobs
+        first, later = self._split(jobs) if self._contended else (jobs, [])
         if later:
-            first = [job for job in jobs if not self._contended_key(job[2], now)]
             if first:
                 self._jobs = first[MAX_GROUP:] + later
                 return first[:MAX_GROUP], True
@@ -385,16 +384,20 @@ class GroupExecutor(_Calls):
                 keys.add(job[2])
         return taken
 
-    def _contended_key(self, key: str | None, now: float) -> bool:
-        if key is None:
-            return False
-        since = self._contended.get(key)
-        if since is None:
-            return False
-        if now - since < CONTENDED_S:
-            return True
-        del self._contended[key]
-        return False
+    def _split(self, jobs: list[Job]) -> tuple[list[Job], list[Job]]:
+        """``jobs`` as (the others, the contenders), each in its order; keys no longer
+        contended are forgotten."""
+        now = time.monotonic()
+        first: list[Job] = []
+        later: list[Job] = []
+        for job in jobs:
+            key = job[2]
+            since = None if key is None else self._contended.get(key)
+            if key is not None and since is not None and now - since >= CONTENDED_S:
+                del self._contended[key]
+                since = None
+            (first if since is None else later).append(job)
+        return first, later
 
     def _contend(self, jobs: list[Job], outcomes: list[tuple[bool, Any]]) -> None:
         """Mark the keys whose acquisition the group refused as contended."""

@@ -234,18 +234,16 @@ def lease_json(lease: Lease) -> str:
     )
 
 
-_LABELS = {
-    (path, n): (("route", path), ("method", "POST"), ("code", f"{n}xx"))
-    for path in FIELDS
-    for n in (2, 4, 5)
-}
+def _route_labels(path: str, status_class: int) -> tuple[tuple[str, str], ...]:
+    return (("route", path), ("method", "POST"), ("code", f"{status_class}xx"))
+
+
+_LABELS = {(path, n): _route_labels(path, n) for path in FIELDS for n in (2, 4, 5)}
 
 
 def observe(st: State, path: str, status: int, started: float) -> None:
     """The request's duration, as the ``Timing`` middleware counts the other routes'."""
-    labels = _LABELS.get((path, status // 100))
-    if labels is None:
-        labels = (("route", path), ("method", "POST"), ("code", f"{status // 100}xx"))
+    labels = _LABELS.get((path, status // 100)) or _route_labels(path, status // 100)
     elapsed = time.perf_counter() - started
     st.service.metrics.observe("tenure_request_duration_seconds", elapsed, labels)
 
