@@ -101,7 +101,7 @@ def test_a_failed_commit_fails_every_call_of_its_group(sqlite_service: Service) 
     def failing_commit(batch: Any, **_: Any) -> None:  # the disk refuses: the commit raises
         store._writer_conn().execute("ROLLBACK")
         batch.error = RuntimeError("disk full")
-        batch.done.set()
+        batch.finish()
         store._batch = None
         raise RuntimeError("disk full")
 
@@ -397,3 +397,51 @@ def test_contenders_of_different_keys_share_a_group_one_per_key(sqlite_service: 
     ran = [t for t in trace if t.startswith("ran:")]
     assert ran == ["ran:carol-k", "ran:carol-j", "ran:dave-k"]
     assert trace.index("answered:carol-k") > trace.index("ran:carol-j")  # one group
+
+
+def test_a_group_that_commits_during_a_sync_is_synced_next_by_the_committer_itself(
+    sqlite_service: Service,
+) -> None:
+    """The committer syncs again at once for a group committed while it synced (no sync job
+    queued by the loop for it), and the first group is answered before that second sync ends."""
+    svc, executor = sqlite_service, GroupExecutor(sqlite_service)
+    gate, second_sync = threading.Event(), threading.Event()
+    syncs: list[int] = []
+    jobs: list[str] = []
+    real_sync, real_run = executor._wal.sync, executor._committer.run
+
+    def sync() -> None:
+        syncs.append(executor._seq)
+        if len(syncs) == 1:
+            gate.wait(10)  # the first sync lasts until the second group has committed
+        elif len(syncs) == 2:
+            second_sync.wait(10)  # ... and the second until the first group was answered
+        real_sync()
+
+    def run(loop: Any, work: Any, then: Any) -> None:
+        jobs.append(getattr(work, "func", work).__name__)
+        real_run(loop, work, then)
+
+    async def main() -> list[str]:
+        answered: list[str] = []
+        first = executor.submit(lambda: svc.acquire("alice", "a").holder, "a")
+        first.add_done_callback(lambda _: (answered.append("alice"), second_sync.set()))
+        while not syncs:
+            await asyncio.sleep(0.001)
+        second = executor.submit(lambda: svc.acquire("bob", "b").holder, "b")
+        while executor._seq < 2:  # the second group committed during the first sync
+            await asyncio.sleep(0.001)
+        gate.set()
+        assert await asyncio.wait_for(first, 10) == "alice"
+        assert await asyncio.wait_for(second, 10) == "bob"
+        answered.append("bob")
+        return answered
+
+    executor._wal.sync = sync  # type: ignore[method-assign]
+    executor._committer.run = run  # type: ignore[method-assign]
+    try:
+        assert asyncio.run(main()) == ["alice", "bob"]
+    finally:
+        executor.close()
+    assert syncs == [1, 2]  # two syncs, the second covering the second group
+    assert jobs == ["_sync"]  # in one job of the committer

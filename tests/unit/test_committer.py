@@ -51,3 +51,24 @@ def test_close_runs_what_is_queued_then_stops() -> None:
     finally:
         loop.close()
     assert ran == [0, 1, 2, 3, 4]
+
+
+def test_pending_tells_the_work_that_more_is_queued() -> None:
+    committer = Committer()
+    seen: list[bool] = []
+    gate = threading.Event()
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        done = asyncio.Event()
+        first = lambda: (gate.wait(10), seen.append(committer.pending()))  # noqa: E731
+        committer.run(loop, first, lambda _: None)
+        committer.run(loop, lambda: seen.append(committer.pending()), lambda _: done.set())
+        gate.set()
+        await asyncio.wait_for(done.wait(), 10)
+
+    try:
+        asyncio.run(main())
+    finally:
+        committer.close()
+    assert seen == [True, False]

@@ -34,6 +34,10 @@ class Committer:
         called on ``loop`` once it returned."""
         self._queue.put((work, then, loop))
 
+    def pending(self) -> bool:
+        """Work is queued (from the committer thread: whether it may go on with its own)."""
+        return not self._queue.empty()
+
     def close(self) -> None:
         """Run what is queued, then stop the thread (from any thread but its own)."""
         self._queue.put(None)

@@ -8,7 +8,9 @@ commits it, which in the store's deferred mode only writes the WAL
 serving: the calls that arrive meanwhile form the next group, which may run and commit before
 that sync ends; one sync covers every group committed before it began. Every reply of a group is
 sent once a sync that covers it has returned, never before; a commit or sync that fails fails
-every call it covers. So a moment's requests share one fsync and no thread hand-off each, the
+every call it covers; if groups committed while it synced, the committer syncs again at once
+(handing what it covered to the loop as it goes) instead of waiting for the loop to ask. So a
+moment's requests share one fsync and no thread hand-off each, the
 GIL is not passed back and forth between the loop and a worker thread for every statement, and
 the loop does not wait for the disk between groups. While a sync is on its way, the calls that
 queue wait for it to end unless they are already as many as it covers: so groups stay large
@@ -53,6 +55,7 @@ MAX_KNOWN = 10_000  # tokens whose principal the executor keeps (then it starts 
 MAX_GROUP = 128  # calls of one group, at most (the rest wait for the next one)
 MAX_PG_GROUP = 64  # calls of one group on PostgreSQL
 PG_GROUPS = 2  # groups at once on PostgreSQL (one in its commit while the next runs)
+MAX_SYNCS = 16  # syncs in a row in the committer thread, at most (then: a turn of the loop)
 CONTENDED_S = 0.5  # a key that refused an acquisition this recently (s) is contended
 #: what a call's outcome is handed to, on the loop: ``(True, result)`` or ``(False, error)``
 Answer = Callable[[bool, Any], None]
@@ -424,33 +427,46 @@ class GroupExecutor(_Calls):
     def _sync_soon(self, loop: asyncio.AbstractEventLoop) -> None:
         if not self._syncing and self._written:
             self._syncing = True
-            self._committer.run(loop, self._sync, self._synced)
+            self._committer.run(loop, partial(self._sync, loop), self._synced)
 
-    def _sync(self) -> tuple[int, Exception | None]:
+    def _sync(self, loop: asyncio.AbstractEventLoop) -> tuple[int, Exception | None]:
         """In the committer thread: make every group committed so far durable; the number of
-        the last one it covers."""
-        upto = self._seq  # committed (COMMIT returned) before the sync begins
-        try:
-            self._wal.sync()
-        except OSError as exc:
-            return upto, sqlite3.OperationalError(f"syncing the commit failed: {exc}")
-        except Exception as exc:  # a bug: still fail the calls rather than leave them waiting
-            return upto, exc
+        the last one it covers. If groups committed while it synced (and the committer has
+        nothing else queued), it hands what it covered to the loop (:meth:`_covered`) and
+        syncs again at once, up to ``MAX_SYNCS`` times: a group that commits during a sync
+        (the holder's, behind a contender's) waits for one sync more, not also for a turn of
+        the loop and a hand-off to this thread."""
+        upto = 0
+        for _ in range(MAX_SYNCS):
+            if upto:
+                loop.call_soon_threadsafe(self._covered, upto, None)
+            upto = self._seq  # committed (COMMIT returned) before the sync begins
+            try:
+                self._wal.sync()
+            except OSError as exc:
+                return upto, sqlite3.OperationalError(f"syncing the commit failed: {exc}")
+            except Exception as exc:  # a bug: still fail the calls rather than leave them waiting
+                return upto, exc
+            if self._seq == upto or self._committer.pending():
+                break
         return upto, None
 
     def _synced(self, done: tuple[int, Exception | None]) -> None:
-        """On the loop: answer every group the sync covered, and sync again for the rest."""
+        """On the loop: the sync ended; answer what it covered, and sync again for the rest."""
         self._syncing = False
-        upto, failed = done
-        loop = asyncio.get_running_loop()
+        self._covered(*done)
+        self._sync_soon(asyncio.get_running_loop())
+
+    def _covered(self, upto: int, failed: Exception | None) -> None:
+        """On the loop: answer every group up to ``upto`` (the sync that covered it failed if
+        ``failed``)."""
         while self._written and self._written[0][0] <= upto:
             _, jobs, outcomes, events = self._written.popleft()
             self._unsynced -= len(jobs)
             if failed is None:
                 self._service.committed(events)
             self._answer(jobs, outcomes, failed)
-        self._sync_soon(loop)
-        self._next(loop)
+        self._next(asyncio.get_running_loop())
 
     def _run_group(self, jobs: list[Job]) -> tuple[list[tuple[bool, Any]], Exception | None]:
         """In the committer thread, when the loop could not open the group itself: the group

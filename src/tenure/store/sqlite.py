@@ -7,7 +7,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -35,14 +35,22 @@ MAX_BATCH = 64  # writes that share one commit, at most
 
 
 class Batch:
-    """The writes of one group commit: ``done`` is set once it committed (or failed)."""
+    """The writes of one group commit: ``done`` is set once it committed (or failed). Only
+    writes that queue behind another thread's commit wait for it, so the event is made when
+    the first of them joins (under the write lock, as the commit that sets it): a group the
+    server's loop opens has none."""
 
     __slots__ = ("done", "error", "size")
 
     def __init__(self) -> None:
-        self.done = threading.Event()
+        self.done: threading.Event | None = None
         self.error: BaseException | None = None
         self.size = 0
+
+    def finish(self) -> None:
+        """It committed or failed: wake the writes waiting for it."""
+        if self.done is not None:
+            self.done.set()
 
 
 class _SqliteKeyTx:
@@ -115,6 +123,34 @@ class _SqliteKeyTx:
             "now": self.now,
         }
         self.conn.execute(Q["add_token"], token)
+
+
+class _GroupKeyTx:
+    """:meth:`SqliteStore.key_tx` in this thread's open group: what ``_in_group`` does (a
+    savepoint a write that fails rolls back alone), as a plain context manager."""
+
+    __slots__ = ("conn", "group", "key", "store")
+
+    def __init__(self, store: SqliteStore, conn: sqlite3.Connection, group: Batch, key: str):
+        self.store, self.conn, self.group, self.key = store, conn, group, key
+
+    def __enter__(self) -> _SqliteKeyTx:
+        self.group.size += 1
+        self.conn.execute("SAVEPOINT tenure_write")
+        self.store._local.writing = True
+        try:  # the instant is read under the write lock, so it orders with the commit
+            return _SqliteKeyTx(self.conn, self.key, self.store.clock.now_ms())
+        except BaseException:
+            self.__exit__(RuntimeError, None, None)
+            raise
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        try:
+            if kind is not None:
+                self.conn.execute("ROLLBACK TO tenure_write")
+        finally:
+            self.store._local.writing = False
+            self.conn.execute("RELEASE tenure_write")
 
 
 def _insert_event(conn: sqlite3.Connection, e: EventDraft, now: int) -> int:
@@ -250,6 +286,8 @@ class SqliteStore(SqliteStats):
                 conn.execute("BEGIN IMMEDIATE")
                 self._batch = Batch()
             batch = self._batch
+            if batch.done is None:
+                batch.done = threading.Event()
             yield from self._in_group(batch)
             with self._queue_lock:
                 mine = self._queued == 0 or batch.size >= MAX_BATCH
@@ -259,7 +297,7 @@ class SqliteStore(SqliteStats):
                     self._commit(batch)
             finally:
                 self._writer.release()
-        if not mine:
+        if not mine and batch.done is not None:
             batch.done.wait()
         if batch.error is not None:
             raise batch.error
@@ -357,7 +395,7 @@ class SqliteStore(SqliteStats):
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
         finally:
-            batch.done.set()
+            batch.finish()
 
     def _commit(self, batch: Batch, *, sync: bool = True) -> None:
         """Commit the open batch (the caller holds ``_writer``) and wake its writers; in
@@ -370,7 +408,7 @@ class SqliteStore(SqliteStats):
             batch.error = sqlite3.OperationalError(f"the commit failed: {exc}")
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
-            batch.done.set()
+            batch.finish()
             raise
         try:
             if sync and self.wal_sync is not None:
@@ -379,7 +417,7 @@ class SqliteStore(SqliteStats):
             batch.error = sqlite3.OperationalError(f"syncing the commit failed: {exc}")
             raise batch.error from exc
         finally:
-            batch.done.set()
+            batch.finish()
 
     def _migrate(self) -> None:
         with self._write() as conn:
@@ -408,8 +446,14 @@ class SqliteStore(SqliteStats):
     def now_ms(self) -> int:
         return self.clock.now_ms()
 
+    def key_tx(self, key: str, *, create: bool = False) -> AbstractContextManager[_SqliteKeyTx]:
+        group: Batch | None = getattr(self._local, "group", None)
+        if group is not None:  # the server's groups (the hot path): no generator frames
+            return _GroupKeyTx(self, self._writer_conn(), group, key)
+        return self._key_tx(key)
+
     @contextmanager
-    def key_tx(self, key: str, *, create: bool = False) -> Iterator[_SqliteKeyTx]:
+    def _key_tx(self, key: str) -> Iterator[_SqliteKeyTx]:
         with self._write() as conn:
             # The instant is read once the write lock is held, so it orders with the commit.
             yield _SqliteKeyTx(conn, key, self.clock.now_ms())
