@@ -452,10 +452,15 @@ class GroupExecutor(_Calls):
         return upto, None
 
     def _synced(self, done: tuple[int, Exception | None]) -> None:
-        """On the loop: the sync ended; answer what it covered, and sync again for the rest."""
+        """On the loop: the sync ended; sync again for the groups committed since (before
+        answering: the committer syncs while the loop writes the replies), answer what it
+        covered."""
         self._syncing = False
+        loop = asyncio.get_running_loop()
+        if self._seq > done[0]:
+            self._sync_soon(loop)
         self._covered(*done)
-        self._sync_soon(asyncio.get_running_loop())
+        self._sync_soon(loop)
 
     def _covered(self, upto: int, failed: Exception | None) -> None:
         """On the loop: answer every group up to ``upto`` (the sync that covered it failed if
