@@ -8,6 +8,8 @@ commit is durable (another connection already sees it).
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import sqlite3
 import threading
 from collections.abc import Callable
@@ -20,6 +22,7 @@ from tenure.errors import Unauthenticated
 from tenure.principals import Principals
 from tenure.server import executor as executor_module
 from tenure.server.executor import GroupExecutor
+from tenure.server.syncer import SyncProcess
 from tenure.store.sqlite import SqliteStore
 
 
@@ -404,7 +407,7 @@ def test_a_group_that_commits_during_a_sync_is_synced_next_by_the_committer_itse
 ) -> None:
     """The committer syncs again at once for a group committed while it synced (no sync job
     queued by the loop for it), and the first group is answered before that second sync ends."""
-    svc, executor = sqlite_service, GroupExecutor(sqlite_service)
+    svc, executor = sqlite_service, GroupExecutor(sqlite_service, sync_process=False)
     gate, second_sync = threading.Event(), threading.Event()
     syncs: list[int] = []
     jobs: list[str] = []
@@ -445,3 +448,89 @@ def test_a_group_that_commits_during_a_sync_is_synced_next_by_the_committer_itse
         executor.close()
     assert syncs == [1, 2]  # two syncs, the second covering the second group
     assert jobs == ["_sync"]  # in one job of the committer
+
+
+def _no_sync_in_process() -> None:
+    raise AssertionError("the WAL was synced in the server's process")
+
+
+def test_the_wal_is_synced_by_the_syncer_process_which_ends_with_the_executor(
+    sqlite_service: Service,
+) -> None:
+    svc, executor = sqlite_service, GroupExecutor(sqlite_service)
+    assert executor._process is not None
+    pid = executor._process.pid
+    executor._wal.sync = _no_sync_in_process  # type: ignore[method-assign]
+
+    async def main() -> list[Any]:
+        calls = [executor.run(lambda i=i: svc.acquire(f"p{i}", f"k{i}").token) for i in range(20)]
+        return await asyncio.gather(*calls)
+
+    try:
+        assert asyncio.run(main()) == [1] * 20
+    finally:
+        executor.close()
+    assert not _alive(pid)
+
+
+def test_if_the_syncer_process_dies_the_committer_thread_syncs(sqlite_service: Service) -> None:
+    svc, executor = sqlite_service, GroupExecutor(sqlite_service)
+    assert executor._process is not None
+    real_sync, syncs = executor._wal.sync, []
+
+    def sync() -> None:
+        syncs.append(1)
+        real_sync()
+
+    executor._wal.sync = sync  # type: ignore[method-assign]
+
+    async def main() -> list[Any]:
+        first = await executor.run(lambda: svc.acquire("alice", "a").holder)
+        assert executor._process is not None
+        os.kill(executor._process.pid, signal.SIGSTOP)  # asked, it never answers: then dies
+        later = [
+            asyncio.ensure_future(executor.run(lambda i=i: svc.acquire(f"p{i}", f"k{i}").holder))
+            for i in range(5)
+        ]
+        for _ in range(2000):  # their group committed, its sync asked of the process
+            if executor._requested >= 2:
+                break
+            await asyncio.sleep(0.01)
+        assert executor._requested >= 2
+        os.kill(executor._process.pid, signal.SIGKILL)
+        return [first, *await asyncio.wait_for(asyncio.gather(*later), 20)]
+
+    try:
+        assert asyncio.run(main()) == ["alice", "p0", "p1", "p2", "p3", "p4"]
+    finally:
+        executor.close()
+    assert executor._syncer is None and syncs  # the thread took over
+    assert [lease.key for lease in svc.list()] == ["a", "k0", "k1", "k2", "k3", "k4"]
+
+
+def test_a_sync_the_syncer_process_reports_failed_fails_the_calls_it_covers(
+    sqlite_service: Service, tmp_path: Any
+) -> None:
+    svc, executor = sqlite_service, GroupExecutor(sqlite_service)
+    assert executor._process is not None
+    executor._process.close()
+    executor._process = executor._syncer = SyncProcess(tmp_path / "missing-wal")
+
+    async def main() -> list[Any]:
+        calls = [executor.run(lambda i=i: svc.acquire(f"p{i}", f"k{i}")) for i in range(3)]
+        return await asyncio.gather(*calls, return_exceptions=True)
+
+    try:
+        results = asyncio.run(main())
+    finally:
+        executor.close()
+    assert [type(r) for r in results] == [sqlite3.OperationalError] * 3
+    assert all("syncing the commit failed" in str(r) for r in results)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True

@@ -4,22 +4,25 @@
 group. The loop opens the group's transaction, runs the calls one after the other right there
 (a savepoint each: a call that fails rolls back alone; SQLite statements take microseconds) and
 commits it, which in the store's deferred mode only writes the WAL
-(:mod:`tenure.store.sqlite_sync`). A committer thread then syncs the WAL while the loop goes on
-serving: the calls that arrive meanwhile form the next group, which may run and commit before
-that sync ends; one sync covers every group committed before it began. Every reply of a group is
-sent once a sync that covers it has returned, never before; a commit or sync that fails fails
-every call it covers; if groups committed while it synced, the committer syncs again at once
-(handing what it covered to the loop as it goes) instead of waiting for the loop to ask. So a
-moment's requests share one fsync and no thread hand-off each, the
-GIL is not passed back and forth between the loop and a worker thread for every statement, and
-the loop does not wait for the disk between groups. While a sync is on its way, the calls that
-queue wait for it to end unless they are already as many as it covers: so groups stay large
-enough that their fixed costs (``BEGIN``, ``COMMIT``, a sync) do not eat the CPU the calls need.
-When another thread of the server holds the write lock (a FastAPI route, the reaper) the loop
-does not wait for it: that group runs in the committer thread instead
-(:mod:`tenure.server.committer`). Under contention the holder goes first: an acquisition of a
-key that refused one a moment ago waits while the other calls form a group of their own, until
-that group is durable, then such contenders go one per key a group (:meth:`GroupExecutor._take`).
+(:mod:`tenure.store.sqlite_sync`). A helper process (:mod:`tenure.server.syncd`, asked through
+a pipe by :class:`~tenure.server.syncer.SyncProcess`) then syncs the WAL while the loop goes on
+serving; if it cannot start or exits, the committer thread syncs instead: the calls that arrive
+meanwhile form the next group, which may run and commit before that sync ends; one sync covers
+every group committed before it began. Every reply of a group is sent once a sync that covers
+it has returned, never before; a commit or sync that fails fails every call it covers; groups
+that commit during a sync are asked of the helper at once (it reads them all and covers them
+with its next sync), and the committer thread, when it syncs, syncs again at once for them
+(handing what it covered to the loop as it goes). So a moment's requests share one fsync and no
+thread hand-off each, the GIL is not passed back and forth between the loop and a worker thread
+for every statement, and the loop does not wait for the disk between groups. While a sync is on
+its way, the calls that queue wait for it to end unless they are already as many as it covers:
+so groups stay large enough that their fixed costs (``BEGIN``, ``COMMIT``, a sync) do not eat
+the CPU the calls need. When another thread of the server holds the write lock (a FastAPI
+route, the reaper) the loop does not wait for it: that group runs in the committer thread
+instead (:mod:`tenure.server.committer`). Under contention the holder goes first: an
+acquisition of a key that refused one a moment ago waits while the other calls form a group of
+their own, until that group is durable, then such contenders go one per key a group
+(:meth:`GroupExecutor._take`).
 
 :class:`PgGroupExecutor` (PostgreSQL): the calls that queue while the group threads are busy
 form the next group, one transaction on one connection: its keys locked ahead in one round trip,
@@ -45,6 +48,7 @@ import psycopg
 from tenure.core.models import EventDraft, Principal
 from tenure.errors import LeaseHeld
 from tenure.server.committer import Committer
+from tenure.server.syncer import SyncProcess
 from tenure.service import Service
 from tenure.store.postgres import PostgresStore
 from tenure.store.sqlite import SqliteStore
@@ -253,10 +257,21 @@ class GroupExecutor(_Calls):
     """Group commits for the hot verbs on SQLite; every method but :meth:`close` runs on the
     event loop."""
 
-    def __init__(self, service: Service) -> None:
+    def __init__(self, service: Service, *, sync_process: bool = True) -> None:
+        """``sync_process``: sync the WAL in a helper process (:mod:`tenure.server.syncd`),
+        else (or if it cannot start, or goes away) in the committer thread."""
         assert isinstance(service.store, SqliteStore)
         self._service, self._store = service, service.store
         self._wal = self._store.defer_sync()  # COMMIT writes, _sync makes durable
+        self._process: SyncProcess | None = None
+        if sync_process and self._wal.needed:
+            try:
+                self._process = SyncProcess(self._wal.path)
+            except OSError as exc:
+                log.warning("the WAL syncer did not start (%s): syncing in a thread", exc)
+        self._syncer = self._process  # None: the committer thread syncs
+        self._requested = 0  # the last group the syncer was asked to cover
+        self._attached = False
         self._jobs: list[Job] = []
         self._busy = False  # a group runs in the committer thread (the lock was taken)
         self._flushing = False  # a flush is scheduled
@@ -300,6 +315,8 @@ class GroupExecutor(_Calls):
         self._closed = True
         self._idle.wait()
         self._committer.close()
+        if self._process is not None:
+            self._process.close()
 
     def _flush(self) -> None:
         """Open a group and run the waiting calls in it right here on the event loop (no
@@ -425,7 +442,9 @@ class GroupExecutor(_Calls):
         return outcomes
 
     def _sync_soon(self, loop: asyncio.AbstractEventLoop) -> None:
-        if not self._syncing and self._written:
+        if self._syncer is not None:
+            self._ask_syncer(loop, self._syncer)
+        elif not self._syncing and self._written:
             self._syncing = True
             self._committer.run(loop, partial(self._sync, loop), self._synced)
 
@@ -461,6 +480,34 @@ class GroupExecutor(_Calls):
             self._sync_soon(loop)
         self._covered(*done)
         self._sync_soon(loop)
+
+    def _ask_syncer(self, loop: asyncio.AbstractEventLoop, syncer: SyncProcess) -> None:
+        """Ask the syncer process to cover every group committed so far (once per group: a
+        group that commits while it syncs is asked for at once, and covered by its next
+        sync)."""
+        if not self._written or self._requested >= self._seq:
+            return
+        if not self._attached:
+            syncer.attach(loop, self._synced_by_process, self._syncer_lost)
+            self._attached = True
+        self._requested = self._seq
+        self._syncing = True
+        syncer.request(self._seq)
+
+    def _synced_by_process(self, upto: int, ok: bool) -> None:
+        """On the loop: the syncer process covered every group up to ``upto``."""
+        if upto >= self._requested:
+            self._syncing = False
+        failed = None if ok else sqlite3.OperationalError("syncing the commit failed")
+        self._covered(upto, failed)
+
+    def _syncer_lost(self) -> None:
+        """On the loop: the syncer process went away; the committer thread syncs from now on
+        (what was asked of the process and not answered included)."""
+        self._syncer, self._syncing = None, False
+        if not self._closed:
+            log.warning("the WAL syncer process exited: syncing in a thread")
+        self._sync_soon(asyncio.get_running_loop())
 
     def _covered(self, upto: int, failed: Exception | None) -> None:
         """On the loop: answer every group up to ``upto`` (the sync that covered it failed if
