@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import sqlite3
 import threading
 import time
@@ -132,9 +133,10 @@ def test_groups_are_answered_after_a_sync_that_covers_them(
     store: SqliteStore, tmp_path: Path, during: int
 ) -> None:
     """3 calls are being synced; ``during`` more arrive. As many or more: they commit while that
-    sync runs (the loop does not wait for the disk). Fewer: they wait for it (a bigger group)."""
+    sync runs (the loop does not wait for the disk). Fewer: they wait for it (a bigger group).
+    Syncs in the committer thread (the fallback), whose syncs this test can slow down."""
     svc = Service(store)
-    executor = GroupExecutor(svc)
+    executor = GroupExecutor(svc, sync_process=False)
     syncs, in_sync = _slow_syncs(store, tmp_path)
     answered: dict[str, float] = {}
 
@@ -178,7 +180,7 @@ def test_a_failed_sync_fails_every_call_it_covers(
     says: str,
 ) -> None:
     svc = Service(store)
-    executor = GroupExecutor(svc)
+    executor = GroupExecutor(svc, sync_process=False)  # the syncer process: test_executor.py
 
     def broken(fd: int) -> None:
         raise error
@@ -201,3 +203,54 @@ def test_a_failed_sync_fails_every_call_it_covers(
     assert all(isinstance(r, kind) for r in results[:2])
     assert says in str(results[0])
     assert results[2] == "carol"
+
+
+def test_with_the_syncer_process_no_call_is_answered_before_a_sync_covers_it(
+    store: SqliteStore, tmp_path: Path
+) -> None:
+    """The syncer process stopped (a disk that does not answer): the calls committed meanwhile
+    are not answered, the loop goes on committing the next group, and every call is answered
+    once the helper syncs again."""
+    svc = Service(store)
+    executor = GroupExecutor(svc)
+    other = sqlite3.connect(tmp_path / "t.db")
+
+    def committed(*keys: str) -> bool:
+        rows = other.execute("SELECT key FROM tenure_leases").fetchall()
+        return set(keys) <= {r[0] for r in rows}
+
+    async def until(*keys: str) -> None:
+        for _ in range(1000):
+            if committed(*keys):
+                return
+            await asyncio.sleep(0.01)
+        raise AssertionError(f"{keys} never committed")
+
+    def calls(prefix: str) -> list[asyncio.Future[Any]]:
+        return [
+            asyncio.ensure_future(executor.run(lambda k=f"{prefix}{i}": svc.acquire("al", k).key))
+            for i in range(4)
+        ]
+
+    async def main() -> list[Any]:
+        await executor.run(lambda: svc.acquire("alice", "a"))  # the helper is attached
+        assert executor._process is not None
+        pid = executor._process.pid
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            first = calls("b")
+            await until("b0", "b1", "b2", "b3")
+            second = calls("c")  # as many as the sync on its way covers: they do not wait
+            await until("c0", "c1", "c2", "c3")
+            await asyncio.sleep(0.2)
+            assert not any(f.done() for f in first + second)
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        return await asyncio.wait_for(asyncio.gather(*first, *second), 20)
+
+    try:
+        keys = asyncio.run(main())
+    finally:
+        executor.close()
+        other.close()
+    assert keys == ["b0", "b1", "b2", "b3", "c0", "c1", "c2", "c3"]
