@@ -11,6 +11,8 @@ import tenure
 from contract._items import ADMIN, ALICE, BOB, org
 from tenure import Service
 from tenure.errors import InvalidRequest
+from tenure.store.sqlite import SqliteStore
+from tenure.store.sqlite_stats import _first_event_at
 
 HOUR = 3_600_000
 
@@ -194,3 +196,32 @@ def test_events_of_an_item(svc: Service) -> None:
     assert [e.type for e in svc.events(item="w1")] == ["acquired", "claimed"]
     assert svc.events(key="other", item="w1") == []  # both filters apply
     assert svc.events(key="items/w1", item="w1") == svc.events(item="w1")
+
+
+def test_a_window_from_any_instant_holds_exactly_the_events_from_it(
+    svc: Service, clock: tenure.FakeClock
+) -> None:
+    """Windows start at any instant: before every event, between two, on one shared by several,
+    after all; with no events, and once the oldest were pruned (SQLite finds a window's first
+    event by a binary search on the ids)."""
+    store = svc.store
+
+    def check() -> None:
+        events = svc.events(limit=1000)
+        instants = [e.at for e in events]
+        for t in range(min(instants) - 1, max(instants) + 2):
+            want = sum(1 for at in instants if at >= t)
+            assert sum(store.count_events_since(t).values()) == want, t
+            assert len(store.hold_times(t, 1000)) == 0  # no ending yet
+            if isinstance(store, SqliteStore):  # the split itself, not only what it yields
+                split = _first_event_at(store._conn(), t)
+                assert all((e.id >= split) is (e.at >= t) for e in events), t
+
+    assert store.count_events_since(0) == {}
+    for i in range(11):
+        svc.acquire(ALICE, f"w/{i}", ttl_ms=600_000)
+        if i % 3 == 2:
+            clock.advance(7)
+    check()
+    assert svc.prune_events(max_count=4, max_age_ms=10 * HOUR, batch=100) > 0
+    check()

@@ -177,6 +177,8 @@ WHERE excluded.event_id > tenure_cursors.event_id;
 
 -- Statistics ---------------------------------------------------------------------------------
 -- An event's kind is its type, except that the release by a completion is `released:completed`.
+-- A time window starts at :first_id, the first event at or after its start (found by a binary
+-- search on the ids, see SqliteStats._first_event_at); `at` is checked too.
 
 -- name: count_events_after
 SELECT CASE WHEN type = 'released' AND reason = 'completed' THEN 'released:completed'
@@ -189,8 +191,14 @@ GROUP BY kind;
 SELECT CASE WHEN type = 'released' AND reason = 'completed' THEN 'released:completed'
             ELSE type END AS kind,
        count(*)
-FROM tenure_events WHERE at >= :since
+FROM tenure_events WHERE id >= :first_id AND at >= :since
 GROUP BY kind;
+
+-- name: event_id_range
+SELECT coalesce(min(id), 0), coalesce(max(id), 0) FROM tenure_events;
+
+-- name: event_at_or_after
+SELECT id, at FROM tenure_events WHERE id >= :id ORDER BY id LIMIT 1;
 
 -- name: event_totals
 SELECT kind, n FROM tenure_event_totals;
@@ -204,13 +212,14 @@ FROM tenure_leases WHERE ended IS NULL AND expires_at > :now;
 
 -- name: hot_keys
 SELECT key, count(*) AS n
-FROM tenure_events WHERE type = 'conflict' AND at >= :since AND key IS NOT NULL
+FROM tenure_events
+WHERE id >= :first_id AND at >= :since AND type = 'conflict' AND key IS NOT NULL
 GROUP BY key ORDER BY n DESC, key LIMIT :limit;
 
 -- name: expiring_holders
 SELECT holder, sum(type = 'expired') AS expired, count(*) AS ended
 FROM tenure_events
-WHERE at >= :since AND holder IS NOT NULL
+WHERE id >= :first_id AND at >= :since AND holder IS NOT NULL
   AND type IN ('released', 'expired', 'force_released', 'taken_over')
 GROUP BY holder HAVING sum(type = 'expired') > 0
 ORDER BY expired DESC, holder LIMIT :limit;
@@ -218,7 +227,8 @@ ORDER BY expired DESC, holder LIMIT :limit;
 -- name: hold_times
 SELECT CAST(json_extract(data, '$.held_ms') AS INTEGER) AS held
 FROM tenure_events
-WHERE at >= :since AND type IN ('released', 'expired', 'force_released', 'taken_over')
+WHERE id >= :first_id AND at >= :since
+  AND type IN ('released', 'expired', 'force_released', 'taken_over')
   AND held IS NOT NULL
 ORDER BY id DESC LIMIT :limit;
 
@@ -227,7 +237,7 @@ SELECT (at - :start) / :bucket AS slot,
        CASE WHEN type = 'released' AND reason = 'completed' THEN 'completed' ELSE type END AS kind,
        count(*)
 FROM tenure_events
-WHERE at >= :start AND type IN ('released', 'expired', 'force_released', 'taken_over')
+WHERE id >= :first_id AND at >= :start AND type IN ('released', 'expired', 'force_released', 'taken_over')
 GROUP BY slot, kind;
 
 -- Retention --------------------------------------------------------------------------------
