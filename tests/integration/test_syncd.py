@@ -9,6 +9,8 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -23,6 +25,18 @@ def _start(path: Path) -> subprocess.Popen[bytes]:
         stdout=subprocess.PIPE,
         bufsize=0,
     )
+
+
+@contextmanager
+def _running(path: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """The helper on ``path``; then its stdin closed, and it must exit 0."""
+    proc = _start(path)
+    try:
+        yield proc
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        assert proc.wait(10) == 0
 
 
 def _ask(proc: subprocess.Popen[bytes], *numbers: int) -> tuple[bytes, int]:
@@ -40,27 +54,17 @@ def wal(tmp_path: Path) -> Path:
 
 
 def test_it_answers_each_read_with_the_last_number_once_synced(wal: Path) -> None:
-    proc = _start(wal)
-    try:
+    with _running(wal) as proc:
         assert _ask(proc, 1) == (syncd.SYNCED, 1)
         assert _ask(proc, 2, 3, 7) == (syncd.SYNCED, 7)  # read at once: one sync for all
         wal.unlink()  # replaced (every connection had closed): it opens the new file
         wal.write_bytes(b"new frames")
         assert _ask(proc, 8) == (syncd.SYNCED, 8)
-    finally:
-        assert proc.stdin is not None
-        proc.stdin.close()
-        assert proc.wait(10) == 0
 
 
 def test_a_failed_sync_is_answered_as_failed(tmp_path: Path) -> None:
-    proc = _start(tmp_path / "missing-wal")
-    try:
+    with _running(tmp_path / "missing-wal") as proc:
         assert _ask(proc, 5) == (syncd.FAILED, 5)
-    finally:
-        assert proc.stdin is not None
-        proc.stdin.close()
-        assert proc.wait(10) == 0
 
 
 def test_it_outlives_sigterm_and_sigint_and_ends_with_its_stdin(wal: Path) -> None:
