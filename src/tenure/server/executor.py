@@ -271,7 +271,6 @@ class GroupExecutor(_Calls):
                 log.warning("the WAL syncer did not start (%s): syncing in a thread", exc)
         self._syncer = self._process  # None: the committer thread syncs
         self._requested = 0  # the last group the syncer was asked to cover
-        self._attached = False
         self._jobs: list[Job] = []
         self._busy = False  # a group runs in the committer thread (the lock was taken)
         self._flushing = False  # a flush is scheduled
@@ -487,9 +486,8 @@ class GroupExecutor(_Calls):
         sync)."""
         if not self._written or self._requested >= self._seq:
             return
-        if not self._attached:
+        if not syncer.attached:
             syncer.attach(loop, self._synced_by_process, self._syncer_lost)
-            self._attached = True
         self._requested = self._seq
         self._syncing = True
         syncer.request(self._seq)

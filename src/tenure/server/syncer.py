@@ -48,6 +48,11 @@ class SyncProcess:
     def pid(self) -> int:
         return self._proc.pid
 
+    @property
+    def attached(self) -> bool:
+        """Whether :meth:`attach` was called."""
+        return self._loop is not None
+
     def attach(
         self, loop: asyncio.AbstractEventLoop, synced: Synced, lost: Callable[[], None]
     ) -> None:

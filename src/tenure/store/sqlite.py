@@ -125,24 +125,21 @@ class _SqliteKeyTx:
         self.conn.execute(Q["add_token"], token)
 
 
-class _GroupKeyTx:
-    """:meth:`SqliteStore.key_tx` in this thread's open group: what ``_in_group`` does (a
-    savepoint a write that fails rolls back alone), as a plain context manager."""
+class _Savepoint:
+    """A write in the open batch ``group``: a savepoint of its transaction (a write that fails
+    rolls back alone). A plain context manager, no generator frames: the server's group commits
+    enter one per hot call."""
 
-    __slots__ = ("conn", "group", "key", "store")
+    __slots__ = ("conn", "group", "store")
 
-    def __init__(self, store: SqliteStore, conn: sqlite3.Connection, group: Batch, key: str):
-        self.store, self.conn, self.group, self.key = store, conn, group, key
+    def __init__(self, store: SqliteStore, group: Batch) -> None:
+        self.store, self.group, self.conn = store, group, store._writer_conn()
 
-    def __enter__(self) -> _SqliteKeyTx:
+    def __enter__(self) -> sqlite3.Connection:
         self.group.size += 1
         self.conn.execute("SAVEPOINT tenure_write")
         self.store._local.writing = True
-        try:  # the instant is read under the write lock, so it orders with the commit
-            return _SqliteKeyTx(self.conn, self.key, self.store.clock.now_ms())
-        except BaseException:
-            self.__exit__(RuntimeError, None, None)
-            raise
+        return self.conn
 
     def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
         try:
@@ -151,6 +148,27 @@ class _GroupKeyTx:
         finally:
             self.store._local.writing = False
             self.conn.execute("RELEASE tenure_write")
+
+
+class _GroupKeyTx:
+    """:meth:`SqliteStore.key_tx` in this thread's open group: a :class:`_Savepoint` and the
+    key's transaction in it."""
+
+    __slots__ = ("key", "savepoint")
+
+    def __init__(self, store: SqliteStore, group: Batch, key: str) -> None:
+        self.savepoint, self.key = _Savepoint(store, group), key
+
+    def __enter__(self) -> _SqliteKeyTx:
+        conn = self.savepoint.__enter__()
+        try:  # the instant is read under the write lock, so it orders with the commit
+            return _SqliteKeyTx(conn, self.key, self.savepoint.store.clock.now_ms())
+        except BaseException as exc:
+            self.savepoint.__exit__(type(exc))
+            raise
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        self.savepoint.__exit__(kind)
 
 
 def _insert_event(conn: sqlite3.Connection, e: EventDraft, now: int) -> int:
@@ -275,7 +293,8 @@ class SqliteStore(SqliteStats):
         """
         group: Batch | None = getattr(self._local, "group", None)
         if group is not None:
-            yield from self._in_group(group)
+            with _Savepoint(self, group) as conn:
+                yield conn
             return
         self._take_writer()
         batch: Batch | None = None
@@ -288,7 +307,8 @@ class SqliteStore(SqliteStats):
             batch = self._batch
             if batch.done is None:
                 batch.done = threading.Event()
-            yield from self._in_group(batch)
+            with _Savepoint(self, batch) as conn:
+                yield conn
             with self._queue_lock:
                 mine = self._queued == 0 or batch.size >= MAX_BATCH
         finally:
@@ -308,22 +328,6 @@ class SqliteStore(SqliteStats):
         self._writer.acquire()
         with self._queue_lock:
             self._queued -= 1
-
-    def _in_group(self, group: Batch) -> Iterator[sqlite3.Connection]:
-        """A write in the open batch ``group``: a savepoint of its transaction (a write that
-        fails rolls back alone)."""
-        conn = self._writer_conn()
-        group.size += 1
-        conn.execute("SAVEPOINT tenure_write")
-        self._local.writing = True
-        try:
-            yield conn
-        except BaseException:
-            conn.execute("ROLLBACK TO tenure_write")
-            raise
-        finally:
-            self._local.writing = False
-            conn.execute("RELEASE tenure_write")
 
     @contextmanager
     def group(self) -> Iterator[None]:
@@ -449,7 +453,7 @@ class SqliteStore(SqliteStats):
     def key_tx(self, key: str, *, create: bool = False) -> AbstractContextManager[_SqliteKeyTx]:
         group: Batch | None = getattr(self._local, "group", None)
         if group is not None:  # the server's groups (the hot path): no generator frames
-            return _GroupKeyTx(self, self._writer_conn(), group, key)
+            return _GroupKeyTx(self, group, key)
         return self._key_tx(key)
 
     @contextmanager
