@@ -9,6 +9,7 @@ fails runs each of its calls again on its own.
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -19,7 +20,7 @@ import pytest
 from tenure import LeaseHeld, NotHolder, Principal, Service, TenureError
 from tenure.errors import Unauthenticated
 from tenure.principals import Principals
-from tenure.server.executor import PG_GROUPS, PgGroupExecutor
+from tenure.server.executor import PgGroupExecutor
 from tenure.store import postgres_tx
 from tenure.store.postgres import PostgresStore
 
@@ -50,11 +51,18 @@ def round_trips(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 async def in_one_group(
     executor: PgGroupExecutor, calls: list[tuple[Callable[[], Any], str]]
 ) -> list[Any]:
-    """Run ``calls`` (with their keys) in one group: every group thread is kept busy for a
+    """Run ``calls`` (with their keys) in one group: the group thread is kept busy for a
     moment first, so that they all queue and the next group takes them together."""
-    busy = [executor.submit(lambda: time.sleep(0.3)) for _ in range(PG_GROUPS)]
+    started = threading.Event()
+
+    def keep_busy() -> None:
+        started.set()
+        time.sleep(0.3)
+
+    busy = executor.submit(keep_busy)
+    assert started.wait(5)  # the group thread runs it: the calls below queue behind it
     queued = [executor.submit(call, key) for call, key in calls]
-    await asyncio.gather(*busy)
+    await busy
     return await asyncio.gather(*queued, return_exceptions=True)
 
 
@@ -205,7 +213,7 @@ def test_a_failing_call_fails_alone(pg: PostgresStore) -> None:
         executor.close()
     assert isinstance(bad, TenureError)
     assert a.holder == c.holder == "alice"
-    assert sorted(e.key or "" for e in svc.events()) == ["a", "c"]  # (two groups may run at once)
+    assert sorted(e.key or "" for e in svc.events()) == ["a", "c"]
 
 
 def test_known_tokens_skip_the_lookup_until_a_principal_or_token_changes(
@@ -243,10 +251,41 @@ def test_known_tokens_skip_the_lookup_until_a_principal_or_token_changes(
     finally:
         executor.close()
     assert first == after_change == "alice" and again == ["alice"] * 8
-    # one lookup, then none but one per other group thread (each keeps its own), then one
-    # after bob was added and one after the revocation
-    assert seen[0] == 1 and seen[1] <= PG_GROUPS
+    # one lookup, then none (the group thread keeps the principals it knows), then one after
+    # bob was added and one after the revocation
+    assert seen[0] == 1 and seen[1] == 1
     assert seen[2] == seen[1] + 1 and seen[3] == seen[2] + 1
+
+
+def test_the_next_group_begins_as_its_calls_queued_without_waiting_for_the_loop(
+    pg: PostgresStore,
+) -> None:
+    """The calls that queue while a group runs are the next group, begun by the group thread
+    as soon as the first commits: the loop, busy (here: blocked) reading requests, only sends
+    the replies. Each reply still leaves once its own group committed."""
+    svc = Service(pg)
+    executor = PgGroupExecutor(svc)
+    began: dict[str, float] = {}
+
+    def acquire(key: str, hold: float = 0.0) -> Any:
+        began[key] = time.monotonic()
+        time.sleep(hold)
+        return svc.acquire("alice", key)
+
+    async def main() -> tuple[float, list[Any]]:
+        first = executor.submit(lambda: acquire("a", hold=0.2), "a")
+        queued = [executor.submit(lambda k=k: acquire(k), k) for k in ("b", "c")]
+        time.sleep(0.6)  # the loop is blocked: it answers nothing, starts nothing
+        unblocked = time.monotonic()
+        return unblocked, await asyncio.gather(first, *queued)
+
+    try:
+        unblocked, leases = asyncio.run(main())
+    finally:
+        executor.close()
+    assert [lease.key for lease in leases] == ["a", "b", "c"]
+    assert began["a"] < began["b"] < unblocked and began["c"] < unblocked
+    assert all(svc.get(k).holder == "alice" for k in "abc")
 
 
 def test_close_finishes_what_is_queued_then_refuses(pg: PostgresStore) -> None:

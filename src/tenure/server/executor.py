@@ -24,22 +24,22 @@ acquisition of a key that refused one a moment ago waits while the other calls f
 their own, until that group is durable, then such contenders go one per key a group
 (:meth:`GroupExecutor._take`).
 
-:class:`PgGroupExecutor` (PostgreSQL): the calls that queue while the group threads are busy
+:class:`PgGroupExecutor` (PostgreSQL): the calls that queue while the group thread is busy
 form the next group, one transaction on one connection: its keys locked ahead in one round trip,
 its writes, events and COMMIT in one more (:meth:`tenure.store.postgres.PostgresStore.group`);
-two groups run at once.
+one group thread takes them as they come.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import queue
 import sqlite3
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any, Protocol, TypeVar
 
@@ -58,13 +58,13 @@ log = logging.getLogger("tenure.server")
 MAX_KNOWN = 10_000  # tokens whose principal the executor keeps (then it starts over)
 MAX_GROUP = 128  # calls of one group, at most (the rest wait for the next one)
 MAX_PG_GROUP = 64  # calls of one group on PostgreSQL
-PG_GROUPS = 2  # groups at once on PostgreSQL (one in its commit while the next runs)
 MAX_SYNCS = 16  # syncs in a row in the committer thread, at most (then: a turn of the loop)
 CONTENDED_S = 0.5  # a key that refused an acquisition this recently (s) is contended
 #: what a call's outcome is handed to, on the loop: ``(True, result)`` or ``(False, error)``
 Answer = Callable[[bool, Any], None]
 #: a call, its answer, and the key it acquires (``None``: it is no acquisition)
 Job = tuple[Callable[[], Any], Answer, str | None]
+_Queued = tuple[Job, str | None, asyncio.AbstractEventLoop]  # a job, its key, its caller's loop
 #: a committed group waiting for its sync: number, calls, their outcomes, the events appended
 Written = tuple[int, list[Job], list[tuple[bool, Any]], list[EventDraft]]
 
@@ -119,40 +119,40 @@ class _Known(threading.local):
 
 
 class PgGroupExecutor(_Calls):
-    """Group commits for the hot verbs on PostgreSQL: the calls that queue while the group
-    threads are busy form the next group, run one after the other in one transaction on one
-    connection (:meth:`PostgresStore.group`). Its first round trip locks the keys of its calls
-    (one statement, in key order) and reads the instant and the auth version; its last sends
-    every lease saved (one statement), the notices, the events (one statement) and the
-    ``COMMIT``: two round trips, one fsync and one turn of the event lock for the whole group.
-    Two groups run at once, each on its own connection: while one holds the event lock through
-    its commit, the next locks its keys, runs its calls and saves its leases. Every reply of a
-    group is sent once its commit returned. If the group's transaction fails (an error of the
-    database, a deadlock with another server's group), nothing of it happened: each of its
-    calls runs again on its own."""
+    """Group commits for the hot verbs on PostgreSQL, in one group thread: it takes the call
+    that arrives and every call queued behind it (up to :data:`MAX_PG_GROUP`) and runs them
+    one after the other in one transaction on one connection (:meth:`PostgresStore.group`).
+    Its first round trip locks the keys of its calls (one statement, in key order) and reads
+    the instant and the auth version; its last sends every lease saved (one statement), the
+    notices, the events (one statement) and the ``COMMIT``: two round trips and one fsync for
+    the whole group. The thread hands the outcomes to the loop, which sends the replies, and
+    takes the calls that queued meanwhile at once, without waiting for the loop (busy reading
+    those very requests, often). If the group's transaction fails (an error of the database,
+    a deadlock with another server's group), nothing of it happened: each of its calls runs
+    again on its own."""
 
     def __init__(self, service: Service) -> None:
         assert isinstance(service.store, PostgresStore)
         self._service, self._store = service, service.store
-        self._jobs: list[Job] = []
-        self._keys: list[str | None] = []  # of the jobs queued (a job may have none)
-        self._running = 0  # groups
+        self._queue: queue.SimpleQueue[_Queued | None] = queue.SimpleQueue()
+        self._pending = 0  # calls queued or running, not answered yet (counted on the loop)
         self._closed = False
         self._idle = threading.Event()
         self._idle.set()
         self._known = _Known()
-        self._threads = ThreadPoolExecutor(PG_GROUPS, thread_name_prefix="tenure-group")
+        self._thread: threading.Thread | None = None
 
     def call(
         self, call: Callable[[], Any], key: str | None, answer: Answer, acquire: bool = False
     ) -> None:
         if self._closed:
             raise RuntimeError("the server is stopping")
-        self._jobs.append((call, answer, None))
-        self._keys.append(key)
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._serve, name="tenure-group", daemon=True)
+            self._thread.start()
+        self._pending += 1
         self._idle.clear()
-        if self._running < PG_GROUPS:
-            self._start(asyncio.get_running_loop())
+        self._queue.put(((call, answer, None), key, asyncio.get_running_loop()))
 
     def principal(self, token: str, authenticate: Callable[[], Principal]) -> Principal:
         """As :meth:`GroupExecutor.principal` (the group thread keeps the known tokens)."""
@@ -168,15 +168,45 @@ class PgGroupExecutor(_Calls):
         """Refuse new calls, wait for those queued and running (from another thread)."""
         self._closed = True
         self._idle.wait()
-        self._threads.shutdown(wait=True)
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join()
 
-    def _start(self, loop: asyncio.AbstractEventLoop) -> None:
-        jobs, self._jobs = self._jobs[:MAX_PG_GROUP], self._jobs[MAX_PG_GROUP:]
-        keys = [k for k in self._keys[:MAX_PG_GROUP] if k is not None]
-        del self._keys[:MAX_PG_GROUP]
-        self._running += 1
-        done = loop.run_in_executor(self._threads, self._run_group, jobs, keys)
-        done.add_done_callback(lambda f: self._done(jobs, f))
+    def _serve(self) -> None:
+        """The group thread: a call and every call queued behind it are a group; again."""
+        while (first := self._queue.get()) is not None:
+            taken = self._take([first])
+            jobs = [job for job, _, _ in taken]
+            try:
+                outcomes = self._run_group(jobs, [key for _, key, _ in taken if key is not None])
+            except BaseException as exc:  # a bug: still fail the calls, never leave them waiting
+                outcomes = [(False, exc)] * len(jobs)
+            self._post(taken, outcomes)
+
+    def _post(self, taken: list[_Queued], outcomes: list[tuple[bool, Any]]) -> None:
+        """Hand the outcomes to the loops of their calls (one, in a server), to be answered."""
+        loops = dict.fromkeys(loop for _, _, loop in taken)
+        for loop in loops:
+            mine = [i for i, (_, _, of) in enumerate(taken) if of is loop]
+            answer = [taken[i][0] for i in mine], [outcomes[i] for i in mine]
+            try:
+                loop.call_soon_threadsafe(self._answer, *answer)
+            except RuntimeError:  # the loop is closed: nobody is waiting any more
+                log.warning("%d calls ran after their event loop closed", len(mine))
+                self._answered(len(mine))
+
+    def _take(self, taken: list[_Queued]) -> list[_Queued]:
+        """``taken`` and the calls queued behind, up to :data:`MAX_PG_GROUP`."""
+        while len(taken) < MAX_PG_GROUP:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if item is None:  # closing: after these
+                self._queue.put(None)
+                break
+            taken.append(item)
+        return taken
 
     def _run_group(self, jobs: list[Job], keys: list[str]) -> list[tuple[bool, Any]]:
         """In the group thread: the calls in one transaction, or each alone if it fails. The
@@ -199,17 +229,14 @@ class PgGroupExecutor(_Calls):
             self._known.tokens.clear()
             self._known.version = version
 
-    def _done(self, jobs: list[Job], done: asyncio.Future[list[tuple[bool, Any]]]) -> None:
-        """On the loop: answer the group's calls, start the next group or go idle."""
-        self._running -= 1
-        try:
-            outcomes = done.result()
-        except Exception as exc:  # a bug: still fail the calls rather than leave them waiting
-            outcomes = [(False, exc)] * len(jobs)
+    def _answer(self, jobs: list[Job], outcomes: list[tuple[bool, Any]]) -> None:
+        """On the loop: send a group's replies."""
         _answer_all(jobs, outcomes)
-        if self._jobs:
-            self._start(asyncio.get_running_loop())
-        elif not self._running:
+        self._answered(len(jobs))
+
+    def _answered(self, n: int) -> None:
+        self._pending -= n
+        if not self._pending:
             self._idle.set()
 
 
