@@ -134,11 +134,8 @@ class PgGroupExecutor(_Calls):
     def __init__(self, service: Service) -> None:
         assert isinstance(service.store, PostgresStore)
         self._service, self._store = service, service.store
-        self._queue: queue.SimpleQueue[_Queued | None] = queue.SimpleQueue()
-        self._pending = 0  # calls queued or running, not answered yet (counted on the loop)
+        self._queue: queue.SimpleQueue[_Queued | None] = queue.SimpleQueue()  # None: stop
         self._closed = False
-        self._idle = threading.Event()
-        self._idle.set()
         self._known = _Known()
         self._thread: threading.Thread | None = None
 
@@ -150,8 +147,6 @@ class PgGroupExecutor(_Calls):
         if self._thread is None:
             self._thread = threading.Thread(target=self._serve, name="tenure-group", daemon=True)
             self._thread.start()
-        self._pending += 1
-        self._idle.clear()
         self._queue.put(((call, answer, None), key, asyncio.get_running_loop()))
 
     def principal(self, token: str, authenticate: Callable[[], Principal]) -> Principal:
@@ -165,12 +160,15 @@ class PgGroupExecutor(_Calls):
         return known
 
     def close(self) -> None:
-        """Refuse new calls, wait for those queued and running (from another thread)."""
+        """Refuse new calls, run those queued and running (from another thread): the group
+        thread stops at the end of the queue."""
         self._closed = True
-        self._idle.wait()
         if self._thread is not None:
             self._queue.put(None)
             self._thread.join()
+            late = self._take([])  # queued as the executor closed: refused, never left waiting
+            if late:
+                self._post(late, [(False, RuntimeError("the server is stopping"))] * len(late))
 
     def _serve(self) -> None:
         """The group thread: a call and every call queued behind it are a group; again."""
@@ -190,10 +188,9 @@ class PgGroupExecutor(_Calls):
             mine = [i for i, (_, _, of) in enumerate(taken) if of is loop]
             answer = [taken[i][0] for i in mine], [outcomes[i] for i in mine]
             try:
-                loop.call_soon_threadsafe(self._answer, *answer)
+                loop.call_soon_threadsafe(_answer_all, *answer)
             except RuntimeError:  # the loop is closed: nobody is waiting any more
                 log.warning("%d calls ran after their event loop closed", len(mine))
-                self._answered(len(mine))
 
     def _take(self, taken: list[_Queued]) -> list[_Queued]:
         """``taken`` and the calls queued behind, up to :data:`MAX_PG_GROUP`."""
@@ -228,16 +225,6 @@ class PgGroupExecutor(_Calls):
         if version != self._known.version:
             self._known.tokens.clear()
             self._known.version = version
-
-    def _answer(self, jobs: list[Job], outcomes: list[tuple[bool, Any]]) -> None:
-        """On the loop: send a group's replies."""
-        _answer_all(jobs, outcomes)
-        self._answered(len(jobs))
-
-    def _answered(self, n: int) -> None:
-        self._pending -= n
-        if not self._pending:
-            self._idle.set()
 
 
 def _unreachable(exc: BaseException) -> psycopg.Error | None:
