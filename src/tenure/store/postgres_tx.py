@@ -3,7 +3,7 @@
 A :class:`Batch` queues statements bound on the client and sends them together as one simple
 query: one round trip, one result each, run in order, stopped at the first that fails (which
 aborts the transaction). The statements of key transactions are prepared once per connection
-(:data:`PREPARED`), so the server neither parses nor plans them again: each is an ``EXECUTE``.
+(:data:`PREPARE_ALL`), so the server neither parses nor plans them again: each is an ``EXECUTE``.
 
 A key's transaction (:class:`KeyTx`) is two round trips: ``BEGIN``, the row lock and the
 instant; then its writes, the notices, the events and the ``COMMIT``. In a :class:`Group` (the
@@ -29,14 +29,17 @@ from tenure.core.items import Item, Transfer
 from tenure.core.models import EventDraft, FencedValue, FencedWrite, KeyRecord, Principal
 from tenure.store import rows
 from tenure.store.postgres_listen import notices
+from tenure.store.postgres_literals import literals
 from tenure.store.sqlfiles import queries
 
 Q = queries("postgres")
 SAVEPOINT = "tenure_call"
+_SCS = b"standard_conforming_strings"
 
 #: The statements sent through a :class:`Batch`, by name: each is prepared as
 #: ``tenure_<name>`` on a connection before its first batch (:data:`PREPARE_ALL`), and
-#: ``PREPARED[name]`` executes it: ``EXECUTE tenure_<name>(%(a)s, …)``, its parameters in order.
+#: :meth:`Batch.add` executes it: ``EXECUTE tenure_<name>('…', …)``, its parameters in the order
+#: of :data:`PARAMS` written as literals (:mod:`tenure.store.postgres_literals`).
 HOT = (
     "now_ms",
     "auth_version",
@@ -66,8 +69,8 @@ HOT = (
 _PARAM = re.compile(r"%\((\w+)\)s")
 
 
-def _prepare(name: str, sql: str) -> tuple[str, str]:
-    """``PREPARE tenure_<name> AS …`` with positional parameters, and its ``EXECUTE``."""
+def _prepare(name: str, sql: str) -> tuple[str, tuple[str, ...]]:
+    """``PREPARE tenure_<name> AS …`` with positional parameters, and their names in order."""
     order: list[str] = []
 
     def positional(m: re.Match[str]) -> str:
@@ -76,16 +79,22 @@ def _prepare(name: str, sql: str) -> tuple[str, str]:
         return f"${order.index(m[1]) + 1}"
 
     body = "\n".join(line for line in sql.splitlines() if not line.startswith("--"))
-    prepare = f"PREPARE tenure_{name} AS {_PARAM.sub(positional, body)}"
-    args = ", ".join(f"%({p})s" for p in order)
-    return prepare, f"EXECUTE tenure_{name}({args})" if order else f"EXECUTE tenure_{name}"
+    return f"PREPARE tenure_{name} AS {_PARAM.sub(positional, body)}", tuple(order)
 
 
 _STATEMENTS = {name: _prepare(name, Q[name]) for name in HOT}
-PREPARED = {name: execute for name, (_, execute) in _STATEMENTS.items()}
+PARAMS = {name: order for name, (_, order) in _STATEMENTS.items()}
 #: psycopg's own automatic prepared statements are off on the store's connections (it would
-#: ``DEALLOCATE ALL`` at every ``ROLLBACK``), so ``DEALLOCATE ALL`` here drops only ours.
-PREPARE_ALL = ";".join(["DEALLOCATE ALL", *(p for p, _ in _STATEMENTS.values())]).encode()
+#: ``DEALLOCATE ALL`` at every ``ROLLBACK``), so ``DEALLOCATE ALL`` here drops only ours. The
+#: literals are written for ``standard_conforming_strings`` on (the default since PostgreSQL
+#: 9.1; a batch checks it, see :meth:`Batch.__init__`).
+PREPARE_ALL = ";".join(
+    [
+        "SET standard_conforming_strings = on",
+        "DEALLOCATE ALL",
+        *(p for p, _ in _STATEMENTS.values()),
+    ]
+).encode()
 _prepared: weakref.WeakSet[psycopg.Connection[Any]] = weakref.WeakSet()
 
 
@@ -99,18 +108,23 @@ class Batch:
     """Statements queued on one connection, sent together as one simple query."""
 
     def __init__(self, conn: psycopg.Connection[Any]) -> None:
-        if conn not in _prepared:  # once per connection, outside any transaction
+        # Once per connection, outside any transaction; again if something turned
+        # standard_conforming_strings off (the server reports its changes to the client).
+        if conn not in _prepared or conn.pgconn.parameter_status(_SCS) != b"on":
             conn.execute(PREPARE_ALL)
             _prepared.add(conn)
         self.cur = conn.cursor()
-        self._binder = psycopg.ClientCursor(conn)
         self._sql: list[str] = []
         self.failed: psycopg.Error | None = None  # a batch failed: the transaction is lost
 
     def add(self, name: str, params: dict[str, Any] | None = None) -> None:
-        """Queue the prepared statement ``name`` (of :data:`PREPARED`) with ``params``."""
-        execute = PREPARED[name]
-        self._sql.append(execute if params is None else self._binder.mogrify(execute, params))
+        """Queue the prepared statement ``name`` (of :data:`HOT`) with ``params``."""
+        order = PARAMS[name]
+        if not order:
+            self._sql.append(f"EXECUTE tenure_{name}")
+            return
+        assert params is not None, name
+        self._sql.append(f"EXECUTE tenure_{name}({literals([params[p] for p in order])})")
 
     def add_sql(self, sql: str, at: int | None = None) -> None:
         self._sql.insert(len(self._sql) if at is None else at, sql)
