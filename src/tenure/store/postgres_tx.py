@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import re
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import psycopg
+from psycopg import pq
 
 from tenure.core.items import Item, Transfer
 from tenure.core.models import EventDraft, FencedValue, FencedWrite, KeyRecord, Principal
@@ -35,6 +36,7 @@ from tenure.store.sqlfiles import queries
 Q = queries("postgres")
 SAVEPOINT = "tenure_call"
 _SCS = b"standard_conforming_strings"
+TUPLES_OK = pq.ExecStatus.TUPLES_OK
 
 #: The statements sent through a :class:`Batch`, by name: each is prepared as
 #: ``tenure_<name>`` on a connection before its first batch (:data:`PREPARE_ALL`), and
@@ -147,6 +149,9 @@ class Batch:
             self.failed = exc
             raise
 
+    def _results(self) -> Iterator[tuple[int, psycopg.Cursor[Any]]]:
+        return enumerate(self._run().results())
+
     def send(self) -> psycopg.Cursor[Any]:
         """Run what is queued; the cursor is on the last statement's result."""
         cur = self._run()
@@ -156,12 +161,14 @@ class Batch:
 
     def rows(self, n: int) -> list[Any]:
         """Run what is queued: the first row (or None) of each of the last ``n`` statements."""
-        got = [cur.fetchone() if cur.description else None for cur in self._run().results()]
+        first = len(self._sql) - n
+        got = [cur.fetchone() if _rows(cur, i, first) else None for i, cur in self._results()]
         return got[-n:]
 
     def all_rows(self, n: int) -> list[list[Any]]:
         """Run what is queued: every row of each of the last ``n`` statements."""
-        got = [cur.fetchall() if cur.description else [] for cur in self._run().results()]
+        first = len(self._sql) - n
+        got = [cur.fetchall() if _rows(cur, i, first) else [] for i, cur in self._results()]
         return got[-n:]
 
     def ask(self, name: str, params: dict[str, Any] | None = None) -> tuple[Any, ...] | None:
@@ -196,6 +203,13 @@ class Batch:
         # A COMMIT of a failed transaction rolls it back and says so: that is not a commit.
         if status != "COMMIT":
             raise psycopg.OperationalError(f"the COMMIT said {status}")
+
+
+def _rows(cur: psycopg.Cursor[Any], i: int, first: int) -> bool:
+    """Whether the ``i``-th result, on ``cur``, is wanted (``first`` or after) and has rows.
+    (Its status says so: ``cur.description`` would build a column object for each field.)"""
+    result = cur.pgresult
+    return i >= first and result is not None and result.status == TUPLES_OK
 
 
 def columns(params: list[dict[str, Any]]) -> dict[str, list[Any]]:
