@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tenure.core import validate as v
 from tenure.core.policy import Policy
@@ -230,3 +233,13 @@ def test_check_value() -> None:
     refused(lambda: v.check_value("\udc80", POLICY), "value")
     big = "x" * (1024 * 1024)
     too_large(lambda: v.check_value(big, POLICY), "value", 1024 * 1024, 1024 * 1024 + 2)
+
+
+@given(st.text())
+def test_check_text_refuses_exactly_control_characters_and_surrogates(value: str) -> None:
+    """Its fast path (printable text) and its per-character check agree with the rule."""
+    bad = any(unicodedata.category(ch) in ("Cc", "Cs") for ch in value if ch not in "\t\n")
+    if bad or not value.strip():
+        refused(lambda: v.check_text("task", value, 10_000), "task")
+    else:
+        assert v.check_text("task", value, 10_000) == value

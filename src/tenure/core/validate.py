@@ -36,7 +36,9 @@ def check_text(field: str, value: object, max_chars: int, *, required: bool = Tr
         raise _invalid(field, "must not be empty")
     if len(value) > max_chars:
         raise _invalid(field, f"must be at most {max_chars} characters")
-    if any(unicodedata.category(ch) in ("Cc", "Cs") for ch in value if ch not in "\t\n"):
+    if not value.isprintable() and any(  # printable text has neither (the common case, in C)
+        unicodedata.category(ch) in ("Cc", "Cs") for ch in value if ch not in "\t\n"
+    ):
         raise _invalid(field, "must not contain control characters or lone surrogates")
     return value
 
