@@ -20,11 +20,15 @@ from __future__ import annotations
 
 import re
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import psycopg
-from psycopg import pq
+from psycopg.adapt import Transformer
+from psycopg.errors import error_from_result
+from psycopg.generators import execute
+from psycopg.pq import ExecStatus
+from psycopg.pq.abc import PGresult
 
 from tenure.core.items import Item, Transfer
 from tenure.core.models import EventDraft, FencedValue, FencedWrite, KeyRecord, Principal
@@ -36,7 +40,7 @@ from tenure.store.sqlfiles import queries
 Q = queries("postgres")
 SAVEPOINT = "tenure_call"
 _SCS = b"standard_conforming_strings"
-TUPLES_OK = pq.ExecStatus.TUPLES_OK
+TUPLES_OK, FATAL_ERROR = ExecStatus.TUPLES_OK, ExecStatus.FATAL_ERROR
 
 #: The statements sent through a :class:`Batch`, by name: each is prepared as
 #: ``tenure_<name>`` on a connection before its first batch (:data:`PREPARE_ALL`), and
@@ -115,7 +119,8 @@ class Batch:
         if conn not in _prepared or conn.pgconn.parameter_status(_SCS) != b"on":
             conn.execute(PREPARE_ALL)
             _prepared.add(conn)
-        self.cur = conn.cursor()
+        self.conn = conn
+        self._loader = Transformer(conn)
         self._sql: list[str] = []
         self.failed: psycopg.Error | None = None  # a batch failed: the transaction is lost
 
@@ -139,42 +144,51 @@ class Batch:
         """Unqueue what was queued since ``mark`` (it was never sent)."""
         del self._sql[mark:]
 
-    def _run(self) -> psycopg.Cursor[Any]:
+    def _run(self) -> list[PGresult]:
+        """Send what is queued as one simple query and wait for its results: libpq's own calls
+        through the connection's wait (flushing the query first, however long), as a cursor
+        does without its bookkeeping, which cost a round trip 30-40 µs of CPU. The first
+        statement that fails raises, as ``cursor.execute`` would."""
         if self.failed is not None:
             raise psycopg.OperationalError("the transaction failed before") from self.failed
-        query, self._sql = ";".join(self._sql), []
+        query, self._sql = ";".join(self._sql).encode(), []
+        conn = self.conn
         try:
-            return self.cur.execute(query.encode(), prepare=False)
+            with conn.lock:
+                conn.pgconn.send_query(query)
+                results: list[PGresult] = conn.wait(execute(conn.pgconn))
+            for result in results:
+                if result.status == FATAL_ERROR:
+                    raise error_from_result(result, encoding=conn.info.encoding)
         except psycopg.Error as exc:
             self.failed = exc
             raise
+        return results
 
-    def _results(self) -> Iterator[tuple[int, psycopg.Cursor[Any]]]:
-        return enumerate(self._run().results())
+    def _load(self, result: PGresult, n: int | None = None) -> list[tuple[Any, ...]]:
+        """The rows of ``result`` (its first ``n``), as Python values."""
+        if result.status != TUPLES_OK:
+            return []
+        self._loader.set_pgresult(result)
+        last = result.ntuples if n is None else min(n, result.ntuples)
+        return self._loader.load_rows(0, last, tuple)
 
-    def send(self) -> psycopg.Cursor[Any]:
-        """Run what is queued; the cursor is on the last statement's result."""
-        cur = self._run()
-        while cur.nextset():
-            pass
-        return cur
+    def send(self) -> PGresult:
+        """Run what is queued: the last statement's result."""
+        return self._run()[-1]
 
     def rows(self, n: int) -> list[Any]:
         """Run what is queued: the first row (or None) of each of the last ``n`` statements."""
-        first = len(self._sql) - n
-        got = [cur.fetchone() if _rows(cur, i, first) else None for i, cur in self._results()]
-        return got[-n:]
+        return [next(iter(self._load(r, 1)), None) for r in self._run()[-n:]]
 
     def all_rows(self, n: int) -> list[list[Any]]:
         """Run what is queued: every row of each of the last ``n`` statements."""
-        first = len(self._sql) - n
-        got = [cur.fetchall() if _rows(cur, i, first) else [] for i, cur in self._results()]
-        return got[-n:]
+        return [self._load(r) for r in self._run()[-n:]]
 
     def ask(self, name: str, params: dict[str, Any] | None = None) -> tuple[Any, ...] | None:
         """Run what is queued and then ``name``: its first row."""
         self.add(name, params)
-        return self.send().fetchone()
+        return next(iter(self._load(self.send(), 1)), None)
 
     def queue_events(self, events: Sequence[tuple[EventDraft, int]]) -> None:
         """Queue the notices and the events (each with its instant), the last statements before
@@ -199,17 +213,10 @@ class Batch:
     def commit(self) -> None:
         """Send what is queued and the ``COMMIT``, in one round trip."""
         self.add_sql("COMMIT")
-        status = self.send().statusmessage
+        status = self.send().command_status
         # A COMMIT of a failed transaction rolls it back and says so: that is not a commit.
-        if status != "COMMIT":
-            raise psycopg.OperationalError(f"the COMMIT said {status}")
-
-
-def _rows(cur: psycopg.Cursor[Any], i: int, first: int) -> bool:
-    """Whether the ``i``-th result, on ``cur``, is wanted (``first`` or after) and has rows.
-    (Its status says so: ``cur.description`` would build a column object for each field.)"""
-    result = cur.pgresult
-    return i >= first and result is not None and result.status == TUPLES_OK
+        if status != b"COMMIT":
+            raise psycopg.OperationalError(f"the COMMIT said {status!r}")
 
 
 def columns(params: list[dict[str, Any]]) -> dict[str, list[Any]]:
