@@ -173,13 +173,17 @@ class Batch:
         last = result.ntuples if n is None else min(n, result.ntuples)
         return self._loader.load_rows(0, last, tuple)
 
+    def _first(self, result: PGresult) -> tuple[Any, ...] | None:
+        got = self._load(result, 1)
+        return got[0] if got else None
+
     def send(self) -> PGresult:
         """Run what is queued: the last statement's result."""
         return self._run()[-1]
 
     def rows(self, n: int) -> list[Any]:
         """Run what is queued: the first row (or None) of each of the last ``n`` statements."""
-        return [next(iter(self._load(r, 1)), None) for r in self._run()[-n:]]
+        return [self._first(r) for r in self._run()[-n:]]
 
     def all_rows(self, n: int) -> list[list[Any]]:
         """Run what is queued: every row of each of the last ``n`` statements."""
@@ -188,7 +192,7 @@ class Batch:
     def ask(self, name: str, params: dict[str, Any] | None = None) -> tuple[Any, ...] | None:
         """Run what is queued and then ``name``: its first row."""
         self.add(name, params)
-        return next(iter(self._load(self.send(), 1)), None)
+        return self._first(self.send())
 
     def queue_events(self, events: Sequence[tuple[EventDraft, int]]) -> None:
         """Queue the notices and the events (each with its instant), the last statements before
