@@ -136,18 +136,22 @@ class PgGroupExecutor(_Calls):
         self._service, self._store = service, service.store
         self._queue: queue.SimpleQueue[_Queued | None] = queue.SimpleQueue()  # None: stop
         self._closed = False
+        self._closing = threading.Lock()  # no call is queued once close() has begun
         self._known = _Known()
         self._thread: threading.Thread | None = None
 
     def call(
         self, call: Callable[[], Any], key: str | None, answer: Answer, acquire: bool = False
     ) -> None:
-        if self._closed:
-            raise RuntimeError("the server is stopping")
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._serve, name="tenure-group", daemon=True)
-            self._thread.start()
-        self._queue.put(((call, answer, None), key, asyncio.get_running_loop()))
+        with self._closing:
+            if self._closed:
+                raise RuntimeError("the server is stopping")
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._serve, name="tenure-group", daemon=True
+                )
+                self._thread.start()
+            self._queue.put(((call, answer, None), key, asyncio.get_running_loop()))
 
     def principal(self, token: str, authenticate: Callable[[], Principal]) -> Principal:
         """As :meth:`GroupExecutor.principal` (the group thread keeps the known tokens)."""
@@ -162,13 +166,11 @@ class PgGroupExecutor(_Calls):
     def close(self) -> None:
         """Refuse new calls, run those queued and running (from another thread): the group
         thread stops at the end of the queue."""
-        self._closed = True
+        with self._closing:  # every call queued is ahead of the stop mark: none is left waiting
+            self._closed = True
         if self._thread is not None:
             self._queue.put(None)
             self._thread.join()
-            late = self._take([])  # queued as the executor closed: refused, never left waiting
-            if late:
-                self._post(late, [(False, RuntimeError("the server is stopping"))] * len(late))
 
     def _serve(self) -> None:
         """The group thread: a call and every call queued behind it are a group; again."""
