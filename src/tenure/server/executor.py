@@ -51,6 +51,7 @@ from tenure.server.committer import Committer
 from tenure.server.syncer import SyncProcess
 from tenure.service import Service
 from tenure.store.postgres import PostgresStore
+from tenure.store.postgres_tx import GroupStale
 from tenure.store.sqlite import SqliteStore
 
 T = TypeVar("T")
@@ -207,13 +208,19 @@ class PgGroupExecutor(_Calls):
             taken.append(item)
         return taken
 
-    def _run_group(self, jobs: list[Job], keys: list[str]) -> list[tuple[bool, Any]]:
+    def _run_group(
+        self, jobs: list[Job], keys: list[str], fast: bool = True
+    ) -> list[tuple[bool, Any]]:
         """In the group thread: the calls in one transaction, or each alone if it fails. The
-        group's first round trip locks ``keys`` (in key order) and reads the auth version."""
+        group's first round trip locks ``keys`` (in key order) and reads the auth version,
+        unless the rows are known (``fast``: :mod:`tenure.store.postgres_cache`); a fast group
+        whose check fails runs again the ordinary way."""
         try:
-            with self._service.deferring() as events, self._store.group(keys):
+            with self._service.deferring() as events, self._store.group(keys, fast=fast):
                 self._check_auth()
                 outcomes = [_outcome(call) for call, _, _ in jobs]
+        except GroupStale:  # nothing of it happened: again, with the rows read under the locks
+            return self._run_group(jobs, keys, fast=False)
         except Exception as exc:  # the group's transaction is lost: nothing of it happened
             unreachable = _unreachable(exc)
             if unreachable is not None:  # no database: alone, each would only wait again
