@@ -26,8 +26,9 @@ their own, until that group is durable, then such contenders go one per key a gr
 
 :class:`PgGroupExecutor` (PostgreSQL): the calls that queue while the group thread is busy
 form the next group, one transaction on one connection: its keys locked ahead in one round trip,
-its writes, events and COMMIT in one more (:meth:`tenure.store.postgres.PostgresStore.group`);
-one group thread takes them as they come.
+its writes, events and COMMIT in one more (:meth:`tenure.store.postgres.PostgresStore.group`),
+or all of it in one if the group thread committed those rows last; one group thread takes them
+as they come.
 """
 
 from __future__ import annotations
@@ -126,11 +127,12 @@ class PgGroupExecutor(_Calls):
     Its first round trip locks the keys of its calls (one statement, in key order) and reads
     the instant and the auth version; its last sends every lease saved (one statement), the
     notices, the events (one statement) and the ``COMMIT``: two round trips and one fsync for
-    the whole group. The thread hands the outcomes to the loop, which sends the replies, and
-    takes the calls that queued meanwhile at once, without waiting for the loop (busy reading
-    those very requests, often). If the group's transaction fails (an error of the database,
-    a deadlock with another server's group), nothing of it happened: each of its calls runs
-    again on its own."""
+    the whole group; one round trip when the thread committed every row of the group last (a
+    fast group, :mod:`tenure.store.postgres_cache`). The thread hands the outcomes to the
+    loop, which sends the replies, and takes the calls that queued meanwhile at once, without
+    waiting for the loop (busy reading those very requests, often). If the group's
+    transaction fails (an error of the database, a deadlock with another server's group),
+    nothing of it happened: each of its calls runs again on its own."""
 
     def __init__(self, service: Service) -> None:
         assert isinstance(service.store, PostgresStore)

@@ -9,7 +9,9 @@ A key's transaction sends its statements in batches of prepared statements
 (:mod:`tenure.store.postgres_tx`), so the client waits only where it needs a result: a verb is
 two round trips, BEGIN, the row lock and the instant; then the update, the notices, the events
 and the COMMIT. In a group (:meth:`PostgresStore.group`, the server's group commit) many verbs
-share one transaction: a round trip each, and one COMMIT for all.
+share one transaction: a round trip each, and one COMMIT for all; a group on rows its thread
+committed last decides on them and checks them in its one round trip
+(:mod:`tenure.store.postgres_cache`).
 """
 
 from __future__ import annotations

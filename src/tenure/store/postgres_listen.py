@@ -1,11 +1,13 @@
 """Cross-server wake-ups on PostgreSQL: LISTEN/NOTIFY.
 
-Every transaction that appends events also sends ``NOTIFY tenure`` with the payload ``e`` (the
-event log grew), and ``k:<key>`` for each key it freed (a lease released, force-released or
-expired). NOTIFY is transactional: it is delivered on commit, never for a rollback. Each server
-runs one :class:`Listener` on its own connection that rings its event bell (long-polls of
-``/v1/events``, SSE followers) and wakes the long-poll waiters of a freed key, so waiters on any
-server are woken by changes made on any other.
+Every transaction that appends events also sends one ``NOTIFY tenure`` whose payload has a line
+``e`` (the event log grew) and a line ``k:<key>`` for each key it freed (a lease released,
+force-released or expired): one notification per transaction, a group's included, however many
+keys it freed (more only past PostgreSQL's 8,000-byte limit). NOTIFY is transactional: it is
+delivered on commit, never for a rollback. Each server runs one :class:`Listener` on its own
+connection that rings its event bell (long-polls of ``/v1/events``, SSE followers) and wakes the
+long-poll waiters of a freed key, so waiters on any server are woken by changes made on any
+other.
 
 A lost connection is re-opened with backoff; while it is down, followers fall back to reading
 the log every second and waiters to the holder's deadline, so nothing is missed, only later.
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 
 import psycopg
 
@@ -27,16 +29,28 @@ FREEING = ("released", "force_released", "expired")
 MAX_PAYLOAD = 7900  # PostgreSQL's limit is 8000 bytes
 
 
-def notices(events: Sequence[EventDraft]) -> Iterable[str]:
-    """The payloads to send for ``events`` committed together."""
+def notices(events: Sequence[EventDraft]) -> list[str]:
+    """The payloads to send for ``events`` committed together: one line ``e`` and one line
+    ``k:<key>`` for each key freed, in as few payloads as PostgreSQL's size limit allows (one,
+    but for thousands of keys). A key cannot hold a newline (keys refuse control characters)."""
     if not events:
         return []
-    out = ["e"]
-    for e in events:
-        payload = f"k:{e.key}"
-        if e.type in FREEING and e.key and len(payload.encode()) <= MAX_PAYLOAD:
-            out.append(payload)
-    return dict.fromkeys(out)  # once each, in order
+    lines = dict.fromkeys(
+        f"k:{e.key}" for e in events if e.type in FREEING and e.key and "\n" not in e.key
+    )
+    payloads: list[str] = []
+    current, size = ["e"], 1
+    for line in lines:
+        n = len(line.encode()) + 1
+        if n > MAX_PAYLOAD:
+            continue  # its waiters wake at the holder's deadline instead
+        if size + n > MAX_PAYLOAD:
+            payloads.append("\n".join(current))
+            current, size = [], 0
+        current.append(line)
+        size += n
+    payloads.append("\n".join(current))
+    return payloads
 
 
 class Listener:
@@ -79,7 +93,8 @@ class Listener:
             pause = min(pause * 2, 5.0)
 
     def _dispatch(self, payload: str) -> None:
-        if payload == "e":
-            self.on_events()
-        elif payload.startswith("k:"):
-            self.on_free(payload[2:])
+        for line in payload.split("\n"):
+            if line == "e":
+                self.on_events()
+            elif line.startswith("k:"):
+                self.on_free(line[2:])

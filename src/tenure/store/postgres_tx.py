@@ -228,7 +228,7 @@ class Batch:
             return
         # The notices first: PostgreSQL delivers them at the commit wherever they are sent in
         # the transaction, and each statement after the event lock is time under it.
-        payloads = list(notices([e for e, _ in events]))
+        payloads = notices([e for e, _ in events])
         if len(payloads) == 1:
             self.add("notify", {"payload": payloads[0]})
         else:
