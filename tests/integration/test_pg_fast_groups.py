@@ -20,9 +20,8 @@ from tenure import LeaseLost, Principal, Service
 from tenure.errors import Unauthenticated
 from tenure.principals import Principals
 from tenure.server.executor import PgGroupExecutor
-from tenure.store import postgres_tx
+from tenure.store import postgres_cache, postgres_tx
 from tenure.store.postgres import PostgresStore
-from tenure.store.postgres_cache import SLACK_MS
 from tenure.store.postgres_tx import Batch, GroupStale
 
 pytestmark = pytest.mark.parametrize("backend", ["postgres"], indirect=True)
@@ -33,6 +32,15 @@ def pg(make_store: Callable[..., Any]) -> PostgresStore:
     store = make_store(clock=None)
     assert isinstance(store, PostgresStore)
     return store
+
+
+@pytest.fixture(autouse=True)
+def patient(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a loaded machine (the suite's other workers, its chaos tests) a round trip may take
+    long enough that the clock's sample is too old or too loose for the fast way, which then
+    rightly goes the ordinary way; these tests are about the fast way, so they widen both."""
+    monkeypatch.setattr(postgres_cache, "MAX_AGE_S", 60.0)
+    monkeypatch.setattr(postgres_cache, "SLACK_MS", 5_000)
 
 
 @pytest.fixture
@@ -85,7 +93,7 @@ def test_a_group_on_rows_its_thread_committed_last_is_one_round_trip(
         assert row.renewed_at == lease.renewed_at
         # the instant used is an upper bound of the database's clock at the lock: no earlier
         # than the clock before the group, never far ahead of the clock after it
-        assert before <= row.renewed_at <= after + SLACK_MS
+        assert before <= row.renewed_at <= after + postgres_cache.SLACK_MS
         assert row.expires_at == row.renewed_at + 90_000
 
 

@@ -97,3 +97,18 @@ def test_the_memory_is_bounded(memory: GroupMemory, monkeypatch: pytest.MonkeyPa
     assert len(memory.rows) == 3
     memory.committed([rec("d")], "81", auth_version=None)  # over: start over
     assert set(memory.rows) == {"d"}
+
+
+def test_the_tighter_of_two_clock_samples_is_kept_while_young(
+    memory: GroupMemory, mono: Mono
+) -> None:
+    # 15.625 ms later a round trip read 40,030: it bounds the clock at 40,030 where the sample
+    # kept bounds it at 40,015.625 (that round trip was slow on its way out)
+    mono.t += 0.015625
+    memory.clock(40_030, mono.t)
+    assert memory.upper_now() == 40_001 + 16
+    memory.clock(40_005, mono.t)  # tighter: kept
+    assert memory.upper_now() == 40_006
+    mono.t += postgres_cache.MAX_AGE_S / 2  # the sample kept is too old to keep over a new one
+    memory.clock(40_600, mono.t)
+    assert memory.upper_now() == 40_601

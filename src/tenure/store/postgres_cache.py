@@ -76,7 +76,14 @@ class GroupMemory:
         self.fast = self.slow = self.stale = 0  # groups of each kind so far
 
     def clock(self, db_ms: int, sent: float) -> None:
-        """The database read ``db_ms`` in a round trip sent at ``sent`` (monotonic seconds)."""
+        """The database read ``db_ms`` in a round trip sent at ``sent`` (monotonic seconds).
+        Each sample bounds the clock from above; the tighter of this one and the last is kept
+        (a round trip slowed down on its way out bounds it loosely), the last only while it is
+        younger than half of :data:`MAX_AGE_S`."""
+        kept = self._sample
+        young = kept is not None and sent - kept[1] < MAX_AGE_S / 2
+        if young and kept is not None and kept[0] + (sent - kept[1]) * 1000 < db_ms:
+            return  # the sample kept bounds the clock more tightly
         self._sample = (db_ms, sent)
 
     def upper_now(self) -> int | None:
