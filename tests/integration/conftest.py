@@ -8,6 +8,8 @@
   database (for outage tests).
 - ``shell``: ``shell("jo", kind=..., roles=..., parent=...)`` is the ``tenure`` command run as
   a subprocess by that principal against ``live_server`` (see ``procs.Shell``).
+- ``pg``: a :class:`PostgresStore` on the test's database with the database's own clock (for
+  tests parametrized with ``backend="postgres"``).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from tenure.principals import Principals
 from tenure.server import create_app
 from tenure.server.run import config as server_config
 from tenure.settings import Settings
+from tenure.store.postgres import PostgresStore
 
 
 class LiveServer:
@@ -81,6 +84,13 @@ class LiveServer:
     def http(self, token: str | None = None) -> httpx.Client:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         return httpx.Client(base_url=self.url, headers=headers, timeout=30)
+
+
+@pytest.fixture
+def pg(make_store: Callable[..., tenure.Store]) -> PostgresStore:
+    store = make_store(clock=None)
+    assert isinstance(store, PostgresStore)
+    return store
 
 
 @pytest.fixture

@@ -28,13 +28,6 @@ pytestmark = pytest.mark.parametrize("backend", ["postgres"], indirect=True)
 
 
 @pytest.fixture
-def pg(make_store: Callable[..., Any]) -> PostgresStore:
-    store = make_store(clock=None)
-    assert isinstance(store, PostgresStore)
-    return store
-
-
-@pytest.fixture
 def round_trips(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The batches sent, each as the names of its statements."""
     sent: list[str] = []

@@ -10,7 +10,6 @@ If anything changed, nothing of the group happens and it runs again the ordinary
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from typing import Any
 
 import psycopg
@@ -25,13 +24,6 @@ from tenure.store.postgres import PostgresStore
 from tenure.store.postgres_tx import Batch, GroupStale
 
 pytestmark = pytest.mark.parametrize("backend", ["postgres"], indirect=True)
-
-
-@pytest.fixture
-def pg(make_store: Callable[..., Any]) -> PostgresStore:
-    store = make_store(clock=None)
-    assert isinstance(store, PostgresStore)
-    return store
 
 
 @pytest.fixture(autouse=True)
