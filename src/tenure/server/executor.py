@@ -26,9 +26,8 @@ their own, until that group is durable, then such contenders go one per key a gr
 
 :class:`PgGroupExecutor` (PostgreSQL): the calls that queue while the group thread is busy
 form the next group, one transaction on one connection: its keys locked ahead in one round trip,
-its writes, events and COMMIT in one more (:meth:`tenure.store.postgres.PostgresStore.group`),
-or all of it in one if the group thread committed those rows last; one group thread takes them
-as they come.
+its writes, events and COMMIT in one more (:meth:`tenure.store.postgres.PostgresStore.group`);
+one group thread takes them as they come.
 """
 
 from __future__ import annotations
@@ -52,7 +51,6 @@ from tenure.server.committer import Committer
 from tenure.server.syncer import SyncProcess
 from tenure.service import Service
 from tenure.store.postgres import PostgresStore
-from tenure.store.postgres_tx import GroupStale
 from tenure.store.sqlite import SqliteStore
 
 T = TypeVar("T")
@@ -127,12 +125,11 @@ class PgGroupExecutor(_Calls):
     Its first round trip locks the keys of its calls (one statement, in key order) and reads
     the instant and the auth version; its last sends every lease saved (one statement), the
     notices, the events (one statement) and the ``COMMIT``: two round trips and one fsync for
-    the whole group; one round trip when the thread committed every row of the group last (a
-    fast group, :mod:`tenure.store.postgres_cache`). The thread hands the outcomes to the
-    loop, which sends the replies, and takes the calls that queued meanwhile at once, without
-    waiting for the loop (busy reading those very requests, often). If the group's
-    transaction fails (an error of the database, a deadlock with another server's group),
-    nothing of it happened: each of its calls runs again on its own."""
+    the whole group. The thread hands the outcomes to the loop, which sends the replies, and
+    takes the calls that queued meanwhile at once, without waiting for the loop (busy reading
+    those very requests, often). If the group's transaction fails (an error of the database,
+    a deadlock with another server's group), nothing of it happened: each of its calls runs
+    again on its own."""
 
     def __init__(self, service: Service) -> None:
         assert isinstance(service.store, PostgresStore)
@@ -210,19 +207,13 @@ class PgGroupExecutor(_Calls):
             taken.append(item)
         return taken
 
-    def _run_group(
-        self, jobs: list[Job], keys: list[str], fast: bool = True
-    ) -> list[tuple[bool, Any]]:
+    def _run_group(self, jobs: list[Job], keys: list[str]) -> list[tuple[bool, Any]]:
         """In the group thread: the calls in one transaction, or each alone if it fails. The
-        group's first round trip locks ``keys`` (in key order) and reads the auth version,
-        unless the rows are known (``fast``: :mod:`tenure.store.postgres_cache`); a fast group
-        whose check fails runs again the ordinary way."""
+        group's first round trip locks ``keys`` (in key order) and reads the auth version."""
         try:
-            with self._service.deferring() as events, self._store.group(keys, fast=fast):
+            with self._service.deferring() as events, self._store.group(keys):
                 self._check_auth()
                 outcomes = [_outcome(call) for call, _, _ in jobs]
-        except GroupStale:  # nothing of it happened: again, with the rows read under the locks
-            return self._run_group(jobs, keys, fast=False)
         except Exception as exc:  # the group's transaction is lost: nothing of it happened
             unreachable = _unreachable(exc)
             if unreachable is not None:  # no database: alone, each would only wait again

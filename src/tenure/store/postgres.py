@@ -9,9 +9,7 @@ A key's transaction sends its statements in batches of prepared statements
 (:mod:`tenure.store.postgres_tx`), so the client waits only where it needs a result: a verb is
 two round trips, BEGIN, the row lock and the instant; then the update, the notices, the events
 and the COMMIT. In a group (:meth:`PostgresStore.group`, the server's group commit) many verbs
-share one transaction: a round trip each, and one COMMIT for all; a group on rows its thread
-committed last decides on them and checks them in its one round trip
-(:mod:`tenure.store.postgres_cache`).
+share one transaction: a round trip each, and one COMMIT for all.
 """
 
 from __future__ import annotations
@@ -37,10 +35,9 @@ from tenure.core.models import (
     Principal,
 )
 from tenure.store import rows
-from tenure.store.postgres_cache import FastPlan, GroupMemory
 from tenure.store.postgres_listen import Listener, notices
 from tenure.store.postgres_stats import PostgresStats
-from tenure.store.postgres_tx import SAVEPOINT, Batch, Group, GroupStale, KeyTx, record
+from tenure.store.postgres_tx import SAVEPOINT, Batch, Group, KeyTx, record
 from tenure.store.sqlfiles import migrations, queries
 
 Q = queries("postgres")
@@ -81,8 +78,7 @@ class PostgresStore(PostgresStats):
     ) -> None:
         self.url = url
         self.clock = clock
-        # .group: this thread's open group, if any; .memory: what its groups committed
-        self._local = threading.local()
+        self._local = threading.local()  # .group: this thread's open group, if any
         self.pool = ConnectionPool(
             url,
             min_size=min_size,
@@ -221,7 +217,7 @@ class PostgresStore(PostgresStats):
         group.events.extend((e, now) for e in tx.events)
 
     @contextmanager
-    def group(self, keys: Sequence[str] = (), *, fast: bool = True) -> Iterator[None]:
+    def group(self, keys: Sequence[str] = ()) -> Iterator[None]:
         """The key transactions of this thread inside share one transaction on one connection,
         committed when the block ends (:class:`tenure.store.postgres_tx.Group`): each sees what
         the ones before it wrote, one that fails in Python is undone alone, and nothing is
@@ -233,49 +229,22 @@ class PostgresStore(PostgresStats):
         ``keys``: the keys the calls will write, if known. The group's first round trip locks
         them (in key order, so that groups of different servers cannot deadlock on them) and
         reads the instant and the auth version: their calls then need no round trip of their
-        own, and all see that instant. If this thread's groups committed every one of those
-        rows last (and ``fast``), that round trip is skipped: the calls decide on the rows as
-        committed, and the group's one round trip checks, once the rows are locked, that
-        nothing they relied on changed (:mod:`tenure.store.postgres_cache`); if something did,
-        it raises :class:`~tenure.store.postgres_tx.GroupStale` and nothing of it happened."""
+        own, and all see that instant."""
         if getattr(self._local, "group", None) is not None:
             yield
             return
-        memory = self.memory()
-        unique = list(dict.fromkeys(keys))
-        plan = memory.plan(unique) if fast and self.clock is None else None
         with self.pool.connection() as conn:
             group = self._local.group = Group(conn)
             try:
-                if plan is not None:
-                    _check_ahead(group, plan)
-                elif unique:
-                    self._lock_ahead(group, unique)
+                if keys:
+                    self._lock_ahead(group, list(dict.fromkeys(keys)))
                 yield
-                xmin = group.commit()
-            except BaseException as exc:
+                group.commit()
+            except BaseException:
                 _rollback(conn)
-                memory.forget(unique, stale=group.batch.stale)
-                if group.batch.stale:
-                    raise GroupStale(f"a fast group of {len(unique)} keys was stale") from exc
                 raise
             finally:
                 self._local.group = None
-        if plan is not None:
-            memory.fast += 1
-        else:
-            memory.slow += 1
-        if group.batch.checked is not None:
-            memory.clock(*group.batch.checked)
-        if xmin is not None:
-            memory.committed(group.saves.values(), xmin, group.auth_version)
-
-    def memory(self) -> GroupMemory:
-        """This thread's memory of the rows its groups committed (:meth:`group`)."""
-        memory: GroupMemory | None = getattr(self._local, "memory", None)
-        if memory is None:
-            memory = self._local.memory = GroupMemory()
-        return memory
 
     def _lock_ahead(self, group: Group, keys: list[str]) -> None:
         batch = group.batch
@@ -287,11 +256,7 @@ class PostgresStore(PostgresStats):
         group.auth_version = int(got[0][0][0])
         group.locked = dict.fromkeys(keys)  # a key without a row: None
         group.locked.update((row[0], record(row)) for row in got[1])
-        if self.clock is None:
-            group.now = int(got[2][0][0])
-            self.memory().clock(group.now, batch.sent)
-        else:
-            group.now = self.clock.now_ms()
+        group.now = int(got[2][0][0]) if self.clock is None else self.clock.now_ms()
 
     def auth_version(self) -> int:
         """Moves whenever a principal or a token changes (migration 0004's triggers)."""
@@ -473,16 +438,6 @@ class PostgresStore(PostgresStats):
 
     def close(self) -> None:
         self.pool.close()
-
-
-def _check_ahead(group: Group, plan: FastPlan) -> None:
-    """A fast group: its keys locked and checked in its one round trip, sent with its writes
-    (:mod:`tenure.store.postgres_cache`); its calls decide on the rows remembered."""
-    group.batch.add("lock_keys", {"keys": list(plan.records)})
-    group.batch.add_check(plan.check_params())
-    group.locked = dict(plan.records)
-    group.now = plan.now
-    group.auth_version = plan.auth_version
 
 
 def _deadline(row: tuple[Any, ...]) -> Any:

@@ -19,7 +19,6 @@ its own, :mod:`tenure.server.executor`).
 from __future__ import annotations
 
 import re
-import time
 import weakref
 from collections.abc import Sequence
 from typing import Any
@@ -28,7 +27,7 @@ import psycopg
 from psycopg.adapt import Transformer
 from psycopg.errors import error_from_result
 from psycopg.generators import execute
-from psycopg.pq import DiagnosticField, ExecStatus
+from psycopg.pq import ExecStatus
 from psycopg.pq.abc import PGresult
 
 from tenure.core.items import Item, Transfer
@@ -42,14 +41,6 @@ Q = queries("postgres")
 SAVEPOINT = "tenure_call"
 _SCS = b"standard_conforming_strings"
 TUPLES_OK, FATAL_ERROR = ExecStatus.TUPLES_OK, ExecStatus.FATAL_ERROR
-DIVISION_BY_ZERO = b"22012"
-SQLSTATE = DiagnosticField.SQLSTATE
-
-
-class GroupStale(Exception):
-    """A fast group's check failed (:mod:`tenure.store.postgres_cache`): what it decided on
-    changed. Its transaction is lost; nothing of it happened."""
-
 
 #: The statements sent through a :class:`Batch`, by name: each is prepared as
 #: ``tenure_<name>`` on a connection before its first batch (:data:`PREPARE_ALL`), and
@@ -80,8 +71,6 @@ HOT = (
     "insert_events",
     "lock_leases",
     "notify_all",
-    "lock_keys",
-    "check_group",
 )
 _PARAM = re.compile(r"%\((\w+)\)s")
 
@@ -134,10 +123,6 @@ class Batch:
         self._loader = Transformer(conn)
         self._sql: list[str] = []
         self.failed: psycopg.Error | None = None  # a batch failed: the transaction is lost
-        self._check: int | None = None  # where check_group is in the queue, until sent
-        self.checked: tuple[int, float] | None = None  # check_group's clock, and when sent
-        self.stale = False  # check_group failed
-        self.sent = 0.0  # when the last batch was sent (monotonic seconds)
 
     def add(self, name: str, params: dict[str, Any] | None = None) -> None:
         """Queue the prepared statement ``name`` (of :data:`HOT`) with ``params``."""
@@ -147,11 +132,6 @@ class Batch:
             return
         assert params is not None, name
         self._sql.append(f"EXECUTE tenure_{name}({literals([params[p] for p in order])})")
-
-    def add_check(self, params: dict[str, Any]) -> None:
-        """Queue ``check_group`` (a fast group's check: :mod:`tenure.store.postgres_cache`)."""
-        self._check = len(self._sql)
-        self.add("check_group", params)
 
     def add_sql(self, sql: str, at: int | None = None) -> None:
         self._sql.insert(len(self._sql) if at is None else at, sql)
@@ -172,23 +152,17 @@ class Batch:
         if self.failed is not None:
             raise psycopg.OperationalError("the transaction failed before") from self.failed
         query, self._sql = ";".join(self._sql).encode(), []
-        check, self._check = self._check, None
         conn = self.conn
         try:
             with conn.lock:
-                self.sent = time.monotonic()
                 conn.pgconn.send_query(query)
                 results: list[PGresult] = conn.wait(execute(conn.pgconn))
-            for i, result in enumerate(results):
+            for result in results:
                 if result.status == FATAL_ERROR:
-                    if i == check and result.error_field(SQLSTATE) == DIVISION_BY_ZERO:
-                        self.stale = True
                     raise error_from_result(result, encoding=conn.info.encoding)
         except psycopg.Error as exc:
             self.failed = exc
             raise
-        if check is not None:
-            self.checked = (int(self._load(results[check])[0][0]), self.sent)
         return results
 
     def _load(self, result: PGresult, n: int | None = None) -> list[tuple[Any, ...]]:
@@ -240,15 +214,13 @@ class Batch:
         else:
             self.add("insert_events", columns(params))
 
-    def commit(self) -> list[PGresult]:
-        """Send what is queued and the ``COMMIT``, in one round trip: every result."""
+    def commit(self) -> None:
+        """Send what is queued and the ``COMMIT``, in one round trip."""
         self.add_sql("COMMIT")
-        results = self._run()
-        status = results[-1].command_status
+        status = self.send().command_status
         # A COMMIT of a failed transaction rolls it back and says so: that is not a commit.
         if status != b"COMMIT":
             raise psycopg.OperationalError(f"the COMMIT said {status!r}")
-        return results
 
 
 def columns(params: list[dict[str, Any]]) -> dict[str, list[Any]]:
@@ -368,18 +340,11 @@ class Group:
         self.now = 0  # the instant, read once the keys locked ahead were
         self.auth_version: int | None = None  # read in the same round trip
 
-    def commit(self) -> str | None:
+    def commit(self) -> None:
         """One round trip: what is queued, every lease the group saved (one statement), the
-        notices, the events and the ``COMMIT``. The version (``xmin``) of the rows saved."""
-        at = None
+        notices, the events and the ``COMMIT``."""
         if self.saves:
-            at = self.batch.mark()
             params = [rows.record_params(r, rows.dumps(r.meta)) for r in self.saves.values()]
             self.batch.add("save_leases", columns(params))
         self.batch.queue_events(self.events)
-        results = self.batch.commit()
-        if at is None:
-            return None
-        saved = self.batch._first(results[at])
-        assert saved is not None
-        return str(saved[1])
+        self.batch.commit()

@@ -368,10 +368,7 @@ WITH v AS (
     WHERE l.key = v.key AND v.token >= l.token
     RETURNING 1
 )
--- Then the version the rows now have (the xmin of the rows this transaction wrote, for
--- tenure.store.postgres_cache: the group runs at the top level here, outside any savepoint).
-SELECT 1 / (count(*) = cardinality(%(key)s::text[]))::int, (txid_current() % 4294967296)::text
-FROM saved;
+SELECT 1 / (count(*) = cardinality(%(key)s::text[]))::int FROM saved;
 
 -- name: insert_events
 -- A group's events in one statement, their ids handed out in the order given.
@@ -395,28 +392,3 @@ FOR UPDATE;
 -- name: notify_all
 -- The notices of a group's events in one statement (see notify).
 SELECT pg_notify('tenure', payload) FROM unnest(%(payloads)s::text[]) AS payload;
-
--- name: lock_keys
--- A fast group's keys locked, in key order, before check_group reads the clock
--- (tenure.store.postgres_cache).
-SELECT count(*) FROM (
-    SELECT 1 FROM tenure_leases WHERE key = ANY(%(keys)s::text[]) ORDER BY key FOR UPDATE
-) AS locked;
-
--- name: check_group
--- What a fast group decided on, checked once its keys are locked (tenure.store.postgres_cache):
--- every row still at the version it remembers, the auth version unchanged, the clock (t) at
--- most `now` and at most `slack` ms behind it, and no deadline of those rows in (t, now]. If
--- anything else holds, the division by zero aborts the group's transaction. The clock read.
-SELECT t.now, 1 / (
-    t.now <= %(now)s AND %(now)s - t.now <= %(slack)s
-    AND (SELECT version FROM tenure_auth_version WHERE id = 1) = %(auth)s
-    AND (
-        SELECT count(*)
-        FROM tenure_leases l
-        JOIN unnest(%(keys)s::text[], %(xmins)s::text[], %(deadlines)s::bigint[])
-            AS v(key, xmin, deadline) ON l.key = v.key
-        WHERE l.xmin::text = v.xmin AND NOT (v.deadline > t.now AND v.deadline <= %(now)s)
-    ) = cardinality(%(keys)s::text[])
-)::int
-FROM (SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now) AS t;
