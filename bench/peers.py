@@ -1,7 +1,7 @@
 """tenure beside etcd, PostgreSQL and Redis, in one run of the shared peer runner.
 
     python bench/peers.py                       # everything (~10 min), prints the targets table
-    python bench/peers.py --only inproc,hold    # a subset of: peers tenure pg lag hold inproc
+    python bench/peers.py --only inproc,hold    # a subset of: peers tenure pg lag hold inproc pairs
     python bench/peers.py --quick               # short runs (a smoke run: figures, no verdicts)
 
 What it does (see bench/README.md):
@@ -20,8 +20,10 @@ What it does (see bench/README.md):
    ``renew-all`` over 10,000 and 100,000 live leases and the server's resident memory;
 5. starts a second ``tenure serve`` on the PostgreSQL database and runs cycle and contended;
 6. direct mode (``tenure.Client("sqlite:///…")``) cycle ops/s in one thread;
-7. prints the runner's tables, then one table of the targets of issue 9 with tenure's figure,
-   the peers' and the ratios, all from this run.
+7. the cycle ratios again as a median of alternated rounds (bench/pairs.py): the row-lease,
+   tenure on SQLite and tenure on PostgreSQL back to back, five times;
+8. prints the runner's tables, then one table of the targets of issue 9 with tenure's figure,
+   the peers' and the ratios, all from this run, then the alternated rounds.
 
 Every server it starts binds 127.0.0.1 and is stopped by its PID at the end; every loop is
 bounded. It measures and prints; it asserts nothing about speed.
@@ -51,6 +53,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import pairs
+
 ROOT = Path(__file__).resolve().parent.parent
 PEERS = Path(os.environ.get("TENURE_BENCH_PEERS", "/work/shared/bench-peers"))
 PEERS_PY = Path(os.environ.get("VENV", "/tmp/peers-venv")) / "bin" / "python"
@@ -58,7 +62,7 @@ TENURE = Path(sys.executable).parent / "tenure"
 PG_PORT = int(os.environ.get("PG_PORT", "5433"))
 PG_BIN = os.environ.get("PG_BIN", "")
 PG_DB = "tenure_bench"
-PARTS = ("peers", "tenure", "pg", "lag", "hold", "inproc")
+PARTS = ("peers", "tenure", "pg", "lag", "hold", "inproc", "pairs")
 WORKLOADS = "cycle contended hold expiry_lag"
 
 
@@ -279,6 +283,73 @@ def loadgen(server: Server, out: Path, workload: str, label: str, args: argparse
     code = subprocess.run(cmd, check=False, timeout=900, env=env).returncode
     if code:
         log(f"FAILED/UNSAFE: tenure {label} {workload} (rc={code})")
+
+
+def rowlease_cycle(out: Path, label: str, args: argparse.Namespace) -> None:
+    """One cycle run of the PostgreSQL row-lease, as run_peers.sh runs it."""
+    dsn = f"host=127.0.0.1 port={PG_PORT} dbname=bench user=bench password=bench"
+    cmd = [
+        str(PEERS_PY),
+        str(PEERS / "loadgen.py"),
+        "run",
+        "--backend",
+        "postgres",
+        "--pg-mode",
+        "rowtoken",
+        "--http-lib",
+        "raw",
+        "--workload",
+        "cycle",
+        "--clients",
+        "16",
+        "--duration",
+        str(args.dur),
+        "--pg-dsn",
+        dsn,
+        "--label",
+        label,
+        "--out",
+        str(out),
+    ]
+    code = subprocess.run(cmd, check=False, timeout=900).returncode
+    if code:
+        log(f"FAILED/UNSAFE: row-lease {label} cycle (rc={code})")
+
+
+def alternated(work: Path, pg_url: str, args: argparse.Namespace) -> dict[str, Any]:
+    """The cycle of the row-lease, tenure on SQLite and tenure on PostgreSQL, alternated
+    round after round (bench/pairs.py), each tenure on a fresh server of its own."""
+    out = work / "pairs.jsonl"
+
+    def ops(label: str) -> float | None:
+        got = [r for r in records(out) if r.get("label") == label]
+        return float(got[-1]["metrics"]["ops_per_s"]) if got else None
+
+    (work / "pairs-sqlite").mkdir()
+    (work / "pairs-pg").mkdir()
+    with contextlib.ExitStack() as stack:
+        lite = stack.enter_context(
+            tenure_server(f"sqlite:///{work / 'pairs-sqlite' / 'tenure.db'}", work, "pairs-lite")
+        )
+        pgs = stack.enter_context(tenure_server(pg_url, work / "pairs-pg", "pairs-pg"))
+
+        def rowlease(i: int) -> float | None:
+            rowlease_cycle(out, f"rowlease-{i}", args)
+            return ops(f"rowlease-{i}")
+
+        def on(server: Server, name: str) -> pairs.Run:
+            def run(i: int) -> float | None:
+                loadgen(server, out, "cycle", f"{name}-{i}", args)
+                return ops(f"{name}-{i}")
+
+            return run
+
+        systems = {
+            "postgres-rowtoken": rowlease,
+            "tenure": on(lite, "tenure"),
+            "tenure-pg": on(pgs, "tenure-pg"),
+        }
+        return pairs.alternate(args.rounds, systems, log)
 
 
 def records(out: Path) -> list[dict[str, Any]]:
@@ -611,6 +682,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--inproc-s", type=float, default=5.0, help="direct-mode seconds (5)")
     ap.add_argument("--no-phys", dest="phys", action="store_false", help="skip physlimits.py")
     ap.add_argument("--quick", action="store_true", help="short runs: 2 s, 1,000 leases")
+    ap.add_argument("--rounds", type=int, default=5, help="alternated rounds (pairs, 5)")
     ap.add_argument("--out", help="results file (JSON lines; default under /tmp)")
     args = ap.parse_args(argv)
     parts = {p.strip() for p in args.only.split(",") if p.strip()}
@@ -618,7 +690,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--only takes {', '.join(PARTS)}")
     if args.quick:
         args.dur, args.hold, args.trials, args.inproc_s, args.phys = 2, "1000", 4, 1.0, False
-        args.hold_n = 1000
+        args.hold_n, args.rounds = 1000, 1
     if parts & {"peers", "pg"} and not PEERS_PY.exists():
         log("no peer venv yet: run_peers.sh creates it (and installs etcd/redis/postgresql)")
     stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -628,14 +700,14 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="tenure-bench-") as tmp:
         work = Path(tmp)
         os.chmod(work, 0o755)
-        with contextlib.ExitStack() as stack:
-            if parts & {"peers", "pg"}:
+        with contextlib.ExitStack() as stack, contextlib.ExitStack() as sqlite_stack:
+            if parts & {"peers", "pg", "pairs"}:
                 pg_url = stack.enter_context(postgres(work / "pg"))
             if "peers" in parts:
                 run_peers(out, args)
             if parts & {"tenure", "lag", "hold"}:
                 (work / "sqlite").mkdir()
-                srv = stack.enter_context(
+                srv = sqlite_stack.enter_context(
                     tenure_server(f"sqlite:///{work / 'sqlite' / 'tenure.db'}", work, "sqlite")
                 )
                 if "tenure" in parts:
@@ -649,11 +721,14 @@ def main(argv: list[str] | None = None) -> int:
                     for i, n in enumerate(int(x) for x in args.hold.split(",")):
                         extra["hold"].append(asyncio.run(hold(srv, n, f"hold{i}")))
                         log(f"hold: {extra['hold'][-1]}")
+            sqlite_stack.close()  # only the servers of the part running serve load
             if "pg" in parts:
                 (work / "pgsrv").mkdir()
-                pgs = stack.enter_context(tenure_server(pg_url, work / "pgsrv", "pg"))
-                for workload in ("cycle", "contended"):
-                    loadgen(pgs, out, workload, "tenure-pg", args)
+                with tenure_server(pg_url, work / "pgsrv", "pg") as pgs:
+                    for workload in ("cycle", "contended"):
+                        loadgen(pgs, out, workload, "tenure-pg", args)
+            if "pairs" in parts:
+                extra["pairs"] = alternated(work, pg_url, args)
         if "inproc" in parts:
             extra["inproc"] = inproc(args.inproc_s, work)
             log(f"in-process: {extra['inproc']}")
@@ -666,6 +741,9 @@ def main(argv: list[str] | None = None) -> int:
         subprocess.run([str(PEERS_PY), str(PEERS / "loadgen.py"), "report", str(out)], check=False)
     print(f"## tenure vs targets (issue 9) - {started}, {os.cpu_count()} cores, C=16\n")
     print(render(targets(recs, extra)))
+    if "pairs" in extra:
+        print(f"\n## Cycle, alternated: {args.rounds} rounds, the median ratio (bench/pairs.py)\n")
+        print(pairs.render(extra["pairs"]))
     print(f"\nraw results: {out}")
     return 0
 
