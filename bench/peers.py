@@ -252,68 +252,36 @@ def run_peers(out: Path, args: argparse.Namespace) -> None:
 def loadgen(server: Server, out: Path, workload: str, label: str, args: argparse.Namespace) -> None:
     """One runner workload against tenure: loadgen.py's client and workloads, with the
     ``tenure`` backend of bench/tenure_loadgen.py (a principal per contending owner)."""
-    cmd = [
-        str(PEERS_PY),
-        str(ROOT / "bench" / "tenure_loadgen.py"),
-        "run",
-        "--backend",
-        "tenure",
-        "--http-lib",
-        "raw",
-        "--workload",
-        workload,
-        "--clients",
-        "16",
-        "--duration",
-        str(args.dur),
-        "--hold-n",
-        str(args.hold_n),
-        "--trials",
-        str(args.trials),
-        "--http-url",
-        server.url,
-        "--server-pids",
-        str(server.pid),
-        "--label",
-        label,
-        "--out",
-        str(out),
-    ]
+    backend = ["--backend", "tenure", "--http-url", server.url, "--server-pids", str(server.pid)]
     env = {**os.environ, "TENURE_BENCH_TOKENS": json.dumps(server.tokens)}
-    code = subprocess.run(cmd, check=False, timeout=900, env=env).returncode
-    if code:
-        log(f"FAILED/UNSAFE: tenure {label} {workload} (rc={code})")
+    _run_loadgen(ROOT / "bench" / "tenure_loadgen.py", backend, workload, label, out, args, env)
 
 
 def rowlease_cycle(out: Path, label: str, args: argparse.Namespace) -> None:
     """One cycle run of the PostgreSQL row-lease, as run_peers.sh runs it."""
     dsn = f"host=127.0.0.1 port={PG_PORT} dbname=bench user=bench password=bench"
-    cmd = [
-        str(PEERS_PY),
-        str(PEERS / "loadgen.py"),
-        "run",
-        "--backend",
-        "postgres",
-        "--pg-mode",
-        "rowtoken",
-        "--http-lib",
-        "raw",
-        "--workload",
-        "cycle",
-        "--clients",
-        "16",
-        "--duration",
-        str(args.dur),
-        "--pg-dsn",
-        dsn,
-        "--label",
-        label,
-        "--out",
-        str(out),
-    ]
-    code = subprocess.run(cmd, check=False, timeout=900).returncode
+    backend = ["--backend", "postgres", "--pg-mode", "rowtoken", "--pg-dsn", dsn]
+    _run_loadgen(PEERS / "loadgen.py", backend, "cycle", label, out, args)
+
+
+def _run_loadgen(
+    script: Path,
+    backend: list[str],
+    workload: str,
+    label: str,
+    out: Path,
+    args: argparse.Namespace,
+    env: dict[str, str] | None = None,
+) -> None:
+    """``script run`` (the runner's loadgen.py or its tenure wrapper) with the runner's settings:
+    the raw HTTP client, 16 clients, ``args``' duration, leases and trials."""
+    cmd = [str(PEERS_PY), str(script), "run", *backend, "--http-lib", "raw"]
+    cmd += ["--workload", workload, "--clients", "16", "--duration", str(args.dur)]
+    cmd += ["--hold-n", str(args.hold_n), "--trials", str(args.trials)]
+    cmd += ["--label", label, "--out", str(out)]
+    code = subprocess.run(cmd, check=False, timeout=900, env=env).returncode
     if code:
-        log(f"FAILED/UNSAFE: row-lease {label} cycle (rc={code})")
+        log(f"FAILED/UNSAFE: {label} {workload} (rc={code})")
 
 
 def alternated(work: Path, pg_url: str, args: argparse.Namespace) -> dict[str, Any]:
