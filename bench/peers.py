@@ -47,7 +47,7 @@ import tempfile
 import time
 import urllib.request
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -286,38 +286,35 @@ def _run_loadgen(
 
 def alternated(work: Path, pg_url: str, args: argparse.Namespace) -> dict[str, Any]:
     """The cycle of the row-lease, tenure on SQLite and tenure on PostgreSQL, alternated
-    round after round (bench/pairs.py), each tenure on a fresh server of its own."""
+    round after round (bench/pairs.py). Each tenure run has a fresh server of its own, started
+    for it and stopped after it (as in the runner's single run, where no other tenure serves
+    meanwhile); tenure on SQLite a fresh file too."""
     out = work / "pairs.jsonl"
 
     def ops(label: str) -> float | None:
         got = [r for r in records(out) if r.get("label") == label]
         return float(got[-1]["metrics"]["ops_per_s"]) if got else None
 
-    (work / "pairs-sqlite").mkdir()
-    (work / "pairs-pg").mkdir()
-    with contextlib.ExitStack() as stack:
-        lite = stack.enter_context(
-            tenure_server(f"sqlite:///{work / 'pairs-sqlite' / 'tenure.db'}", work, "pairs-lite")
-        )
-        pgs = stack.enter_context(tenure_server(pg_url, work / "pairs-pg", "pairs-pg"))
+    def rowlease(i: int) -> float | None:
+        rowlease_cycle(out, f"rowlease-{i}", args)
+        return ops(f"rowlease-{i}")
 
-        def rowlease(i: int) -> float | None:
-            rowlease_cycle(out, f"rowlease-{i}", args)
-            return ops(f"rowlease-{i}")
+    def on(name: str, db: Callable[[Path], str]) -> pairs.Run:
+        def run(i: int) -> float | None:
+            label = f"{name}-{i}"
+            (work / label).mkdir()
+            with tenure_server(db(work / label), work / label, label) as server:
+                loadgen(server, out, "cycle", label, args)
+            return ops(label)
 
-        def on(server: Server, name: str) -> pairs.Run:
-            def run(i: int) -> float | None:
-                loadgen(server, out, "cycle", f"{name}-{i}", args)
-                return ops(f"{name}-{i}")
+        return run
 
-            return run
-
-        systems = {
-            "postgres-rowtoken": rowlease,
-            "tenure": on(lite, "tenure"),
-            "tenure-pg": on(pgs, "tenure-pg"),
-        }
-        return pairs.alternate(args.rounds, systems, log)
+    systems = {
+        "postgres-rowtoken": rowlease,
+        "tenure": on("tenure", lambda d: f"sqlite:///{d / 'tenure.db'}"),
+        "tenure-pg": on("tenure-pg", lambda d: pg_url),
+    }
+    return pairs.alternate(args.rounds, systems, log)
 
 
 def records(out: Path) -> list[dict[str, Any]]:
