@@ -132,7 +132,7 @@ def test_lost_claim_stops_the_agent(
     alice: Shell, http: httpx.Client, live_server: LiveServer, tmp_path: Path
 ) -> None:
     new_item(http, "stuck")
-    doc, out = dispatch(alice, tmp_path, "stuck", "--ttl", "1s", "--grace", "5s")
+    doc, out = dispatch(alice, tmp_path, "stuck", "--ttl", "3s", "--grace", "5s")
     seen = wait_for(lambda: out.exists() and json.loads(out.read_text()))
     with live_server.http(live_server.admin_token) as admin:
         reply = admin.post("/v1/items/stuck/force-release", json={"reason": "wedged"})

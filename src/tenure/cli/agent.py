@@ -66,6 +66,15 @@ def finished(client: Client, orders: Orders) -> str | None:
     return status if status in FINISHED else None
 
 
+def next_renewal(deadline: float, ttl_ms: int, interval: float) -> float:
+    """Seconds until the next renewal: a third of the TTL after the last grant, which ended
+    at ``deadline - ttl``. The first renewal thus makes up for the time this supervisor took to
+    start (a loaded machine can take a good part of a short TTL), and never waits longer than
+    ``interval`` even if the clocks disagree."""
+    due = deadline - ttl_ms / 1000 + interval
+    return min(max(due - time.time(), 0.0), interval)
+
+
 def heartbeat(client: Client, orders: Orders, proc: subprocess.Popen[bytes]) -> str:
     """Renew until CMD exits (``exited``), the item is finished by CMD (``done``/``cancelled``)
     or the claim is lost (anything else)."""
@@ -73,7 +82,7 @@ def heartbeat(client: Client, orders: Orders, proc: subprocess.Popen[bytes]) -> 
     deadline = orders.expires_at / 1000
     while proc.poll() is None:
         try:
-            proc.wait(timeout=interval)
+            proc.wait(timeout=next_renewal(deadline, orders.ttl_ms, interval))
             break
         except subprocess.TimeoutExpired:
             pass
