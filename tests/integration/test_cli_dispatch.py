@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -141,6 +142,31 @@ def test_lost_claim_stops_the_agent(
     assert Path(str(out) + ".term").exists()  # SIGTERM, not SIGKILL: it got to clean up
     wait_for(lambda: not alive(doc["supervisor_pid"]))
     assert "claim lost" in Path(doc["log"]).read_text()
+
+
+def test_a_claim_that_lapsed_while_the_supervisor_started_is_not_worked(
+    http: httpx.Client, live_server: LiveServer, tmp_path: Path
+) -> None:
+    new_item(http, "late")
+    granted = http.post("/v1/items/late/dispatch", json={"agent": "slow", "ttl_ms": 1000})
+    assert granted.status_code == 200, granted.text
+    body = granted.json()
+    marker = tmp_path / "ran"
+    orders = {
+        "url": live_server.url, "token": body["agent"]["token"], "agent": "alice/slow",
+        "item": "late", "epoch": body["lease"]["token"], "ttl_ms": 1000,
+        "expires_at": body["lease"]["expires_at"], "grace_s": 1.0,
+        "cmd": ["sh", "-c", f"touch {marker}"],
+    }  # fmt: skip
+    wait_for(lambda: view(http, "late")["lease_state"] == "lapsed", timeout=5)
+    supervisor = subprocess.run(
+        [sys.executable, "-m", "tenure.cli.agent"],
+        input=json.dumps(orders), capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    assert supervisor.returncode == 1, supervisor.stderr
+    assert "claim lost before the command started" in supervisor.stderr
+    assert not marker.exists()  # CMD never ran
+    assert view(http, "late")["item"]["assignee"] == "alice/slow"  # nothing else changed
 
 
 def test_bad_input_changes_nothing(alice: Shell, http: httpx.Client) -> None:

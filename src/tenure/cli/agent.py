@@ -2,8 +2,10 @@
 ``tenure dispatch``, never by hand).
 
 It reads its orders as one JSON document on stdin (so the agent's token is in neither argv
-nor a file), starts CMD as the agent, renews the claim every ttl/3 while CMD lives, and when
-CMD exits releases the claim unless CMD completed the item. If the claim is lost, CMD gets
+nor a file), renews the claim at once (a claim that lapsed while it started is not worked:
+CMD is not started), starts CMD as the agent, holds the claim with the client's heartbeat
+(:class:`~tenure.client.items.WorkHandle`) while CMD lives, and when CMD exits releases the
+claim unless CMD completed the item. If the claim is lost, CMD gets
 SIGTERM, then SIGKILL after the grace period. If this supervisor is killed, CMD dies with it
 (see :func:`tenure.cli.supervise.spawn_guarded`) and the claim lapses on its own.
 """
@@ -16,13 +18,16 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass
 from types import FrameType
 from typing import Any
 
-from tenure.cli.supervise import exit_status, spawn_guarded, stop
+from tenure.cli.supervise import Wakeup, exit_status, spawn_guarded, stop
 from tenure.client import Client
-from tenure.client._shared import TransportError
+from tenure.client.items import WorkHandle
+from tenure.core.models import Lease
 from tenure.errors import TenureError
 
 FINISHED = ("done", "cancelled")
@@ -57,8 +62,30 @@ def log(message: str) -> None:
     print(f"[tenure dispatch {stamp}] {message}", file=sys.stderr, flush=True)
 
 
+class Dispatched(WorkHandle):
+    """The claim ``tenure dispatch`` was granted, held here with the client's heartbeat
+    (renewed every ttl/3, retried with backoff until the deadline, ``on_lost`` called when it is
+    lost). Entering renews it at once: that gives a deadline on this process's clock (the grant
+    was received by another process, a start-up ago), and a claim that lapsed while this
+    supervisor started is found lost before CMD starts. The supervisor releases the claim and
+    reports losses itself, so leaving does neither."""
+
+    def __init__(self, client: Client, orders: Orders, on_lost: Callable[[Any], object]) -> None:
+        super().__init__(client, orders.item, orders.ttl_ms / 1000, on_lost=on_lost)
+        self._granted = orders.epoch
+
+    def _acquire(self) -> tuple[Lease, float]:  # the hook WorkHandle.__enter__ calls
+        return self._client._timed(self._renew_call(self._granted))
+
+    def _should_release(self) -> bool:
+        return False
+
+    def _outcome(self, exc: BaseException | None) -> None:
+        pass
+
+
 def finished(client: Client, orders: Orders) -> str | None:
-    """After a refused renewal: ``done``/``cancelled`` if CMD finished the item itself."""
+    """``done``/``cancelled`` if CMD finished the item itself."""
     try:
         status = client.items.get(orders.item).item.status
     except TenureError:
@@ -66,39 +93,29 @@ def finished(client: Client, orders: Orders) -> str | None:
     return status if status in FINISHED else None
 
 
-def next_renewal(deadline: float, ttl_ms: int, interval: float) -> float:
-    """Seconds until the next renewal: a third of the TTL after the last grant, which ended
-    at ``deadline - ttl``. The first renewal thus makes up for the time this supervisor took to
-    start (a loaded machine can take a good part of a short TTL), and never waits longer than
-    ``interval`` even if the clocks disagree."""
-    due = deadline - ttl_ms / 1000 + interval
-    return min(max(due - time.time(), 0.0), interval)
-
-
-def heartbeat(client: Client, orders: Orders, proc: subprocess.Popen[bytes]) -> str:
-    """Renew until CMD exits (``exited``), the item is finished by CMD (``done``/``cancelled``)
-    or the claim is lost (anything else)."""
-    interval = max(orders.ttl_ms / 3000, 0.2)
-    deadline = orders.expires_at / 1000
-    while proc.poll() is None:
-        try:
-            proc.wait(timeout=next_renewal(deadline, orders.ttl_ms, interval))
-            break
-        except subprocess.TimeoutExpired:
-            pass
-        try:
-            lease = client.items.renew(orders.item, orders.epoch)
-            deadline = lease.expires_at / 1000
-        except TransportError as err:
-            if time.time() >= deadline:
-                return f"unreachable past the deadline ({err.detail})"
-            log(f"renewal failed, retrying: {err.detail}")
-        except TenureError as err:  # the server refused: the claim is over
-            return finished(client, orders) or f"{err.code}: {err.detail}"
-    return "exited"
+def hold(work: Dispatched, proc: subprocess.Popen[bytes], wakeup: Wakeup) -> None:
+    """Sleep until CMD exits or the claim is lost (the heartbeat's ``on_lost`` wakes us)."""
+    wakeup.watch(proc)
+    while proc.poll() is None and not work.lost:
+        wakeup.wait()
 
 
 def supervise(orders: Orders) -> int:
+    with ExitStack() as stack:
+        client = stack.enter_context(Client(orders.url, token=orders.token))
+        wakeup = stack.enter_context(Wakeup())
+        try:
+            work = stack.enter_context(Dispatched(client, orders, lambda _work: wakeup.wake()))
+        except TenureError as err:
+            log(f"claim lost before the command started ({err.code}: {err.detail})")
+            return 1
+        code = run_command(client, orders, work, wakeup)
+    log(f"command ended with status {code}")
+    return code
+
+
+def run_command(client: Client, orders: Orders, work: Dispatched, wakeup: Wakeup) -> int:
+    """Start CMD as the agent, hold the claim while it runs; CMD's exit status."""
     proc = spawn_guarded(orders.cmd, orders.env())
     log(f"started pid {proc.pid} as {orders.agent} on item {orders.item} (epoch {orders.epoch})")
 
@@ -107,28 +124,24 @@ def supervise(orders: Orders) -> int:
 
     signal.signal(signal.SIGTERM, forward)
     signal.signal(signal.SIGINT, forward)
-    with Client(orders.url, token=orders.token) as client:
-        outcome = heartbeat(client, orders, proc)
-        if outcome in FINISHED:
-            log(f"the item is {outcome}; waiting for the command to end")
-            code = exit_status(proc.wait())
-        elif outcome != "exited":
-            log(f"claim lost ({outcome}); stopping the command")
-            code = stop(proc, orders.grace_s)
-        else:
-            code = exit_status(proc.returncode)
-        if outcome == "exited":
-            release(client, orders)
-    log(f"command ended with status {code}")
-    return code
+    hold(work, proc, wakeup)
+    if proc.poll() is not None:
+        release(client, orders, work)
+        return exit_status(proc.wait())
+    status = finished(client, orders)
+    if status is not None:
+        log(f"the item is {status}; waiting for the command to end")
+        return exit_status(proc.wait())
+    log(f"claim lost ({work.lost_reason}); stopping the command")
+    return stop(proc, orders.grace_s)
 
 
-def release(client: Client, orders: Orders) -> None:
+def release(client: Client, orders: Orders, work: Dispatched) -> None:
     """Release the claim unless CMD completed (or cancelled) the item."""
     try:
         if client.items.get(orders.item).item.status in FINISHED:
             return
-        client.items.release(orders.item)
+        work.release()
         log("claim released")
     except TenureError as err:
         log(f"release failed ({err.code}); the claim will lapse on its own")
