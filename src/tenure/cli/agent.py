@@ -138,9 +138,9 @@ def run_command(client: Client, orders: Orders, work: Dispatched, wakeup: Wakeup
 
 def release(client: Client, orders: Orders, work: Dispatched) -> None:
     """Release the claim unless CMD completed (or cancelled) the item."""
+    if finished(client, orders):
+        return
     try:
-        if client.items.get(orders.item).item.status in FINISHED:
-            return
         work.release()
         log("claim released")
     except TenureError as err:
