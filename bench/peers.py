@@ -636,6 +636,29 @@ def render(rows: list[Row]) -> str:
     return "\n".join(out)
 
 
+def sqlite_parts(
+    work: Path, out: Path, parts: set[str], args: argparse.Namespace
+) -> dict[str, Any]:
+    """The parts on tenure's embedded default (``tenure``, ``lag``, ``hold``), on one server
+    stopped when they end, so that no idle tenure server runs beside a later part; the lag and
+    hold figures."""
+    got: dict[str, Any] = {}
+    (work / "sqlite").mkdir()
+    with tenure_server(f"sqlite:///{work / 'sqlite' / 'tenure.db'}", work, "sqlite") as srv:
+        if "tenure" in parts:
+            for workload in WORKLOADS.split():
+                loadgen(srv, out, workload, "tenure", args)
+        if "lag" in parts:
+            got["lag"] = asyncio.run(long_poll_lag(srv, args.trials))
+            log(f"long-poll lag: {got['lag']}")
+        if "hold" in parts:
+            got["hold"] = []
+            for i, n in enumerate(int(x) for x in args.hold.split(",")):
+                got["hold"].append(asyncio.run(hold(srv, n, f"hold{i}")))
+                log(f"hold: {got['hold'][-1]}")
+    return got
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", default=",".join(PARTS), help=f"comma list of {', '.join(PARTS)}")
@@ -665,28 +688,13 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="tenure-bench-") as tmp:
         work = Path(tmp)
         os.chmod(work, 0o755)
-        with contextlib.ExitStack() as stack, contextlib.ExitStack() as sqlite_stack:
+        with contextlib.ExitStack() as stack:
             if parts & {"peers", "pg", "pairs"}:
                 pg_url = stack.enter_context(postgres(work / "pg"))
             if "peers" in parts:
                 run_peers(out, args)
             if parts & {"tenure", "lag", "hold"}:
-                (work / "sqlite").mkdir()
-                srv = sqlite_stack.enter_context(
-                    tenure_server(f"sqlite:///{work / 'sqlite' / 'tenure.db'}", work, "sqlite")
-                )
-                if "tenure" in parts:
-                    for workload in WORKLOADS.split():
-                        loadgen(srv, out, workload, "tenure", args)
-                if "lag" in parts:
-                    extra["lag"] = asyncio.run(long_poll_lag(srv, args.trials))
-                    log(f"long-poll lag: {extra['lag']}")
-                if "hold" in parts:
-                    extra["hold"] = []
-                    for i, n in enumerate(int(x) for x in args.hold.split(",")):
-                        extra["hold"].append(asyncio.run(hold(srv, n, f"hold{i}")))
-                        log(f"hold: {extra['hold'][-1]}")
-            sqlite_stack.close()  # only the servers of the part running serve load
+                extra.update(sqlite_parts(work, out, parts, args))
             if "pg" in parts:
                 (work / "pgsrv").mkdir()
                 with tenure_server(pg_url, work / "pgsrv", "pg") as pgs:
