@@ -81,8 +81,10 @@ class Forbidden(TenureError):
 
 class NotHolder(TenureError):
     code, status, title = "not_holder", 403, "the lease is held by someone else"
-    fields = ("holder", "task", "expires_at")
+    fields = ("holder", "session", "task", "expires_at")
+    optional = ("session",)
     holder: str | None
+    session: str | None
     task: str | None
     expires_at: int | None
 
@@ -95,8 +97,9 @@ class NotFound(TenureError):
 
 class LeaseHeld(TenureError):
     code, status, title = "lease_held", 409, "the key is leased by someone else"
-    fields = ("holder", "task", "expires_at", "token")
+    fields = ("holder", "session", "task", "expires_at", "token")
     holder: str | None
+    session: str | None
     task: str | None
     expires_at: int | None
     token: int | None
@@ -116,6 +119,17 @@ class StaleToken(TenureError):
     token: int | None
     current_token: int | None
     holder: str | None
+
+
+class IdempotencyConflict(TenureError):
+    """An ``op_id`` names one intended write: the same ``op_id`` under the same token with
+    another value is refused, naming the first write (its ``version``)."""
+
+    code, status, title = "idempotency_conflict", 409, "the op_id was used for another write"
+    fields = ("op_id", "token", "version")
+    op_id: str | None
+    token: int | None
+    version: int | None
 
 
 class AssignedToOther(TenureError):
@@ -161,6 +175,7 @@ __all__ = [
     "AssignedToOther",
     "Conflict",
     "Forbidden",
+    "IdempotencyConflict",
     "InvalidRequest",
     "LeaseHeld",
     "LeaseLost",

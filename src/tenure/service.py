@@ -133,15 +133,21 @@ class Service:
         ttl_ms: int | None = None,
         task: str | None = None,
         meta: dict[str, Any] | None = None,
+        session: str | None = None,
     ) -> Lease:
-        """Grant ``key`` to ``who``, or renew it if ``who`` holds it already (same token)."""
+        """Grant ``key`` to ``who``'s ``session`` (``None``: the default session ``""``), or
+        renew it if that same session holds it already (same token). Another session of
+        ``who`` holding it is refused like anyone else (``LeaseHeld``)."""
         me = as_principal(who)
         policy = self._policy(key)
         ttl = v.check_ttl(ttl_ms, policy)
         task = v.check_task(task)
         meta = v.check_meta(meta, policy)
+        sid = v.check_session(session)
         lease: Lease = self._run(
-            key, lambda tx: decide_acquire(tx.record, key, me, ttl, task, meta, tx.now), create=True
+            key,
+            lambda tx: decide_acquire(tx.record, key, me, ttl, task, meta, tx.now, sid),
+            create=True,
         )
         return lease
 
@@ -159,16 +165,20 @@ class Service:
         self.metrics.inc("tenure_renewals_total")
         return lease
 
-    def renew_all(self, who: Who, keys: Iterable[str] | None = None) -> RenewAllResult:
-        """Renew every live lease of ``who`` (or those in ``keys``), each with its own ttl.
+    def renew_all(
+        self, who: Who, keys: Iterable[str] | None = None, session: str | None = None
+    ) -> RenewAllResult:
+        """Renew every live lease of ``who`` (only those of its ``session`` when given; or those
+        in ``keys``), each with its own ttl.
 
         One transaction renews every lease that is live; the keys it did not renew are then
         looked at one by one, to name why each one is lost."""
         me = as_principal(who)
+        sid = None if session is None else v.check_session(session)
         wanted = None
         if keys is not None:
             wanted = list(dict.fromkeys(self._check_key(k) for k in _as_list(keys, "keys")))
-        now, records = self.store.renew_all(me.name, wanted)
+        now, records = self.store.renew_all(me.name, sid, wanted)
         if records:
             self.metrics.inc("tenure_renewals_total", by=len(records))
         by_key = {r.key: r.lease(now) for r in records}
@@ -180,7 +190,7 @@ class Service:
                 renewed.append(by_key[key])
                 continue
             rec = self.store.get(key)
-            if rec is None or rec.holder != me.name:
+            if rec is None or rec.holder != me.name or sid not in (None, rec.session):
                 lost.append(LostLease(key, "not_held"))
                 continue
             try:
@@ -190,13 +200,14 @@ class Service:
                 lost.append(LostLease(key, reason, rec.token))
         return RenewAllResult(tuple(renewed), tuple(lost))
 
-    def renew_all_json(self, who: Who) -> bytes:
-        """``renew_all(who)`` (no ``keys``) as the JSON of its reply, ``{"renewed": [...],
-        "lost": []}``: equal, once parsed, to ``renew_all(who).to_dict()``. The database writes
-        the array of renewed leases, so no lease becomes a Python object (a heartbeat over
-        100,000 leases: a 22 MB reply)."""
+    def renew_all_json(self, who: Who, session: str | None = None) -> bytes:
+        """``renew_all(who, session=session)`` (no ``keys``) as the JSON of its reply,
+        ``{"renewed": [...], "lost": []}``: equal, once parsed, to its ``to_dict()``. The
+        database writes the array of renewed leases, so no lease becomes a Python object (a
+        heartbeat over 100,000 leases: a 22 MB reply)."""
         me = as_principal(who)
-        _, leases, count = self.store.renew_all_json(me.name)
+        sid = None if session is None else v.check_session(session)
+        _, leases, count = self.store.renew_all_json(me.name, sid)
         if count:
             self.metrics.inc("tenure_renewals_total", by=count)
         return b"".join((b'{"renewed":[', leases, b'],"lost":[]}'))
@@ -225,13 +236,19 @@ class Service:
             raise self._explain(lost, key) from None
         return result
 
-    def release(self, who: Who, key: str, token: int | None = None) -> ReleaseResult:
-        """End your lease on ``key``. Releasing what you do not hold says ``released: False``."""
+    def release(
+        self, who: Who, key: str, token: int | None = None, session: str | None = None
+    ) -> ReleaseResult:
+        """End your lease on ``key``. Releasing what you do not hold says ``released: False``.
+
+        With ``token``, the lease of that token (from any session of yours); without, the lease
+        of your ``session`` (``None``: the default session)."""
         me = as_principal(who)
         self._check_key(key)
         token = v.check_optional_token(token)
+        sid = v.check_session(session)
         result: ReleaseResult = self._run(
-            key, lambda tx: decide_release(tx.record, key, me, token, tx.now)
+            key, lambda tx: decide_release(tx.record, key, me, token, tx.now, sid)
         )
         return result
 
@@ -303,7 +320,9 @@ class Service:
     def write(
         self, who: Who, key: str, token: int, value: Any, op_id: str | None = None
     ) -> FencedWrite:
-        """Store ``value`` under ``key`` if ``token`` is the key's current token."""
+        """Store ``value`` under ``key`` if ``token`` is the key's current token and ``who``
+        holds it. ``op_id`` names one intended write under ``token``: repeating it answers the
+        first result; the same ``op_id`` under a newer token is a new write."""
         me = as_principal(who)
         policy = self._policy(key)
         token = v.check_token(token)
@@ -312,7 +331,7 @@ class Service:
             op_id = v.check_text("op_id", op_id, v.MAX_OP_ID_CHARS)
 
         def decide(tx: KeyTx) -> Decision:
-            duplicate = tx.find_op(op_id) if op_id is not None else None
+            duplicate = tx.find_op(token, op_id) if op_id is not None else None
             decision = decide_write(
                 tx.record,
                 None if duplicate else tx.register(),
@@ -322,6 +341,7 @@ class Service:
                 token,
                 value,
                 tx.now,
+                op_id,
             )
             if isinstance(decision.result, FencedWrite) and not decision.result.duplicate:
                 tx.save_register(decision.result, op_id)

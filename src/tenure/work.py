@@ -114,6 +114,16 @@ class Briefing:
         }
 
 
+def _same_completion(first: Any, epoch: int, me: Principal) -> bool:
+    """Whether the completion an ``op_id`` recorded is this one again: the same epoch, by the
+    same principal (records from before the principal was kept count by epoch alone)."""
+    return (
+        isinstance(first, dict)
+        and first.get("epoch") == epoch
+        and first.get("by", me.name) == me.name
+    )
+
+
 def check_item_id(item_id: object, field: str = "id") -> str:
     if not isinstance(item_id, str) or not ITEM_ID.match(item_id) or "\n" in item_id:
         raise InvalidRequest(f"{field}: 1-128 letters, digits, '.', '_' or '-'", field=field)
@@ -260,14 +270,20 @@ class WorkQueue:
         task: str | None = None,
         takeover: bool = False,
         reason: str | None = None,
+        session: str | None = None,
     ) -> Claim:
+        """Claim the item for ``who``'s ``session`` (``None``: the default session): the same
+        session claiming again renews; another session of ``who`` is refused (``LeaseHeld``)."""
         me = self._who(who)
         ttl, task, reason = self._claim_args(item_id, ttl_ms, task, reason)
         if not isinstance(takeover, bool):
             raise InvalidRequest("takeover: true or false", field="takeover")
+        sid = v.check_session(session)
         lease: Lease = self._run(
             item_id,
-            lambda tx, item: decide_claim(item, tx.record, me, ttl, task, takeover, reason, tx.now),
+            lambda tx, item: decide_claim(
+                item, tx.record, me, ttl, task, takeover, reason, tx.now, sid
+            ),
             create=True,
         )
         return Claim(self._item(item_id), lease)
@@ -306,10 +322,18 @@ class WorkQueue:
             )
         return item.epoch
 
-    def release(self, who: Who, item_id: str) -> ItemRelease:
+    def release(
+        self, who: Who, item_id: str, epoch: int | None = None, session: str | None = None
+    ) -> ItemRelease:
+        """End my claim and retire my assignee edge. Fenced by ``epoch``: an epoch that is no
+        longer the item's answers ``released: False`` and changes nothing. Without ``epoch``,
+        only my ``session``'s own live claim is released."""
         me = self._who(who)
+        epoch = v.check_optional_token(epoch, "epoch")
+        sid = v.check_session(session)
         released, item = self._run(
-            item_id, lambda tx, item: decide_item_release(item, tx.record, me, tx.now)
+            item_id,
+            lambda tx, item: decide_item_release(item, tx.record, me, tx.now, epoch, sid),
         )
         return ItemRelease(released, item)
 
@@ -381,12 +405,13 @@ class WorkQueue:
         duplicate: list[bool] = []
 
         def decide(tx: KeyTx, item: Item) -> ItemDecision:
-            if op_id is not None and tx.find_item_op(item.id, op_id) is not None:
+            first = tx.find_item_op(item.id, op_id) if op_id is not None else None
+            if first is not None and _same_completion(first, epoch, me):
                 duplicate.append(True)
                 return ItemDecision(Decision(None), result=item)
             decision = decide_complete(item, tx.record, me, epoch, result, tx.now)
             if op_id is not None and decision.error is None and decision.lease.error is None:
-                tx.save_item_op(item.id, op_id, {"epoch": epoch})
+                tx.save_item_op(item.id, op_id, {"epoch": epoch, "by": me.name})
             return decision
 
         done: Item = self._fenced(item_id, decide)
@@ -414,12 +439,15 @@ class WorkQueue:
         agent: str | None = None,
         ttl_ms: int | None = None,
         task: str | None = None,
+        session: str | None = None,
     ) -> Dispatch:
-        """Claim the item for a new child agent of the caller, in one transaction."""
+        """Claim the item for a new child agent of the caller, in one transaction; the claim
+        belongs to the agent's ``session`` (the process that will hold it)."""
         from tenure.principals import NAME_RE, check_principal
 
         me = self._who(who)
         ttl, task, _ = self._claim_args(item_id, ttl_ms, task, None)
+        sid = v.check_session(session)
         suffix = agent if agent is not None else f"agent-{secrets.token_hex(3)}"
         name = f"{me.name}/{suffix}"
         if (
@@ -438,7 +466,7 @@ class WorkQueue:
         token_id, token = new_token()
 
         def decide(tx: KeyTx, item: Item) -> ItemDecision:
-            decision = decide_claim(item, tx.record, child, ttl, task, False, None, tx.now)
+            decision = decide_claim(item, tx.record, child, ttl, task, False, None, tx.now, sid)
             if decision.error is None and decision.lease.error is None and decision.item:
                 tx.add_principal(child, hash_token(token), token_id)
             return decision

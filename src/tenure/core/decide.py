@@ -7,6 +7,7 @@ committing (a conflict is counted and recorded even though the caller gets an er
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +25,7 @@ from tenure.core.models import (
 )
 from tenure.errors import (
     Forbidden,
+    IdempotencyConflict,
     LeaseHeld,
     LeaseLost,
     NotFound,
@@ -66,16 +68,20 @@ def ending_event(
     data: dict[str, Any] = {"held_ms": held}
     if ending in ("expired", "taken_over"):
         data["deadline"] = rec.expires_at
+    if rec.session:
+        data["session"] = rec.session
     return EventDraft(ending, rec.key, rec.holder, rec.task, rec.token, actor, reason, data)
 
 
 def reaped_event(row: Sequence[Any]) -> EventDraft:
     """The ``expired`` event of a reaped row.
 
-    ``row``: ``(key, token, holder, task, expires_at, acquired_at)``.
+    ``row``: ``(key, token, holder, task, expires_at, acquired_at, session)``.
     """
-    key, token, holder, task, expires_at, acquired_at = row
-    data = {"held_ms": max(0, expires_at - acquired_at), "deadline": expires_at}
+    key, token, holder, task, expires_at, acquired_at, session = row
+    data: dict[str, Any] = {"held_ms": max(0, expires_at - acquired_at), "deadline": expires_at}
+    if session:
+        data["session"] = session
     return EventDraft("expired", key, holder, task, token, data=data)
 
 
@@ -83,11 +89,17 @@ def _changed(before: KeyRecord | None, after: KeyRecord | None) -> KeyRecord | N
     return None if after is before else after
 
 
+def held_by(rec: KeyRecord) -> str:
+    """``'jo'``, or ``'jo' (session 'web-2')`` for a session other than the default."""
+    return f"{rec.holder!r}" + (f" (session {rec.session!r})" if rec.session else "")
+
+
 def _not_holder(rec: KeyRecord) -> NotHolder:
     return NotHolder(
-        f"{rec.key!r} is held by {rec.holder!r}",
+        f"{rec.key!r} is held by {held_by(rec)}",
         key=rec.key,
         holder=rec.holder,
+        session=rec.session,
         task=rec.task,
         expires_at=rec.expires_at,
     )
@@ -112,10 +124,13 @@ def decide_acquire(
     task: str | None,
     meta: dict[str, Any] | None,
     now: int,
+    session: str = "",
 ) -> Decision:
+    """Grant ``key`` to ``who``'s ``session``; the same principal and session renews its own
+    live lease (same token); anyone else, another session of ``who`` included, is refused."""
     rec, events = settle(before, now)
     if rec is not None and rec.is_live(now):
-        if rec.holder == who.name:
+        if rec.holder == who.name and rec.session == session:
             changes: dict[str, Any] = {}
             if task is not None:
                 changes["task"] = task
@@ -131,12 +146,13 @@ def decide_acquire(
             rec.task,
             rec.token,
             actor=who.name,
-            data={"wanted_task": task},
+            data={"wanted_task": task, **({"wanted_session": session} if session else {})},
         )
         error = LeaseHeld(
-            f"{key!r} is held by {rec.holder!r}",
+            f"{key!r} is held by {held_by(rec)}",
             key=key,
             holder=rec.holder,
+            session=rec.session,
             task=rec.task,
             expires_at=rec.expires_at,
             token=rec.token,
@@ -153,10 +169,10 @@ def decide_acquire(
         expires_at=now + ttl_ms,
         meta=meta or {},
         conflicts=rec.conflicts if rec else 0,
+        session=session,
     )
-    acquired = EventDraft(
-        "acquired", key, who.name, task, fresh.token, actor=who.name, data={"ttl_ms": ttl_ms}
-    )
+    data: dict[str, Any] = {"ttl_ms": ttl_ms, "session": session} if session else {"ttl_ms": ttl_ms}
+    acquired = EventDraft("acquired", key, who.name, task, fresh.token, actor=who.name, data=data)
     return Decision(fresh, (*events, acquired), fresh.lease(now))
 
 
@@ -232,14 +248,22 @@ def decide_extend(
 
 
 def decide_release(
-    before: KeyRecord | None, key: str, who: Principal, token: int | None, now: int
+    before: KeyRecord | None,
+    key: str,
+    who: Principal,
+    token: int | None,
+    now: int,
+    session: str = "",
 ) -> Decision:
+    """End ``who``'s live lease. With ``token``: the lease of that token, from any session of
+    ``who`` (an older token releases nothing). Without: only ``session``'s own lease; another
+    session's lease of ``who`` is refused like a stranger's."""
     rec, events = settle(before, now)
     if rec is None:
         return Decision(None, (), ReleaseResult(False, None))
     if not rec.is_live(now) or (rec.holder == who.name and token not in (None, rec.token)):
         return Decision(_changed(before, rec), events, ReleaseResult(False, rec.lease(now)))
-    if rec.holder != who.name:
+    if rec.holder != who.name or (token is None and rec.session != session):
         return Decision(_changed(before, rec), events, None, _not_holder(rec))
     done = rec.update(ended="released")
     event = ending_event(rec, "released", now, actor=who.name)
@@ -287,10 +311,16 @@ def decide_write(
     token: int,
     value: Any,
     now: int,
+    op_id: str | None = None,
 ) -> Decision:
-    """A fenced write: accepted only with the key's current token, whatever the clock says."""
+    """A fenced write: accepted only from the holder of the key's current token, with that
+    token, whatever the clock says.
+
+    ``duplicate``: the write this ``op_id`` already named under this ``token``, if any. The
+    same write again answers the first result; another value under it is refused."""
     if duplicate is not None:
-        return Decision(None, (), duplicate)
+        error = _check_duplicate(duplicate, key, who, token, value, op_id)
+        return Decision(None, (), None if error else duplicate, error)
     rec, events = settle(before, now)
     if rec is None or token != rec.token or not rec.fence_open:
         current = rec.token if rec else None
@@ -299,9 +329,38 @@ def decide_write(
             f"token {token} {why} for {key!r}", key=key, token=token, current_token=current
         )
         return Decision(_changed(before, rec), events, None, error)
+    if rec.holder != who.name:
+        return Decision(_changed(before, rec), events, None, _not_holder(rec))
     version = (register.version if register else 0) + 1
     event = EventDraft(
         "written", key, rec.holder, rec.task, token, actor=who.name, data={"version": version}
     )
-    result = FencedWrite(key, token, value, version)
+    result = FencedWrite(key, token, value, version, writer=who.name)
     return Decision(_changed(before, rec), (*events, event), result)
+
+
+def _canonical(value: Any) -> str:
+    """Equal JSON values give equal text (``1`` and ``true`` do not, as Python's ``==`` says)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _check_duplicate(
+    first: FencedWrite, key: str, who: Principal, token: int, value: Any, op_id: str | None
+) -> TenureError | None:
+    """Why a repeated ``op_id`` under ``token`` is not simply the first write again."""
+    if first.writer is not None and first.writer != who.name:
+        return NotHolder(
+            f"token {token} of {key!r} was written by {first.writer!r}",
+            key=key,
+            holder=first.writer,
+        )
+    if _canonical(first.value) != _canonical(value):
+        return IdempotencyConflict(
+            f"op_id {op_id!r} named another write under token {token} of {key!r} "
+            f"(version {first.version}); an op_id names one intended write",
+            key=key,
+            op_id=op_id,
+            token=token,
+            version=first.version,
+        )
+    return None

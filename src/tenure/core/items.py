@@ -10,9 +10,16 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from tenure.core.decide import Decision, decide_acquire, decide_release, ending_event, settle
+from tenure.core.decide import (
+    Decision,
+    decide_acquire,
+    decide_release,
+    ending_event,
+    held_by,
+    settle,
+)
 from tenure.core.models import EventDraft, KeyRecord, Lease, Principal
-from tenure.errors import AssignedToOther, Conflict, NotFound, StaleToken, TenureError
+from tenure.errors import AssignedToOther, Conflict, NotFound, NotHolder, StaleToken, TenureError
 
 STATUSES: tuple[str, ...] = ("open", "in_progress", "blocked", "done", "cancelled")
 CLOSED: tuple[str, ...] = ("done", "cancelled")
@@ -135,6 +142,7 @@ def decide_claim(
     takeover: bool,
     reason: str | None,
     now: int,
+    session: str = "",
 ) -> ItemDecision:
     if item is None:
         return _refuse(_missing(""))
@@ -142,9 +150,9 @@ def decide_claim(
     if item.status in CLOSED:
         return _refuse(Conflict(f"item {item.id!r} is {item.status}", key=key, field="status"))
     live = rec is not None and rec.is_live(now)
-    if live:  # our own claim renews; someone else's is lease_held (and counted)
+    if live:  # our own session's claim renews; anyone else's is lease_held (and counted)
         assert rec is not None
-        lease = decide_acquire(rec, key, who, ttl_ms, task, None, now)
+        lease = decide_acquire(rec, key, who, ttl_ms, task, None, now, session)
         return ItemDecision(lease, result=lease.result)
     previous = item.assignee
     if previous not in (None, who.name) and not takeover:
@@ -165,7 +173,7 @@ def decide_claim(
         # The lapsed lease ends by this deliberate takeover rather than by expiry.
         rec = rec.update(ended="taken_over")
         events = (ending_event(rec, "taken_over", now, actor=who.name, reason=reason),)
-    lease = decide_acquire(rec, key, who, ttl_ms, task, None, now)
+    lease = decide_acquire(rec, key, who, ttl_ms, task, None, now, session)
     granted: Lease = lease.result
     claimed = item.update(
         assignee=who.name, status="in_progress", epoch=granted.token, updated_at=now
@@ -185,16 +193,25 @@ def decide_claim(
 
 
 def decide_item_release(
-    item: Item | None, rec: KeyRecord | None, who: Principal, now: int
+    item: Item | None,
+    rec: KeyRecord | None,
+    who: Principal,
+    now: int,
+    epoch: int | None = None,
+    session: str = "",
 ) -> ItemDecision:
     """Release my lease on the item (if any) and retire my assignee edge; reopen the item.
 
-    ``released`` says whether a live lease of mine ended (SPEC invariant 7): a lapsed claim's
-    lingering edge is retired all the same, with ``released: False``.
+    ``released`` says whether a live lease of mine ended: a lapsed claim's lingering edge is
+    retired all the same, with ``released: False``. Fenced by ``epoch``: an epoch that is no
+    longer the item's answers ``released: False`` and changes nothing. Without ``epoch``, only
+    ``session``'s own live claim is released (another session's is refused, like a stranger's).
     """
     if item is None:
         return _refuse(_missing(""))
-    lease = decide_release(rec, item_key(item.id), who, None, now)
+    if epoch is not None and epoch != item.epoch:
+        return ItemDecision(Decision(None), result=(False, item))
+    lease = decide_release(rec, item_key(item.id), who, epoch, now, session)
     released = bool(lease.result and lease.result.released)
     if lease.error is not None or item.assignee != who.name:
         return ItemDecision(lease, result=(released, item))
@@ -208,8 +225,11 @@ def decide_item_release(
     return ItemDecision(lease, reopened, (transfer,), (event,), (released, reopened))
 
 
-def check_epoch(item: Item, rec: KeyRecord | None, epoch: int) -> TenureError | None:
-    """Progress and completion: only the item's current epoch, and only while it is open."""
+def check_epoch(
+    item: Item, rec: KeyRecord | None, epoch: int, who: Principal
+) -> TenureError | None:
+    """Progress and completion: only the item's current epoch, only from the principal that
+    holds it (any of its sessions), and only while the item is open."""
     current = rec.token if rec else 0
     if rec is None or epoch != current or not rec.fence_open or item.epoch != current:
         why = "was revoked" if rec and epoch == current else "is stale"
@@ -219,6 +239,15 @@ def check_epoch(item: Item, rec: KeyRecord | None, epoch: int) -> TenureError | 
             token=epoch,
             current_token=current or None,
             holder=item.assignee,
+        )
+    if rec.holder != who.name:
+        return NotHolder(
+            f"epoch {epoch} of item {item.id!r} is held by {held_by(rec)}, not {who.name!r}",
+            key=item_key(item.id),
+            holder=rec.holder,
+            session=rec.session,
+            task=rec.task,
+            expires_at=rec.expires_at,
         )
     if item.status in CLOSED:
         return Conflict(f"item {item.id!r} is {item.status}", key=item_key(item.id), field="status")
@@ -235,7 +264,7 @@ def decide_progress(
 ) -> ItemDecision:
     if item is None:
         return _refuse(_missing(""))
-    error = check_epoch(item, rec, epoch)
+    error = check_epoch(item, rec, epoch, who)
     if error is not None:
         return _refuse(error)
     updated = item.update(
@@ -251,7 +280,7 @@ def decide_complete(
     """Fenced completion: ends the lease, retires the edge, stores the result, sets ``done``."""
     if item is None:
         return _refuse(_missing(""))
-    error = check_epoch(item, rec, epoch)
+    error = check_epoch(item, rec, epoch, who)
     if error is not None:
         return _refuse(error)
     assert rec is not None

@@ -59,12 +59,14 @@ class Lease:
     renewals: int
     meta: dict[str, Any] = field(default_factory=dict)
     state: LeaseState = "live"
+    session: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         # what asdict() gives (meta deep-copied), without its generic recursion: hot path
         return {
             "key": self.key,
             "holder": self.holder,
+            "session": self.session,
             "task": self.task,
             "token": self.token,
             "ttl_ms": self.ttl_ms,
@@ -85,6 +87,8 @@ class KeyRecord:
     The row outlives the lease, so ``token`` (the latest token issued for the key) only grows.
     ``ended`` is how the latest lease ended, ``None`` while nothing recorded its end.
     ``fence_open`` is false once a force-release revoked the latest token for fenced writes.
+    ``session`` is the holder's session (one running process of the principal; ``""`` its
+    default session): a lease is re-acquired (renewed) only by the same principal *and* session.
     """
 
     key: str
@@ -100,6 +104,7 @@ class KeyRecord:
     ended: Ending | None = None
     fence_open: bool = True
     conflicts: int = 0
+    session: str = ""
 
     def is_live(self, now: int) -> bool:
         return self.ended is None and self.expires_at > now
@@ -122,6 +127,7 @@ class KeyRecord:
             self.renewals,
             dict(self.meta),
             self.state(now),
+            self.session,
         )
 
     def update(self, **changes: Any) -> KeyRecord:
@@ -212,9 +218,16 @@ class FencedWrite:
     value: Any
     version: int
     duplicate: bool = False
+    writer: str | None = None  # who wrote it (kept with an op_id; not part of the reply)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {
+            "key": self.key,
+            "token": self.token,
+            "value": self.value,
+            "version": self.version,
+            "duplicate": self.duplicate,
+        }
 
 
 @dataclass(frozen=True)

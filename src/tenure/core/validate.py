@@ -18,6 +18,7 @@ KEY_FORBIDDEN = re.compile("[\\x00-\\x1f\\x7f-\\x9f\\ud800-\\udfff]")
 MAX_TASK_CHARS = 1024
 MAX_REASON_CHARS = 1024
 MAX_OP_ID_CHARS = 256
+MAX_SESSION_BYTES = 128
 MAX_LIMIT = 1000
 
 
@@ -41,6 +42,21 @@ def check_text(field: str, value: object, max_chars: int, *, required: bool = Tr
     ):
         raise _invalid(field, "must not contain control characters or lone surrogates")
     return value
+
+
+def check_session(session: object, field: str = "session") -> str:
+    """A holder's session: text of at most 128 bytes (UTF-8); ``None`` is the default ``""``."""
+    if session is None:
+        return ""
+    if not isinstance(session, str):
+        raise _invalid(field, "must be a string")
+    if session and not session.isprintable():
+        raise _invalid(field, "must not contain control characters")
+    if len(session.encode("utf-8", "surrogatepass")) > MAX_SESSION_BYTES:
+        raise _invalid(field, f"must be at most {MAX_SESSION_BYTES} bytes")
+    if KEY_FORBIDDEN.search(session):
+        raise _invalid(field, "must not contain control characters or lone surrogates")
+    return session
 
 
 def check_key(key: object, policy: Policy, field: str = "key") -> str:

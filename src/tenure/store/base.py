@@ -34,7 +34,9 @@ class KeyTx(Protocol):
 
     def register(self) -> FencedValue | None: ...
 
-    def find_op(self, op_id: str) -> FencedWrite | None: ...
+    def find_op(self, token: int, op_id: str) -> FencedWrite | None:
+        """The write ``op_id`` named under ``token`` of this key, if any."""
+        ...
 
     def save(self, record: KeyRecord) -> None: ...
 
@@ -75,12 +77,15 @@ class Store(Protocol):
         for many calls. (On PostgreSQL an error of the database loses the whole group.)"""
         ...
 
-    def renew_all(self, holder: str, keys: Sequence[str] | None) -> tuple[int, list[KeyRecord]]:
-        """Renew, in one transaction, every live lease of ``holder`` (or those among ``keys``),
-        each with its own ttl; ``(the instant, the renewed records)``."""
+    def renew_all(
+        self, holder: str, session: str | None, keys: Sequence[str] | None
+    ) -> tuple[int, list[KeyRecord]]:
+        """Renew, in one transaction, every live lease of ``holder`` (only its ``session``'s
+        unless ``None``; or those among ``keys``), each with its own ttl; ``(the instant, the
+        renewed records)``."""
         ...
 
-    def renew_all_json(self, holder: str) -> tuple[int, bytes, int]:
+    def renew_all_json(self, holder: str, session: str | None) -> tuple[int, bytes, int]:
         """:meth:`renew_all` of every live lease of ``holder``, with the reply written by the
         database: ``(the instant, the renewed leases as JSON, their number)``. The JSON (UTF-8)
         is what ``Lease.to_dict()`` gives for each renewed lease (``state`` live), by key,

@@ -276,10 +276,13 @@ class PostgresStore(PostgresStats):
         with self.pool.connection() as conn:
             return Batch(conn).ask(name, params)
 
-    def renew_all(self, holder: str, keys: Sequence[str] | None) -> tuple[int, list[KeyRecord]]:
+    def renew_all(
+        self, holder: str, session: str | None, keys: Sequence[str] | None
+    ) -> tuple[int, list[KeyRecord]]:
         with self._tx() as cur:
             params: dict[str, Any] = {
                 "holder": holder,
+                "session": session,
                 "keys": None if keys is None else list(keys),
             }
             locked = [row[0] for row in cur.execute(Q["lock_holder_leases"], params)]
@@ -289,9 +292,9 @@ class PostgresStore(PostgresStats):
             params.update(now=now, locked=locked)
             return now, [rows.record_from(r) for r in cur.execute(Q["renew_all"], params)]
 
-    def renew_all_json(self, holder: str) -> tuple[int, bytes, int]:
+    def renew_all_json(self, holder: str, session: str | None) -> tuple[int, bytes, int]:
         with self._tx() as cur:
-            params: dict[str, Any] = {"holder": holder, "keys": None}
+            params: dict[str, Any] = {"holder": holder, "session": session, "keys": None}
             locked = [row[0] for row in cur.execute(Q["lock_holder_leases"], params)]
             now = self._now(cur)  # once the rows are locked, so it orders with the commit
             if not locked:

@@ -262,8 +262,8 @@ class KeyTx:
         row = self._ask("get_register", {"key": self.key})
         return rows.register_from(row) if row else None
 
-    def find_op(self, op_id: str) -> FencedWrite | None:
-        row = self._ask("find_op", {"key": self.key, "op_id": op_id})
+    def find_op(self, token: int, op_id: str) -> FencedWrite | None:
+        row = self._ask("find_op", {"key": self.key, "token": token, "op_id": op_id})
         return rows.op_from(row) if row else None
 
     def save(self, record: KeyRecord) -> None:
@@ -285,7 +285,7 @@ class KeyTx:
         self.batch.add("save_register", params)
         if op_id is not None:
             del params["now"]
-            self.batch.add("save_op", {**params, "op_id": op_id})
+            self.batch.add("save_op", {**params, "op_id": op_id, "writer": write.writer})
 
     def append(self, events: Sequence[EventDraft]) -> None:
         self.events.extend(events)  # sent with the COMMIT, so the event lock is held briefly

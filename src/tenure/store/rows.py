@@ -47,6 +47,7 @@ def record_from(row: Sequence[Any], loads: Loads = loads_text) -> KeyRecord:
         ended,
         fence_open,
         conflicts,
+        session,
     ) = row
     return KeyRecord(
         key,
@@ -62,6 +63,7 @@ def record_from(row: Sequence[Any], loads: Loads = loads_text) -> KeyRecord:
         ended,
         bool(fence_open),
         conflicts,
+        session,
     )
 
 
@@ -80,6 +82,7 @@ def record_params(rec: KeyRecord, meta: Any) -> dict[str, Any]:
         "ended": rec.ended,
         "fence_open": rec.fence_open,
         "conflicts": rec.conflicts,
+        "session": rec.session,
     }
 
 
@@ -108,8 +111,8 @@ def register_from(row: Sequence[Any], loads: Loads = loads_text) -> FencedValue:
 
 
 def op_from(row: Sequence[Any], loads: Loads = loads_text) -> FencedWrite:
-    key, token, value, version = row
-    return FencedWrite(key, token, loads(value), version, duplicate=True)
+    key, token, value, version, writer = row
+    return FencedWrite(key, token, loads(value), version, True, writer)
 
 
 def principal_from(row: Sequence[Any], loads: Loads = loads_text) -> Principal:

@@ -63,8 +63,9 @@ class _SqliteKeyTx:
         row = self.conn.execute(Q["get_register"], {"key": self.key}).fetchone()
         return rows.register_from(row) if row else None
 
-    def find_op(self, op_id: str) -> FencedWrite | None:
-        row = self.conn.execute(Q["find_op"], {"key": self.key, "op_id": op_id}).fetchone()
+    def find_op(self, token: int, op_id: str) -> FencedWrite | None:
+        params = {"key": self.key, "token": token, "op_id": op_id}
+        row = self.conn.execute(Q["find_op"], params).fetchone()
         return rows.op_from(row) if row else None
 
     def save(self, record: KeyRecord) -> None:
@@ -84,7 +85,7 @@ class _SqliteKeyTx:
         self.conn.execute(Q["save_register"], params)
         if op_id is not None:
             del params["now"]
-            self.conn.execute(Q["save_op"], {**params, "op_id": op_id})
+            self.conn.execute(Q["save_op"], {**params, "op_id": op_id, "writer": write.writer})
 
     def append(self, events: Sequence[EventDraft]) -> None:
         for event in events:  # (no Event objects: nobody reads them here; hot path)
@@ -462,21 +463,24 @@ class SqliteStore(SqliteStats):
             # The instant is read once the write lock is held, so it orders with the commit.
             yield _SqliteKeyTx(conn, key, self.clock.now_ms())
 
-    def renew_all(self, holder: str, keys: Sequence[str] | None) -> tuple[int, list[KeyRecord]]:
+    def renew_all(
+        self, holder: str, session: str | None, keys: Sequence[str] | None
+    ) -> tuple[int, list[KeyRecord]]:
         with self._write() as conn:
             now = self.clock.now_ms()
             params = {
                 "holder": holder,
+                "session": session,
                 "now": now,
                 "keys": None if keys is None else rows.dumps(keys),
             }
             found = conn.execute(Q["renew_all"], params)
             return now, [rows.record_from(r, _meta) for r in found]
 
-    def renew_all_json(self, holder: str) -> tuple[int, bytes, int]:
+    def renew_all_json(self, holder: str, session: str | None) -> tuple[int, bytes, int]:
         with self._write() as conn:
             now = self.clock.now_ms()
-            params = {"holder": holder, "now": now}
+            params = {"holder": holder, "session": session, "now": now}
             renewed = conn.execute(Q["renew_held"], params).rowcount
             count, leases = conn.execute(Q["renewed_json"], params).fetchone()
             if count != renewed:  # renewed_json's predicate no longer matches renew_held's

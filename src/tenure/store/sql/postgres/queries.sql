@@ -4,7 +4,7 @@ SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint;
 
 -- name: lock_lease
 SELECT key, token, holder, task, ttl_ms, acquired_at, renewed_at, expires_at, renewals, meta,
-       ended, fence_open, conflicts
+       ended, fence_open, conflicts, session
 FROM tenure_leases WHERE key = %(key)s FOR UPDATE;
 
 -- name: create_lease_row
@@ -17,7 +17,7 @@ ON CONFLICT (key) DO NOTHING;
 
 -- name: get_lease
 SELECT key, token, holder, task, ttl_ms, acquired_at, renewed_at, expires_at, renewals, meta,
-       ended, fence_open, conflicts
+       ended, fence_open, conflicts, session
 FROM tenure_leases WHERE key = %(key)s AND token > 0;
 
 -- name: save_lease
@@ -31,7 +31,8 @@ WITH saved AS (
         token = %(token)s, holder = %(holder)s, task = %(task)s, ttl_ms = %(ttl_ms)s,
         acquired_at = %(acquired_at)s, renewed_at = %(renewed_at)s,
         expires_at = %(expires_at)s, renewals = %(renewals)s, meta = %(meta)s,
-        ended = %(ended)s, fence_open = %(fence_open)s, conflicts = %(conflicts)s
+        ended = %(ended)s, fence_open = %(fence_open)s, conflicts = %(conflicts)s,
+        session = %(session)s
     WHERE key = %(key)s AND %(token)s >= token
     RETURNING 1
 )
@@ -39,7 +40,7 @@ SELECT 1 / count(*) FROM saved;
 
 -- name: live_leases
 SELECT key, token, holder, task, ttl_ms, acquired_at, renewed_at, expires_at, renewals, meta,
-       ended, fence_open, conflicts
+       ended, fence_open, conflicts, session
 FROM tenure_leases
 WHERE ended IS NULL AND expires_at > %(now)s AND token > 0
   AND (%(prefix)s::text IS NULL OR left(key, length(%(prefix)s::text)) = %(prefix)s::text)
@@ -95,7 +96,7 @@ WITH due AS (
 UPDATE tenure_leases AS l SET ended = 'expired'
 FROM due
 WHERE l.key = due.key AND l.ended IS NULL AND l.expires_at <= %(now)s
-RETURNING l.key, l.token, l.holder, l.task, l.expires_at, l.acquired_at;
+RETURNING l.key, l.token, l.holder, l.task, l.expires_at, l.acquired_at, l.session;
 
 -- name: next_deadline
 SELECT min(expires_at) FROM tenure_leases WHERE ended IS NULL AND token > 0;
@@ -110,12 +111,12 @@ ON CONFLICT (key) DO UPDATE SET token = excluded.token, value = excluded.value,
     version = excluded.version, updated_at = excluded.updated_at;
 
 -- name: find_op
-SELECT key, token, value, version FROM tenure_fenced_ops
-WHERE key = %(key)s AND op_id = %(op_id)s;
+SELECT key, token, value, version, writer FROM tenure_fenced_ops
+WHERE key = %(key)s AND token = %(token)s AND op_id = %(op_id)s;
 
 -- name: save_op
-INSERT INTO tenure_fenced_ops (key, op_id, token, value, version)
-VALUES (%(key)s, %(op_id)s, %(token)s, %(value)s, %(version)s);
+INSERT INTO tenure_fenced_ops (key, op_id, token, value, version, writer)
+VALUES (%(key)s, %(op_id)s, %(token)s, %(value)s, %(version)s, %(writer)s);
 
 -- name: add_principal
 INSERT INTO tenure_principals (name, kind, roles, parent, created_at)
@@ -299,10 +300,12 @@ SELECT coalesce(max(id), 0) FROM tenure_events;
 SELECT pg_notify('tenure', %(payload)s);
 
 -- name: lock_holder_leases
--- renew_all, first step: lock the rows of :holder's unended leases (or those among :keys) in
+-- renew_all, first step: lock the rows of :holder's unended leases (of :session unless NULL;
+-- or those among :keys) in
 -- key order, so that concurrent bulk renewals cannot deadlock; the instant is read after this.
 SELECT key FROM tenure_leases
 WHERE holder = %(holder)s AND ended IS NULL AND token > 0
+  AND (%(session)s::text IS NULL OR session = %(session)s::text)
   AND (%(keys)s::text[] IS NULL OR key = ANY(%(keys)s::text[]))
 ORDER BY key
 FOR UPDATE;
@@ -316,7 +319,7 @@ SET renewed_at = %(now)s, renewals = renewals + 1,
 WHERE key = ANY(%(locked)s::text[]) AND holder = %(holder)s AND ended IS NULL
   AND expires_at > %(now)s AND token > 0
 RETURNING key, token, holder, task, ttl_ms, acquired_at, renewed_at, expires_at, renewals, meta,
-          ended, fence_open, conflicts;
+          ended, fence_open, conflicts, session;
 
 -- name: renew_all_json
 -- renew_all without keys, second step, whose reply PostgreSQL writes: the update of renew_all
@@ -331,12 +334,13 @@ WITH renewed AS (
         expires_at = greatest(expires_at, %(now)s + ttl_ms)
     WHERE key = ANY(%(locked)s::text[]) AND holder = %(holder)s AND ended IS NULL
       AND expires_at > %(now)s AND token > 0
-    RETURNING key, holder, task, token, ttl_ms, acquired_at, renewed_at, expires_at, renewals,
-              meta
+    RETURNING key, holder, session, task, token, ttl_ms, acquired_at, renewed_at, expires_at,
+              renewals, meta
 )
 SELECT count(*),
        string_agg(json_build_object(
-           'key', key, 'holder', holder, 'task', task, 'token', token, 'ttl_ms', ttl_ms,
+           'key', key, 'holder', holder, 'session', session, 'task', task, 'token', token,
+           'ttl_ms', ttl_ms,
            'acquired_at', acquired_at, 'renewed_at', renewed_at, 'expires_at', expires_at,
            'renewals', renewals, 'meta', meta::json, 'state', 'live')::text,
            ',' ORDER BY key COLLATE "C")
@@ -355,15 +359,15 @@ WITH v AS (
         %(key)s::text[], %(token)s::bigint[], %(holder)s::text[], %(task)s::text[],
         %(ttl_ms)s::bigint[], %(acquired_at)s::bigint[], %(renewed_at)s::bigint[],
         %(expires_at)s::bigint[], %(renewals)s::bigint[], %(meta)s::text[], %(ended)s::text[],
-        %(fence_open)s::boolean[], %(conflicts)s::bigint[]
+        %(fence_open)s::boolean[], %(conflicts)s::bigint[], %(session)s::text[]
     ) AS v(key, token, holder, task, ttl_ms, acquired_at, renewed_at, expires_at, renewals,
-           meta, ended, fence_open, conflicts)
+           meta, ended, fence_open, conflicts, session)
 ), saved AS (
     UPDATE tenure_leases l SET
         token = v.token, holder = v.holder, task = v.task, ttl_ms = v.ttl_ms,
         acquired_at = v.acquired_at, renewed_at = v.renewed_at, expires_at = v.expires_at,
         renewals = v.renewals, meta = v.meta, ended = v.ended, fence_open = v.fence_open,
-        conflicts = v.conflicts
+        conflicts = v.conflicts, session = v.session
     FROM v
     WHERE l.key = v.key AND v.token >= l.token
     RETURNING 1
@@ -384,7 +388,7 @@ ORDER BY n;
 -- A group's keys locked ahead in one statement, in key order (so that groups of different
 -- servers cannot deadlock on them): the rows there are (a new key has none yet).
 SELECT key, token, holder, task, ttl_ms, acquired_at, renewed_at, expires_at, renewals, meta,
-       ended, fence_open, conflicts
+       ended, fence_open, conflicts, session
 FROM tenure_leases WHERE key = ANY(%(keys)s::text[])
 ORDER BY key
 FOR UPDATE;

@@ -1,25 +1,26 @@
 -- name: get_lease
 SELECT key, token, holder, task, ttl_ms, acquired_at, renewed_at, expires_at, renewals, meta,
-       ended, fence_open, conflicts
+       ended, fence_open, conflicts, session
 FROM tenure_leases WHERE key = :key;
 
 -- name: save_lease
 INSERT INTO tenure_leases (key, token, holder, task, ttl_ms, acquired_at, renewed_at,
-                           expires_at, renewals, meta, ended, fence_open, conflicts)
+                           expires_at, renewals, meta, ended, fence_open, conflicts, session)
 VALUES (:key, :token, :holder, :task, :ttl_ms, :acquired_at, :renewed_at, :expires_at,
-        :renewals, :meta, :ended, :fence_open, :conflicts)
+        :renewals, :meta, :ended, :fence_open, :conflicts, :session)
 ON CONFLICT (key) DO UPDATE SET
     token = excluded.token, holder = excluded.holder, task = excluded.task,
     ttl_ms = excluded.ttl_ms, acquired_at = excluded.acquired_at,
     renewed_at = excluded.renewed_at, expires_at = excluded.expires_at,
     renewals = excluded.renewals, meta = excluded.meta, ended = excluded.ended,
-    fence_open = excluded.fence_open, conflicts = excluded.conflicts
+    fence_open = excluded.fence_open, conflicts = excluded.conflicts,
+    session = excluded.session
 -- Tokens only grow, whatever the caller computed.
 WHERE excluded.token >= tenure_leases.token;
 
 -- name: live_leases
 SELECT key, token, holder, task, ttl_ms, acquired_at, renewed_at, expires_at, renewals, meta,
-       ended, fence_open, conflicts
+       ended, fence_open, conflicts, session
 FROM tenure_leases
 WHERE ended IS NULL AND expires_at > :now
   AND (:prefix IS NULL OR substr(key, 1, length(:prefix)) = :prefix)
@@ -56,7 +57,7 @@ ORDER BY id
 LIMIT :limit;
 
 -- name: due_leases
-SELECT key, token, holder, task, expires_at, acquired_at
+SELECT key, token, holder, task, expires_at, acquired_at, session
 FROM tenure_leases
 WHERE ended IS NULL AND expires_at <= :now
 ORDER BY expires_at
@@ -79,11 +80,12 @@ ON CONFLICT (key) DO UPDATE SET token = excluded.token, value = excluded.value,
     version = excluded.version, updated_at = excluded.updated_at;
 
 -- name: find_op
-SELECT key, token, value, version FROM tenure_fenced_ops WHERE key = :key AND op_id = :op_id;
+SELECT key, token, value, version, writer FROM tenure_fenced_ops
+WHERE key = :key AND token = :token AND op_id = :op_id;
 
 -- name: save_op
-INSERT INTO tenure_fenced_ops (key, op_id, token, value, version)
-VALUES (:key, :op_id, :token, :value, :version);
+INSERT INTO tenure_fenced_ops (key, op_id, token, value, version, writer)
+VALUES (:key, :op_id, :token, :value, :version, :writer);
 
 -- name: add_principal
 INSERT INTO tenure_principals (name, kind, roles, parent, created_at)
@@ -267,21 +269,24 @@ ON CONFLICT (one) DO UPDATE SET upto = excluded.upto;
 SELECT coalesce(max(id), 0) FROM tenure_events;
 
 -- name: renew_all
--- Renew every live lease of :holder (or those among the JSON array :keys) in one statement,
+-- Renew every live lease of :holder (of its :session, unless NULL; or those among the JSON
+-- array :keys) in one statement,
 -- each with its own ttl; nothing shortens a lease. Runs under the write lock, :now read after it.
 UPDATE tenure_leases
 SET renewed_at = :now, renewals = renewals + 1, expires_at = max(expires_at, :now + ttl_ms)
 WHERE holder = :holder AND ended IS NULL AND expires_at > :now
+  AND (:session IS NULL OR session = :session)
   AND (:keys IS NULL OR key IN (SELECT value FROM json_each(:keys)))
 RETURNING key, token, holder, task, ttl_ms, acquired_at, renewed_at, expires_at, renewals, meta,
-          ended, fence_open, conflicts;
+          ended, fence_open, conflicts, session;
 
 -- name: renew_held
 -- renew_all without keys, whose reply SQLite writes (renewed_json): the update of renew_all
 -- without its RETURNING, in the same write transaction as renewed_json, with the same :now.
 UPDATE tenure_leases
 SET renewed_at = :now, renewals = renewals + 1, expires_at = max(expires_at, :now + ttl_ms)
-WHERE holder = :holder AND ended IS NULL AND expires_at > :now;
+WHERE holder = :holder AND ended IS NULL AND expires_at > :now
+  AND (:session IS NULL OR session = :session);
 
 -- name: renewed_json
 -- The leases renew_held just renewed, as the JSON of the reply, and their number: each one's
@@ -296,12 +301,14 @@ WHERE holder = :holder AND ended IS NULL AND expires_at > :now;
 -- whole text here (22 MB for 100,000 leases). Parsing an empty meta costs 0.08 s per 100,000.
 SELECT count(*), CAST(group_concat(lease, ',') AS BLOB)
 FROM (
-    SELECT json_object('key', key, 'holder', holder, 'task', task, 'token', token,
+    SELECT json_object('key', key, 'holder', holder, 'session', session, 'task', task,
+                       'token', token,
                        'ttl_ms', ttl_ms, 'acquired_at', acquired_at, 'renewed_at', renewed_at,
                        'expires_at', expires_at, 'renewals', renewals,
                        'meta', CASE meta WHEN '{}' THEN json_object() ELSE json(meta) END,
                        'state', 'live') AS lease
     FROM tenure_leases
     WHERE holder = :holder AND ended IS NULL AND expires_at > :now
+      AND (:session IS NULL OR session = :session)
     ORDER BY key
 );
