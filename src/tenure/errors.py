@@ -98,6 +98,7 @@ class NotFound(TenureError):
 class LeaseHeld(TenureError):
     code, status, title = "lease_held", 409, "the key is leased by someone else"
     fields = ("holder", "session", "task", "expires_at", "token")
+    optional = ("session",)
     holder: str | None
     session: str | None
     task: str | None

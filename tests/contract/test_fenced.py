@@ -128,20 +128,90 @@ def test_repeating_an_op_id_returns_the_first_result_and_changes_nothing(
     events = service.events()
     register = service.read("reports/a")
     clock.advance(500)
-    again = service.write("alice", "reports/a", lease.token, {"n": 2}, op_id="run-42")
+    again = service.write("alice", "reports/a", lease.token, {"n": 1}, op_id="run-42")
     assert again == tenure.FencedWrite("reports/a", 1, {"n": 1}, 1, duplicate=True)
     assert service.read("reports/a") == register
     assert service.events() == events
     # Still the first result once the token went stale: the retry of an acknowledged write.
     clock.advance(1_000)
     service.acquire("bob", "reports/a", ttl_ms=1_000)
-    late = service.write("alice", "reports/a", lease.token, {"n": 3}, op_id="run-42")
+    late = service.write("alice", "reports/a", lease.token, {"n": 1}, op_id="run-42")
     assert late == again
     assert service.read("reports/a") == register
     # A different op_id is a different write, and op_ids are scoped to their key.
     assert service.write("bob", "reports/a", 2, "b", op_id="run-43").version == 2
     other = service.acquire("alice", "reports/b")
     assert service.write("alice", "reports/b", other.token, "x", op_id="run-42").version == 1
+
+
+def test_an_op_id_under_a_newer_token_is_a_new_write(service: Service) -> None:
+    # A date-style op_id, as a nightly job names its run: tomorrow's holder must not be
+    # answered with today's write.
+    a = service.acquire("alice", "reports/nightly")
+    service.write("alice", "reports/nightly", a.token, {"rows": 1}, op_id="nightly-2026-06-01")
+    service.release("alice", "reports/nightly", a.token)
+    b = service.acquire("bob", "reports/nightly")
+    written = service.write(
+        "bob", "reports/nightly", b.token, {"rows": 42}, op_id="nightly-2026-06-01"
+    )
+    assert (written.token, written.version, written.duplicate) == (b.token, 2, False)
+    assert service.read("reports/nightly").value == {"rows": 42}
+    # and each one's retry still answers its own first write
+    assert service.write(
+        "alice", "reports/nightly", a.token, {"rows": 1}, op_id="nightly-2026-06-01"
+    ) == tenure.FencedWrite("reports/nightly", a.token, {"rows": 1}, 1, duplicate=True)
+    assert service.read("reports/nightly").value == {"rows": 42}
+
+
+def test_an_op_id_with_another_value_is_an_idempotency_conflict(service: Service) -> None:
+    lease = service.acquire("alice", "reports/a")
+    service.write("alice", "reports/a", lease.token, {"rows": 1}, op_id="run-1")
+    events, register = service.events(), service.read("reports/a")
+    with pytest.raises(tenure.IdempotencyConflict) as caught:
+        service.write("alice", "reports/a", lease.token, {"rows": 2}, op_id="run-1")
+    assert caught.value.info() == {
+        "key": "reports/a",
+        "op_id": "run-1",
+        "token": lease.token,
+        "version": 1,
+    }
+    assert (service.events(), service.read("reports/a")) == (events, register)
+
+
+@pytest.mark.parametrize("who", ["bob", ADMIN, tenure.Principal("sup", roles=("supervisor",))])
+def test_only_the_holder_writes_with_the_current_token(
+    service: Service, clock: tenure.FakeClock, who: str | tenure.Principal
+) -> None:
+    lease = service.acquire("alice", "reports/a", ttl_ms=1_000)
+    service.write("alice", "reports/a", lease.token, "mine", op_id="op-1")
+    events, register = service.events(), service.read("reports/a")
+    for attempt in (None, "op-1", "op-2"):
+        with pytest.raises(tenure.NotHolder) as caught:
+            service.write(who, "reports/a", lease.token, "mine", op_id=attempt)
+        assert (caught.value.holder, caught.value.key) == ("alice", "reports/a")
+    clock.advance(5_000)  # lapsed, but nobody acquired since: still alice's token
+    with pytest.raises(tenure.NotHolder):
+        service.write(who, "reports/a", lease.token, "late")
+    assert (service.events()[len(events) :], service.read("reports/a")) == (
+        [e for e in service.events()[len(events) :] if e.type == "expired"],
+        register,
+    )
+    assert service.write("alice", "reports/a", lease.token, "late").version == 2
+
+
+def test_an_older_token_is_stale_whoever_sends_it(service: Service) -> None:
+    old = service.acquire("alice", "reports/a")
+    service.release("alice", "reports/a", old.token)
+    service.acquire("bob", "reports/a")
+    for who in ("alice", "bob", ADMIN):
+        with pytest.raises(StaleToken):
+            service.write(who, "reports/a", old.token, "late")
+
+
+def test_any_session_of_the_holder_writes(service: Service) -> None:
+    lease = service.acquire("alice", "reports/a", session="replica-1")
+    # the token is the proof: a sibling session of the same principal may write with it
+    assert service.write("alice", "reports/a", lease.token, "v").version == 1
 
 
 def test_a_rejected_write_does_not_consume_its_op_id(service: Service) -> None:

@@ -124,3 +124,52 @@ def test_a_first_open_waits_for_a_concurrent_writer(
     assert len(opened) == 1
     assert not isinstance(opened[0], BaseException), repr(opened[0])
     assert opened[0].schema_version() == len(migration_files(backend))
+
+
+def test_leases_and_op_ids_from_before_sessions_read_as_the_default_session(
+    blank_url: Callable[[], str], make_store, backend: str, clock: tenure.FakeClock
+) -> None:
+    """A database written before sessions existed: its leases belong to session ``""``, and its
+    op_ids keep answering their first write."""
+    url = blank_url()
+    folder = resources.files("tenure.store").joinpath("sql", backend, "migrations")
+    files = migration_files(backend)
+    sessions = files.index(next(f for f in files if f.endswith("_sessions.sql")))
+    for version, name in enumerate(files[:sessions], start=1):
+        script = folder.joinpath(name).read_text()
+        if backend == "sqlite":
+            conn = sqlite3.connect(url.removeprefix("sqlite://").removeprefix("/"))
+            conn.executescript(script)
+            conn.close()
+        else:
+            sql(url, script)
+        sql(
+            url,
+            "CREATE TABLE IF NOT EXISTS tenure_schema "
+            "(version integer PRIMARY KEY, name text NOT NULL, applied_at bigint NOT NULL)",
+        )
+        sql(url, f"INSERT INTO tenure_schema VALUES ({version}, '{name[5:-4]}', 0)")
+    now = clock.now_ms()
+    sql(
+        url,
+        "INSERT INTO tenure_leases (key, token, holder, task, ttl_ms, acquired_at, renewed_at,"
+        f" expires_at) VALUES ('k', 3, 'web', 'old', 30000, {now}, {now}, {now + 30_000})",
+    )
+    sql(
+        url,
+        "INSERT INTO tenure_fenced (key, token, value, version, updated_at)"
+        " VALUES ('k', 3, '\"v\"', 1, 0)",
+    )
+    sql(
+        url,
+        "INSERT INTO tenure_fenced_ops (key, op_id, token, value, version)"
+        " VALUES ('k', 'op-1', 3, '\"v\"', 1)",
+    )
+    service = tenure.Service(make_store(url=url))
+    lease = service.get("k")
+    assert (lease.holder, lease.session, lease.token, lease.state) == ("web", "", 3, "live")
+    assert service.acquire("web", "k").token == 3  # the default session renews it
+    with pytest.raises(tenure.LeaseHeld):
+        service.acquire("web", "k", session="replica-2")
+    again = service.write("web", "k", 3, "v", op_id="op-1")
+    assert (again.duplicate, again.version) == (True, 1)

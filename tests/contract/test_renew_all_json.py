@@ -7,7 +7,6 @@ one is renewed by each path, and the replies and the rows after it are compared.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Callable
 from typing import Any
@@ -24,7 +23,7 @@ NESTED = {
     "empty": {"o": {}, "a": [], "s": ""},
     "ünïcødé ключ": '😀 "quoted" back\\slash\ttab\nnewline \u2028 \x7f',
 }
-LEASE_FIELDS = [f.name for f in dataclasses.fields(tenure.Lease)]  # in to_dict() order
+LEASE_FIELDS = list(tenure.Lease("k", "h", None, 1, 1, 0, 0, 0, 0).to_dict())  # its order
 Step = Callable[[Service], Any]
 
 
@@ -47,8 +46,8 @@ def strict(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
-def renewed_json(service: Service, who: str) -> list[dict[str, Any]]:
-    body = service.renew_all_json(who)
+def renewed_json(service: Service, who: str, session: str | None = None) -> list[dict[str, Any]]:
+    body = service.renew_all_json(who, session)
     assert isinstance(body, bytes)
     reply = json.loads(body)
     assert list(reply) == ["renewed", "lost"] and reply["lost"] == []
@@ -85,6 +84,7 @@ def test_renew_all_json_is_renew_all_for_the_same_state(
         lambda s: s.acquire("alice", "B", ttl_ms=10_000),
         lambda s: s.acquire("alice", "A-upper", ttl_ms=10_000),
         lambda s: s.acquire("alice", sql_key, ttl_ms=10_000, task=sql_key, meta={sql_key: 1}),
+        lambda s: s.acquire("alice", "sessions/1", ttl_ms=10_000, session='web "1" ✓'),
     )
     clock.advance(1_500)
     both(
@@ -110,6 +110,7 @@ def test_renew_all_json_is_renew_all_for_the_same_state(
         "jobs/a",
         "jobs/b",
         odd_key,
+        "sessions/1",
         sql_key,
     ]
     assert all(list(lease) == LEASE_FIELDS for lease in got)
@@ -129,7 +130,25 @@ def test_renew_all_json_is_renew_all_for_the_same_state(
     assert fast.get("jobs/b").expires_at == now + 10_000  # the deadline moved
     for key in ("lapsed", "taken", "gone", "forced", "bobs"):
         assert fast.get(key) == before[key] == models.get(key)  # not renewed, not touched
-    assert renewals_counted(fast) == renewals_counted(models) == len(got) == 8
+    assert renewals_counted(fast) == renewals_counted(models) == len(got) == 9
+
+
+def test_renew_all_json_of_one_session_renews_only_its_leases(
+    twins: tuple[Service, Service], clock: tenure.FakeClock
+) -> None:
+    both(
+        twins,
+        lambda s: s.acquire("alice", "a/1", ttl_ms=10_000, session="live"),
+        lambda s: s.acquire("alice", "a/2", ttl_ms=10_000, session="dead"),
+        lambda s: s.acquire("alice", "a/3", ttl_ms=10_000),
+    )
+    clock.advance(5_000)
+    fast, models = twins
+    got = renewed_json(fast, "alice", "live")
+    assert [(x["key"], x["session"]) for x in got] == [("a/1", "live")]
+    assert strict(got) == strict(models.renew_all("alice", session="live").to_dict()["renewed"])
+    assert [fast.get(k).renewals for k in ("a/1", "a/2", "a/3")] == [1, 0, 0]
+    assert [x["key"] for x in renewed_json(fast, "alice", "")] == ["a/3"]
 
 
 def test_renew_all_json_renews_again_and_counts_each_renewal(

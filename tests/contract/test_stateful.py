@@ -3,7 +3,8 @@
 The model below is written from the SPEC (sections 1-3), not from :mod:`tenure.core.decide`.
 Hypothesis drives both with the same acquisitions, renewals, extends, releases,
 force-releases, fenced writes, reaper passes and clock jumps (to, just before and just past
-deadlines), by a few principals on three keys, and after every step checks that results,
+deadlines), by a few principals, each with a few sessions, on three keys, and after every step
+checks that results,
 errors and the stored state agree, and that the invariants hold: one holder per key, tokens
 that only grow, one recorded ending per lease, and no state change from refused input.
 
@@ -12,6 +13,7 @@ Each example runs on a brand new database of the backend under test (SQLite and 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -81,6 +83,14 @@ picks = st.sampled_from(["current", "current", "current", "older", "newer", "one
 values = st.one_of(st.integers(-3, 3), st.sampled_from(["x", "y", None, [1, "z"]]))
 op_ids = st.sampled_from([None, None, "op-1", "op-2"])
 reasons = st.sampled_from(["stuck", "rebalancing"])
+# The session a call names: mostly the default one (None), or one of two of each principal.
+sessions = st.sampled_from([None, None, "s1", "s2"])
+# renew-all: every session of the principal (None) or one.
+renew_sessions = st.sampled_from([None, "", "s1", "s2"])
+
+
+def same_json(a: Any, b: Any) -> bool:
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
 
 
 # the reference model -------------------------------------------------------------------------
@@ -98,6 +108,7 @@ class MLease:
     meta: dict[str, Any] = field(default_factory=dict)
     ended: str | None = None  # "released" or "force_released"; lapsing is computed
     fence_open: bool = True
+    session: str = ""
 
     def live(self, now: int) -> bool:
         return self.ended is None and now < self.expires_at
@@ -120,6 +131,7 @@ class MLease:
             self.renewals,
             dict(self.meta),
             self.state(now),  # type: ignore[arg-type]
+            self.session,
         )
 
 
@@ -142,7 +154,7 @@ class Model:
         self.endings: dict[tuple[str, int], str] = {}  # how each superseded/ended lease ended
         self.conflicts: dict[str, int] = dict.fromkeys(KEYS, 0)
         self.register: dict[str, FencedValue] = {}
-        self.ops: dict[tuple[str, str], FencedWrite] = {}
+        self.ops: dict[tuple[str, int, str], tuple[FencedWrite, str]] = {}  # and its writer
         self.last_key = KEYS[0]  # the key of the latest acquisition
 
     @staticmethod
@@ -198,16 +210,21 @@ class Model:
         if token < rec.token:
             return err(tenure.LeaseLost, key=key, token=token, reason=self.endings[key, token])
         if rec.live(now) and rec.holder != who.name:
-            return err(
-                tenure.NotHolder,
-                key=key,
-                holder=rec.holder,
-                task=rec.task,
-                expires_at=rec.expires_at,
-            )
+            return self.not_holder(rec)
         if not rec.live(now):
             return err(tenure.LeaseLost, key=key, token=token, reason=rec.state(now))
         return rec
+
+    @staticmethod
+    def not_holder(rec: MLease) -> Err:
+        return err(
+            tenure.NotHolder,
+            key=rec.key,
+            holder=rec.holder,
+            session=rec.session,
+            task=rec.task,
+            expires_at=rec.expires_at,
+        )
 
     # operations: each returns the expected result or Err, updating the model on success
     def acquire(
@@ -218,18 +235,22 @@ class Model:
         task: str | None,
         meta: dict[str, Any] | None,
         now: int,
+        session: str | None = None,
     ) -> Any:
         ttl = self.ttl(key, ttl_ms)
         if isinstance(ttl, Err):
             return ttl
+        sid = session or ""
         rec = self.leases.get(key)
         if rec is not None and rec.live(now):
-            if rec.holder != who.name:
+            # another session of the same principal is refused like a stranger
+            if rec.holder != who.name or rec.session != sid:
                 self.conflicts[key] += 1
                 return err(
                     tenure.LeaseHeld,
                     key=key,
                     holder=rec.holder,
+                    session=rec.session,
                     task=rec.task,
                     expires_at=rec.expires_at,
                     token=rec.token,
@@ -245,7 +266,9 @@ class Model:
             self.endings[key, rec.token] = rec.state(now)
         token = (rec.token if rec else 0) + 1
         self.issued[key].append(token)
-        fresh = MLease(key, who.name, task, token, ttl, now, now, now + ttl, 0, dict(meta or {}))
+        fresh = MLease(
+            key, who.name, task, token, ttl, now, now, now + ttl, 0, dict(meta or {}), session=sid
+        )
         self.leases[key] = fresh
         self.last_key = key
         return fresh.view(now)
@@ -273,22 +296,20 @@ class Model:
         rec.expires_at = granted
         return ExtendResult(rec.view(now), True, requested > cap, requested, granted)
 
-    def release(self, who: Principal, key: str, token: int | None, now: int) -> Any:
+    def release(
+        self, who: Principal, key: str, token: int | None, now: int, session: str | None = None
+    ) -> Any:
         rec = self.leases.get(key)
         if rec is None:
             return ReleaseResult(False, None)
         if not rec.live(now):
             return ReleaseResult(False, rec.view(now))
         if rec.holder != who.name:
-            return err(
-                tenure.NotHolder,
-                key=key,
-                holder=rec.holder,
-                task=rec.task,
-                expires_at=rec.expires_at,
-            )
+            return self.not_holder(rec)
         if token is not None and token != rec.token:
             return ReleaseResult(False, rec.view(now))
+        if token is None and rec.session != (session or ""):  # no token: only its own session
+            return self.not_holder(rec)
         rec.ended = "released"
         return ReleaseResult(True, rec.view(now))
 
@@ -304,17 +325,25 @@ class Model:
     def write(
         self, who: Principal, key: str, token: int, value: Any, op_id: str | None, now: int
     ) -> Any:
-        if op_id is not None and (key, op_id) in self.ops:
-            return self.ops[key, op_id]
+        if op_id is not None and (key, token, op_id) in self.ops:
+            first, writer = self.ops[key, token, op_id]
+            if writer != who.name:
+                return err(tenure.NotHolder, key=key, holder=writer)
+            if not same_json(first.value, value):
+                return err(tenure.IdempotencyConflict, key=key, op_id=op_id, token=token)
+            return first
         rec = self.leases.get(key)
         if rec is None or token != rec.token or not rec.fence_open:
             current = rec.token if rec else None
             return err(tenure.StaleToken, key=key, token=token, current_token=current)
+        if rec.holder != who.name:  # only the holder writes, whoever else knows the token
+            return self.not_holder(rec)
         old = self.register.get(key)
         version = (old.version if old else 0) + 1
         self.register[key] = FencedValue(key, token, value, version, now)
         if op_id is not None:
-            self.ops[key, op_id] = FencedWrite(key, token, value, version, duplicate=True)
+            first = FencedWrite(key, token, value, version, duplicate=True)
+            self.ops[key, token, op_id] = (first, who.name)
         return FencedWrite(key, token, value, version, duplicate=False)
 
 
@@ -361,12 +390,12 @@ class ServiceVsModel(RuleBasedStateMachine):
         return got
 
     # rules -----------------------------------------------------------------------------------
-    @initialize(who=whos, key=keys, ttl=st.sampled_from([None, 1_000, 5_000]))
-    def first_acquire(self, who: Principal, key: str, ttl: int | None) -> None:
-        expected = self.model.acquire(who, key, ttl, "first", None, self.now)
-        self.check(expected, lambda: self.service.acquire(who, key, ttl, "first"))
+    @initialize(who=whos, key=keys, ttl=st.sampled_from([None, 1_000, 5_000]), sid=sessions)
+    def first_acquire(self, who: Principal, key: str, ttl: int | None, sid: str | None) -> None:
+        expected = self.model.acquire(who, key, ttl, "first", None, self.now, sid)
+        self.check(expected, lambda: self.service.acquire(who, key, ttl, "first", session=sid))
 
-    @rule(who=whos, key=keys, ttl=ttls, task=tasks, meta=metas)
+    @rule(who=whos, key=keys, ttl=ttls, task=tasks, meta=metas, sid=sessions)
     def acquire(
         self,
         who: Principal,
@@ -374,9 +403,14 @@ class ServiceVsModel(RuleBasedStateMachine):
         ttl: int | None,
         task: str | None,
         meta: dict[str, Any] | None,
+        sid: str | None,
     ) -> None:
-        expected = self.model.acquire(who, key, ttl, task, meta, self.now)
-        self.check(expected, lambda: self.service.acquire(who, key, ttl, task, meta), "acquire")
+        expected = self.model.acquire(who, key, ttl, task, meta, self.now, sid)
+        self.check(
+            expected,
+            lambda: self.service.acquire(who, key, ttl, task, meta, session=sid),
+            "acquire",
+        )
 
     @rule(
         who=callers,
@@ -415,13 +449,18 @@ class ServiceVsModel(RuleBasedStateMachine):
         expected = self.model.extend(who, key, token, until, self.now)
         self.check(expected, lambda: self.service.extend(who, key, token, until=until), "extend")
 
-    @rule(who=callers, key=targets, pick=st.sampled_from([None, None, "current", "older", "newer"]))
-    def release(self, who: Principal | str, key: str, pick: str | None) -> None:
+    @rule(
+        who=callers,
+        key=targets,
+        pick=st.sampled_from([None, None, "current", "older", "newer"]),
+        sid=sessions,
+    )
+    def release(self, who: Principal | str, key: str, pick: str | None, sid: str | None) -> None:
         key = self.model.target(key)
         who = self.model.caller(key, who)
         token = None if pick is None else self.model.token_for(key, pick)
-        expected = self.model.release(who, key, token, self.now)
-        self.check(expected, lambda: self.service.release(who, key, token), "release")
+        expected = self.model.release(who, key, token, self.now, sid)
+        self.check(expected, lambda: self.service.release(who, key, token, sid), "release")
 
     @rule(actor=actors, key=targets, reason=reasons)
     def force_release(self, actor: Principal, key: str, reason: str) -> None:
@@ -441,15 +480,19 @@ class ServiceVsModel(RuleBasedStateMachine):
         expected = self.model.write(who, key, token, value, op_id, self.now)
         self.check(expected, lambda: self.service.write(who, key, token, value, op_id), "write")
 
-    @rule(who=whos)
-    def renew_all(self, who: Principal) -> None:
+    @rule(who=whos, sid=renew_sessions)
+    def renew_all(self, who: Principal, sid: str | None) -> None:
         now = self.now
         mine = sorted(
-            (r for r in self.model.leases.values() if r.live(now) and r.holder == who.name),
+            (
+                r
+                for r in self.model.leases.values()
+                if r.live(now) and r.holder == who.name and sid in (None, r.session)
+            ),
             key=lambda r: r.key,
         )
         expected = [self.model.renew(who, r.key, r.token, None, now) for r in mine]
-        result = self.service.renew_all(who)
+        result = self.service.renew_all(who, session=sid)
         assert list(result.renewed) == expected
         assert result.lost == ()
 
@@ -461,7 +504,9 @@ class ServiceVsModel(RuleBasedStateMachine):
             rec = self.model.leases[ev.key]
             assert ev.token == rec.token and rec.state(now) == "expired", ev
             held = rec.expires_at - rec.acquired_at
-            data = {"held_ms": held, "deadline": rec.expires_at}
+            data: dict[str, Any] = {"held_ms": held, "deadline": rec.expires_at}
+            if rec.session:
+                data["session"] = rec.session
             assert (ev.holder, ev.data) == (rec.holder, data)
 
     @rule(ms=st.sampled_from([1, 499, 1_000, 1_000, 5_000, 5_000, 30_000, 90_000_000]))
@@ -565,6 +610,12 @@ def test_model_sanity() -> None:
     lost = model.renew(A, "k1", 1, None, START_MS + 1_000)
     assert lost == err(tenure.LeaseLost, key="k1", token=1, reason="expired")
     assert model.may_force(A, "a/kid") and not model.may_force(SUP, "admin")
+    # another session of the same principal is refused like anyone else
+    mine = model.acquire(A, "k2", None, None, None, START_MS, "s1")
+    assert isinstance(mine, Lease) and mine.session == "s1"
+    sibling = model.acquire(A, "k2", None, "t", None, START_MS, "s2")
+    assert isinstance(sibling, Err) and sibling.fields["session"] == "s1"
+    assert model.leases["k2"].task is None
     assert replace(model.leases["k1"], ended="released").state(START_MS) == "released"
 
 

@@ -16,6 +16,7 @@ from tenure.core.decide import (
     decide_release,
     decide_renew,
     decide_write,
+    ending_event,
     may_force_release,
     settle,
 )
@@ -32,6 +33,7 @@ from tenure.core.models import (
 )
 from tenure.errors import (
     Forbidden,
+    IdempotencyConflict,
     LeaseHeld,
     LeaseLost,
     NotFound,
@@ -170,6 +172,7 @@ def test_acquiring_a_key_held_by_someone_else_is_refused_and_counted() -> None:
     assert d.error.info() == {
         "key": "k",
         "holder": "alice",
+        "session": "",
         "task": "job-1",
         "expires_at": NOW + 10_000,
         "token": 3,
@@ -255,6 +258,7 @@ def test_renewing_someone_elses_live_lease_names_the_holder() -> None:
     assert d.error.info() == {
         "key": "k",
         "holder": "alice",
+        "session": "",
         "task": "job-1",
         "expires_at": NOW + 10_000,
     }
@@ -469,10 +473,30 @@ def test_the_first_write_is_version_one() -> None:
 
 
 def test_a_duplicate_op_returns_the_first_result_and_changes_nothing() -> None:
-    first = FencedWrite("k", 2, "first", 4, duplicate=True)
+    first = FencedWrite("k", 2, "first", 4, duplicate=True, writer="alice")
     # Even with a stale token and a lapsed lease, nothing is decided again.
-    d = decide_write(held(expires_at=NOW - 1), None, first, "k", BOB, 1, "second", NOW)
+    d = decide_write(held(expires_at=NOW - 1), None, first, "k", ALICE, 2, "first", NOW, "op")
     assert d == Decision(None, (), first)
+
+
+def test_an_op_id_repeated_with_another_value_is_an_idempotency_conflict() -> None:
+    first = FencedWrite("k", 3, {"rows": 1}, 4, duplicate=True, writer="alice")
+    for value in ({"rows": 2}, {"rows": True}, None):
+        d = decide_write(held(), None, first, "k", ALICE, 3, value, NOW, "nightly")
+        assert (d.record, d.events, d.result) == (None, (), None)
+        assert isinstance(d.error, IdempotencyConflict)
+        assert d.error.info() == {"key": "k", "op_id": "nightly", "token": 3, "version": 4}
+    # key order is not a different value
+    first = FencedWrite("k", 3, {"a": 1, "b": 2}, 4, duplicate=True, writer="alice")
+    d = decide_write(held(), None, first, "k", ALICE, 3, {"b": 2, "a": 1}, NOW, "nightly")
+    assert d.error is None and d.result == first
+
+
+def test_an_op_id_repeated_by_someone_else_is_not_holder() -> None:
+    first = FencedWrite("k", 3, "v", 4, duplicate=True, writer="alice")
+    d = decide_write(held(), None, first, "k", BOB, 3, "v", NOW, "op")
+    assert isinstance(d.error, NotHolder) and d.error.holder == "alice"
+    assert (d.record, d.events, d.result) == (None, (), None)
 
 
 @pytest.mark.parametrize("token", [1, 2, 4, 99])
@@ -509,7 +533,72 @@ def test_write_with_the_current_token_of_a_lapsed_lease_is_accepted() -> None:
 
 @pytest.mark.parametrize("ended", ["released", "expired"])
 def test_write_with_the_current_token_of_an_ended_lease_is_accepted(ended: str) -> None:
-    d = decide_write(held(ended=ended), None, None, "k", BOB, 3, "v", NOW)
+    d = decide_write(held(ended=ended), None, None, "k", ALICE, 3, "v", NOW)
     assert d.error is None and d.record is None
     assert d.result == FencedWrite("k", 3, "v", 1)
-    assert d.events[0].actor == "bob" and d.events[0].holder == "alice"
+    assert d.events[0].actor == "alice" and d.events[0].holder == "alice"
+
+
+@pytest.mark.parametrize("ended", [None, "released", "expired"])
+@pytest.mark.parametrize("who", [BOB, Principal("root", roles=("admin",))], ids=["bob", "admin"])
+def test_write_with_the_current_token_by_anyone_but_its_holder_is_not_holder(
+    ended: str | None, who: Principal
+) -> None:
+    d = decide_write(held(ended=ended), None, None, "k", who, 3, "v", NOW)
+    assert (d.record, d.events, d.result) == (None, (), None)
+    assert isinstance(d.error, NotHolder) and d.error.holder == "alice"
+
+
+def test_write_with_an_older_token_is_stale_whoever_sends_it() -> None:
+    for who in (ALICE, BOB):
+        d = decide_write(held(), None, None, "k", who, 2, "v", NOW)
+        assert isinstance(d.error, StaleToken)
+
+
+# sessions ---------------------------------------------------------------------------------------
+def test_another_session_of_the_holder_is_refused_and_changes_nothing() -> None:
+    rec = held(session="web-1", conflicts=1)
+    d = decide_acquire(rec, "k", ALICE, 99_000, "relabel", {"x": 1}, NOW, "web-2")
+    assert d.result is None
+    # nothing relabelled, no new ttl or deadline: only the conflict is counted
+    assert d.record == rec.update(conflicts=2)
+    assert isinstance(d.error, LeaseHeld)
+    assert (d.error.holder, d.error.session, d.error.task) == ("alice", "web-1", "job-1")
+    assert d.error.expires_at == rec.expires_at and "session 'web-1'" in d.error.detail
+    assert [(e.type, e.actor, e.data) for e in d.events] == [
+        ("conflict", "alice", {"wanted_task": "relabel", "wanted_session": "web-2"})
+    ]
+
+
+def test_the_same_session_renews_with_the_same_token() -> None:
+    rec = held(session="web-1")
+    d = decide_acquire(rec, "k", ALICE, 20_000, None, None, NOW, "web-1")
+    assert d.error is None and d.result.token == rec.token and d.result.session == "web-1"
+    # the default session is a session like any other
+    d = decide_acquire(held(), "k", ALICE, 20_000, None, None, NOW, "web-1")
+    assert isinstance(d.error, LeaseHeld) and d.error.session == ""
+
+
+def test_a_grant_records_its_session() -> None:
+    d = decide_acquire(None, "k", ALICE, 5_000, None, None, NOW, "cron-7")
+    assert d.record is not None and d.record.session == "cron-7"
+    assert d.result.session == "cron-7" and d.result.to_dict()["session"] == "cron-7"
+    assert d.events[-1].data == {"ttl_ms": 5_000, "session": "cron-7"}
+    ended = ending_event(d.record, "released", NOW + 1)
+    assert ended.data["session"] == "cron-7"
+
+
+def test_a_token_proves_the_lease_for_any_session_of_its_holder() -> None:
+    rec = held(session="web-1")
+    assert decide_renew(rec, "k", ALICE, 3, None, NOW).error is None
+    released = decide_release(rec, "k", ALICE, 3, NOW, "web-2")
+    assert released.error is None and released.result.released
+
+
+def test_a_release_without_a_token_is_only_for_the_same_session() -> None:
+    rec = held(session="web-1")
+    d = decide_release(rec, "k", ALICE, None, NOW, "web-2")
+    assert isinstance(d.error, NotHolder) and d.error.session == "web-1"
+    assert d.record is None and d.events == ()
+    d = decide_release(rec, "k", ALICE, None, NOW, "web-1")
+    assert d.error is None and d.result.released

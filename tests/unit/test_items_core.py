@@ -277,7 +277,7 @@ def test_releasing_what_is_not_mine_changes_nothing(it: Item, rec: KeyRecord | N
 def test_only_the_current_open_epoch_passes_the_fence(
     it: Item, rec: KeyRecord | None, epoch: int, current: int | None, why: str
 ) -> None:
-    err = check_epoch(it, rec, epoch)
+    err = check_epoch(it, rec, epoch, ALICE)
     assert isinstance(err, StaleToken)
     assert (err.token, err.current_token, err.holder, err.key) == (epoch, current, it.assignee, KEY)
     assert why in err.detail
@@ -294,22 +294,45 @@ def test_only_the_current_open_epoch_passes_the_fence(
     ids=["live", "lapsed", "recorded"],
 )
 def test_the_current_epoch_passes_the_fence_whatever_the_clock_says(rec: KeyRecord) -> None:
-    assert check_epoch(claimed(), rec, 3) is None
+    assert check_epoch(claimed(), rec, 3, ALICE) is None
     report = {"message": "half", "percent": 50}
-    d = decide_progress(claimed(), rec, BOB, 3, report, NOW)
+    d = decide_progress(claimed(), rec, ALICE, 3, report, NOW)
     assert d.item == claimed(
-        progress={"message": "half", "percent": 50, "by": "bob", "at": NOW},
+        progress={"message": "half", "percent": 50, "by": "alice", "at": NOW},
         progress_at=NOW,
         updated_at=NOW,
     )
     assert d.lease.record is None and d.transfers == ()
     assert [(e.type, e.token, e.actor, e.data) for e in d.events] == [
-        ("progress", 3, "bob", {"item": "job", "message": "half", "percent": 50})
+        ("progress", 3, "alice", {"item": "job", "message": "half", "percent": 50})
     ]
 
 
+@pytest.mark.parametrize("who", [BOB, ADMIN], ids=["stranger", "admin"])
+@pytest.mark.parametrize(
+    "rec", [lease(session="s1"), lease(expires_at=NOW - 1)], ids=["live", "lapsed"]
+)
+def test_the_current_epoch_from_anyone_but_its_holder_is_not_holder(
+    who: Principal, rec: KeyRecord
+) -> None:
+    err = check_epoch(claimed(), rec, 3, who)
+    assert isinstance(err, NotHolder)
+    assert (err.holder, err.session, err.key) == ("alice", rec.session, KEY)
+    for d in (
+        decide_progress(claimed(), rec, who, 3, {"message": "m"}, NOW),
+        decide_complete(claimed(), rec, who, 3, "r", NOW),
+    ):
+        assert isinstance(refused(d), NotHolder) and d.item is None and d.lease.record is None
+        assert d.events == () and d.transfers == ()
+
+
+def test_an_older_epoch_is_stale_whoever_sends_it() -> None:
+    for who in (ALICE, BOB, ADMIN):
+        assert isinstance(check_epoch(claimed(epoch=4), lease(token=4), 3, who), StaleToken)
+
+
 def test_a_closed_item_passes_no_fence() -> None:
-    err = check_epoch(claimed(status="done"), lease(ended="released"), 3)
+    err = check_epoch(claimed(status="done"), lease(ended="released"), 3, ALICE)
     assert isinstance(err, Conflict) and err.field == "status"
 
 

@@ -218,7 +218,8 @@ class FencedWrite:
     value: Any
     version: int
     duplicate: bool = False
-    writer: str | None = None  # who wrote it (kept with an op_id; not part of the reply)
+    #: who wrote it (kept with an op_id, so that only the writer may repeat it; not in the reply)
+    writer: str | None = field(default=None, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {
