@@ -11,7 +11,9 @@ milliseconds).
 
 :func:`check` returns the violations of a history (an empty list when it is sound):
 
-(a) **one holder**: no two principals held a live lease on one key at overlapping server times.
+(a) **one holder**: no two holders held a live lease on one key at overlapping server times. A
+    holder is a principal and its session (:func:`holder_id`): two processes that share one
+    principal's token are two holders.
     Lease ``t`` is known live from its ``acquired_at`` to the latest ``expires_at`` any reply
     granted it, unless a release or force-release that may have ended it was sent before the
     later acquisition's reply came back.
@@ -48,6 +50,12 @@ import tenure
 from tenure.client import TransportError
 
 OPS = ("acquire", "renew", "release", "force_release", "write")
+
+
+def holder_id(holder: str, session: str | None = "") -> str:
+    """Who holds a lease: its principal, and its session unless it is the default one
+    (``jo#replica-2``). A recorder whose client has a session records itself by this name."""
+    return f"{holder}#{session}" if session else holder
 
 
 @dataclass
@@ -93,7 +101,8 @@ class Recorder:
 
     def __init__(self, client: Any, principal: str, path: str | Path | None = None, name: str = ""):
         self.client = client
-        self.principal = principal
+        # the holder this client's leases name: the principal, and the client's session
+        self.principal = holder_id(principal, getattr(client, "session", ""))
         self.name = name or f"{principal}@{os.getpid()}"
         self.path = None if path is None else Path(path)
         self.ops: list[Op] = []
@@ -151,14 +160,14 @@ class Recorder:
         record.token, record.acquired_at, record.expires_at = (
             lease.token, lease.acquired_at, lease.expires_at,
         )  # fmt: skip
-        record.holder = lease.holder
+        record.holder = holder_id(lease.holder, getattr(lease, "session", ""))
         self._record(record)
         return lease  # type: ignore[no-any-return]
 
     def renew(self, key: str, token: int) -> tenure.Lease:
         record, lease = self._run("renew", key, lambda: self.client.renew(key, token), token=token)
         record.acquired_at, record.expires_at, record.holder = (
-            lease.acquired_at, lease.expires_at, lease.holder,
+            lease.acquired_at, lease.expires_at, holder_id(lease.holder, lease.session),
         )  # fmt: skip
         self._record(record)
         return lease  # type: ignore[no-any-return]
@@ -171,7 +180,8 @@ class Recorder:
         if result.lease is not None and token is None and result.released:
             record.token = result.lease.token
         if result.lease is not None:
-            record.state, record.holder = result.lease.state, result.lease.holder
+            lease = result.lease
+            record.state, record.holder = lease.state, holder_id(lease.holder, lease.session)
             record.current_token = result.lease.token
         self._record(record)
         return result
@@ -180,7 +190,8 @@ class Recorder:
         record, result = self._run(
             "force_release", key, lambda: self.client.force_release(key, reason)
         )
-        record.token, record.holder = result.lease.token, result.lease.holder
+        lease = result.lease
+        record.token, record.holder = lease.token, holder_id(lease.holder, lease.session)
         self._record(record)
         return result
 
@@ -406,7 +417,8 @@ def check_durable(
     for e in events:
         key, token, kind = get(e, "key"), get(e, "token"), get(e, "type")
         if kind == "acquired":
-            acquired[(key, token)].append(get(e, "holder"))
+            data = get(e, "data") or {}
+            acquired[(key, token)].append(holder_id(get(e, "holder"), data.get("session")))
         elif kind == "released":
             released.add((key, token))
     for (key, token), holders in acquired.items():

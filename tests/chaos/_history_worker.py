@@ -105,10 +105,12 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--hold-ms", type=float, default=200)
     parser.add_argument("--budget", type=float, default=10)
+    parser.add_argument("--session", default=None, help="the client's session (else a random one)")
+    parser.add_argument("--principal", default=None, help="the token's principal (else NAME)")
     args = parser.parse_args()
     retry = RetryPolicy(attempts=100, budget=args.budget, backoff=0.05, max_backoff=0.5)
-    client = tenure.Client(args.url, token=args.token, timeout=5, retry=retry)
-    rec = Recorder(client, args.name, args.log, name=args.name)
+    client = tenure.Client(args.url, token=args.token, timeout=5, retry=retry, session=args.session)
+    rec = Recorder(client, args.principal or args.name, args.log, name=args.name)
     try:
         return {"cycle": cycle, "pausable": pausable}[args.verb](rec, args)
     finally:

@@ -77,7 +77,7 @@ def test_clients_fail_over_when_one_of_three_servers_dies(
     after = [o for o in history if o.ok and o.sent > killed]
     assert before, context
     for n in names:  # every client went on through another server
-        assert any(o.principal == n and o.op == "acquire" for o in after), (context, n)
+        assert any(o.client == n and o.op == "acquire" for o in after), (context, n)
     failover_s = min(o.received for o in after) - killed
     unknown = [o for o in history if o.ok is None]
 

@@ -68,8 +68,8 @@ def test_a_paused_holder_cannot_write_after_a_takeover(
         a.close()
 
     history = load(logs)
-    a_ops = [o for o in history if o.principal == "A"]
-    b_acquired = next(o for o in history if o.principal == "B" and o.op == "acquire")
+    a_ops = [o for o in history if o.client == "A"]
+    b_acquired = next(o for o in history if o.client == "B" and o.op == "acquire")
     # A's writes after B's acquisition: every one sent after it was acknowledged, and the one
     # refused. A SIGSTOP may land after a write's `sent` was recorded and before its request
     # left the process (tens of ms on a loaded machine): that write reaches the server after

@@ -74,7 +74,7 @@ def test_kill_9_of_the_server_loses_nothing_acknowledged(
     after = [o for o in history if o.ok and o.sent > killed]
     assert before, context
     for n in names:  # every client recovered by itself
-        assert any(o.principal == n for o in after), (context, n)
+        assert any(o.client == n for o in after), (context, n)
     recovered_s = min(o.received for o in after) - killed
     unknown = [o for o in history if o.ok is None]
 
