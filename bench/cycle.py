@@ -7,8 +7,8 @@ Each worker is a thread that loops acquire -> renew -> release on its own key th
 commit path). Next to every tenure row the same run measures a *peer*: the same three calls as
 bare SQL statements against the same database engine, one autocommit statement each, so the
 ratio shows what tenure's transactions, checks and event log cost on top of the commits. The
-PostgreSQL peer is the ``rowtoken`` cycle of ``/work/shared/bench-peers`` (read from its
-``loadgen.py`` when present). See bench/README.md.
+PostgreSQL peer is the ``rowtoken`` cycle of ``../shared/bench-peers`` (from the repository
+root, or ``TENURE_BENCH_PEERS``; read from its ``loadgen.py`` when present). See bench/README.md.
 """
 
 from __future__ import annotations
@@ -33,7 +33,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 import tenure
 
-PEERS_DIR = Path(os.environ.get("TENURE_BENCH_PEERS", "/work/shared/bench-peers"))
+ROOT = Path(__file__).resolve().parent.parent
+# the shared peer runner: ../shared/bench-peers from the repository root
+PEERS_DIR = Path(os.environ.get("TENURE_BENCH_PEERS", ROOT.parent / "shared" / "bench-peers"))
 PG_URL_ENV = "TENURE_BENCH_PG_URL"
 TTL_MS = 10_000
 WARMUP_CYCLES = 20

@@ -5,9 +5,9 @@ minutes before tenure; on this machine a system's cycle figure moves 15-30 % fro
 the next (docs/performance.md), so one run's ratio carries that drift. This part measures the
 same ratios again as a median of rounds: each round runs the row-lease, tenure on SQLite and
 tenure on PostgreSQL back to back (in reverse order every other round, so that a drift within a
-round weighs on each side alike), with the runner's own ``loadgen.py`` and settings. It is a
-second reading, printed beside the runner's, not a replacement: the targets table stays the
-runner's.
+round weighs on each side alike), with the runner's own ``loadgen.py`` and settings (tenure
+through its ``http`` backend: one shared token, a session per client). It is a second reading,
+printed beside the runner's, not a replacement: the targets table stays the runner's.
 
 Used by ``bench/peers.py --only pairs`` (part of its default run).
 """

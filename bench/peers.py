@@ -8,16 +8,18 @@ What it does (see bench/README.md):
 
 1. starts a private PostgreSQL on 127.0.0.1:5433 (the port the peer runner uses) unless one
    answers there already, and creates the databases ``bench`` (the peers') and ``tenure_bench``;
-2. runs ``/work/shared/bench-peers/run_peers.sh`` as its README says for the peers
-   (``BACKENDS="etcd postgres" HTTP_LIB=raw PG_MODE=rowtoken``: cycle, contended, hold,
-   expiry_lag, and the physical limits), appending to one results file;
+2. runs ``../shared/bench-peers/run_peers.sh`` (from the repository root; ``TENURE_BENCH_PEERS``
+   overrides the folder) as its README says for the peers (``BACKENDS="etcd postgres"
+   HTTP_LIB=raw PG_MODE=rowtoken``: cycle, contended, hold, expiry_lag, and the physical limits),
+   appending to one results file;
 3. starts ``tenure serve`` with its default settings on a fresh SQLite file and runs the same
-   four workloads against it with the runner's own ``loadgen.py`` (same client, same code), through
-   ``bench/tenure_loadgen.py``: its ``tenure`` backend gives each contending owner its own
-   principal (the runner's ``http`` backend sends one bearer token, which makes every owner the
-   same holder, and tenure's acquire by the holder renews);
-4. measures what the runner does not: expiry lag of a ``wait_ms`` long-poll waiter, one
-   ``renew-all`` over 10,000 and 100,000 live leases and the server's resident memory;
+   four workloads against it with the runner's own ``loadgen.py`` and its ``http`` backend
+   (``--http-session``): all 16 clients share one bearer token, as replicas of one service
+   would, and each sends its own name as its ``session``, so they exclude each other as the
+   peers' owners do (SPEC §1 session, invariant 8);
+4. measures what the runner does not: expiry lag of a ``wait_ms`` long-poll waiter (holder and
+   waiter: two sessions of the same token), one ``renew-all`` of one session over 10,000 and
+   100,000 live leases and the server's resident memory;
 5. starts a second ``tenure serve`` on the PostgreSQL database and runs cycle and contended;
 6. direct mode (``tenure.Client("sqlite:///…")``) cycle ops/s in one thread;
 7. the cycle ratios again as a median of alternated rounds (bench/pairs.py): the row-lease,
@@ -56,7 +58,8 @@ from typing import Any
 import pairs
 
 ROOT = Path(__file__).resolve().parent.parent
-PEERS = Path(os.environ.get("TENURE_BENCH_PEERS", "/work/shared/bench-peers"))
+# the shared peer runner: ../shared/bench-peers from the repository root
+PEERS = Path(os.environ.get("TENURE_BENCH_PEERS", ROOT.parent / "shared" / "bench-peers"))
 PEERS_PY = Path(os.environ.get("VENV", "/tmp/peers-venv")) / "bin" / "python"
 TENURE = Path(sys.executable).parent / "tenure"
 PG_PORT = int(os.environ.get("PG_PORT", "5433"))
@@ -90,17 +93,9 @@ def pg_bin() -> Path:
 class Server:
     url: str
     pid: int
-    tokens: dict[str, str]  # loadgen owner -> bearer token of its own principal; "*": the rest
+    token: str  # the one bearer token every client shares (a service principal)
     proc: subprocess.Popen[bytes]
     db: str
-
-    @property
-    def token(self) -> str:
-        return self.tokens["*"]
-
-    @property
-    def taker(self) -> str:  # a second principal (a taker must not be the holder)
-        return self.tokens["taker0"]
 
     def rss_kb(self) -> dict[str, int]:
         out = {}
@@ -113,11 +108,12 @@ class Server:
 
 @contextlib.contextmanager
 def tenure_server(db: str, workdir: Path, name: str) -> Iterator[Server]:
-    """``tenure serve`` with default settings on ``db``, and a token of a service principal."""
+    """``tenure serve`` with default settings on ``db``, and the token of a service principal
+    that every client of the benchmark shares (each with its own session)."""
     env = {**os.environ, "TENURE_DATA_DIR": str(workdir), "TENURE_DB": db}
     env.pop("TENURE_POLICY", None)
-    admin = subprocess.run(
-        [str(TENURE), "principal", "add", "bench-admin", "--kind", "service", "--role", "admin"],
+    token = subprocess.run(
+        [str(TENURE), "principal", "add", "bench", "--kind", "service"],
         env=env,
         check=True,
         capture_output=True,
@@ -140,7 +136,7 @@ def tenure_server(db: str, workdir: Path, name: str) -> Iterator[Server]:
                     raise SystemExit(f"tenure serve did not start, see {logf.name}") from None
                 time.sleep(0.1)
         log(f"tenure serve pid {proc.pid} on {url} ({db})")
-        yield Server(url, proc.pid, owner_tokens(url, admin), proc, db)
+        yield Server(url, proc.pid, token, proc, db)
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -149,26 +145,6 @@ def tenure_server(db: str, workdir: Path, name: str) -> Iterator[Server]:
             proc.kill()
             proc.wait(10)
         logf.close()
-
-
-def owner_tokens(url: str, admin: str) -> dict[str, str]:
-    """A principal per contending loadgen owner (``p0c<i>`` of contended, ``holder<j>`` and
-    ``taker<j>`` of expiry_lag), and ``*`` for everything else."""
-    owners = ["*", *(f"p0c{i}" for i in range(64))]
-    owners += [f"{role}{j}" for role in ("holder", "taker") for j in range(64)]
-    owners += [f"hold{n}" for n in range(4)]  # the holders of bench/peers.py's hold sizes
-    tokens = {}
-    for owner in owners:
-        name = "bench-all" if owner == "*" else f"bench-{owner}"
-        body = json.dumps({"name": name, "kind": "service"}).encode()
-        req = urllib.request.Request(
-            url + "/v1/principals",
-            body,
-            {"Authorization": f"Bearer {admin}", "Content-Type": "application/json"},
-        )
-        with urllib.request.urlopen(req, timeout=10) as reply:
-            tokens[owner] = json.loads(reply.read())["token"]
-    return tokens
 
 
 def pg_ready() -> bool:
@@ -250,36 +226,32 @@ def run_peers(out: Path, args: argparse.Namespace) -> None:
 
 
 def loadgen(server: Server, out: Path, workload: str, label: str, args: argparse.Namespace) -> None:
-    """One runner workload against tenure: loadgen.py's client and workloads, with the
-    ``tenure`` backend of bench/tenure_loadgen.py (a principal per contending owner)."""
-    backend = ["--backend", "tenure", "--http-url", server.url, "--server-pids", str(server.pid)]
-    env = {**os.environ, "TENURE_BENCH_TOKENS": json.dumps(server.tokens)}
-    _run_loadgen(ROOT / "bench" / "tenure_loadgen.py", backend, workload, label, out, args, env)
+    """One runner workload against tenure: loadgen.py's ``http`` backend, every client on the
+    server's one token and in a session of its own (``--http-session``: its owner name)."""
+    backend = ["--backend", "http", "--http-url", server.url, "--http-token", server.token]
+    backend += ["--http-session", "--server-pids", str(server.pid)]
+    _run_loadgen(backend, workload, label, out, args)
 
 
 def rowlease_cycle(out: Path, label: str, args: argparse.Namespace) -> None:
     """One cycle run of the PostgreSQL row-lease, as run_peers.sh runs it."""
     dsn = f"host=127.0.0.1 port={PG_PORT} dbname=bench user=bench password=bench"
     backend = ["--backend", "postgres", "--pg-mode", "rowtoken", "--pg-dsn", dsn]
-    _run_loadgen(PEERS / "loadgen.py", backend, "cycle", label, out, args)
+    _run_loadgen(backend, "cycle", label, out, args)
 
 
 def _run_loadgen(
-    script: Path,
-    backend: list[str],
-    workload: str,
-    label: str,
-    out: Path,
-    args: argparse.Namespace,
-    env: dict[str, str] | None = None,
+    backend: list[str], workload: str, label: str, out: Path, args: argparse.Namespace
 ) -> None:
-    """``script run`` (the runner's loadgen.py or its tenure wrapper) with the runner's settings:
-    the raw HTTP client, 16 clients, ``args``' duration, leases and trials."""
-    cmd = [str(PEERS_PY), str(script), "run", *backend, "--http-lib", "raw"]
+    """``loadgen.py run`` (the runner's) with the runner's settings: the raw HTTP client,
+    16 clients, ``args``' duration, leases and trials. In the runner's venv when there is one;
+    else in this Python (its ``http`` backend with the raw client needs nothing else)."""
+    python = PEERS_PY if PEERS_PY.exists() else Path(sys.executable)
+    cmd = [str(python), str(PEERS / "loadgen.py"), "run", *backend, "--http-lib", "raw"]
     cmd += ["--workload", workload, "--clients", "16", "--duration", str(args.dur)]
     cmd += ["--hold-n", str(args.hold_n), "--trials", str(args.trials)]
     cmd += ["--label", label, "--out", str(out)]
-    code = subprocess.run(cmd, check=False, timeout=900, env=env).returncode
+    code = subprocess.run(cmd, check=False, timeout=900).returncode
     if code:
         log(f"FAILED/UNSAFE: {label} {workload} (rc={code})")
 
@@ -342,10 +314,13 @@ def pctl(values: list[float], q: float) -> float:
 
 async def long_poll_lag(server: Server, trials: int, parallel: int = 4) -> dict[str, Any]:
     """A holder acquires with ttl 1 s and goes silent; a taker sends one acquire with
-    ``wait_ms`` at once. lag = the taker's reply - (the holder's send time + ttl)."""
+    ``wait_ms`` at once. lag = the taker's reply - (the holder's send time + ttl). Holder and
+    taker share the one token as two sessions (the taker must not be the holder: the holder's
+    own session would renew its lease), each on connections of its own."""
     lg = raw_http()
-    http = lg.RawHttp(server.url, parallel, {"Authorization": f"Bearer {server.token}"})
-    takers = lg.RawHttp(server.url, parallel, {"Authorization": f"Bearer {server.taker}"})
+    auth = {"Authorization": f"Bearer {server.token}"}
+    http = lg.RawHttp(server.url, parallel, auth)
+    takers = lg.RawHttp(server.url, parallel, auth)
     prefix = f"bench/lag/{uuid.uuid4().hex[:8]}"
     sem = asyncio.Semaphore(parallel)
     lags: list[float] = []
@@ -360,14 +335,14 @@ async def long_poll_lag(server: Server, trials: int, parallel: int = 4) -> dict[
             await asyncio.sleep(0.5 * (j % 7) / 7)
             key = f"{prefix}/{j}"
             sent = time.monotonic_ns()
-            st, body = await post("/v1/leases/acquire", {"key": key, "ttl_ms": 1000})
+            holder = {"key": key, "ttl_ms": 1000, "session": f"holder{j}"}
+            st, body = await post("/v1/leases/acquire", holder)
             if st != 200:
                 errors.append(f"holder {st} {body}")
                 return
             deadline = sent + body["lease"]["ttl_ms"] * 1_000_000
-            st, body = await post(
-                "/v1/leases/acquire", {"key": key, "ttl_ms": 10_000, "wait_ms": 5000}, takers
-            )
+            taker = {"key": key, "ttl_ms": 10_000, "wait_ms": 5000, "session": f"taker{j}"}
+            st, body = await post("/v1/leases/acquire", taker, takers)
             got = time.monotonic_ns()
             if st != 200:
                 errors.append(f"taker {st} {body}")
@@ -389,10 +364,12 @@ async def long_poll_lag(server: Server, trials: int, parallel: int = 4) -> dict[
     }
 
 
-async def hold(server: Server, n: int, who: str, clients: int = 16) -> dict[str, Any]:
-    """``n`` live leases of one holder (created over HTTP, ttl 10 min), then ONE renew-all."""
+async def hold(server: Server, n: int, session: str, clients: int = 16) -> dict[str, Any]:
+    """``n`` live leases of one holder, the session ``session`` of the server's token (created
+    over HTTP, ttl 10 min), then ONE renew-all of that session (not the leases of the other
+    hold sizes, still live in sessions of their own)."""
     lg = raw_http()
-    auth = {"Authorization": f"Bearer {server.tokens[who]}"}
+    auth = {"Authorization": f"Bearer {server.token}"}
     http = lg.RawHttp(server.url, clients, auth)
     prefix = f"bench/hold/{uuid.uuid4().hex[:8]}"
     nxt = [0]
@@ -402,7 +379,8 @@ async def hold(server: Server, n: int, who: str, clients: int = 16) -> dict[str,
         while nxt[0] < n and len(fails) < 10:
             i = nxt[0]
             nxt[0] += 1
-            body = json.dumps({"key": f"{prefix}/{i:06d}", "ttl_ms": 600_000}).encode()
+            lease = {"key": f"{prefix}/{i:06d}", "ttl_ms": 600_000, "session": session}
+            body = json.dumps(lease).encode()
             status, text = await http.request("POST", "/v1/leases/acquire", body)
             if status != 200:
                 fails.append(f"{status} {text[:200]}")
@@ -416,8 +394,9 @@ async def hold(server: Server, n: int, who: str, clients: int = 16) -> dict[str,
     # one call, one fresh connection (what a heartbeat does once per period)
     lg2 = raw_http()
     http = lg2.RawHttp(server.url, 1, auth)
+    body = json.dumps({"session": session}).encode()
     t0 = time.perf_counter()
-    status, text = await http.request("POST", "/v1/leases/renew-all", b"{}")
+    status, text = await http.request("POST", "/v1/leases/renew-all", body)
     call_s = time.perf_counter() - t0
     await http.close()
     reply = json.loads(text) if status == 200 else {}

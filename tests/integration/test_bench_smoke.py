@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+#: the shared runner's venv (run_peers.sh creates it), which bench/peers.py runs loadgen.py with
 
 
 def run(*args: str) -> str:
@@ -37,6 +38,25 @@ def test_peers_runs_tenures_own_measurements(tmp_path: Path) -> None:
     lag = line["lag"]
     assert lag["trials"] > 0 and lag["errors"] == [] and lag["early"] == 0
     assert 0 < lag["p50"] <= lag["p99"]
+
+
+def test_peers_runs_tenures_rows_on_one_shared_token(tmp_path: Path) -> None:
+    """The runner's own loadgen.py, all 16 clients on one token, each in its own session: they
+    exclude each other (contended is safe) and a taker waits for the holder's lease to expire."""
+    out = tmp_path / "results.jsonl"
+    run("bench/peers.py", "--quick", "--only", "tenure", "--no-phys", "--out", str(out))
+    recs = [json.loads(text) for text in out.read_text().splitlines()]
+    rows = {r["workload"]: r for r in recs if r.get("kind") == "loadgen"}
+    assert sorted(rows) == ["contended", "cycle", "expiry_lag", "hold"]
+    assert {r["label"] for r in rows.values()} == {"tenure"}
+    for row in rows.values():
+        assert row["metrics"]["errors"] == {}, row
+    safety = rows["contended"]["metrics"]["safety"]
+    assert safety["ok"] and safety["max_holders_inproc"] == 1, safety
+    assert safety["acquisitions_checked"] > 0
+    lag = rows["expiry_lag"]["metrics"]
+    assert lag["timeouts"] == 0 and lag["early_takeovers"] == 0 and lag["token_increase_ok"]
+    assert 0 <= lag["lag_ms"]["min"] <= lag["lag_ms"]["p50"] <= lag["lag_ms"]["p99"]
 
 
 def test_cycle_runs_on_sqlite_beside_its_peer() -> None:
