@@ -157,11 +157,13 @@ def test_a_lease_appears_without_reload_and_counts_down(live_server, tabs):
     expect(page.locator("#leases-body")).to_contain_text("No live leases")
     page.evaluate("window.notReloaded = true")
 
-    lease = ok(agent.post("/v1/leases/acquire", json={"key": "jobs/nightly", "ttl_ms": 30_000}))
+    body = {"key": "jobs/nightly", "ttl_ms": 30_000, "session": "runner-7"}
+    lease = ok(agent.post("/v1/leases/acquire", json=body))
     row = page.locator('tr[data-key="jobs/nightly"]')
     # Periodic refresh is every 5 s: within 3 s only the event stream can have brought it.
     expect(row).to_be_visible(timeout=3_000)
     expect(row).to_contain_text("build-agent")
+    expect(row.locator(".session")).to_have_text("runner-7")  # the holder's session beside it
     expect(row.locator("td").nth(3)).to_have_text(str(lease["lease"]["token"]))
     countdown = row.locator(".cd-text")
     first = countdown.inner_text()
@@ -244,7 +246,8 @@ def test_item_page_shows_progress_and_transfers_and_force_release(live_server, t
     admin = live_server.http(live_server.admin_token)
     worker = live_server.http(live_server.token_for("reviewer-1"))
     ok(admin.post("/v1/items", json={"id": "login", "title": "Fix the login page", "priority": 1}))
-    epoch = ok(worker.post("/v1/items/login/claim", json={"ttl_ms": 60_000}))["lease"]["token"]
+    claim = {"ttl_ms": 60_000, "session": "laptop"}
+    epoch = ok(worker.post("/v1/items/login/claim", json=claim))["lease"]["token"]
     body = {"epoch": epoch, "message": "found the bug", "percent": 40}
     ok(worker.post("/v1/items/login/progress", json=body))
 
@@ -260,6 +263,7 @@ def test_item_page_shows_progress_and_transfers_and_force_release(live_server, t
     expect(page.locator("#progress")).to_contain_text("40%")
     expect(page.locator("#progress")).to_contain_text("found the bug")
     expect(page.locator('#transfers tr[data-reason="claimed"]')).to_contain_text("reviewer-1")
+    expect(page.locator(".fields .session")).to_have_text("laptop")  # beside the holder
 
     # Progress reported meanwhile shows up without reload.
     body = {"epoch": epoch, "message": "fix under review", "percent": 80}

@@ -2,7 +2,8 @@
 
 Every route once with its reply, and the problems it documents: 404 for an unknown item,
 409 ``lease_held``/``assigned_to_other``/``stale_token``/``conflict``, 403
-``not_holder``/``forbidden``, 422, 413, 400 and 401.
+``not_holder``/``forbidden``, 422, 413, 400 and 401. Sessions, holder-only writes and the
+fenced release are in ``test_server_sessions.py``.
 """
 
 from __future__ import annotations
@@ -147,7 +148,18 @@ def test_item_problems(alice: httpx.Client, live_server: LiveServer) -> None:
     problem(alice.get("/v1/items", params={"limit": 0}), 422, "invalid_request")
     problem(alice.get("/v1/items/bad%20id"), 422, "invalid_request")
     problem(alice.post("/v1/items/a/claim", json={"ttl_ms": 10}), 422, "invalid_request")
-    problem(alice.post("/v1/items/a/release", json={"epoch": 1}), 422, "invalid_request")
+    for payload, field in (
+        ({"epoch": 0}, "epoch"),
+        ({"epoch": True}, "epoch"),
+        ({"session": 5}, "session"),
+        ({"session": "x" * 129}, "session"),
+        ({"session": "a\nb"}, "session"),
+        ({"reason": "r"}, "reason"),
+    ):
+        body = problem(alice.post("/v1/items/a/release", json=payload), 422, "invalid_request")
+        assert body["field"] == field, (payload, body)
+    body = problem(alice.post("/v1/items/a/claim", json={"session": 7}), 422, "invalid_request")
+    assert body["field"] == "session"
     bad = alice.post(
         "/v1/items/a/claim", content=b"{", headers={"content-type": "application/json"}
     )
@@ -432,8 +444,12 @@ def test_openapi_documents_the_item_routes(live_server: LiveServer) -> None:
         ("/v1/items/{id}/renew", "post"): {"200", "400", "401", "403", "404", "409", "413", "422"},
         ("/v1/items/{id}/extend", "post"): {"200", "400", "401", "403", "404", "409", "413", "422"},
         ("/v1/items/{id}/release", "post"): {"200", "400", "401", "403", "404", "413", "422"},
-        ("/v1/items/{id}/progress", "post"): {"200", "400", "401", "404", "409", "413", "422"},
-        ("/v1/items/{id}/complete", "post"): {"200", "400", "401", "404", "409", "413", "422"},
+        ("/v1/items/{id}/progress", "post"): {
+            "200", "400", "401", "403", "404", "409", "413", "422",
+        },
+        ("/v1/items/{id}/complete", "post"): {
+            "200", "400", "401", "403", "404", "409", "413", "422",
+        },
         ("/v1/items/{id}/cancel", "post"): {"200", "400", "401", "403", "404", "409", "413", "422"},
         ("/v1/items/{id}/force-release", "post"): {
             "200", "400", "401", "403", "404", "413", "422",

@@ -17,6 +17,7 @@ PROBLEM = "application/problem+json"
 LEASE_FIELDS = {
     "key",
     "holder",
+    "session",
     "task",
     "token",
     "ttl_ms",
@@ -251,7 +252,7 @@ def test_fenced_write_and_read(alice: httpx.Client, bob: httpx.Client) -> None:
     dup = ok(
         alice.post(
             "/v1/fenced/write",
-            json={"key": "reports/n", "token": token, "value": "other", "op_id": "run-42"},
+            json={"key": "reports/n", "token": token, "value": value, "op_id": "run-42"},
         )
     )
     assert dup["duplicate"] is True and dup["version"] == 1 and dup["value"] == value

@@ -27,10 +27,15 @@ def body(**fields: object) -> bytes:
         (ACQUIRE, body(key="k")),
         (ACQUIRE, body(key="k", ttl_ms=1, task="t", meta={"a": [1]}, wait_ms=0)),
         (ACQUIRE, body(key="k", ttl_ms=MAX_INT, task=None, meta=None, wait_ms=MAX_WAIT_MS)),
+        (ACQUIRE, body(key="k", session="web-2")),
+        (ACQUIRE, body(key="k", session="")),
+        (ACQUIRE, body(key="k", session=None)),
         (RENEW, body(key="k", token=1)),
         (RENEW, body(key="k", token=MAX_INT, ttl_ms=5)),
         (RELEASE, body(key="k")),
         (RELEASE, body(key="k", token=None)),
+        (RELEASE, body(key="k", session="web-2")),
+        (RELEASE, body(key="k", token=3, session="")),
     ],
 )
 def test_takes_what_the_model_accepts(path: str, raw: bytes) -> None:
@@ -61,6 +66,11 @@ def test_takes_what_the_model_accepts(path: str, raw: bytes) -> None:
         (RENEW, body(key="k", token=False)),
         (RELEASE, body(key="k", token=-1)),
         (RELEASE, body(key="k", ttl_ms=5)),
+        (ACQUIRE, body(key="k", session=1)),
+        (ACQUIRE, body(key="k", session=["web-2"])),
+        (ACQUIRE, body(key="k", session=True)),
+        (RELEASE, body(key="k", session={"id": "web-2"})),
+        (RENEW, body(key="k", token=1, session="web-2")),  # renew is by token: no session
     ],
 )
 def test_leaves_everything_else_to_fastapi(path: str, raw: bytes) -> None:
@@ -110,6 +120,7 @@ leases = st.builds(
     Lease,
     key=st.text(min_size=1),
     holder=st.text(min_size=1),
+    session=st.text(max_size=8),
     task=st.none() | st.text(),
     token=st.integers(1, MAX_INT),
     ttl_ms=st.integers(1, MAX_INT),
@@ -140,6 +151,32 @@ def test_release_replies_are_what_the_generic_encoder_writes(
     )
     call = job(state, RELEASE, "t", {"key": "k"})  # type: ignore[arg-type]
     assert call() == dumps(ReleaseResult(released, lease).to_dict())
+
+
+@pytest.mark.parametrize("session", [None, "", "web-2"])
+def test_the_session_reaches_the_service(session: str | None) -> None:
+    """Acquire and release pass the body's ``session`` on (absent: ``None``, the default)."""
+    calls: list[tuple[object, ...]] = []
+    lease = Lease("k", "p", None, 7, 1, 1, 1, 1, 0, session=session or "")
+
+    def acquire(*args: object) -> Lease:
+        calls.append(("acquire", *args[1:]))
+        return lease
+
+    def release(*args: object) -> ReleaseResult:
+        calls.append(("release", *args[1:]))
+        return ReleaseResult(True, lease)
+
+    state = SimpleNamespace(
+        service=SimpleNamespace(acquire=acquire, release=release),
+        executor=SimpleNamespace(principal=lambda token, auth: Principal("p")),
+        waiters=SimpleNamespace(notify=lambda key: None),
+    )
+    extra = {} if session is None else {"session": session}
+    got = job(state, ACQUIRE, "t", {"key": "k", "ttl_ms": 5, **extra})()  # type: ignore[arg-type]
+    assert json.loads(got)["lease"]["session"] == (session or "")
+    job(state, RELEASE, "t", {"key": "k", **extra})()  # type: ignore[arg-type]
+    assert calls == [("acquire", "k", 5, None, None, session), ("release", "k", None, session)]
 
 
 def test_a_meta_the_encoder_refuses_is_refused_alike() -> None:

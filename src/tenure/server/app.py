@@ -196,11 +196,14 @@ def add_lease_routes(app: FastAPI) -> None:
         responses={**P(400, 401, 409, 413, 422), 200: openapi.LEASE_LINKS},
     )
     async def acquire(body: s.AcquireIn, me: Caller, st: St) -> Response:
-        """Acquire `key`, or renew it if you hold it; `wait_ms` long-polls while it is held."""
+        """Acquire `key`, or renew it if your `session` holds it; `wait_ms` long-polls while it
+        is held. Another session of yours holding it is `409 lease_held`, like anyone else."""
 
         async def attempt() -> Lease:
             return await anyio.to_thread.run_sync(
-                lambda: st.service.acquire(me, body.key, body.ttl_ms, body.task, body.meta)
+                lambda: st.service.acquire(
+                    me, body.key, body.ttl_ms, body.task, body.meta, body.session
+                )
             )
 
         lease = await st.waiters.acquire(body.key, attempt, body.wait_ms or 0)
@@ -222,9 +225,11 @@ def add_lease_routes(app: FastAPI) -> None:
         responses=P(400, 401, 413, 422),
     )
     def renew_all(body: s.RenewAllIn, me: Caller, st: St) -> Response:
+        """Renew every live lease of yours (only your `session`'s when given; or the `keys`)."""
         if body.keys is None:  # the database writes the reply's JSON, passed on unparsed
-            return Response(st.service.renew_all_json(me), media_type="application/json")
-        return reply(st.service.renew_all(me, body.keys).to_dict())
+            json_reply = st.service.renew_all_json(me, body.session)
+            return Response(json_reply, media_type="application/json")
+        return reply(st.service.renew_all(me, body.keys, body.session).to_dict())
 
     @app.post(
         "/v1/leases/extend",
@@ -242,7 +247,9 @@ def add_lease_routes(app: FastAPI) -> None:
         responses=P(400, 401, 403, 413, 422),
     )
     def release(body: s.ReleaseIn, me: Caller, st: St) -> Response:
-        result = st.service.release(me, body.key, body.token)
+        """End your lease: the lease of `token` (any session of yours), else your `session`'s.
+        `released: false` when there is nothing of yours to end."""
+        result = st.service.release(me, body.key, body.token, body.session)
         if result.released:
             st.waiters.notify(body.key)
         return reply(result.to_dict())
@@ -290,9 +297,15 @@ def add_other_routes(app: FastAPI) -> None:
         "/v1/fenced/write",
         response_model=s.FencedWriteReply,
         tags=["fenced"],
-        responses={**P(400, 401, 409, 413, 422), 200: openapi.FENCED_LINKS},
+        responses={**P(400, 401, 403, 409, 413, 422), 200: openapi.FENCED_LINKS},
     )
     def fenced_write(body: s.FencedWriteIn, me: Caller, st: St) -> dict[str, Any]:
+        """Store `value` if `token` is the key's current token and you hold it.
+
+        An older token is `409 stale_token` whoever sends it; the current token from anyone but
+        its holder is `403 not_holder`. A repeated `op_id` under the same token answers the
+        first write (`duplicate: true`); with another value, `409 idempotency_conflict`.
+        """
         return st.service.write(me, body.key, body.token, body.value, body.op_id).to_dict()
 
     @app.get(

@@ -55,6 +55,7 @@ FIELDS: dict[str, tuple[frozenset[str], dict[str, tuple[type, tuple[int, int] | 
             "task": (str, None),
             "meta": (dict, None),
             "wait_ms": (int, (0, MAX_WAIT_MS)),
+            "session": (str, None),
         },
     ),
     RENEW: (
@@ -63,7 +64,7 @@ FIELDS: dict[str, tuple[frozenset[str], dict[str, tuple[type, tuple[int, int] | 
     ),
     RELEASE: (
         frozenset({"key"}),
-        {"key": (str, None), "token": (int, POSITIVE)},
+        {"key": (str, None), "token": (int, POSITIVE), "session": (str, None)},
     ),
 }
 
@@ -193,9 +194,10 @@ def job(st: State, path: str, token: str, body: dict[str, Any]) -> Callable[[], 
 
     if path == ACQUIRE:
         ttl_ms, task, meta = body.get("ttl_ms"), body.get("task"), body.get("meta")
+        session = body.get("session")
 
         def acquire() -> bytes:
-            return lease_reply(service.acquire(caller(), key, ttl_ms, task, meta))
+            return lease_reply(service.acquire(caller(), key, ttl_ms, task, meta, session))
 
         return acquire
     if path == RENEW:
@@ -206,7 +208,7 @@ def job(st: State, path: str, token: str, body: dict[str, Any]) -> Callable[[], 
         return renew
 
     def release() -> bytes:
-        result = service.release(caller(), key, body.get("token"))
+        result = service.release(caller(), key, body.get("token"), body.get("session"))
         if result.released:
             st.waiters.notify(key)
         lease = "null" if result.lease is None else lease_json(result.lease)
@@ -226,7 +228,8 @@ def lease_json(lease: Lease) -> str:
     task = "null" if lease.task is None else _text(lease.task)
     meta = dumps(lease.meta).decode() if lease.meta else "{}"
     return (
-        f'{{"key":{_text(lease.key)},"holder":{_text(lease.holder)},"task":{task},'
+        f'{{"key":{_text(lease.key)},"holder":{_text(lease.holder)},'
+        f'"session":{_text(lease.session)},"task":{task},'
         f'"token":{int(lease.token)},"ttl_ms":{int(lease.ttl_ms)},'
         f'"acquired_at":{int(lease.acquired_at)},"renewed_at":{int(lease.renewed_at)},'
         f'"expires_at":{int(lease.expires_at)},"renewals":{int(lease.renewals)},'

@@ -121,11 +121,12 @@ def add_claim_routes(app: FastAPI) -> None:
     def claim_item(id: ItemIdParam, body: s.ClaimIn, me: Caller, st: St) -> dict[str, Any]:
         """Claim the item: its lease and the assignee edge; the lease's token is the epoch.
 
-        Re-claiming your own live claim renews it. `409 lease_held` while someone else's claim
-        is live; `409 assigned_to_other` for someone else's lapsed claim unless `takeover`.
+        Re-claiming your own live claim from the same `session` renews it. `409 lease_held`
+        while someone else's claim (or another session's of yours) is live; `409
+        assigned_to_other` for someone else's lapsed claim unless `takeover`.
         """
         claim = st.service.items.claim(
-            me, id, body.ttl_ms, body.task, bool(body.takeover), body.reason
+            me, id, body.ttl_ms, body.task, bool(body.takeover), body.reason, body.session
         )
         return claim.to_dict()
 
@@ -155,12 +156,13 @@ def add_claim_routes(app: FastAPI) -> None:
         tags=ITEMS,
         responses=P(400, 401, 403, 404, 413, 422),
     )
-    def release_item(id: ItemIdParam, body: s.Empty, me: Caller, st: St) -> dict[str, Any]:
+    def release_item(id: ItemIdParam, body: s.ItemReleaseIn, me: Caller, st: St) -> dict[str, Any]:
         """End your claim: the lease ends, your assignee edge goes, the item reopens.
 
-        Idempotent: `released: false` when you held no live lease on it.
+        Idempotent: `released: false` when you held no live lease on it. Fenced by `epoch`: an
+        epoch that is no longer the item's answers `released: false` and changes nothing.
         """
-        result = st.service.items.release(me, id)
+        result = st.service.items.release(me, id, body.epoch, body.session)
         st.waiters.notify(item_key(id))
         return result.to_dict()
 
@@ -168,10 +170,11 @@ def add_claim_routes(app: FastAPI) -> None:
         "/v1/items/{id}/progress",
         response_model=s.ItemReply,
         tags=ITEMS,
-        responses=P(400, 401, 404, 409, 413, 422),
+        responses=P(400, 401, 403, 404, 409, 413, 422),
     )
     def progress_item(id: ItemIdParam, body: s.ProgressIn, me: Caller, st: St) -> dict[str, Any]:
-        """Report progress, fenced by the epoch (`409 stale_token` unless it is current)."""
+        """Report progress, fenced by the epoch (`409 stale_token` unless it is current); only
+        the claim's holder writes (`403 not_holder` for anyone else, admins included)."""
         item = st.service.items.progress(me, id, body.epoch, body.message, body.percent, body.data)
         return {"item": item.to_dict()}
 
@@ -179,10 +182,11 @@ def add_claim_routes(app: FastAPI) -> None:
         "/v1/items/{id}/complete",
         response_model=s.CompletionReply,
         tags=ITEMS,
-        responses=P(400, 401, 404, 409, 413, 422),
+        responses=P(400, 401, 403, 404, 409, 413, 422),
     )
     def complete_item(id: ItemIdParam, body: s.CompleteIn, me: Caller, st: St) -> dict[str, Any]:
-        """Complete the item, fenced by the epoch; a repeated `op_id` returns the first result."""
+        """Complete the item, fenced by the epoch and only by the claim's holder (`403
+        not_holder` for anyone else); a repeated `op_id` returns the first result."""
         done = st.service.items.complete(me, id, body.epoch, body.result, body.op_id)
         st.waiters.notify(item_key(id))
         return done.to_dict()
@@ -225,7 +229,9 @@ def add_claim_routes(app: FastAPI) -> None:
         The agent's token is in the reply, once. An item already claimed is `409 lease_held`
         and no agent is created.
         """
-        dispatch = st.service.items.dispatch(me, id, body.agent, body.ttl_ms, body.task)
+        dispatch = st.service.items.dispatch(
+            me, id, body.agent, body.ttl_ms, body.task, body.session
+        )
         return dispatch_out(dispatch)
 
 

@@ -26,10 +26,12 @@ PROBLEM_REF = {"$ref": "#/components/schemas/Problem"}
 DESCRIPTIONS = {
     400: "malformed JSON or a body that is not an object (`invalid_request`)",
     401: "missing, unknown or revoked bearer token (`unauthenticated`)",
-    403: "`not_holder` (someone else holds the lease) or `forbidden`",
+    403: "`not_holder` (someone else, or another session of yours, holds the lease; or a "
+    "fenced write with the current token from anyone but its holder) or `forbidden`",
     404: "`not_found`",
-    409: "`lease_held`, `lease_lost`, `stale_token`, `assigned_to_other` or `conflict` (the "
-    "item is done or cancelled, an id or agent name is taken)",
+    409: "`lease_held`, `lease_lost`, `stale_token`, `assigned_to_other`, "
+    "`idempotency_conflict` (an `op_id` repeated with another value) or `conflict` (the item "
+    "is done or cancelled, an id or agent name is taken)",
     413: "`too_large`: a body, key, meta or value over its limit",
     422: "`invalid_request`: a field is missing, unknown, of the wrong type or out of range",
     503: "`unavailable`: the database cannot be reached",
@@ -96,7 +98,7 @@ CLAIM_LINKS = {
             "progress_item", "report progress", path_id=_ITEM, epoch=_EPOCH, message="working"
         ),
         "complete": _link("complete_item", "complete the item", path_id=_ITEM, epoch=_EPOCH),
-        "release": _link("release_item", "release this claim", path_id=_ITEM),
+        "release": _link("release_item", "release this claim", path_id=_ITEM, epoch=_EPOCH),
     }
 }
 

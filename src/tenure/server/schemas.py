@@ -13,7 +13,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
-from tenure.core.validate import MAX_OP_ID_CHARS, MAX_REASON_CHARS, MAX_TASK_CHARS
+from tenure.core.validate import (
+    MAX_OP_ID_CHARS,
+    MAX_REASON_CHARS,
+    MAX_SESSION_BYTES,
+    MAX_TASK_CHARS,
+)
 from tenure.work import MAX_BODY_CHARS, MAX_LABELS, MAX_TITLE_CHARS
 
 MAX_INT = 2**63 - 1
@@ -24,6 +29,7 @@ LIMIT = "x-tenure-limit"  # marks a bound that openapi.py takes from the policy
 CONTROL = r"\x00-\x08\x0b-\x1f\x7f-\x9f"  # control characters, but tab and newline
 SPACE = r"\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"  # + str.isspace
 KEY_PATTERN = r"^[^\x00-\x1f\x7f-\x9f]+$"  # JSON text cannot carry lone surrogates anyway
+SESSION_PATTERN = r"^[^\x00-\x1f\x7f-\x9f]*$"  # may be empty: the default session
 TEXT_PATTERN = f"^[^{CONTROL}]*[^{SPACE}][^{CONTROL}]*$"  # no control characters, not blank
 FILTER_PATTERN = f"^[^{CONTROL}]*$"
 LINE = r"\x00-\x08\x0a-\x1f\x7f-\x9f"  # control characters, but tab: one line of text
@@ -87,6 +93,20 @@ Reason = Annotated[
     str, Field(json_schema_extra=text_schema(MAX_REASON_CHARS, "why (recorded in the event)"))
 ]
 OpId = Annotated[str, Field(json_schema_extra=text_schema(MAX_OP_ID_CHARS, "an idempotency key"))]
+Session = Annotated[
+    str,
+    Field(
+        json_schema_extra={
+            "maxLength": MAX_SESSION_BYTES,
+            "pattern": SESSION_PATTERN,
+            "description": "the holder's session: one running process of the caller (a "
+            "`tenure run`, an agent's connection); at most 128 bytes of UTF-8, no control "
+            "characters; absent or empty: the caller's default session. Sessions of one "
+            "principal exclude each other like strangers",
+            "examples": ["web-2"],
+        }
+    ),
+]
 Name = Annotated[
     str,
     Field(
@@ -111,6 +131,7 @@ class AcquireIn(Body):
         Field(description="a small JSON object, at most max_meta_bytes (else 413 too_large)"),
     ] = None
     wait_ms: WaitMs | None = None
+    session: Session | None = None
 
 
 class RenewIn(Body):
@@ -121,6 +142,10 @@ class RenewIn(Body):
 
 class RenewAllIn(Body):
     keys: Annotated[list[Key], Field(max_length=1000)] | None = None
+    session: Annotated[
+        Session | None,
+        Field(description="renew only this session's leases (default: every session's)"),
+    ] = None
 
 
 class ExtendIn(Body):
@@ -144,7 +169,14 @@ class ExtendIn(Body):
 
 class ReleaseIn(Body):
     key: Key
-    token: Token | None = None
+    token: Annotated[
+        Token | None,
+        Field(
+            description="the lease of this token, from any session of yours (default: the "
+            "live lease of your `session`)"
+        ),
+    ] = None
+    session: Session | None = None
 
 
 class ForceReleaseIn(Body):
@@ -238,6 +270,7 @@ class ClaimIn(Body):
         Field(description="take over an item assigned to someone whose lease lapsed"),
     ] = None
     reason: Reason | None = None
+    session: Session | None = None
 
 
 class ItemRenewIn(Body):
@@ -256,8 +289,15 @@ class ItemExtendIn(Body):
     ] = None
 
 
-class Empty(Body):
-    """No fields."""
+class ItemReleaseIn(Body):
+    epoch: Annotated[
+        Epoch | None,
+        Field(
+            description="the claim to release: an epoch that is no longer the item's answers "
+            "`released: false` and changes nothing (default: your session's live claim)"
+        ),
+    ] = None
+    session: Session | None = None
 
 
 class ProgressIn(Body):
@@ -297,6 +337,9 @@ class DispatchIn(Body):
     ] = None
     ttl_ms: Ttl | None = None
     task: Task | None = None
+    session: Annotated[
+        Session | None, Field(description="the session of the agent that will hold the claim")
+    ] = None
 
 
 # responses -----------------------------------------------------------------------------------
@@ -309,6 +352,7 @@ class Out(BaseModel):
 class LeaseOut(Out):
     key: str
     holder: str
+    session: Annotated[str, Field(description='the holder\'s session (`""`: its default)')]
     task: str | None
     token: int
     ttl_ms: int
@@ -512,6 +556,9 @@ class Problem(BaseModel):
     key: str | None = None
     field: str | None = Field(None, description="the request field at fault")
     holder: str | None = None
+    session: str | None = Field(
+        None, description='the holder\'s session (lease_held, not_holder; `""`: its default)'
+    )
     task: str | None = None
     expires_at: int | None = None
     token: int | None = None
@@ -524,6 +571,10 @@ class Problem(BaseModel):
     lapsed_at: int | None = None
     limit: int | None = None
     size: int | None = None
+    op_id: str | None = Field(None, description="the repeated op_id (idempotency_conflict)")
+    version: int | None = Field(
+        None, description="the register version the op_id wrote first (idempotency_conflict)"
+    )
 
 
 class Health(Out):

@@ -115,10 +115,10 @@ export function params(obj) {
 export const enc = encodeURIComponent;
 
 // The fields of a problem worth showing besides its title and detail, as [name, value] pairs.
-const SHOWN = ["field", "key", "holder", "task", "expires_at", "token", "current_token", "reason",
-  "actor", "assignee", "lease_state", "limit", "size"];
+const SHOWN = ["field", "key", "holder", "session", "task", "expires_at", "token", "current_token",
+  "reason", "actor", "assignee", "lease_state", "op_id", "version", "limit", "size"];
 export function problemFields(problem) {
-  return SHOWN.filter((k) => problem[k] !== undefined && problem[k] !== null).map((k) => [
+  return SHOWN.filter((k) => problem[k] !== undefined && problem[k] !== null && problem[k] !== "").map((k) => [
     k,
     problem[k],
   ]);

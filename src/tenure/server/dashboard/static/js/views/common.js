@@ -70,6 +70,19 @@ export function eventLine(e) {
   );
 }
 
+// A lease's holder, and its session when it is not the default one ("").
+export function holderOf(lease) {
+  return [
+    h("span", { class: "holder" }, lease.holder),
+    lease.session ? h("span", { class: "session muted mono", title: "session" }, lease.session) : null,
+  ];
+}
+
+// The same as one line of text (for dialogs): "jo (session web-2)".
+export function holderText(lease) {
+  return lease.session ? `${lease.holder} (session ${lease.session})` : lease.holder;
+}
+
 // A countdown cell: text and a bar of the term left. Update with tickCountdowns(root).
 export function countdown(lease) {
   const total = Math.max(lease.ttl_ms, lease.expires_at - lease.renewed_at, 1);

@@ -5,7 +5,7 @@ import { api, enc, session } from "../api.js";
 import { badge, card, clear, empty, fmtDateTime, fmtInt, h, itemLink, problemBox, throttle, timeEl, toast } from "../dom.js";
 import { askForceRelease } from "../force.js";
 import { onFeedEvent } from "../feed.js";
-import { countdown, eventRow, eventTable, priorityBadge, sizeBars, stateBadge, tickCountdowns } from "./common.js";
+import { countdown, eventRow, eventTable, holderOf, holderText, priorityBadge, sizeBars, stateBadge, tickCountdowns } from "./common.js";
 
 const TRANSFER_LABEL = {
   claimed: "claimed",
@@ -74,7 +74,7 @@ export function item(el, id) {
       {},
       h("dl", { class: "fields" },
         field("State", stateBadge(view.lease_state)),
-        field("Holder", l.holder),
+        field("Holder", holderOf(l)),
         field("Task", l.task ?? "—"),
         field("Token (epoch)", h("span", { class: "mono" }, String(l.token))),
         l.state === "live" ? field("Expires in", countdown(l)) : field("Lease", badge(l.state)),
@@ -86,7 +86,7 @@ export function item(el, id) {
 
   async function forceRelease(view) {
     const done = await askForceRelease(
-      [`The claim of ${view.lease.holder} on `, h("span", { class: "mono" }, id), ` (epoch ${view.lease.token}) ends now; the assignee stays.`],
+      [`The claim of ${holderText(view.lease)} on `, h("span", { class: "mono" }, id), ` (epoch ${view.lease.token}) ends now; the assignee stays.`],
       (reason) => api(`/v1/items/${enc(id)}/force-release`, { method: "POST", body: { reason } }),
     );
     if (done) {

@@ -5,7 +5,7 @@ import { api, session } from "../api.js";
 import { card, clear, fmtInt, h, problemBox, throttle, timeEl, toast, keyLink } from "../dom.js";
 import { askForceRelease } from "../force.js";
 import { CHANGES, onFeedEvent } from "../feed.js";
-import { countdown, tickCountdowns } from "./common.js";
+import { countdown, holderOf, holderText, tickCountdowns } from "./common.js";
 
 const SIZES = [50, 100, 250];
 
@@ -148,7 +148,7 @@ export function leases(el, _arg, query) {
       "tr",
       { dataset: { key: lease.key } },
       h("td", { class: "mono key-cell" }, keyLink(lease.key)),
-      h("td", {}, lease.holder),
+      h("td", { class: "holder-cell" }, holderOf(lease)),
       h("td", { class: "muted" }, lease.task ?? ""),
       h("td", { class: "mono num" }, String(lease.token)),
       h("td", { class: "nowrap" }, countdown(lease)),
@@ -162,7 +162,7 @@ export function leases(el, _arg, query) {
 
   async function forceRelease(lease) {
     const done = await askForceRelease(
-      [h("span", { class: "mono" }, lease.key), ` held by ${lease.holder}, token ${lease.token}`],
+      [h("span", { class: "mono" }, lease.key), ` held by ${holderText(lease)}, token ${lease.token}`],
       (reason) => api("/v1/leases/force-release", { method: "POST", body: { key: lease.key, reason } }),
     );
     if (done) {
