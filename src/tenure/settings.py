@@ -8,9 +8,16 @@
 - ``TENURE_URL``: the server the client and CLI talk to (else the URL ``tenure login`` saved,
   else ``http://127.0.0.1:7676``).
 - ``TENURE_TOKEN``: the bearer token of the client and CLI (else the token ``tenure login``
-  saved for that URL).
+  saved for that URL). Always a bearer token, never a fencing token.
+- ``TENURE_SESSION``: the session the client and the CLI's one-shot commands act in (one
+  running holder under a principal; else a random one per client object, and for the CLI the
+  one saved with the login). ``tenure run`` and ``tenure dispatch`` set it for their command.
+- ``TENURE_LEASE_KEY`` and ``TENURE_LEASE_TOKEN``, ``TENURE_ITEM`` and ``TENURE_EPOCH``: what
+  ``tenure run`` (the lease's key and fencing token) and ``tenure dispatch`` (the item and its
+  epoch) hand their command; the CLI inside it uses them when it remembers no token of its own
+  for that key or item.
 - ``TENURE_CONFIG_DIR``: where ``tenure login`` keeps ``login.json`` (mode 0600; default
-  ``$XDG_CONFIG_HOME/tenure``, else ``~/.config/tenure``).
+  ``$XDG_CONFIG_HOME/tenure``, else ``~/.config/tenure``), and the CLI its session.
 - ``TENURE_STATE_DIR``: where the CLI remembers the epochs of the items it claimed
   (default ``$XDG_STATE_HOME/tenure``, else ``~/.local/state/tenure``).
 - ``TENURE_MAX_BODY_BYTES``: the largest request body the server reads (2 MiB).
@@ -57,7 +64,8 @@ def _home_dir(env: Mapping[str, str], own: str, xdg: str, fallback: str) -> Path
 
 
 def read_login(config_dir: Path) -> dict[str, str]:
-    """``{"url", "token"}`` saved by ``tenure login`` (empty if there is none)."""
+    """``{"url", "token", "session"}`` saved by ``tenure login`` (those it has; empty if there
+    is no login)."""
     path = config_dir / LOGIN_FILE
     try:
         doc = json.loads(path.read_text())
@@ -67,7 +75,31 @@ def read_login(config_dir: Path) -> dict[str, str]:
         raise ValueError(f"cannot read {path}: {err}") from None
     if not isinstance(doc, dict):
         raise ValueError(f"{path} is not a JSON object")
-    return {k: str(doc[k]) for k in ("url", "token") if isinstance(doc.get(k), str)}
+    return {k: str(doc[k]) for k in ("url", "token", "session") if isinstance(doc.get(k), str)}
+
+
+def env_session(env: Mapping[str, str] | None = None) -> str | None:
+    """``TENURE_SESSION``, or ``None`` when it is unset or empty (the client reads only this:
+    no login file)."""
+    env = os.environ if env is None else env
+    return env.get("TENURE_SESSION") or None
+
+
+def handed_tokens(env: Mapping[str, str]) -> dict[str, int]:
+    """The tokens a ``tenure run`` or ``tenure dispatch`` handed this process, by key:
+    ``TENURE_LEASE_KEY`` → ``TENURE_LEASE_TOKEN``, ``items/$TENURE_ITEM`` → ``TENURE_EPOCH``
+    (a pair whose token is not a positive integer is ignored)."""
+    item = env.get("TENURE_ITEM")
+    pairs = (
+        (env.get("TENURE_LEASE_KEY"), env.get("TENURE_LEASE_TOKEN")),
+        (f"items/{item}" if item else None, env.get("TENURE_EPOCH")),
+    )
+    handed: dict[str, int] = {}
+    for key, raw in pairs:
+        digits = (raw or "").strip()
+        if key and digits.isascii() and digits.isdigit() and int(digits) > 0:
+            handed[key] = int(digits)
+    return handed
 
 
 @dataclass(frozen=True)
@@ -85,6 +117,9 @@ class Settings:
     policy: PolicySet = field(default_factory=PolicySet)
     config_dir: Path = Path(".")
     state_dir: Path = Path(".")
+    session: str | None = None  # TENURE_SESSION
+    login_session: str | None = None  # the session saved with the login
+    handed: Mapping[str, int] = field(default_factory=dict)  # see handed_tokens()
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -112,6 +147,9 @@ class Settings:
             policy=parse_policy(env.get("TENURE_POLICY")),
             config_dir=config_dir,
             state_dir=_home_dir(env, "TENURE_STATE_DIR", "XDG_STATE_HOME", ".local/state"),
+            session=env_session(env),
+            login_session=login.get("session") or None,
+            handed=handed_tokens(env),
         )
         given = {k: v for k, v in overrides.items() if v is not None}
         return replace(settings, **given) if given else settings

@@ -85,9 +85,11 @@ def test_kill_9_of_run_kills_cmd_and_its_child_and_the_lease_lapses_on_its_own(
     assert (lease["state"], lease["holder"], lease["token"]) == ("live", "jo", 1)  # not released
     refused = jo("run", KEY, "--no-wait", "--", "true")
     assert refused.returncode == 3, refused.stderr  # its own principal's lease still counts
-    assert refused.stderr.startswith(f"tenure: {KEY} held by jo ")
+    assert refused.stderr.startswith(f"tenure: {KEY} held by jo (session {lease['session']}, ")
 
-    second = jo("run", KEY, "--wait", "10s", "--", "sh", "-c", 'echo "$TENURE_TOKEN"', timeout=20)
+    second = jo(
+        "run", KEY, "--wait", "10s", "--", "sh", "-c", 'echo "$TENURE_LEASE_TOKEN"', timeout=20
+    )
     assert (second.returncode, second.stdout, second.stderr) == (0, "2\n", "")
     after = admin.get(f"/v1/leases/{KEY}").json()["lease"]
     assert (after["token"], after["state"]) == (2, "released")

@@ -87,6 +87,12 @@ def test_agent_sees_its_token_and_epoch_and_the_claim_is_kept_alive(
     env = seen["env"]
     assert env["TENURE_ITEM"] == "fix" and int(env["TENURE_EPOCH"]) == doc["lease"]["token"]
     assert env["TENURE_URL"] == live_server.url and env["TENURE_AGENT"] == "alice/bot"
+    assert env["TENURE_SESSION"] == doc["lease"]["session"]  # the agent's own session
+    assert env["TENURE_SESSION"].startswith("agent:")
+    assert set(env) == {
+        "TENURE_URL", "TENURE_TOKEN", "TENURE_SESSION", "TENURE_AGENT", "TENURE_ITEM",
+        "TENURE_EPOCH",
+    }  # fmt: skip
     with live_server.http(env["TENURE_TOKEN"]) as agent:
         assert agent.get("/v1/me").json()["principal"]["name"] == "alice/bot"
 
@@ -115,6 +121,36 @@ def test_agent_that_completes_the_item_is_left_alone(
     reasons = [t["reason"] for t in state["transfers"]]
     assert reasons == ["claimed", "completed"]
     assert "command ended with status 0" in Path(doc["log"]).read_text()
+
+
+# An agent that uses the CLI: as the agent (TENURE_TOKEN), in its session (TENURE_SESSION), with
+# the epoch it was handed (TENURE_EPOCH) since it remembers none of its own.
+CLI_AGENT = (
+    'tenure() {{ "{python}" -m tenure.cli "$@"; }}; '
+    'tenure claim "$TENURE_ITEM" --json > "{out}.claim" && '
+    'tenure progress "$TENURE_ITEM" "half way" --percent 50 && '
+    'tenure complete "$TENURE_ITEM" --result \'{{"ok": true}}\' > "{out}.done" 2>&1'
+)
+
+
+def test_an_agent_completes_its_item_with_the_cli(
+    alice: Shell, http: httpx.Client, tmp_path: Path
+) -> None:
+    new_item(http, "by-cli")
+    out = tmp_path / "agent"
+    script = CLI_AGENT.format(python=sys.executable, out=out)
+    doc = alice.json("dispatch", "by-cli", "--ttl", "5s", "--", "sh", "-c", script)
+    wait_for(lambda: not alive(doc["supervisor_pid"]), timeout=30)
+    log = Path(doc["log"]).read_text()
+    assert "command ended with status 0" in log, log
+    claimed = json.loads(Path(f"{out}.claim").read_text())  # its own session: renewed
+    assert claimed["lease"]["token"] == doc["lease"]["token"]
+    assert claimed["lease"]["renewals"] >= 1
+    assert Path(f"{out}.done").read_text().strip() == "by-cli: done"
+    state = view(http, "by-cli")
+    assert state["item"]["status"] == "done" and state["item"]["result"] == {"ok": True}
+    assert state["item"]["progress"]["message"] == "half way"
+    assert [t["reason"] for t in state["transfers"]] == ["claimed", "completed"]
 
 
 def test_claim_is_released_when_the_agent_exits(
@@ -154,7 +190,7 @@ def test_a_claim_that_lapsed_while_the_supervisor_started_is_not_worked(
     marker = tmp_path / "ran"
     orders = {
         "url": live_server.url, "token": body["agent"]["token"], "agent": "alice/slow",
-        "item": "late", "epoch": body["lease"]["token"], "ttl_ms": 1000,
+        "item": "late", "session": "agent:test", "epoch": body["lease"]["token"], "ttl_ms": 1000,
         "expires_at": body["lease"]["expires_at"], "grace_s": 1.0,
         "cmd": ["sh", "-c", f"touch {marker}"],
     }  # fmt: skip

@@ -24,6 +24,7 @@ import tenure
 from procs import Shell, doc, fails, ok, remembered
 
 CLOCK = r"(\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d"  # the date when not today
+SESSION = r"cli:[\w.-]+:[0-9a-f]{8}"  # the CLI's own session
 
 
 # helpers ------------------------------------------------------------------------------------
@@ -110,18 +111,32 @@ def test_claim_progress_complete_with_the_remembered_epoch(jo: Shell, jos: tenur
     jos.items.create("Ship it", id="42")
     shown = ok(jo, "claim", "42", "--ttl", "5m", "--task", "pr-1")
     assert "in_progress" in shown and "pr-1" in shown
-    assert re.search(rf"live, held by jo, expires {CLOCK}, in (5m|4m5\ds)", shown), shown
+    session = doc(jo, "whoami")["session"]  # the CLI's own, saved in the config directory
+    assert re.fullmatch(SESSION, session)
+    assert (jo.home / "config" / "session").read_text().strip() == session
+    held = rf"live, held by jo \(session {session}\), expires {CLOCK}, in (5m|4m5\ds)"
+    assert re.search(held, shown), shown
     epoch = remembered(jo)["items/42"]
     assert epoch >= 1
 
-    again = doc(jo, "claim", "42")  # re-claiming your own live claim renews it
+    again = doc(jo, "claim", "42")  # re-claiming your own live claim renews it: same session
     assert again["lease"]["token"] == again["item"]["epoch"] == epoch
     assert again["item"]["assignee"] == "jo" and again["lease"]["renewals"] == 1
+    assert again["lease"]["session"] == session
+    # another session of jo (a script, an agent) is refused like anyone else
+    script = jo("claim", "42", "--json", TENURE_SESSION="script-1")
+    assert (script.returncode, script.stdout) == (3, "")
+    problem = json.loads(script.stderr)
+    assert (problem["code"], problem["holder"], problem["session"]) == ("lease_held", "jo", session)
+    assert f"held by jo (session {session}, task pr-1)" in fails(
+        jo, 3, "--session", "script-1", "claim", "42"
+    )
     renewed = doc(jo, "renew", "42", "--ttl", "10m")["lease"]
     assert (renewed["token"], renewed["ttl_ms"]) == (epoch, 600_000)
     line = ok(jo, "renew", "42")
     assert re.fullmatch(
-        rf"42: epoch {epoch}, held by jo \(task pr-1\) until {CLOCK}, in .+\n", line
+        rf"42: epoch {epoch}, held by jo \(session {session}, task pr-1\) until {CLOCK}, in .+\n",
+        line,
     )
 
     extended = doc(jo, "extend", "42", "2h")
@@ -180,7 +195,11 @@ def test_takeover_stale_epochs_and_the_epoch_override(
     assert "is stale" in fails(jo, 4, "complete", "7")
     fails(jo, 4, "renew", "7")
     fails(jo, 4, "extend", "7", "1h")
-    assert "held by bob" in fails(jo, 3, "release", "7")
+    said = ok(jo, "release", "7")  # with jo's stale epoch: nothing changes, and it says so
+    assert said == (
+        f"7: epoch {first} is not the item's (it is {second}): nothing released; "
+        "it is in_progress\n"
+    )
     view = jos.items.get("7")
     assert (view.item.status, view.item.assignee, view.item.progress) == (
         "in_progress",
@@ -220,7 +239,10 @@ def test_held_items_name_holder_task_and_expiry(
     epoch = doc(jo, "claim", "9", "--ttl", "5m", "--task", "deploy-42")["item"]["epoch"]
 
     said = fails(bob, 3, "claim", "9")
-    pattern = rf"tenure: items/9 held by jo \(task deploy-42\) until {CLOCK}, in (5m|4m5\ds) left"
+    pattern = (
+        rf"tenure: items/9 held by jo \(session {SESSION}, task deploy-42\) until {CLOCK}, "
+        rf"in (5m|4m5\ds) left"
+    )
     assert re.fullmatch(pattern + "\n", said), said
     done = bob("claim", "9", "--json")  # --json: the problem on stderr, nothing on stdout
     assert (done.returncode, done.stdout) == (3, "")
@@ -273,14 +295,21 @@ def test_bad_input_exits_2_and_changes_nothing(jo: Shell, jos: tenure.Client) ->
 def test_heartbeat_renews_everything_and_exits_4_for_a_loss(
     shell: Callable[..., Shell], jo: Shell, jos: tenure.Client
 ) -> None:
-    jos.items.create("Long job", id="long")
-    jos.items.claim("long", ttl_ms=60_000)
-    jos.acquire("jobs/nightly", ttl_ms=30_000)
-    jos.acquire("jobs/hourly", ttl_ms=30_000)
+    session = doc(jo, "whoami")["session"]
+    with tenure.Client(jo.url, token=jo.token, session=session) as cli_session:
+        cli_session.items.create("Long job", id="long")
+        cli_session.items.claim("long", ttl_ms=60_000)
+        cli_session.acquire("jobs/nightly", ttl_ms=30_000)
+        cli_session.acquire("jobs/hourly", ttl_ms=30_000)
+    jos.acquire("jobs/elsewhere", ttl_ms=30_000)  # another session of jo's: not the CLI's
 
     said = ok(jo, "heartbeat")
     for key in ("items/long", "jobs/nightly", "jobs/hourly"):
         assert re.search(rf"renewed {key} \(token \d+\) until {CLOCK}", said), said
+    assert "jobs/elsewhere" not in said and jos.get_lease("jobs/elsewhere").renewals == 0
+    inside = jo("heartbeat", TENURE_SESSION=jos.session)  # as in a command of `tenure run`
+    assert inside.returncode == 0, inside.stderr
+    assert "renewed jobs/elsewhere" in inside.stdout and "jobs/nightly" not in inside.stdout
     beat = doc(jo, "heartbeat", "jobs/nightly")
     assert [x["key"] for x in beat["renewed"]] == ["jobs/nightly"] and beat["lost"] == []
     assert jos.get_lease("jobs/nightly").renewals == 2

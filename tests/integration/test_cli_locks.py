@@ -16,6 +16,7 @@ from procs import Shell, doc, fails, ok, remembered
 
 KEY = "jobs/nightly"
 CLOCK = r"(\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d"  # the date when not today
+SESSION = r"cli:[\w.-]+:[0-9a-f]{8}"  # the CLI's own session
 
 
 @pytest.fixture
@@ -33,6 +34,8 @@ def test_acquire_renew_extend_show_ls_release(jo: Shell, jos: tenure.Client) -> 
     shown = ok(jo, "lock", "acquire", KEY, "--ttl", "30s", "--task", "cron", "--meta", '{"a": 1}')
     for row in (f"key       {KEY}", "holder    jo", "task      cron", "state     live"):
         assert row in shown, shown
+    session = doc(jo, "whoami")["session"]
+    assert re.fullmatch(SESSION, session) and f"session   {session}" in shown
     assert re.search(rf"expires   {CLOCK}, in (30s|2\ds)", shown) and '{"a": 1}' in shown
     token = remembered(jo)[KEY]
     assert jos.get_lease(KEY).token == token
@@ -53,8 +56,16 @@ def test_acquire_renew_extend_show_ls_release(jo: Shell, jos: tenure.Client) -> 
     jos.acquire("jobs/hourly", ttl_ms=30_000, task="hourly")
     jos.acquire("deploy/prod", ttl_ms=30_000)
     table = ok(jo, "lock", "ls", "--prefix", "jobs/")
-    assert table.splitlines()[0].split() == ["KEY", "HOLDER", "TASK", "TOKEN", "EXPIRES", "LEFT"]
+    header, *rows = table.splitlines()
+    assert header.split() == ["KEY", "HOLDER", "SESSION", "TASK", "TOKEN", "EXPIRES", "LEFT"]
     assert KEY in table and "jobs/hourly" in table and "deploy/prod" not in table
+    assert [row.split()[:3] for row in rows] == [
+        ["jobs/hourly", "jo", jos.session],  # the Python client: a session of its own
+        [KEY, "jo", session],  # the CLI's
+    ]
+    # another session of jo (the Python client) holds jobs/hourly: refused like anyone's
+    said = fails(jo, 3, "lock", "acquire", "jobs/hourly")
+    assert f"held by jo (session {jos.session}, task hourly) until " in said
     listed = doc(jo, "lock", "ls", "--task", "hourly")["leases"]
     assert [x["key"] for x in listed] == ["jobs/hourly"]
     assert doc(jo, "lock", "ls", "--holder", "bob") == {"leases": []}
@@ -81,7 +92,8 @@ def test_conflicts_losses_and_bad_input(
 
     said = fails(bob, 3, "lock", "acquire", "deploy/prod")
     pattern = (
-        rf"tenure: deploy/prod held by jo \(task deploy-42\) until {CLOCK}, in (5m|4m5\ds) left"
+        rf"tenure: deploy/prod held by jo \(session {SESSION}, task deploy-42\) "
+        rf"until {CLOCK}, in (5m|4m5\ds) left"
     )
     assert re.fullmatch(pattern + "\n", said), said
     done = bob("lock", "acquire", "deploy/prod", "--wait", "300ms", "--json")
@@ -104,10 +116,20 @@ def test_conflicts_losses_and_bad_input(
     assert "--reason" in fails(root, 2, "lock", "force-release", "deploy/prod")
 
     said = ok(root, "lock", "force-release", "deploy/prod", "--reason", "jo is wedged")
-    assert said == f"deploy/prod: force-released jo's lease (token {token})\n"
+    assert re.fullmatch(
+        rf"deploy/prod: force-released jo's lease \(token {token}, session {SESSION}\)\n", said
+    ), said
     assert "lease lost (force_released)" in fails(jo, 4, "lock", "renew", "deploy/prod")
     assert "lease lost" in fails(jo, 4, "lock", "extend", "deploy/prod", "1h")
     assert doc(jo, "lock", "show", "deploy/prod")["lease"]["state"] == "force_released"
+    doc(bob, "lock", "acquire", "deploy/prod", "--task", "hotfix")
+    said = fails(jo, 4, "lock", "renew", "deploy/prod")  # a loss names who holds it now
+    assert re.fullmatch(
+        rf"tenure: deploy/prod lease lost \(force_released\); now held by bob "
+        rf"\(session {SESSION}, task hotfix\) until {CLOCK}, in \S+\n",
+        said,
+    ), said
+    assert doc(bob, "lock", "release", "deploy/prod")["released"]
     jos.acquire("jobs/a", ttl_ms=30_000)
     forced = doc(root, "lock", "force-release", "jobs/a", "--reason", "drill")
     assert (forced["actor"], forced["reason"], forced["lease"]["holder"]) == (

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -80,10 +81,13 @@ def test_cmd_runs_under_a_live_heartbeated_lease_that_is_released_after(
     jo: Shell, admin: httpx.Client, live_server: LiveServer, tmp_path: Path, background: Any
 ) -> None:
     env, go = tmp_path / "env.json", tmp_path / "go"
+    names = ("LEASE_KEY", "LEASE_TOKEN", "TOKEN", "URL", "SESSION", "KEY")
     script = (
-        'printf \'{"key": "%s", "token": "%s", "lease_token": "%s", "url": "%s"}\' '
-        f'"$TENURE_KEY" "$TENURE_TOKEN" "$TENURE_LEASE_TOKEN" "$TENURE_URL" > "{env}.tmp"; '
-        f'mv "{env}.tmp" "{env}"; echo "hello from cmd"; {gate(go)}; exit 7'
+        "printf '{"
+        + ", ".join(f'"{n}": "%s"' for n in names)
+        + "}' "
+        + " ".join(f'"${{TENURE_{n}-unset}}"' for n in names)
+        + f' > "{env}.tmp"; mv "{env}.tmp" "{env}"; echo "hello from cmd"; {gate(go)}; exit 7'
     )
     run = background(
         jo.popen("run", KEY, "--ttl", "2s", "--task", "nightly", "--", "sh", "-c", script)
@@ -91,11 +95,14 @@ def test_cmd_runs_under_a_live_heartbeated_lease_that_is_released_after(
     seen = json.loads(wait_for(lambda: env.exists() and env.read_text(), what="CMD's env"))
     held = lease_of(admin)
     assert (held["state"], held["holder"], held["task"]) == ("live", "jo", "nightly")
+    assert held["session"].startswith("run:")  # a session of the run's own
     assert seen == {
-        "key": KEY,
-        "token": str(held["token"]),
-        "lease_token": str(held["token"]),
-        "url": live_server.url,
+        "LEASE_KEY": KEY,
+        "LEASE_TOKEN": str(held["token"]),  # the fencing token
+        "TOKEN": jo.token,  # the bearer token, so that CMD acts as the holder
+        "URL": live_server.url,
+        "SESSION": held["session"],
+        "KEY": "unset",
     }
     time.sleep(2.5)  # longer than the ttl: only the heartbeat keeps the lease
     renewed = lease_of(admin)
@@ -105,6 +112,40 @@ def test_cmd_runs_under_a_live_heartbeated_lease_that_is_released_after(
     code, out, err = finish(run)
     assert (code, out, err) == (7, "hello from cmd\n", "")  # CMD's status and output, nothing else
     assert lease_of(admin)["state"] == "released"
+
+
+# CMD as the holder: the client reads TENURE_URL, TENURE_TOKEN and TENURE_SESSION
+HOLDER = """
+import os, sys
+import tenure
+key, token = os.environ["TENURE_LEASE_KEY"], int(os.environ["TENURE_LEASE_TOKEN"])
+with tenure.Client() as client:
+    assert client.session == os.environ["TENURE_SESSION"]
+    write = client.fenced_write(key, token, {"by": "cmd"}, op_id="cmd-1")
+    again = client.acquire(key, ttl_ms=2000)  # the run's own session: renews, same token
+    print(client.me().name, write.version, again.token == token, again.renewals > 0)
+"""
+
+
+def test_cmd_acts_as_the_holder_with_the_bearer_token_and_the_runs_session(
+    jo: Shell, admin: httpx.Client
+) -> None:
+    script = (
+        f'{sys.executable} -c "$HOLDER" && tenure_cli lock renew "$TENURE_LEASE_KEY" --json '
+        '&& tenure_cli lock acquire "$TENURE_LEASE_KEY" --json'
+    )
+    shim = f'tenure_cli() {{ {sys.executable} -m tenure.cli "$@"; }}; '
+    done = jo("run", KEY, "--ttl", "2s", "--", "sh", "-c", shim + script, HOLDER=HOLDER)
+    assert done.returncode == 0, done.stderr
+    first, renewed, acquired = done.stdout.splitlines()
+    assert first == "jo 1 True True"
+    held = lease_of(admin)
+    for line in (renewed, acquired):  # the CLI inside CMD acts in the run's session too
+        lease = json.loads(line)["lease"]
+        assert (lease["token"], lease["session"]) == (held["token"], held["session"])
+    assert held["state"] == "released" and held["renewals"] >= 3
+    written = admin.get(f"/v1/fenced/{KEY}").json()
+    assert (written["value"], written["token"]) == ({"by": "cmd"}, held["token"])
 
 
 def test_exit_status_of_a_signal_and_of_a_missing_command(jo: Shell, admin: httpx.Client) -> None:
@@ -146,8 +187,8 @@ def test_a_held_key_refuses_at_once_naming_the_holder(
     tmp_path: Path,
     background: Any,
 ) -> None:
-    """Also a second run of the same principal (a cron job overlapping its last run): the
-    server's acquire would renew that lease, but run never takes a lease it did not create."""
+    """Also a second run of the same principal (a cron job overlapping its last run): each run
+    is a session of its own, so the server refuses it like anyone's, naming the session."""
     started, go, ran = tmp_path / "started", tmp_path / "go", tmp_path / "ran"
     first = background(
         jo.popen(
@@ -162,7 +203,9 @@ def test_a_held_key_refuses_at_once_naming_the_holder(
         refused = other("run", KEY, *flags, "--", "touch", str(ran))
         assert refused.returncode == 3, refused.stderr
         assert refused.stdout == ""
-        assert refused.stderr.startswith(f"tenure: {KEY} held by jo (task deploy-42) until ")
+        assert refused.stderr.startswith(
+            f"tenure: {KEY} held by jo (session {before['session']}, task deploy-42) until "
+        ), refused.stderr
     assert not ran.exists()
     after = lease_of(admin)
     assert (after["token"], after["task"], after["ttl_ms"]) == (before["token"], "deploy-42", 2000)
@@ -191,7 +234,7 @@ def test_with_wait_it_runs_right_after_the_first_ends(
     waiter = background(
         other.popen(
             "run", KEY, "--ttl", "2s", "--wait", "20s", "--",
-            "sh", "-c", f'echo "$TENURE_TOKEN" > "{ran}"',
+            "sh", "-c", f'echo "$TENURE_LEASE_TOKEN" > "{ran}"',
         )
     )  # fmt: skip
     time.sleep(1.0)
@@ -220,6 +263,7 @@ def test_a_lost_lease_stops_cmd_and_run_exits_4(
     script = f'{trap}echo $$ > "{pid}"; {gate(tmp_path / "never")}'
     run = background(jo.popen("run", KEY, "--ttl", "2s", "--grace", "1s", "--", "sh", "-c", script))
     cmd = read_int(pid)
+    since = time.monotonic()  # before the force-release: the loss may be seen before it returns
     if traps_term:  # by an admin with the CLI
         root = shell("root", roles=("admin",))
         forced = root("lock", "force-release", KEY, "--reason", "wedged")
@@ -227,7 +271,6 @@ def test_a_lost_lease_stops_cmd_and_run_exits_4(
     else:  # by an admin over HTTP
         forced_http = admin.post("/v1/leases/force-release", json={"key": KEY, "reason": "wedged"})
         assert forced_http.status_code == 200, forced_http.text
-    since = time.monotonic()
     code, out, err = finish(run)
     took = time.monotonic() - since
     assert (code, out) == (4, "")

@@ -41,7 +41,10 @@ def test_direct_mode_runs_every_verb(store_url: str) -> None:
         assert root.get_lease("jobs/nightly").holder == "cron"
         assert [x.key for x in root.list_leases(holder="cron")] == ["jobs/nightly"]
         write = cron.fenced_write("jobs/nightly", lease.token, {"rows": 3}, op_id="run-42")
-        assert cron.fenced_write("jobs/nightly", lease.token, {}, op_id="run-42").duplicate
+        assert cron.fenced_write("jobs/nightly", lease.token, {"rows": 3}, op_id="run-42").duplicate
+        with pytest.raises(tenure.IdempotencyConflict) as reused:
+            cron.fenced_write("jobs/nightly", lease.token, {}, op_id="run-42")
+        assert (reused.value.op_id, reused.value.version) == ("run-42", write.version)
         assert root.fenced_read("jobs/nightly").version == write.version
 
         with pytest.raises(tenure.LeaseHeld) as held:
@@ -138,3 +141,32 @@ def test_direct_mode_needs_a_principal(store_url: str) -> None:
         tenure.Client(store_url)
     with pytest.raises(ValueError, match="token"):
         tenure.AsyncClient(store_url, token="tnr_x", principal="cron")
+
+
+@pytest.mark.usefixtures("principals")
+def test_direct_mode_clients_are_sessions_of_their_own(store_url: str) -> None:
+    with (
+        tenure.Client(store_url, principal="cron") as one,
+        tenure.Client(store_url, principal="cron") as two,
+    ):
+        assert one.session != two.session
+        lease = one.acquire("jobs/s", ttl_ms=5000)
+        assert lease.session == one.session
+        with pytest.raises(tenure.LeaseHeld) as held:
+            two.acquire("jobs/s")
+        assert (held.value.holder, held.value.session) == ("cron", one.session)
+        assert one.acquire("jobs/s", ttl_ms=5000).token == lease.token  # its own: renewed
+        with pytest.raises(tenure.NotHolder):
+            two.release("jobs/s")
+        assert two.renew_all().renewed == ()
+        assert [x.key for x in one.renew_all().renewed] == ["jobs/s"]
+
+        one.items.create("t", id="it1")
+        claim = one.items.claim("it1")
+        with pytest.raises(tenure.LeaseHeld):
+            two.items.claim("it1")
+        assert not two.items.release("it1", epoch=claim.lease.token + 1).released
+        assert two.items.release("it1", epoch=claim.lease.token).released  # the epoch says which
+        one.items.create("t2", id="it2")
+        sent = one.items.dispatch("it2", agent="a1", session="agent:x")
+        assert sent.lease.session == "agent:x"

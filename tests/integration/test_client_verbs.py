@@ -67,8 +67,13 @@ def test_every_verb_round_trips(admin: tenure.Client, worker: tenure.Client) -> 
 
     first = worker.fenced_write("jobs/nightly", lease.token, {"rows": [1, 2]}, op_id="op-1")
     assert (first.version, first.duplicate, first.value) == (1, False, {"rows": [1, 2]})
-    repeat = worker.fenced_write("jobs/nightly", lease.token, {"rows": "ignored"}, op_id="op-1")
+    repeat = worker.fenced_write("jobs/nightly", lease.token, {"rows": [1, 2]}, op_id="op-1")
     assert repeat.duplicate and repeat.version == 1 and repeat.value == {"rows": [1, 2]}
+    with pytest.raises(tenure.IdempotencyConflict) as reused:  # one op_id, one intended write
+        worker.fenced_write("jobs/nightly", lease.token, {"rows": "other"}, op_id="op-1")
+    assert (reused.value.op_id, reused.value.token, reused.value.version) == (
+        "op-1", lease.token, 1,
+    )  # fmt: skip
     write = worker.fenced_write("jobs/nightly", lease.token, "done")
     value = admin.fenced_read("jobs/nightly")
     assert (value.value, value.token, value.version) == ("done", lease.token, 2)
@@ -78,7 +83,7 @@ def test_every_verb_round_trips(admin: tenure.Client, worker: tenure.Client) -> 
     assert released.released and released.lease is not None
     assert released.lease.state == "released"
     assert not worker.release("jobs/nightly", lease.token).released  # idempotent
-    assert worker.release("jobs/other").released  # without a token: whatever you hold
+    assert worker.release("jobs/other").released  # without a token: this session's own
 
     forced_lease = worker.acquire("jobs/stuck", ttl_ms=5000)
     forced = admin.force_release("jobs/stuck", "stuck for an hour")

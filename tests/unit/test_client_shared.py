@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -66,6 +67,20 @@ def test_bodies_leave_out_what_was_not_given() -> None:
     assert sh.revoke_token("bo", "t1").method == "DELETE"
 
 
+def test_sessions_go_with_acquire_claim_dispatch_renew_all_and_tokenless_releases() -> None:
+    assert sh.acquire("k", session="s1").body == {"key": "k", "session": "s1"}
+    assert sh.acquire("k", session="").body == {"key": "k", "session": ""}  # the default one
+    assert sh.renew_all(session="s1").body == {"session": "s1"}
+    assert sh.renew_all(["a"], "s1").body == {"keys": ["a"], "session": "s1"}
+    assert sh.release("k", None, "s1").body == {"key": "k", "session": "s1"}
+    assert sh.release("k", 3, "s1").body == {"key": "k", "token": 3}  # the token says which
+    assert sh.claim_item("42", session="s1").body == {"session": "s1"}
+    assert sh.dispatch_item("42", "r1", session="s2").body == {"agent": "r1", "session": "s2"}
+    with_epoch, without = sh.release_item("42", 7, "s1"), sh.release_item("42", None, "s1")
+    assert (with_epoch.body, without.body) == ({"epoch": 7}, {"session": "s1"})
+    assert (with_epoch.safety, without.safety) == (Safety.IDEMPOTENT, Safety.UNSAFE)
+
+
 def test_extend_takes_epoch_ms_or_an_aware_datetime() -> None:
     when = datetime(2030, 1, 1, tzinfo=UTC)
     assert sh.extend("k", 1, until=when).body == {
@@ -122,6 +137,9 @@ def ok(call: Call[Any], data: Any) -> Any:
 def test_replies_parse_into_the_frozen_models() -> None:
     lost = LostLease("jobs/b", "expired", 4)
     assert ok(sh.acquire("k"), {"lease": LEASE.to_dict()}) == LEASE
+    theirs = replace(LEASE, session="py:web-1:42:ab")
+    assert theirs.to_dict()["session"] == "py:web-1:42:ab"
+    assert ok(sh.get_lease("k"), {"lease": theirs.to_dict()}) == theirs
     assert ok(sh.list_leases(), {"leases": [LEASE.to_dict()]}) == [LEASE]
     both = RenewAllResult((LEASE,), (lost,))
     assert ok(sh.renew_all(), both.to_dict()) == both
@@ -149,10 +167,17 @@ def test_replies_parse_into_the_frozen_models() -> None:
 def test_replies_with_more_fields_still_parse() -> None:
     data = {"lease": {**LEASE.to_dict(), "new_field": 1}, "other": 2}
     assert ok(sh.get_lease("k"), data) == LEASE
+    older = {k: v for k, v in LEASE.to_dict().items() if k != "session"}
+    assert ok(sh.get_lease("k"), {"lease": older}) == LEASE  # a server without sessions
 
 
 ERRORS = [
     tenure.LeaseHeld("held", key="k", holder="bo", task="t", expires_at=9, token=3),
+    tenure.LeaseHeld(
+        "held", key="k", holder="bo", session="py:h:1:ab", task="t", expires_at=9, token=3
+    ),
+    tenure.NotHolder("nh", key="k", holder="bo", session="run:h:2:cd", task=None, expires_at=9),
+    tenure.IdempotencyConflict("again", key="k", op_id="op-1", token=4, version=2),
     tenure.StaleToken("stale", key="k", token=1, current_token=2),
     tenure.NotHolder("nh", key="k", holder="bo", task=None, expires_at=9),
     tenure.LeaseLost("gone", key="k", reason="force_released", token=4),
@@ -365,7 +390,9 @@ def test_target_checks_direct_mode_arguments() -> None:
 # HTTP details ---------------------------------------------------------------------------------
 def mock(handler: Callable[[httpx.Request], httpx.Response]) -> tenure.Client:
     transport = HttpTransport("http://tenure.test", "tnr_secret", http=httpx.MockTransport(handler))
-    return tenure.Client("http://tenure.test", token="tnr_secret", transport=transport, retry=FAST)
+    return tenure.Client(
+        "http://tenure.test", token="tnr_secret", transport=transport, retry=FAST, session="s-1"
+    )
 
 
 def test_http_requests_carry_the_token_and_json() -> None:
@@ -382,7 +409,8 @@ def test_http_requests_carry_the_token_and_json() -> None:
     assert request.headers["authorization"] == "Bearer tnr_secret"
     assert request.headers["content-type"] == "application/json"
     assert request.headers["user-agent"].startswith("tenure-python/")
-    assert json.loads(request.content) == {"key": "jobs/a", "ttl_ms": 5000, "wait_ms": 2000}
+    body = json.loads(request.content)
+    assert body == {"key": "jobs/a", "ttl_ms": 5000, "wait_ms": 2000, "session": "s-1"}
     assert request.extensions["timeout"]["read"] == pytest.approx(12.0)  # 10 s + the long poll
     mock(handler).get_lease("a/b c")
     assert seen[1].url.raw_path == b"/v1/leases/a%2Fb%20c"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -45,3 +46,59 @@ def test_overrides_win_over_the_environment() -> None:
 def test_bad_numbers_are_refused_with_the_variable_named(raw: str) -> None:
     with pytest.raises(ValueError, match="TENURE_STALL_MS"):
         Settings.from_env({"TENURE_STALL_MS": raw})
+
+
+def test_sessions_and_handed_tokens_are_read(tmp_path: Path) -> None:
+    (tmp_path / "login.json").write_text('{"url": "http://x:1", "token": "t", "session": "cli:a"}')
+    settings = Settings.from_env(
+        {
+            "TENURE_CONFIG_DIR": str(tmp_path),
+            "TENURE_SESSION": "run:host:42:ab",
+            "TENURE_LEASE_KEY": "jobs/nightly",
+            "TENURE_LEASE_TOKEN": "17",
+            "TENURE_ITEM": "42",
+            "TENURE_EPOCH": "5",
+        }
+    )
+    assert (settings.session, settings.login_session) == ("run:host:42:ab", "cli:a")
+    assert settings.handed == {"jobs/nightly": 17, "items/42": 5}
+    bare = Settings.from_env({"HOME": str(tmp_path / "nobody"), "TENURE_SESSION": ""})
+    assert (bare.session, bare.login_session, bare.handed) == (None, None, {})
+    odd = {"TENURE_LEASE_KEY": "k", "TENURE_LEASE_TOKEN": "x", "TENURE_ITEM": "7"}
+    assert Settings.from_env({**odd, "TENURE_EPOCH": "-1"}).handed == {}  # ignored, not fatal
+
+
+def test_the_cli_session_is_created_once_and_kept(tmp_path: Path) -> None:
+    from tenure.cli.context import Cli
+
+    def fresh(**env: str) -> Cli:
+        run = Cli()
+        run.__dict__["settings"] = Settings.from_env({"TENURE_CONFIG_DIR": str(tmp_path), **env})
+        return run
+
+    first = fresh().session
+    assert first.startswith("cli:") and fresh().session == first
+    assert (tmp_path / "session").read_text().strip() == first
+    assert fresh(TENURE_SESSION="mine").session == "mine"
+    run = fresh()
+    run.save_login("http://x:1", "tnr_x")  # the login keeps the same session
+    assert json.loads((tmp_path / "login.json").read_text())["session"] == first
+    (tmp_path / "session").unlink()
+    assert fresh().session == first  # now from the login
+    given = Cli(session="by-option")
+    given.__dict__["settings"] = Settings.from_env({"TENURE_SESSION": "env"})
+    assert given.session == "by-option"
+    assert given.own_session("run:x") == "run:x" and given.session == "run:x"
+
+
+def test_a_config_dir_that_cannot_be_written_still_gives_a_session(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tenure.cli.context import Cli
+
+    blocked = tmp_path / "file"
+    blocked.write_text("not a directory")
+    run = Cli()
+    run.__dict__["settings"] = Settings(db="sqlite://", config_dir=blocked / "tenure")
+    assert run.session.startswith("cli:")
+    assert "cannot keep the CLI's session" in capsys.readouterr().err

@@ -2,7 +2,8 @@
 ``tenure dispatch``, never by hand).
 
 It reads its orders as one JSON document on stdin (so the agent's token is in neither argv
-nor a file), renews the claim at once (a claim that lapsed while it started is not worked:
+nor a file), acts in the agent's session (the claim's; CMD gets it as ``TENURE_SESSION``),
+renews the claim at once (a claim that lapsed while it started is not worked:
 CMD is not started), starts CMD as the agent, holds the claim with the client's heartbeat
 (:class:`~tenure.client.items.WorkHandle`) while CMD lives, and when CMD exits releases the
 claim unless CMD completed the item. If the claim is lost, CMD gets
@@ -44,12 +45,14 @@ class Orders:
     expires_at: int
     grace_s: float
     cmd: list[str]
+    session: str = ""  # the agent's session: the claim's, and CMD's
 
     def env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("TENURE_")}
         env.update(
             TENURE_URL=self.url,
             TENURE_TOKEN=self.token,
+            TENURE_SESSION=self.session,
             TENURE_AGENT=self.agent,
             TENURE_ITEM=self.item,
             TENURE_EPOCH=str(self.epoch),
@@ -102,7 +105,7 @@ def hold(work: Dispatched, proc: subprocess.Popen[bytes], wakeup: Wakeup) -> Non
 
 def supervise(orders: Orders) -> int:
     with ExitStack() as stack:
-        client = stack.enter_context(Client(orders.url, token=orders.token))
+        client = stack.enter_context(Client(orders.url, token=orders.token, session=orders.session))
         wakeup = stack.enter_context(Wakeup())
         try:
             work = stack.enter_context(Dispatched(client, orders, lambda _work: wakeup.wake()))
@@ -148,7 +151,7 @@ def release(client: Client, orders: Orders, work: Dispatched) -> None:
 
 
 def read_orders(doc: dict[str, Any]) -> Orders:
-    return Orders(**{name: doc[name] for name in Orders.__dataclass_fields__})
+    return Orders(**{name: doc[name] for name in Orders.__dataclass_fields__ if name in doc})
 
 
 def main() -> int:

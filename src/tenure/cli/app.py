@@ -10,8 +10,8 @@ from typing import Any
 import click
 
 from tenure.cli.context import Cli, cli_of, verb
-from tenure.cli.render import ERROR, USAGE, Output, exit_code, pairs
-from tenure.errors import TenureError
+from tenure.cli.render import ERROR, USAGE, Output, exit_code, held_by, pairs, when
+from tenure.errors import LeaseLost, TenureError
 from tenure.settings import Settings
 
 _invocation: list[Cli] = []  # the running invocation's Cli, for errors raised after its context
@@ -26,11 +26,17 @@ _invocation: list[Cli] = []  # the running invocation's Cli, for errors raised a
 @click.option(
     "--token", envvar=None, help="Bearer token (default: $TENURE_TOKEN, else the login's)."
 )
+@click.option(
+    "--session",
+    envvar=None,
+    help="The session your commands act in (default: $TENURE_SESSION, else the one saved "
+    "with your login). `run` and `dispatch` give their command a session of its own.",
+)
 @click.version_option(package_name="tenure", prog_name="tenure")
 @click.pass_context
-def cli(ctx: click.Context, url: str | None, token: str | None) -> None:
+def cli(ctx: click.Context, url: str | None, token: str | None, session: str | None) -> None:
     """Leases with fencing tokens, and a work queue claimed under them."""
-    ctx.obj = Cli(url, token)
+    ctx.obj = Cli(url, token, session)
     _invocation.append(ctx.obj)
     ctx.call_on_close(ctx.obj.close)
 
@@ -45,7 +51,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         err.show()
         return USAGE if isinstance(err, click.UsageError) else err.exit_code
     except TenureError as err:
-        (_invocation[-1].out if _invocation else Output()).error(err)
+        if _invocation:
+            _invocation[-1].out.error(err, now_held(_invocation[-1], err))
+        else:
+            Output().error(err)
         return exit_code(err)
     except ValueError as err:  # bad settings in the environment or the login file
         print(f"tenure: {err}", file=sys.stderr)
@@ -55,6 +64,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return ERROR
+
+
+def now_held(run: Cli, err: TenureError) -> str | None:
+    """For a lost lease: who holds its key now (holder and session), if anyone does."""
+    if not isinstance(err, LeaseLost) or not err.key or run.out.json:
+        return None
+    try:
+        lease = run.client.get_lease(err.key)
+    except Exception:  # only an explanation: never worse than the error itself
+        return None
+    finally:
+        run.close()
+    if lease.state != "live" or lease.token == err.token:
+        return None
+    holder = held_by(lease.holder, lease.session, lease.task)
+    return f"now held by {holder} until {when(lease.expires_at)}"
 
 
 # serve, principal, login, whoami ------------------------------------------------------------
@@ -144,7 +169,9 @@ def principal_add(
 )
 def login(login_url: str | None, login_token: str | None) -> None:
     """Check the token against the server, then save URL and token in the user config file
-    (mode 0600). $TENURE_URL and $TENURE_TOKEN override what is saved."""
+    (mode 0600), with the CLI's session (kept across logins: the one-shot commands act in it,
+    so claiming twice renews). $TENURE_URL, $TENURE_TOKEN and $TENURE_SESSION override what is
+    saved."""
     from tenure.client import Client
 
     run = cli_of()
@@ -156,7 +183,8 @@ def login(login_url: str | None, login_token: str | None) -> None:
     with Client(url, token=login_token) as client:
         me = client.me()
     path = run.save_login(url, login_token)
-    doc = {"url": url, "principal": me.to_dict(), "config": str(path)}
+    doc = {"url": url, "principal": me.to_dict(), "session": run.stable_session(),
+           "config": str(path)}  # fmt: skip
     run.out.emit(doc, f"logged in to {url} as {me.name} (saved in {path})")
 
 
@@ -164,10 +192,11 @@ def login(login_url: str | None, login_token: str | None) -> None:
     cli, "whoami", summary="Show who your token is.", example="tenure whoami\ntenure whoami --json"
 )
 def whoami() -> None:
-    """Show the principal your token authenticates as, and the server."""
+    """Show the principal your token authenticates as, the server, and the session your
+    commands act in."""
     run = cli_of()
     me = run.client.me()
-    doc: dict[str, Any] = {"url": run.url, **me.to_dict()}
+    doc: dict[str, Any] = {"url": run.url, **me.to_dict(), "session": run.session}
     run.out.emit(
         doc,
         lambda: pairs(
@@ -177,6 +206,7 @@ def whoami() -> None:
                 ("roles", ", ".join(me.roles)),
                 ("parent", me.parent),
                 ("server", run.url),
+                ("session", run.session),
             ]
         ),
     )

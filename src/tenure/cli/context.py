@@ -1,8 +1,16 @@
-"""What every command shares: settings, the output, a client, the saved login and the epochs
-of the items this user claimed from the CLI."""
+"""What every command shares: settings, the output, a client, the saved login, the CLI's
+session and the epochs of the items this user claimed from the CLI.
+
+**Sessions.** The one-shot commands (``claim``, ``release``, ``lock acquire``…) act in one
+stable session per user and machine, so ``tenure claim 42`` twice renews the claim: ``--session``,
+else ``$TENURE_SESSION``, else the session saved with the login (``tenure login`` writes it into
+``login.json``), else the one in ``session`` in the config directory, created on first use.
+``tenure run`` and ``tenure dispatch`` give their command a session of its own instead
+(:meth:`Cli.own_session`)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Callable
@@ -14,17 +22,22 @@ import click
 
 from tenure.cli.render import Output
 from tenure.client import Client
+from tenure.client._session import new_session
+from tenure.core import validate as v
 from tenure.settings import LOGIN_FILE, Settings
 
 F = TypeVar("F", bound=Callable[..., Any])
 TOKENS_FILE = "tokens.json"
+SESSION_FILE = "session"
 
 
 class Cli:
     """``ctx.obj``: created once per invocation by the ``tenure`` group."""
 
-    def __init__(self, url: str | None = None, token: str | None = None) -> None:
-        self._url, self._token = url, token
+    def __init__(
+        self, url: str | None = None, token: str | None = None, session: str | None = None
+    ) -> None:
+        self._url, self._token, self._session = url, token, session
         self.out = Output()
 
     @cached_property
@@ -35,22 +48,58 @@ class Cli:
     def url(self) -> str:
         return self._url or self.settings.url
 
+    @property
+    def token(self) -> str | None:
+        """The bearer token: ``--token``, else ``$TENURE_TOKEN`` or the login's (for its URL)."""
+        if self._token is None and (self._url is None or self._url == self.settings.url):
+            return self.settings.token
+        return self._token
+
+    @cached_property
+    def session(self) -> str:
+        """The session the commands act in (see the module's documentation)."""
+        if self._session is not None:
+            return v.check_session(self._session, "--session")
+        return self.settings.session or self.stable_session()
+
+    def own_session(self, session: str) -> str:
+        """Act in ``session`` instead (``tenure run``: a session per run); before any call."""
+        if "client" in self.__dict__:
+            raise RuntimeError("the session is chosen before the client is made")
+        self.__dict__["session"] = session
+        return session
+
     @cached_property
     def client(self) -> Client:
-        token = self._token
-        if token is None and (self._url is None or self._url == self.settings.url):
-            token = self.settings.token
-        return Client(self.url, token=token)
+        return Client(self.url, token=self.token, session=self.session)
 
     def close(self) -> None:
-        if "client" in self.__dict__:
-            self.client.close()
+        client = self.__dict__.pop("client", None)
+        if client is not None:
+            client.close()
 
-    # the saved login ------------------------------------------------------------------------
+    # the saved login and session --------------------------------------------------------------
     def save_login(self, url: str, token: str) -> Path:
         path = self.settings.config_dir / LOGIN_FILE
-        write_private(path, {"url": url, "token": token})
+        write_private(path, {"url": url, "token": token, "session": self.stable_session()})
         return path
+
+    def stable_session(self) -> str:
+        """The CLI's own session: the login's, else the one saved in the config directory
+        (created on first use, by whichever invocation gets there first)."""
+        if self.settings.login_session:
+            return self.settings.login_session
+        path = self.settings.config_dir / SESSION_FILE
+        try:
+            with contextlib.suppress(FileNotFoundError):
+                return path.read_text().strip() or _replace_session(path)
+            return _create_session(path)
+        except OSError as err:  # a read-only home: the command still runs, in a session of its own
+            self.out.note(
+                f"tenure: cannot keep the CLI's session in {path} ({err.strerror or err}); "
+                "this command acts in a new one (set TENURE_SESSION to keep one)"
+            )
+            return new_session("cli")
 
     # tokens of the leases and claims taken from this CLI ------------------------------------
     @property
@@ -76,8 +125,11 @@ class Cli:
         write_private(self._tokens_path, doc)
 
     def remembered(self, key: str) -> int | None:
+        """The token remembered for ``key``, else the one a ``tenure run`` or ``tenure
+        dispatch`` handed this process for it (``$TENURE_LEASE_TOKEN`` for
+        ``$TENURE_LEASE_KEY``, ``$TENURE_EPOCH`` for ``items/$TENURE_ITEM``)."""
         found = self._tokens().get(self.url, {}).get(key)
-        return found if isinstance(found, int) else None
+        return found if isinstance(found, int) else self.settings.handed.get(key)
 
     def token_for(self, key: str, given: int | None, option: str = "--token") -> int:
         """``given`` (the option) if set, else the remembered token; a usage error if neither."""
@@ -91,14 +143,44 @@ class Cli:
         return found
 
 
+def _create_session(path: Path) -> str:
+    """A new session in ``path`` unless another invocation wrote one first: then that one."""
+    session = new_session("cli", pid=False)
+    tmp = write_text(path, session + "\n", keep=True)
+    try:
+        os.link(tmp, path)  # fails if the file exists: the first writer wins
+    except FileExistsError:
+        session = path.read_text().strip() or _replace_session(path)
+    except OSError:  # a file system without hard links
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return session
+
+
+def _replace_session(path: Path) -> str:
+    """An empty session file (emptied by hand): a new session in it."""
+    session = new_session("cli", pid=False)
+    write_text(path, session + "\n")
+    return session
+
+
 def write_private(path: Path, doc: Any) -> None:
     """Write JSON readable by the owner only (0600), atomically."""
+    write_text(path, json.dumps(doc, indent=2))
+
+
+def write_text(path: Path, text: str, *, keep: bool = False) -> Path:
+    """Write ``text`` readable by the owner only (0600) to a temporary file next to ``path``,
+    then move it to ``path`` (atomically) unless ``keep``; the temporary file's path."""
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     tmp = path.with_name(f".{path.name}.{os.getpid()}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as handle:
-        json.dump(doc, handle, indent=2)
-    os.replace(tmp, path)
+        handle.write(text)
+    if not keep:
+        os.replace(tmp, path)
+    return tmp
 
 
 def cli_of(ctx: click.Context | None = None) -> Cli:

@@ -1,5 +1,8 @@
 """``tenure dispatch ITEM -- CMD…``: claim an item for a new agent and run CMD as that agent
-in the background, under a detached supervisor (:mod:`tenure.cli.agent`)."""
+in the background, under a detached supervisor (:mod:`tenure.cli.agent`).
+
+The claim belongs to a session of the agent's own (sent with the dispatch), which the
+supervisor heartbeats and CMD inherits as ``TENURE_SESSION``."""
 
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ from tenure.cli.completion import complete_items
 from tenure.cli.context import Cli, cli_of, verb
 from tenure.cli.durations import DURATION
 from tenure.cli.render import pairs, when
+from tenure.client._session import new_session
 
 
 def log_path(run: Cli, item: str, agent: str, given: str | None) -> Path:
@@ -73,17 +77,21 @@ def dispatch(
     grace: int,
     log_file: str | None,
 ) -> None:
-    """Create a child agent of yours, claim ITEM for it (refused, naming the holder, if the
-    item is already claimed), and start CMD in the background with TENURE_URL, the agent's
-    TENURE_TOKEN, TENURE_ITEM and TENURE_EPOCH in its environment. A detached supervisor
-    renews the claim while CMD lives and releases it when CMD exits (unless CMD completed the
-    item); if the supervisor is killed, CMD dies too and the claim lapses on its own."""
+    """Create a child agent of yours, claim ITEM for it in a session of its own (refused,
+    naming the holder, if the item is already claimed), and start CMD in the background with
+    TENURE_URL, TENURE_TOKEN (the agent's bearer token), TENURE_SESSION (the agent's session),
+    TENURE_AGENT, TENURE_ITEM and TENURE_EPOCH in its environment, so that `tenure progress`,
+    `tenure complete` and `tenure release "$TENURE_ITEM"` inside CMD act as the agent with that
+    epoch. A detached supervisor renews the claim while CMD lives and releases it when CMD exits
+    (unless CMD completed the item); if the supervisor is killed, CMD dies too and the claim
+    lapses on its own."""
     run = cli_of()
-    granted = run.client.items.dispatch(item, agent, ttl, task)
+    session = new_session("agent", pid=False)
+    granted = run.client.items.dispatch(item, agent, ttl, task, session)
     log = log_path(run, item, granted.agent.name, log_file)
     orders = {
         "url": run.url, "token": granted.token, "agent": granted.agent.name, "item": item,
-        "epoch": granted.lease.token, "ttl_ms": granted.lease.ttl_ms,
+        "session": session, "epoch": granted.lease.token, "ttl_ms": granted.lease.ttl_ms,
         "expires_at": granted.lease.expires_at, "grace_s": grace / 1000, "cmd": list(cmd),
     }  # fmt: skip
     pid = start_supervisor(orders, log)
@@ -95,6 +103,7 @@ def dispatch(
             [
                 ("item", item),
                 ("agent", granted.agent.name),
+                ("session", session),
                 ("epoch", granted.lease.token),
                 ("expires", when(granted.lease.expires_at)),
                 ("supervisor", f"pid {pid}"),

@@ -2,8 +2,11 @@
 ``complete``, ``cancel``, ``queue``, ``ready``, ``brief``) and ``items add|ls|show``.
 
 Each one is one call of ``client.items``. The CLI remembers the epoch of the items it claimed
-(under the item's lease key ``items/<id>``), so ``progress``, ``complete``, ``renew`` and
-``extend`` send it without the user typing it; ``--epoch`` overrides it.
+(under the item's lease key ``items/<id>``), so ``progress``, ``complete``, ``renew``,
+``extend`` and ``release`` send it without the user typing it; ``--epoch`` overrides it. Inside
+a command started by ``tenure dispatch``, ``$TENURE_EPOCH`` stands for the epoch of
+``$TENURE_ITEM`` when none is remembered. Claims are the CLI session's (see
+:mod:`tenure.cli.context`): claiming again renews.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from tenure.cli.context import Cli, cli_of, verb
 from tenure.cli.durations import DURATION
 from tenure.cli.locks import parse_json_object
 from tenure.cli.ops import event_line
-from tenure.cli.render import clock, pairs, relative, table, when
+from tenure.cli.render import clock, held_by, pairs, relative, table, when
 from tenure.core.items import STATUSES, Item, ItemView, Transfer, item_key
 from tenure.core.models import Lease
 
@@ -58,7 +61,11 @@ def item_pairs(
     if lease is not None:
         state = lease_state or lease.state
         rows += [
-            ("lease", f"{state}, held by {lease.holder}, expires {when(lease.expires_at)}"),
+            (
+                "lease",
+                f"{state}, held by {held_by(lease.holder, lease.session)}, "
+                f"expires {when(lease.expires_at)}",
+            ),
             ("task", lease.task),
         ]
     elif lease_state not in (None, "none"):
@@ -124,11 +131,8 @@ def view_table(view: ItemView) -> Any:
 
 
 def lease_line(item_id: str, lease: Lease) -> str:
-    task = f" (task {lease.task})" if lease.task else ""
-    return (
-        f"{item_id}: epoch {lease.token}, held by {lease.holder}{task} "
-        f"until {when(lease.expires_at)}"
-    )
+    holder = held_by(lease.holder, lease.session, lease.task)
+    return f"{item_id}: epoch {lease.token}, held by {holder} until {when(lease.expires_at)}"
 
 
 def parse_json(value: str | None, name: str) -> Any:
@@ -167,8 +171,10 @@ def claim(
 ) -> None:
     """Claim ITEM: take the lease on items/ITEM, become its assignee, set it in_progress and
     print the epoch, which the CLI remembers for progress and complete. Re-claiming your own
-    live claim renews it and keeps the epoch. Exit 3 if someone else holds it, or if it is
-    assigned to someone whose lease lapsed (then --takeover --reason … moves it to you)."""
+    live claim from the same session (your CLI session, or $TENURE_SESSION) renews it and keeps
+    the epoch. Exit 3 if someone else holds it, another session of yours included (a
+    dispatched agent, a script), or if it is assigned to someone whose lease lapsed (then
+    --takeover --reason … moves it to you)."""
     if takeover and not reason:
         raise click.UsageError("--takeover needs --reason (it is recorded with the transfer)")
     run = cli_of()
@@ -220,13 +226,19 @@ def extend(item_id: str, by: int, epoch: int | None) -> None:
     example="tenure release 42",
 )
 @click.argument("item_id", metavar="ITEM", shell_complete=complete_items)
-def release(item_id: str) -> None:
+@click.option("--epoch", type=int, help="Release only this claim (default: the remembered one).")
+def release(item_id: str, epoch: int | None) -> None:
     """End your lease on ITEM, retire your assignee edge and reopen the item for others.
-    Releasing what you no longer hold is not an error."""
+    Only the claim of the remembered epoch (or --epoch) ends: if the item was claimed again
+    since, nothing changes. Without one, your session's claim ends. Releasing what you no
+    longer hold is not an error."""
     run = cli_of()
-    result = run.client.items.release(item_id)
+    known = epoch if epoch is not None else run.remembered(item_key(item_id))
+    result = run.client.items.release(item_id, known)
     run.remember(item_key(item_id), None)
     said = "released" if result.released else "no live claim of yours to release"
+    if not result.released and known is not None and known != result.item.epoch:
+        said = f"epoch {known} is not the item's (it is {result.item.epoch}): nothing released"
     run.out.emit(result.to_dict(), f"{item_id}: {said}; it is {result.item.status}")
 
 

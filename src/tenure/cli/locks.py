@@ -33,6 +33,7 @@ def lease_table(lease: Lease) -> Any:
         [
             ("key", lease.key),
             ("holder", lease.holder),
+            ("session", lease.session),
             ("task", lease.task),
             ("token", lease.token),
             ("state", lease.state),
@@ -46,12 +47,15 @@ def lease_table(lease: Lease) -> Any:
 
 def leases_table(leases: list[Lease]) -> Any:
     return table(
-        ["KEY", "HOLDER", "TASK", "TOKEN", "EXPIRES", "LEFT"],
+        ["KEY", "HOLDER", "SESSION", "TASK", "TOKEN", "EXPIRES", "LEFT"],
         [
-            (x.key, x.holder, x.task, x.token, clock(x.expires_at), relative(x.expires_at))
+            (
+                x.key, x.holder, x.session, x.task, x.token, clock(x.expires_at),
+                relative(x.expires_at),
+            )
             for x in leases
         ],
-    )
+    )  # fmt: skip
 
 
 @cli.group(
@@ -65,7 +69,7 @@ def lock() -> None:
 @verb(
     lock,
     "acquire",
-    summary="Acquire a lease on KEY (renews it if you hold it).",
+    summary="Acquire a lease on KEY (renews it if your session holds it).",
     example="tenure lock acquire jobs/nightly --ttl 30s --task cron:nightly\n"
     "tenure lock acquire deploy/prod --wait 2m --json",
 )
@@ -78,7 +82,9 @@ def lock_acquire(
     key: str, ttl: int | None, task: str | None, wait: int | None, meta: str | None
 ) -> None:
     """Acquire KEY and print the lease and its fencing token. The CLI remembers the token, so
-    `lock renew`, `extend` and `release` do not need it."""
+    `lock renew`, `extend` and `release` do not need it. The lease is your CLI session's:
+    acquiring it again renews it; a lease another session of yours holds (a `tenure run`, a
+    script) is refused like anyone else's (exit 3)."""
     run = cli_of()
     lease = run.client.acquire(key, ttl, task, parse_json_object(meta, "--meta"), wait)
     run.remember(key, lease.token)
@@ -127,7 +133,8 @@ def lock_extend(key: str, by: int, token: int | None) -> None:
 @click.argument("key", shell_complete=complete_keys)
 @click.option("--token", type=int, help="Release only this token (default: the one remembered).")
 def lock_release(key: str, token: int | None) -> None:
-    """End your lease on KEY. Releasing a lease you no longer hold is not an error."""
+    """End your lease on KEY: the token remembered (or --token), else your CLI session's
+    lease. Releasing a lease you no longer hold is not an error."""
     run = cli_of()
     result = run.client.release(key, token if token is not None else run.remembered(key))
     run.remember(key, None)
@@ -149,7 +156,8 @@ def lock_force_release(key: str, reason: str) -> None:
     result = run.client.force_release(key, reason)
     run.out.emit(
         result.to_dict(),
-        f"{key}: force-released {result.lease.holder}'s lease (token {result.lease.token})",
+        f"{key}: force-released {result.lease.holder}'s lease (token {result.lease.token}"
+        + (f", session {result.lease.session})" if result.lease.session else ")"),
     )
 
 
@@ -163,7 +171,8 @@ def lock_force_release(key: str, reason: str) -> None:
 @click.option("--holder", help="Only leases of this principal.")
 @click.option("--task", help="Only leases serving this task.")
 def lock_ls(prefix: str | None, holder: str | None, task: str | None) -> None:
-    """Live leases, by key."""
+    """Live leases, by key, with the holder's session (one running process of the
+    principal: a `tenure run`, a client, the CLI)."""
     run = cli_of()
     leases = run.client.list_leases(prefix, holder, task)
     run.out.emit({"leases": [x.to_dict() for x in leases]}, lambda: leases_table(leases))

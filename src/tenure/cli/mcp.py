@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import click
 
-from tenure.cli.context import cli_of, verb
+from tenure.cli.context import Cli, cli_of, verb
 from tenure.client import Client
+from tenure.client._session import new_session
 from tenure.client._shared import DIRECT_SCHEMES
 
 
@@ -35,9 +36,11 @@ def mcp(db: str | None, principal: str | None) -> None:
     """Serve tenure's MCP tools (briefing, ready, claim, progress, complete, acquire_lock, …)
     on stdin/stdout until stdin closes. The calls go to the server at $TENURE_URL with
     $TENURE_TOKEN (or --url/--token, or the saved login), as that token's principal; with --db
-    (or a database URL as --url) they run directly on the database as --principal. Every tool
-    call renews the caller's live leases. With --json, a tenure error at startup is a JSON
-    problem on stderr. Nothing but MCP messages is written to stdout."""
+    (or a database URL as --url) they run directly on the database as --principal. The process
+    is one session of that principal (--session, else $TENURE_SESSION, else a new one for each
+    process): its claims and locks are its own, and every tool call renews the live leases of
+    this session only. With --json, a tenure error at startup is a JSON problem on stderr.
+    Nothing but MCP messages is written to stdout."""
     client = open_client(db, principal)  # usage errors before the SDK's slow import
     try:
         from tenure.mcp.backend import ClientBackend
@@ -49,9 +52,19 @@ def mcp(db: str | None, principal: str | None) -> None:
         client.close()
 
 
+def stdio_session(run: Cli) -> str:
+    """The session of this ``tenure mcp`` process: ``--session`` or ``$TENURE_SESSION`` if
+    given, else a new one (``mcp:host:pid:random``), never the CLI's stable session: two agents
+    launched with one token are two sessions."""
+    given = click.get_current_context().find_root().params.get("session")
+    if given is not None or run.settings.session:
+        return run.session
+    return new_session("mcp")
+
+
 def open_client(db: str | None, principal: str | None) -> Client:
     """Direct mode on ``db`` (or on a database URL given as the server URL) as ``principal``,
-    else the invocation's HTTP client."""
+    else the invocation's HTTP client; either in this process's session."""
     run = cli_of()
     url = db or run.url
     if not url.startswith(DIRECT_SCHEMES):
@@ -59,7 +72,8 @@ def open_client(db: str | None, principal: str | None) -> Client:
             raise click.UsageError(
                 "--principal is for direct mode (--db); a token says who you are"
             )
+        run.own_session(stdio_session(run))
         return run.client
     if not principal:
         raise click.UsageError("direct mode (--db) needs --principal NAME: the name calls act as")
-    return Client(url, principal=principal)
+    return Client(url, principal=principal, session=stdio_session(run))

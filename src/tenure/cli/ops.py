@@ -144,13 +144,15 @@ def follow_in_background(events: Iterator[Event]) -> queue.Queue[Event | BaseExc
 @verb(
     cli,
     "heartbeat",
-    summary="Renew all your live leases in one call (for agent-harness hooks).",
+    summary="Renew all your session's live leases in one call (for agent-harness hooks).",
     example="tenure heartbeat\ntenure heartbeat items/42 jobs/nightly --json",
 )
 @click.argument("keys", nargs=-1, metavar="[KEY]...", shell_complete=complete_keys)
 def heartbeat(keys: tuple[str, ...]) -> int:
-    """Renew every live lease and claim of yours (or only the KEYs given; an item's key is
-    items/ID) for its own ttl. Exit 4 if any of them was lost, naming it and why."""
+    """Renew every live lease and claim of your session (or only the KEYs given; an item's
+    key is items/ID) for its own ttl: the CLI's session, or $TENURE_SESSION, which `tenure run`
+    and `tenure dispatch` set for their command. Leases of your other sessions (another run, a
+    script) are theirs to renew. Exit 4 if any of them was lost, naming it and why."""
     run = cli_of()
     result = run.client.renew_all(list(keys) if keys else None)
 

@@ -16,6 +16,7 @@ from rich.table import Table
 from tenure.cli.durations import format_duration
 from tenure.errors import (
     AssignedToOther,
+    IdempotencyConflict,
     InvalidRequest,
     LeaseHeld,
     LeaseLost,
@@ -30,6 +31,7 @@ OK, ERROR, USAGE, CONFLICT, LOST, NOT_FOUND = 0, 1, 2, 3, 4, 5
 _EXITS: tuple[tuple[type[TenureError], int], ...] = (
     (LeaseHeld, CONFLICT),
     (AssignedToOther, CONFLICT),
+    (IdempotencyConflict, CONFLICT),
     (NotHolder, CONFLICT),
     (LeaseLost, LOST),
     (StaleToken, LOST),
@@ -73,19 +75,29 @@ def when(ms: int | None) -> str:
     return "-" if ms is None else f"{clock(ms)}, {relative(ms)}"
 
 
+def held_by(holder: str | None, session: str | None = None, task: str | None = None) -> str:
+    """``jo``, ``jo (task deploy-42)``, ``jo (session cli:web-1:9f2c1a7b, task deploy-42)``: a
+    holder with its session (unless the default one) and task."""
+    details = [f"session {session}"] if session else []
+    details += [f"task {task}"] if task else []
+    return f"{holder} ({', '.join(details)})" if details else f"{holder}"
+
+
 def describe(
     err: TenureError,
     *,
     at: Callable[[int | None], str] = when,
     takeover: str = "claim with --takeover --reason … to take it over",
+    sessions: bool = False,
 ) -> str:
     """The error in words that name what matters. ``at`` words an instant (local wall time by
-    default), ``takeover`` says how to take an item over (the MCP tools word both their way)."""
+    default), ``takeover`` says how to take an item over (the MCP tools word both their way);
+    ``sessions`` names the holder's session too (the CLI does)."""
     key = f"{err.key} " if err.key else ""
     if isinstance(err, LeaseHeld | NotHolder):
-        task = f" (task {err.task})" if err.task else ""
+        holder = held_by(err.holder, err.session if sessions else None, err.task)
         left = f" until {at(err.expires_at)} left" if err.expires_at else ""
-        return f"{key}held by {err.holder}{task}{left}".strip()
+        return f"{key}held by {holder}{left}".strip()
     if isinstance(err, AssignedToOther):
         lapsed = f"; their lease lapsed at {at(err.lapsed_at)}" if err.lapsed_at else ""
         return (
@@ -102,6 +114,11 @@ def describe(
         return f"not found: {err.detail}"
     if isinstance(err, LeaseLost):
         return f"{key}lease lost ({err.reason or 'gone'})".strip()
+    if isinstance(err, IdempotencyConflict):
+        return (
+            f"{key}op_id {err.op_id} was used for another write under token {err.token} "
+            f"(version {err.version}): use a new op_id for a new write"
+        ).strip()
     fields = ", ".join(f"{k} {v}" for k, v in err.info().items() if v is not None and k != "key")
     return f"{key}{err.detail}" + (f" ({fields})" if fields else "")
 
@@ -136,11 +153,13 @@ class Output:
         if not self.json:
             self.err.print(text)
 
-    def error(self, err: TenureError) -> None:
+    def error(self, err: TenureError, then: str | None = None) -> None:
+        """``err`` on stderr, in words (``then`` appended: what else matters), or as JSON."""
         if self.json:
             sys.stderr.write(json.dumps(err.to_problem(), default=str) + "\n")
         else:
-            self.err.print(f"tenure: {describe(err)}", markup=False)
+            said = describe(err, sessions=True) + (f"; {then}" if then else "")
+            self.err.print(f"tenure: {said}", markup=False)
 
 
 def table(columns: Sequence[str], rows: Iterable[Sequence[Any]], title: str | None = None) -> Table:

@@ -1,10 +1,12 @@
 """``tenure run KEY -- CMD…``: a command guarded by a lease, the successor of ``flock`` for cron
 jobs and deploy scripts.
 
-Acquire KEY (waiting up to ``--wait``; a lease the caller's own principal holds counts as held,
-see :func:`take`), start CMD guarded (:mod:`tenure.cli.supervise`) with ``TENURE_KEY``,
-``TENURE_TOKEN`` and ``TENURE_LEASE_TOKEN`` (the fencing token) and ``TENURE_URL``, heartbeat
-while it runs, release when it ends, exit with its status. A lost lease stops CMD (SIGTERM,
+Acquire KEY in a session of this run's own (waiting up to ``--wait``; another run or lock of
+the same principal is held like anyone's, see :func:`take`), start CMD guarded
+(:mod:`tenure.cli.supervise`) with ``TENURE_LEASE_KEY`` and ``TENURE_LEASE_TOKEN`` (the fencing
+token), and ``TENURE_URL``, ``TENURE_TOKEN`` (the bearer token) and ``TENURE_SESSION`` (so that
+``tenure`` and the client inside CMD act as the holder), heartbeat while it runs, release when
+it ends, exit with its status. A lost lease stops CMD (SIGTERM,
 SIGKILL after ``--grace``) and exits 4; SIGINT, SIGTERM and SIGHUP are forwarded to CMD.
 Without ``--json`` nothing of ours goes to stdout (CMD's output passes through untouched); with
 ``--json`` CMD's stdout goes to stderr and stdout gets one JSON document. docs/cli.md has the
@@ -29,7 +31,7 @@ import click
 from rich.status import Status
 from rich.text import Text
 
-from tenure.cli.app import cli
+from tenure.cli.app import cli, now_held
 from tenure.cli.completion import complete_keys
 from tenure.cli.context import Cli, cli_of, verb
 from tenure.cli.durations import DURATION, format_duration
@@ -43,13 +45,13 @@ from tenure.cli.supervise import (
     stop,
 )
 from tenure.client import Client
+from tenure.client._session import new_session
 from tenure.client._shared import MAX_WAIT_MS
 from tenure.client.lease import LeaseHandle
 from tenure.core.models import Lease
-from tenure.errors import LeaseHeld, LeaseLost, NotFound
+from tenure.errors import LeaseHeld, LeaseLost
 
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-POLL_S = 0.25  # while our own principal holds the key (the server has no long poll for that)
 TASK_CHARS = 120
 CANNOT_EXECUTE, NOT_FOUND_STATUS = 126, 127  # a shell's statuses when CMD cannot be started
 
@@ -98,18 +100,21 @@ def run_command(
     grace: int,
 ) -> int:
     """Acquire KEY, run CMD while heartbeating the lease, release it when CMD ends and exit
-    with CMD's status (128+N if signal N ended it). CMD finds the fencing token in $TENURE_TOKEN
-    (and $TENURE_LEASE_TOKEN), the key in $TENURE_KEY and the server in $TENURE_URL.
+    with CMD's status (128+N if signal N ended it). CMD finds the fencing token in
+    $TENURE_LEASE_TOKEN and the key in $TENURE_LEASE_KEY; $TENURE_URL, $TENURE_TOKEN (the bearer
+    token) and $TENURE_SESSION (this run's session) let `tenure` and the Python client inside
+    CMD act as the holder.
 
-    If KEY is held, also by another run or lock of your own principal, run exits 3 naming the
-    holder, or with --wait waits for it. If the lease is lost, CMD gets SIGTERM, then SIGKILL
-    after --grace, and run exits 4. SIGINT, SIGTERM and SIGHUP are forwarded to CMD (SIGKILL
-    after --grace). If run dies, even by kill -9, CMD's process group is killed and the lease
-    lapses after its ttl. With --json, CMD's stdout goes to stderr and stdout gets one JSON
-    document when CMD ends."""
+    Each run is a session of its own: if KEY is held, also by another run or lock of your own
+    principal, run exits 3 naming the holder and session, or with --wait waits for it. If the
+    lease is lost, CMD gets SIGTERM, then SIGKILL after --grace, and run exits 4. SIGINT,
+    SIGTERM and SIGHUP are forwarded to CMD (SIGKILL after --grace). If run dies, even by
+    kill -9, CMD's process group is killed and the lease lapses after its ttl. With --json,
+    CMD's stdout goes to stderr and stdout gets one JSON document when CMD ends."""
     if wait is not None and no_wait:
         raise click.UsageError("--wait and --no-wait exclude each other")
     run, argv = cli_of(), list(cmd)
+    run.own_session(new_session("run"))
     started = time.monotonic()
     wakeup = Wakeup(FORWARDED)
     with ExitStack() as stack:
@@ -157,11 +162,9 @@ def default_task(argv: list[str]) -> str:
 
 
 # acquiring --------------------------------------------------------------------------------------
-# The server's acquire renews a lease its caller already holds (same token). Two `run`s of one
-# principal (a cron job overlapping its previous run) must still exclude each other, so `run`
-# never takes a lease it did not create: it looks first (a live lease of its own principal is
-# "held"; there is no long poll for that, so it polls), and an acquire that comes back renewed
-# (``renewals > 0``: another run of ours took it in between) counts as held too.
+# Each run acquires in a session of its own (``Cli.own_session``), so the server refuses a second
+# run of the same principal (a cron job overlapping its previous run) like anyone else's
+# (``lease_held``), and ``--wait`` long-polls for it like for anyone's.
 class Waiting:
     """The wait for the lease (``--wait``): until when, and a live line on stderr when it is a
     terminal."""
@@ -195,60 +198,30 @@ class Waiting:
             self._status = self._out.err.status(self)
             self._status.start()
 
-    def pause(self) -> None:
-        time.sleep(min(POLL_S, self.left_ms() / 1000))
-
     def __rich__(self) -> Text:  # rendered on every refresh: the times shown stay current
         waited = format_duration(round((time.monotonic() - self.started) * 1000))
-        return Text(f"waiting {waited}: {describe(self._holder) if self._holder else ''}")
+        held = describe(self._holder, sessions=True) if self._holder else ""
+        return Text(f"waiting {waited}: {held}")
 
     def close(self) -> None:
         if self._status is not None:
             self._status.stop()
 
 
-def held(lease: Lease) -> LeaseHeld:
-    return LeaseHeld(
-        f"{lease.key!r} is held by {lease.holder!r}",
-        key=lease.key,
-        holder=lease.holder,
-        task=lease.task,
-        expires_at=lease.expires_at,
-        token=lease.token,
-    )
-
-
-def live_lease(client: Client, key: str) -> Lease | None:
-    try:
-        lease = client.get_lease(key)
-    except NotFound:
-        return None
-    return lease if lease.state == "live" else None
-
-
 def take(run: Cli, key: str, ttl_ms: int, task: str, waiting: Waiting) -> tuple[Lease, float]:
-    """A new lease on ``key`` (never one our principal held already) and when its request was
-    sent (on :func:`time.monotonic`'s clock)."""
-    me: str | None = None
+    """A new lease on ``key`` for this run's session, and when its request was sent (on
+    :func:`time.monotonic`'s clock). The first try does not wait, so that a wait can show who
+    holds the key; the next ones long-poll until ``--wait`` ends."""
+    wait_ms: int | None = None
     while True:
-        current = live_lease(run.client, key)
-        if current is not None:
-            me = me or run.client.me().name
-            if current.holder == me:
-                waiting.check(held(current))
-                waiting.pause()
-                continue
-            waiting.show(held(current))
         sent = time.monotonic()
         try:
-            lease = run.client.acquire(key, ttl_ms, task, None, waiting.left_ms() or None)
+            lease = run.client.acquire(key, ttl_ms, task, None, wait_ms)
         except LeaseHeld as err:
             waiting.check(err)
+            wait_ms = max(1, waiting.left_ms())
             continue
-        if lease.renewals == 0:
-            return confirmed(run.client, lease, sent)
-        waiting.check(held(lease))  # another run of ours took it just now: it stays theirs
-        waiting.pause()
+        return confirmed(run.client, lease, sent)
 
 
 def confirmed(client: Client, lease: Lease, sent: float) -> tuple[Lease, float]:
@@ -294,15 +267,21 @@ def acquire(
 
 # running CMD ------------------------------------------------------------------------------------
 def command_env(run: Cli, key: str, token: int) -> dict[str, str]:
-    """Our environment, with the lease's key, fencing token and server. ``TENURE_TOKEN`` is the
-    fencing token here, not a bearer token (SPEC §6)."""
+    """Our environment, with the lease's key and fencing token (``TENURE_LEASE_KEY``,
+    ``TENURE_LEASE_TOKEN``), and the server, bearer token and session of the holder
+    (``TENURE_URL``, ``TENURE_TOKEN``, ``TENURE_SESSION``). ``TENURE_TOKEN`` is always a bearer
+    token, never the fencing token."""
     env = dict(os.environ)
     env.update(
-        TENURE_KEY=key,
-        TENURE_TOKEN=str(token),
+        TENURE_LEASE_KEY=key,
         TENURE_LEASE_TOKEN=str(token),
         TENURE_URL=run.url,
+        TENURE_SESSION=run.session,
     )
+    if run.token:
+        env["TENURE_TOKEN"] = run.token
+    else:
+        env.pop("TENURE_TOKEN", None)
     return env
 
 
@@ -357,6 +336,8 @@ def report(
         run.out.emit(document(key, token, argv, ending, code, elapsed_s))
     elif ending.error or ending.lost:
         said = ending.error or lost_message(key, argv, ending)
+        now = now_held(run, LeaseLost(key=key, token=token)) if ending.lost else None
+        said += f"; {now}" if now else ""
         run.out.err.print(f"tenure: {said}", markup=False, soft_wrap=True)
     return code
 

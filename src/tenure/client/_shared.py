@@ -11,18 +11,20 @@ Retry rules. Every call says how safe it is to repeat (:class:`Safety`):
 - ``IDEMPOTENT`` calls are repeated after any transient failure, even one where the request may
   have reached the server (a timeout waiting for the reply, a connection dropped mid-request, a
   5xx): reads, ``renew`` and ``renew_all`` (a second renewal only renews again), ``extend`` (it
-  never shortens), ``release`` *with* a token (it only ends that token's lease; a repeat says
-  ``released: false``), and ``fenced_write`` *with* an ``op_id`` (the server answers a repeat
-  with the first result).
+  never shortens), ``release`` *with* a token and an item's release *with* its epoch (they
+  only end that lease; a repeat says ``released: false``), and ``fenced_write`` *with* an
+  ``op_id`` (the server answers a repeat with the first result).
 - ``UNSAFE`` calls are repeated only when the request provably never reached the server (the
   connection could not be opened) or the server refused it without acting (``429``, ``503``):
   ``acquire``, ``release`` without a token, ``force_release``, ``fenced_write`` without an
   ``op_id``, ``add_principal`` and ``revoke_token``. ``acquire`` is in this group on purpose:
-  re-acquiring your own live lease hands back the same lease and token, so one process repeating
-  its own acquisition is harmless, but a principal shared by several processes would turn a
-  repeated acquisition into a silent second grant of a lease another process just took. After an
-  ambiguous failure the call raises :class:`TransportError` with ``sent=True``; calling
-  ``acquire`` again yourself is safe when the principal is yours alone.
+  re-acquiring your own live lease from the same session hands back the same lease and token,
+  so one process repeating its own acquisition is harmless, but a session shared by several
+  processes (one ``TENURE_SESSION`` handed to several, or the default session ``""``) would
+  turn a repeated acquisition into a silent second grant of a lease another process just took.
+  After an ambiguous failure the call raises :class:`TransportError` with ``sent=True``;
+  calling ``acquire`` again yourself is safe when the session is yours alone (a client's own
+  random session is).
 
 Retries back off exponentially with jitter, honour ``Retry-After``, and stop at the policy's
 attempt count or time budget, whichever comes first.
@@ -176,8 +178,11 @@ def acquire(
     task: str | None = None,
     meta: dict[str, Any] | None = None,
     wait_ms: int | None = None,
+    session: str | None = None,
 ) -> Call[Lease]:
-    body = _drop_none(key=key, ttl_ms=ttl_ms, task=task, meta=meta, wait_ms=wait_ms)
+    body = _drop_none(
+        key=key, ttl_ms=ttl_ms, task=task, meta=meta, wait_ms=wait_ms, session=session
+    )
     wait_s = wait_ms / 1000 if isinstance(wait_ms, int) and wait_ms > 0 else 0.0
     return Call(
         "acquire", "POST", "/v1/leases/acquire", lease_reply, body, safety=Safety.UNSAFE,
@@ -190,8 +195,10 @@ def renew(key: str, token: int, ttl_ms: int | None = None) -> Call[Lease]:
     return Call("renew", "POST", "/v1/leases/renew", lease_reply, body)
 
 
-def renew_all(keys: list[str] | tuple[str, ...] | None = None) -> Call[RenewAllResult]:
-    body = _drop_none(keys=None if keys is None else _listed(keys))
+def renew_all(
+    keys: list[str] | tuple[str, ...] | None = None, session: str | None = None
+) -> Call[RenewAllResult]:
+    body = _drop_none(keys=None if keys is None else _listed(keys), session=session)
     return Call("renew_all", "POST", "/v1/leases/renew-all", renew_all_reply, body)
 
 
@@ -202,9 +209,10 @@ def extend(
     return Call("extend", "POST", "/v1/leases/extend", extend_reply, body)
 
 
-def release(key: str, token: int | None = None) -> Call[ReleaseResult]:
+def release(key: str, token: int | None = None, session: str | None = None) -> Call[ReleaseResult]:
+    """With ``token``: that lease (of any session of yours); without: ``session``'s own."""
     safety = Safety.UNSAFE if token is None else Safety.IDEMPOTENT
-    body = _drop_none(key=key, token=token)
+    body = _drop_none(key=key, token=token, session=session if token is None else None)
     return Call("release", "POST", "/v1/leases/release", release_reply, body, safety=safety)
 
 
@@ -370,11 +378,13 @@ def claim_item(
     task: str | None = None,
     takeover: bool = False,
     reason: str | None = None,
+    session: str | None = None,
 ) -> Call[Claim]:
     path, args = _item_path(item_id, "claim")
     fields = _drop_none(
-        ttl_ms=ttl_ms, task=task, takeover=None if takeover is False else takeover, reason=reason
-    )
+        ttl_ms=ttl_ms, task=task, takeover=None if takeover is False else takeover, reason=reason,
+        session=session,
+    )  # fmt: skip
     return Call(
         "claim_item", "POST", path, claim_reply, fields, path_args=args, safety=Safety.UNSAFE
     )
@@ -397,10 +407,16 @@ def extend_item(
     return Call("extend_item", "POST", path, extend_reply, fields, path_args=args)
 
 
-def release_item(item_id: str) -> Call[ItemRelease]:
+def release_item(
+    item_id: str, epoch: int | None = None, session: str | None = None
+) -> Call[ItemRelease]:
+    """With ``epoch``: only that claim (a stale epoch releases nothing); without: the claim of
+    ``session``. With an epoch a repeat changes nothing, so it is safe to retry."""
     path, args = _item_path(item_id, "release")
+    fields = _drop_none(epoch=epoch, session=session if epoch is None else None)
+    safety = Safety.UNSAFE if epoch is None else Safety.IDEMPOTENT
     return Call(
-        "release_item", "POST", path, item_release_reply, {}, path_args=args, safety=Safety.UNSAFE
+        "release_item", "POST", path, item_release_reply, fields, path_args=args, safety=safety
     )
 
 
@@ -445,10 +461,14 @@ def force_release_item(item_id: str, reason: str) -> Call[Claim]:
 
 
 def dispatch_item(
-    item_id: str, agent: str | None = None, ttl_ms: int | None = None, task: str | None = None
+    item_id: str,
+    agent: str | None = None,
+    ttl_ms: int | None = None,
+    task: str | None = None,
+    session: str | None = None,
 ) -> Call[Dispatch]:
     path, args = _item_path(item_id, "dispatch")
-    fields = _drop_none(agent=agent, ttl_ms=ttl_ms, task=task)
+    fields = _drop_none(agent=agent, ttl_ms=ttl_ms, task=task, session=session)
     return Call(
         "dispatch_item", "POST", path, dispatch_reply, fields, path_args=args, safety=Safety.UNSAFE
     )
@@ -505,7 +525,12 @@ LEASE_FIELDS = (
 
 def lease_from(data: Any) -> Lease:
     values = {name: data[name] for name in LEASE_FIELDS}
-    return Lease(**values, meta=dict(data.get("meta") or {}), state=data.get("state", "live"))
+    return Lease(
+        **values,
+        meta=dict(data.get("meta") or {}),
+        state=data.get("state", "live"),
+        session=data.get("session") or "",
+    )
 
 
 def lease_reply(data: Any) -> Lease:

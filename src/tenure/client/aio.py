@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 import httpx
 
 from tenure.client import _shared as sh
+from tenure.client._session import client_session
 from tenure.client._shared import (
     AsyncTransport,
     Call,
@@ -84,6 +85,12 @@ class AsyncClient:
     ``postgresql://`` URL) runs the same API in this process against the database, with no
     server: see :mod:`tenure.client.direct` (it trusts the principal name it is given).
 
+    ``session`` is the running holder this client object is under its principal (see
+    :mod:`tenure.client._session`): by default ``TENURE_SESSION``, else a random one for each
+    client object, so two clients sharing one token exclude each other like strangers. It is
+    sent with every acquire, claim, dispatch and ``renew_all`` and with a release without a
+    token; ``client.session`` says which it is.
+
     ``timeout`` (seconds) bounds each phase of each try (connect, send, read; a long poll's wait
     is added to the read). ``retry`` is the :class:`RetryPolicy`; which calls it may repeat is
     described in :mod:`tenure.client._shared`: reads, renewals, extends, releases with a token
@@ -111,8 +118,10 @@ class AsyncClient:
         retry: RetryPolicy | None = None,
         policy: PolicySet | None = None,
         transport: AsyncTransport | None = None,
+        session: str | None = None,
     ) -> None:
         where = sh.target(url, token, principal)
+        self.session = client_session(session)
         if timeout <= 0:
             raise ValueError("timeout must be positive")
         self.url = where.url
@@ -177,16 +186,18 @@ class AsyncClient:
         meta: dict[str, Any] | None = None,
         wait_ms: int | None = None,
     ) -> Lease:
-        """Acquire ``key`` (or renew it if you hold it); ``wait_ms`` waits while it is held."""
-        return await self._call(sh.acquire(key, ttl_ms, task, meta, wait_ms))
+        """Acquire ``key`` for this client's session (or renew it if the session holds it);
+        ``wait_ms`` waits while it is held (also by another session of your principal)."""
+        return await self._call(sh.acquire(key, ttl_ms, task, meta, wait_ms, self.session))
 
     async def renew(self, key: str, token: int, ttl_ms: int | None = None) -> Lease:
         """Renew your lease ``token`` on ``key``; :class:`~tenure.LeaseLost` once it is gone."""
         return await self._call(sh.renew(key, token, ttl_ms))
 
     async def renew_all(self, keys: list[str] | tuple[str, ...] | None = None) -> RenewAllResult:
-        """Renew all your live leases (or those on ``keys``) in one call."""
-        return await self._call(sh.renew_all(keys))
+        """Renew the live leases of this client's session (or those of them on ``keys``) in one
+        call; the leases of your other sessions are left to lapse or be renewed by their own."""
+        return await self._call(sh.renew_all(keys, self.session))
 
     async def extend(
         self, key: str, token: int, until: int | datetime | None = None, by_ms: int | None = None
@@ -195,8 +206,9 @@ class AsyncClient:
         return await self._call(sh.extend(key, token, until, by_ms))
 
     async def release(self, key: str, token: int | None = None) -> ReleaseResult:
-        """End your lease on ``key`` (only lease ``token`` if given). Idempotent."""
-        return await self._call(sh.release(key, token))
+        """End your lease on ``key``: lease ``token`` if given (from any session of yours), else
+        this client's session's own lease. Idempotent."""
+        return await self._call(sh.release(key, token, self.session))
 
     async def force_release(self, key: str, reason: str) -> ForceReleaseResult:
         """End someone's live lease as an authority (admin, supervisor, or the holder's parent)."""

@@ -67,11 +67,15 @@ class DirectBackend:
             "renew": lambda me, a: {
                 "lease": self.service.renew(me, a["key"], a["token"], a.get("ttl_ms")).to_dict()
             },
-            "renew_all": lambda me, a: self.service.renew_all(me, a.get("keys")).to_dict(),
+            "renew_all": lambda me, a: self.service.renew_all(
+                me, a.get("keys"), a.get("session")
+            ).to_dict(),
             "extend": lambda me, a: self.service.extend(
                 me, a["key"], a["token"], a.get("until"), a.get("by_ms")
             ).to_dict(),
-            "release": lambda me, a: self.service.release(me, a["key"], a.get("token")).to_dict(),
+            "release": lambda me, a: self.service.release(
+                me, a["key"], a.get("token"), a.get("session")
+            ).to_dict(),
             "force_release": lambda me, a: self.service.force_release(
                 me, a["key"], a["reason"]
             ).to_dict(),
@@ -116,7 +120,9 @@ class DirectBackend:
             raise transport_error(call, exc, sent=sent) from exc
 
     def _acquire(self, me: Principal, a: dict[str, Any]) -> dict[str, Any]:
-        lease = self.service.acquire(me, a["key"], a.get("ttl_ms"), a.get("task"), a.get("meta"))
+        lease = self.service.acquire(
+            me, a["key"], a.get("ttl_ms"), a.get("task"), a.get("meta"), a.get("session")
+        )
         return {"lease": lease.to_dict()}
 
     def _events(self, me: Principal, a: dict[str, Any]) -> dict[str, Any]:
@@ -174,8 +180,9 @@ class DirectBackend:
         def claim(me: Principal, a: dict[str, Any]) -> Any:
             takeover = a.get("takeover", False)
             return items.claim(
-                me, a["id"], a.get("ttl_ms"), a.get("task"), takeover, a.get("reason")
-            ).to_dict()
+                me, a["id"], a.get("ttl_ms"), a.get("task"), takeover, a.get("reason"),
+                a.get("session"),
+            ).to_dict()  # fmt: skip
 
         def renew(me: Principal, a: dict[str, Any]) -> Any:
             return {"lease": items.renew(me, a["id"], a.get("epoch"), a.get("ttl_ms")).to_dict()}
@@ -195,7 +202,9 @@ class DirectBackend:
             return done.to_dict()
 
         def dispatch(me: Principal, a: dict[str, Any]) -> Any:
-            d = items.dispatch(me, a["id"], a.get("agent"), a.get("ttl_ms"), a.get("task"))
+            d = items.dispatch(
+                me, a["id"], a.get("agent"), a.get("ttl_ms"), a.get("task"), a.get("session")
+            )
             return {**d.to_dict(), "agent": {**d.agent.to_dict(), "token": d.token}}
 
         def queue(me: Principal, a: dict[str, Any]) -> Any:
@@ -209,7 +218,9 @@ class DirectBackend:
             "claim_item": claim,
             "renew_item": renew,
             "extend_item": extend,
-            "release_item": lambda me, a: items.release(me, a["id"]).to_dict(),
+            "release_item": lambda me, a: items.release(
+                me, a["id"], a.get("epoch"), a.get("session")
+            ).to_dict(),
             "progress_item": progress,
             "complete_item": complete,
             "cancel_item": lambda me, a: {"item": items.cancel(me, a["id"], a["reason"]).to_dict()},

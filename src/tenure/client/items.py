@@ -15,7 +15,13 @@ each one call returning a frozen model: :class:`~tenure.core.items.Item`,
 ``work.progress(...)`` and ``work.complete(...)`` send the claim's epoch for you; a stale epoch
 (someone took the item over) raises :class:`~tenure.StaleToken` naming the current epoch and
 holder, and marks the work lost. Leaving the block without completing releases the claim, which
-retires your assignee edge and reopens the item (unless the item went to someone else).
+retires your assignee edge and reopens the item (unless the item went to someone else). The
+release carries the claim's epoch, so a handle whose claim lapsed never releases a newer claim
+of the item, even one of the same principal and session.
+
+Claims belong to the client's session (``client.session``): a second client of the same
+principal claiming the item is refused (:class:`~tenure.LeaseHeld`) like anyone else, and
+claiming again from the same session renews the claim.
 
 ``claim`` itself stays a plain call returning the frozen :class:`~tenure.work.Claim`: a frozen
 model cannot also be a context manager with a heartbeat, so the held form has its own name,
@@ -98,8 +104,10 @@ class Items:
         takeover: bool = False,
         reason: str | None = None,
     ) -> Claim:
-        """Claim the item (no heartbeat: see :meth:`work`); ``claim.lease.token`` is the epoch."""
-        return self._client._call(sh.claim_item(item_id, ttl_ms, task, takeover, reason))
+        """Claim the item for this client's session (no heartbeat: see :meth:`work`); claiming
+        it again from the same session renews it. ``claim.lease.token`` is the epoch."""
+        call = sh.claim_item(item_id, ttl_ms, task, takeover, reason, self._client.session)
+        return self._client._call(call)
 
     def renew(self, item_id: str, epoch: int | None = None, ttl_ms: int | None = None) -> Lease:
         """Renew your claim's lease (``epoch`` defaults to the item's current one)."""
@@ -115,9 +123,12 @@ class Items:
         """Push your claim's deadline to ``until`` or now + ``by_ms`` (capped, never shorter)."""
         return self._client._call(sh.extend_item(item_id, until, by_ms, epoch))
 
-    def release(self, item_id: str) -> ItemRelease:
-        """End your claim, retire your assignee edge, reopen the item. Idempotent."""
-        return self._client._call(sh.release_item(item_id))
+    def release(self, item_id: str, epoch: int | None = None) -> ItemRelease:
+        """End your claim, retire your assignee edge, reopen the item. Idempotent.
+
+        With ``epoch`` only that claim ends (an epoch that is no longer the item's releases
+        nothing: ``released`` is false); without, the claim of this client's session."""
+        return self._client._call(sh.release_item(item_id, epoch, self._client.session))
 
     def progress(
         self,
@@ -150,9 +161,14 @@ class Items:
         agent: str | None = None,
         ttl_ms: int | None = None,
         task: str | None = None,
+        session: str | None = None,
     ) -> Dispatch:
-        """Create a child agent of yours and claim the item for it; its token comes once."""
-        return self._client._call(sh.dispatch_item(item_id, agent, ttl_ms, task))
+        """Create a child agent of yours and claim the item for it; its token comes once.
+
+        The claim belongs to the agent's ``session``, the process that will hold it (default:
+        this client's session; ``tenure dispatch`` passes the agent's own)."""
+        sid = self._client.session if session is None else session
+        return self._client._call(sh.dispatch_item(item_id, agent, ttl_ms, task, sid))
 
     def queue(self, principal: str | None = None) -> builtins.list[ItemView]:
         """The items of ``principal`` (default: you) and of its agents, with lease state."""
@@ -235,8 +251,10 @@ class AsyncItems:
         takeover: bool = False,
         reason: str | None = None,
     ) -> Claim:
-        """Claim the item (no heartbeat: see :meth:`work`); ``claim.lease.token`` is the epoch."""
-        return await self._client._call(sh.claim_item(item_id, ttl_ms, task, takeover, reason))
+        """Claim the item for this client's session (no heartbeat: see :meth:`work`); claiming
+        it again from the same session renews it. ``claim.lease.token`` is the epoch."""
+        call = sh.claim_item(item_id, ttl_ms, task, takeover, reason, self._client.session)
+        return await self._client._call(call)
 
     async def renew(
         self, item_id: str, epoch: int | None = None, ttl_ms: int | None = None
@@ -254,9 +272,12 @@ class AsyncItems:
         """Push your claim's deadline to ``until`` or now + ``by_ms`` (capped, never shorter)."""
         return await self._client._call(sh.extend_item(item_id, until, by_ms, epoch))
 
-    async def release(self, item_id: str) -> ItemRelease:
-        """End your claim, retire your assignee edge, reopen the item. Idempotent."""
-        return await self._client._call(sh.release_item(item_id))
+    async def release(self, item_id: str, epoch: int | None = None) -> ItemRelease:
+        """End your claim, retire your assignee edge, reopen the item. Idempotent.
+
+        With ``epoch`` only that claim ends (an epoch that is no longer the item's releases
+        nothing: ``released`` is false); without, the claim of this client's session."""
+        return await self._client._call(sh.release_item(item_id, epoch, self._client.session))
 
     async def progress(
         self,
@@ -289,9 +310,14 @@ class AsyncItems:
         agent: str | None = None,
         ttl_ms: int | None = None,
         task: str | None = None,
+        session: str | None = None,
     ) -> Dispatch:
-        """Create a child agent of yours and claim the item for it; its token comes once."""
-        return await self._client._call(sh.dispatch_item(item_id, agent, ttl_ms, task))
+        """Create a child agent of yours and claim the item for it; its token comes once.
+
+        The claim belongs to the agent's ``session``, the process that will hold it (default:
+        this client's session; ``tenure dispatch`` passes the agent's own)."""
+        sid = self._client.session if session is None else session
+        return await self._client._call(sh.dispatch_item(item_id, agent, ttl_ms, task, sid))
 
     async def queue(self, principal: str | None = None) -> builtins.list[ItemView]:
         """The items of ``principal`` (default: you) and of its agents, with lease state."""
@@ -336,9 +362,9 @@ class _Work:
         self._completion: Completion | None = None
         self._elsewhere = False  # a fenced write said the item has another owner now
 
-    def _claim_call(self, ttl: float, task: str | None) -> Call[Claim]:
+    def _claim_call(self, ttl: float, task: str | None, session: str) -> Call[Claim]:
         ttl_ms = max(1, round(ttl * 1000))
-        return sh.claim_item(self.item_id, ttl_ms, task, self.takeover, self.reason)
+        return sh.claim_item(self.item_id, ttl_ms, task, self.takeover, self.reason, session)
 
     def _claimed(self, claim: Claim) -> Lease:
         self._claim, self._item = claim, claim.item
@@ -434,20 +460,21 @@ class WorkHandle(_Work, _SyncHeld):
         """Stop the heartbeat and release the claim now (errors raise, unlike on exit)."""
         self._held()
         self._stop_heartbeat()
-        result = self._client._call(sh.release_item(self.item_id))
+        result = self._client._call(sh.release_item(self.item_id, self.epoch))
         self._released = True
         self._item = result.item
         return result
 
     def _acquire(self) -> tuple[Lease, float]:
-        claim, sent = self._client._timed(self._claim_call(self.ttl, self.task))
+        call = self._claim_call(self.ttl, self.task, self._client.session)
+        claim, sent = self._client._timed(call)
         return self._claimed(claim), sent
 
     def _renew_call(self, token: int) -> Call[Lease]:
         return sh.renew_item(self.item_id, token)
 
     def _release_call(self, token: int) -> Call[Any]:
-        return sh.release_item(self.item_id)
+        return sh.release_item(self.item_id, token)  # a stale epoch releases nothing
 
     def _should_release(self) -> bool:
         return self._work_release()
@@ -512,7 +539,7 @@ class AsyncWorkHandle(_Work, _AsyncHeld):
         """Stop the heartbeat and release the claim now (errors raise, unlike on exit)."""
         self._held()
         await self._stop_heartbeat()
-        result = await self._client._call(sh.release_item(self.item_id))
+        result = await self._client._call(sh.release_item(self.item_id, self.epoch))
         self._released = True
         self._item = result.item
         return result
@@ -524,14 +551,15 @@ class AsyncWorkHandle(_Work, _AsyncHeld):
         super()._fenced_out(err)
 
     async def _acquire(self) -> tuple[Lease, float]:
-        claim, sent = await self._client._timed(self._claim_call(self.ttl, self.task))
+        call = self._claim_call(self.ttl, self.task, self._client.session)
+        claim, sent = await self._client._timed(call)
         return self._claimed(claim), sent
 
     def _renew_call(self, token: int) -> Call[Lease]:
         return sh.renew_item(self.item_id, token)
 
     def _release_call(self, token: int) -> Call[Any]:
-        return sh.release_item(self.item_id)
+        return sh.release_item(self.item_id, token)  # a stale epoch releases nothing
 
     def _should_release(self) -> bool:
         return self._work_release()

@@ -2,7 +2,10 @@
 
 ``with client.lease(key, ttl=30) as lease:`` acquires ``key`` (waiting up to ``wait`` seconds),
 renews it every ``ttl``/3 seconds in the background (a thread for :class:`LeaseHandle`, a task
-for :class:`AsyncLeaseHandle`), and releases it on exit, also when the block raises.
+for :class:`AsyncLeaseHandle`), and releases it on exit, also when the block raises. The lease
+is the client's session's (``client.session``): another client of the same principal waits or
+is refused (:class:`~tenure.LeaseHeld`) like anyone else, and the heartbeat renews this lease
+by its token only.
 
 **The client's own deadline.** The heartbeat keeps a deadline measured on this process's
 monotonic clock: the instant the last *successful* acquire or renew request was *sent*, plus the
@@ -441,7 +444,9 @@ class LeaseHandle(_SyncHeld):
         give_up = time.monotonic() + (self.wait or 0)
         ttl_ms = max(1, round(self.ttl * 1000))
         while True:
-            call = sh.acquire(self.key, ttl_ms, self.task, self.meta, self._wait_ms(give_up))
+            call = sh.acquire(
+                self.key, ttl_ms, self.task, self.meta, self._wait_ms(give_up), self._client.session
+            )
             try:
                 lease, sent = self._client._timed(call)
             except LeaseHeld:
@@ -690,7 +695,9 @@ class AsyncLeaseHandle(_AsyncHeld):
         give_up = time.monotonic() + (self.wait or 0)
         ttl_ms = max(1, round(self.ttl * 1000))
         while True:
-            call = sh.acquire(self.key, ttl_ms, self.task, self.meta, self._wait_ms(give_up))
+            call = sh.acquire(
+                self.key, ttl_ms, self.task, self.meta, self._wait_ms(give_up), self._client.session
+            )
             try:
                 lease, sent = await self._client._timed(call)
             except LeaseHeld:
