@@ -1,9 +1,11 @@
 """``/mcp`` on a real ``tenure serve`` (uvicorn, each backend), through the SDK's streamable
-HTTP client with bearer tokens: the principal is the token's, two agents race for one item,
+HTTP client with bearer tokens: the principal is the token's, each connection is a session of
+its own (named by the ``Mcp-Session-Id`` the handshake hands out), two agents race for one item,
 and a request without a valid token is refused like the REST API refuses it."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
@@ -13,9 +15,10 @@ import anyio
 import httpx
 import httpx2
 import pytest
-from _mcp import TOOLS, call, text_of
+from _mcp import TOOLS, call, refused, text_of
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 import tenure
 
@@ -34,6 +37,12 @@ INIT = {
     },
 }
 ACCEPT = {"Accept": "application/json, text/event-stream"}
+WHOAMI = {
+    "jsonrpc": "2.0",
+    "id": 2,
+    "method": "tools/call",
+    "params": {"name": "whoami", "arguments": {}},
+}
 
 
 @pytest.fixture
@@ -93,7 +102,8 @@ async def test_two_agents_race_for_one_item(live_server: LiveServer) -> None:
         won = results[winner].structured_content
         expires = datetime.fromtimestamp(won["lease"]["expires_at"] / 1000, UTC)
         text = text_of(results[loser])
-        assert text.startswith(f"lease_held: items/login held by {winner} (task {winner}) until ")
+        held = f"held by {winner} (session {won['lease']['session']}, task {winner}) until "
+        assert text.startswith(f"lease_held: items/login {held}")
         assert expires.strftime("%H:%M:%SZ") in text
         done = await call(clients[winner], "complete", item_id="login", epoch=won["epoch"])
         assert done["item"]["status"] == "done"
@@ -114,3 +124,76 @@ def test_a_valid_token_initializes_over_plain_http(live_server: LiveServer) -> N
     reply = httpx.post(f"{live_server.url}/mcp", json=INIT, headers=headers, timeout=10)
     assert reply.status_code == 200, reply.text
     assert reply.json()["result"]["serverInfo"]["name"] == "tenure"
+    assert reply.headers["mcp-session-id"].startswith("mcp-")
+
+
+async def test_each_connection_is_a_session(live_server: LiveServer) -> None:
+    """Two connections with one token: each is a session, they exclude each other, and the
+    calls of one renew only its own leases (B's claim lapses while A keeps working)."""
+    token = live_server.token_for("jo/agent-1")
+    with tenure.Client(live_server.url, token=live_server.admin_token) as admin:
+        for item_id in ("a", "b"):
+            admin.items.create(item_id, id=item_id)
+    async with (
+        session(live_server, token) as a,
+        session(live_server, token) as b,
+        session(live_server, live_server.token_for("kim/agent-1")) as kim,
+    ):
+        assert a.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS  # a connection, not requests
+        sa, sb = [(await call(c, "whoami"))["session"] for c in (a, b)]
+        assert sa.startswith("mcp-") and sb.startswith("mcp-") and sa != sb
+        claim = await call(a, "claim", item_id="a", ttl_ms=2000)
+        assert (claim["lease"]["holder"], claim["lease"]["session"]) == ("jo/agent-1", sa)
+        text = await refused(b, "claim", "lease_held", item_id="a")
+        assert text.startswith(f"lease_held: items/a held by jo/agent-1 (session {sa}) until ")
+        assert (await call(b, "claim", item_id="b", ttl_ms=1000))["lease"]["session"] == sb
+
+        started = time.monotonic()  # A works for 3 s, past its own 2 s ttl and B's 1 s
+        while time.monotonic() - started < 3:
+            await call(a, "ready")
+            await anyio.sleep(0.2)
+        assert (await call(a, "show_item", item_id="b"))["lease_state"] == "lapsed"
+        mine = await call(a, "show_item", item_id="a")
+        assert mine["lease_state"] == "live" and mine["lease"]["renewals"] >= 5
+
+        text = await refused(kim, "complete", "not_holder", item_id="a", epoch=claim["epoch"])
+        assert text.startswith(f"not_holder: items/a held by jo/agent-1 (session {sa}) until ")
+        done = await call(a, "complete", item_id="a", epoch=claim["epoch"])
+        assert done["item"]["status"] == "done"
+
+
+def test_the_handshake_hands_out_the_session(live_server: LiveServer) -> None:
+    auth = {**ACCEPT, "Authorization": f"Bearer {live_server.token_for('jo')}"}
+    with httpx.Client(base_url=live_server.url, headers=auth, timeout=10) as http:
+        given = [http.post("/mcp", json=INIT).headers["mcp-session-id"] for _ in range(2)]
+        assert all(s.startswith("mcp-") for s in given) and given[0] != given[1]
+        named = http.post("/mcp", json=WHOAMI, headers={"Mcp-Session-Id": given[0]})
+        assert named.json()["result"]["structuredContent"]["session"] == given[0]
+        assert "mcp-session-id" not in named.headers  # only the handshake hands one out
+        bare = http.post("/mcp", json=WHOAMI)  # no handshake, no header: the default session
+        assert bare.json()["result"]["structuredContent"]["session"] == ""
+
+        bad = http.post("/mcp", json=WHOAMI, headers={"Mcp-Session-Id": "x" * 129})
+        assert (bad.status_code, bad.json()["code"]) == (422, "invalid_request")
+        assert bad.json()["field"] == "Mcp-Session-Id"
+        for method in ("GET", "DELETE"):  # no server-to-client stream; nothing to end
+            reply = http.request(method, "/mcp", headers={"Mcp-Session-Id": given[0]})
+            assert (reply.status_code, reply.headers["allow"]) == (405, "POST")
+
+
+def test_a_revision_without_a_handshake_is_asked_for_one(live_server: LiveServer) -> None:
+    """2026-07-28 has no connection to be a session: the client is told the revisions served
+    (the SDKs then fall back to the handshake, as the tests above do)."""
+    headers = {
+        **ACCEPT,
+        "Authorization": f"Bearer {live_server.token_for('jo')}",
+        "MCP-Protocol-Version": "2026-07-28",
+    }
+    probe = {"jsonrpc": "2.0", "id": 7, "method": "server/discover", "params": {}}
+    reply = httpx.post(f"{live_server.url}/mcp", json=probe, headers=headers, timeout=10)
+    assert reply.status_code == 400
+    error = reply.json()["error"]
+    assert (reply.json()["id"], error["code"]) == (7, -32022)
+    assert error["data"] == {
+        "supported": list(HANDSHAKE_PROTOCOL_VERSIONS), "requested": "2026-07-28",
+    }  # fmt: skip

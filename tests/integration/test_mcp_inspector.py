@@ -58,11 +58,15 @@ def test_over_http_with_an_authorization_header(
     claim = won.json()["structuredContent"]
     assert (claim["lease"]["holder"], claim["item"]["assignee"]) == ("ann/agent-1",) * 2
     assert claim["epoch"] == claim["lease"]["token"] > 0
+    held_in = claim["lease"]["session"]  # the Mcp-Session-Id of the Inspector's connection
+    assert held_in.startswith("mcp-")
 
     lost = inspector.run(url, "--transport", "http", "--header", bob, *claim_args("login"))
     reply = lost.json()
     assert reply["isError"] is True
-    assert reply["content"][0]["text"].startswith("lease_held: items/login held by ann/agent-1")
+    assert reply["content"][0]["text"].startswith(
+        f"lease_held: items/login held by ann/agent-1 (session {held_in})"
+    )
 
     anonymous = inspector.run(url, "--transport", "http", *claim_args("login"))
     assert anonymous.code != 0 and anonymous.out == ""
@@ -78,6 +82,7 @@ def test_over_stdio(live_server: LiveServer, inspector: Inspector) -> None:
     assert won.code == 0, won.err
     lease = won.json()["structuredContent"]["lease"]
     assert (lease["key"], lease["holder"], lease["task"]) == ("items/docs", "cy/agent-1", "docs")
+    assert lease["session"].startswith("mcp:")  # the process's own session
 
     missing = inspector.run(*env, *claim_args("nope"), "--", TENURE, "mcp")
     reply = missing.json()

@@ -1,6 +1,6 @@
 """``tenure mcp`` launched as a subprocess by the SDK's stdio client, as a desktop agent
 launches it: against a real server with ``TENURE_URL``/``TENURE_TOKEN``, and in direct mode on
-the database."""
+the database. Each process is a session of its own (or ``TENURE_SESSION``)."""
 
 from __future__ import annotations
 
@@ -49,7 +49,26 @@ async def test_over_a_server_with_url_and_token(live_server: LiveServer) -> None
         done = await call(jo, "complete", item_id="login", epoch=claim["epoch"])
         assert done["item"]["status"] == "done"
         text = await refused(jo, "acquire_lock", "lease_held", key="deploy/prod")
-        assert "held by root (task release-42) until " in text
+        assert "held by root (session " in text and ", task release-42) until " in text
+
+
+async def test_each_process_is_a_session(live_server: LiveServer) -> None:
+    """Two agents launched with one token are two sessions; ``TENURE_SESSION`` names one."""
+    env = {"TENURE_URL": live_server.url, "TENURE_TOKEN": live_server.token_for("jo/agent-1")}
+    with tenure.Client(live_server.url, token=live_server.admin_token) as admin:
+        admin.items.create("fix login", id="login")
+    async with launched(env=env) as a, launched(env={**env, "TENURE_SESSION": "jo-7"}) as b:
+        sa = (await call(a, "whoami"))["session"]
+        assert sa.startswith("mcp:") and (await call(b, "whoami"))["session"] == "jo-7"
+        claim = await call(a, "claim", item_id="login", ttl_ms=5000)
+        assert claim["lease"]["session"] == sa
+        text = await refused(b, "claim", "lease_held", item_id="login")
+        assert text.startswith(f"lease_held: items/login held by jo/agent-1 (session {sa}) ")
+        await refused(b, "release", "not_holder", item_id="login")
+        assert (await call(b, "heartbeat"))["renewed"] == []  # A's claim is not B's to renew
+        assert [x["key"] for x in (await call(a, "heartbeat"))["renewed"]] == ["items/login"]
+        released = await call(a, "release", item_id="login", epoch=claim["epoch"])
+        assert released["released"] and released["item"]["status"] == "open"
 
 
 async def test_a_bad_token_is_a_tool_error(live_server: LiveServer) -> None:
@@ -65,6 +84,7 @@ async def test_direct_mode_on_the_database(store_url: str) -> None:
         await call(cron, "create_item", title="nightly", id="n1")
         claim = await call(cron, "claim", item_id="n1")
         assert claim["lease"]["holder"] == "cron/agent"
+        assert claim["lease"]["session"] == (await call(cron, "whoami"))["session"] != ""
         assert (await call(cron, "heartbeat"))["renewed"][0]["key"] == "items/n1"
     store = tenure.open_store(store_url)
     try:

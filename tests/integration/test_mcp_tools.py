@@ -1,9 +1,10 @@
 """Every MCP tool through the SDK's in-process client, on each backend: what it returns
 (structuredContent matching its output schema), each refusal as a tool error naming the code and
-the facts, and the heartbeat of every call (SPEC §7)."""
+the facts, the heartbeat of every call, and each connection as a session of its own (SPEC §7)."""
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -34,15 +35,22 @@ def service(make_service: Callable[..., tenure.Service], clock: tenure.FakeClock
 
 @pytest.fixture
 def agent(service: tenure.Service) -> Agent:
-    """``async with agent("jo/agent-1", roles=(...)) as client``: an in-process MCP session
-    whose tools act as that principal (created in the database, so its roles apply)."""
+    """``async with agent("jo/agent-1", roles=(...)) as client``: an in-process MCP connection
+    whose tools act as that principal (created in the database, so its roles apply), in a
+    session of its own (``mcp-1``, ``mcp-2``… unless ``session`` names one), as on ``/mcp``."""
+    numbers = itertools.count(1)
 
     @asynccontextmanager
     async def connect(
-        name: str, kind: str = "agent", roles: tuple[str, ...] = (), parent: str | None = None
+        name: str,
+        kind: str = "agent",
+        roles: tuple[str, ...] = (),
+        parent: str | None = None,
+        session: str | None = None,
     ) -> AsyncIterator[Client]:
         me = Principals(service.store).bootstrap(name, kind, roles, parent).principal
-        server = build_server(lambda ctx: ServiceBackend(service, me))
+        sid = f"mcp-{next(numbers)}" if session is None else session
+        server = build_server(lambda ctx: ServiceBackend(service, me, session=sid))
         async with Client(server) as client:
             yield client
 
@@ -70,9 +78,12 @@ async def test_the_tools_and_their_schemas(agent: Agent) -> None:
 
 
 async def test_whoami_names_the_principal(agent: Agent) -> None:
-    async with agent("jo/agent-1", parent=None, roles=("supervisor",)) as jo:
+    async with agent("jo/agent-1", parent=None, roles=("supervisor",), session="s-7") as jo:
         me = await call(jo, "whoami")
-    assert me == {"name": "jo/agent-1", "kind": "agent", "roles": ["supervisor"], "parent": None}
+    assert me == {
+        "name": "jo/agent-1", "kind": "agent", "roles": ["supervisor"], "parent": None,
+        "session": "s-7",
+    }  # fmt: skip
 
 
 async def test_create_show_ready_and_their_refusals(agent: Agent) -> None:
@@ -120,7 +131,8 @@ async def test_a_conflict_names_the_holder_task_and_expiry(agent: Agent) -> None
         await call(jo, "create_item", title="fix login", id="login")
         lease = (await call(jo, "claim", item_id="login", task="fix-login"))["lease"]
         text = await refused(kim, "claim", "lease_held", item_id="login")
-        assert f"held by jo/agent-3 (task fix-login) until {hms(lease['expires_at'])}" in text
+        held = f"held by jo/agent-3 (session {lease['session']}, task fix-login) until "
+        assert held + hms(lease["expires_at"]) in text
         assert "pick another item" in text and "do not take it over" in text
         assert (await call(kim, "ready"))["items"] == []
         text = await refused(kim, "renew", "not_holder", item_id="login")
@@ -193,7 +205,8 @@ async def test_locks(agent: Agent) -> None:
         lease = (await call(jo, "acquire_lock", key="deploy/prod", task="release-42"))["lease"]
         assert (lease["holder"], lease["ttl_ms"], lease["state"]) == ("jo", 30_000, "live")
         text = await refused(kim, "acquire_lock", "lease_held", key="deploy/prod")
-        assert f"held by jo (task release-42) until {hms(lease['expires_at'])}" in text
+        held = f"held by jo (session {lease['session']}, task release-42) until "
+        assert held + hms(lease["expires_at"]) in text
         renewed = (await call(jo, "renew_lock", key="deploy/prod", token=lease["token"]))["lease"]
         assert renewed["token"] == lease["token"] and renewed["renewals"] >= 1
         await refused(kim, "renew_lock", "not_holder", key="deploy/prod", token=lease["token"])
@@ -248,3 +261,78 @@ async def test_every_call_is_a_heartbeat(agent: Agent, clock: tenure.FakeClock) 
         clock.advance(3500)  # kim's calls renew only kim's leases: jo's lapse
         assert (await call(kim, "list_leases"))["leases"] == []
         await call(kim, "claim", item_id="a", takeover=True, reason="jo stopped calling")
+
+
+async def test_each_connection_is_a_session(agent: Agent, clock: tenure.FakeClock) -> None:
+    """Two connections under one principal exclude each other like strangers, and the calls of
+    each renew only its own leases: B's claim lapses while A keeps working beside it."""
+    async with agent("jo", session="A") as a, agent("jo", session="B") as b:
+        assert (await call(a, "whoami"))["session"] == "A"
+        for item_id in ("x", "y"):
+            await call(a, "create_item", title=item_id, id=item_id)
+        claim = await call(a, "claim", item_id="x", ttl_ms=3000)
+        assert (claim["lease"]["holder"], claim["lease"]["session"]) == ("jo", "A")
+        text = await refused(b, "claim", "lease_held", item_id="x")
+        assert text.startswith("lease_held: items/x held by jo (session A) until ")
+        assert "another session of yours" in text
+        text = await refused(b, "release", "not_holder", item_id="x")  # only B's own claim
+        assert "held by jo (session A)" in text
+        await call(a, "acquire_lock", key="k", ttl_ms=3000)
+        text = await refused(b, "acquire_lock", "lease_held", key="k")
+        assert text.startswith("lease_held: k held by jo (session A) until ")
+        await refused(b, "release_lock", "not_holder", key="k")
+        mine = await call(b, "claim", item_id="y", ttl_ms=3000)
+        assert mine["lease"]["session"] == "B"
+        assert [x["key"] for x in (await call(b, "heartbeat"))["renewed"]] == ["items/y"]
+
+        for _ in range(3):  # 6 s, a call of A's every 2 s: A's leases stay live, B's lapse
+            clock.advance(2000)
+            await call(a, "ready")
+        leases = (await call(a, "list_leases"))["leases"]
+        assert {(x["key"], x["session"]) for x in leases} == {("items/x", "A"), ("k", "A")}
+        assert (await call(a, "show_item", item_id="y"))["lease_state"] == "lapsed"
+        beat = await call(a, "heartbeat", keys=["items/x", "items/y"])
+        assert [x["key"] for x in beat["renewed"]] == ["items/x"]
+        assert beat["lost"] == [{"key": "items/y", "reason": "not_held", "token": None}]
+        done = await call(a, "complete", item_id="x", epoch=claim["epoch"])
+        assert done["item"]["status"] == "done"
+
+
+async def test_only_the_holder_completes(agent: Agent) -> None:
+    async with agent("jo", session="A") as jo, agent("kim", session="K") as kim:
+        await call(jo, "create_item", title="t", id="x")
+        epoch = (await call(jo, "claim", item_id="x", task="fix"))["epoch"]
+        text = await refused(kim, "complete", "not_holder", item_id="x", epoch=epoch)
+        assert text.startswith("not_holder: items/x held by jo (session A, task fix) until ")
+        await refused(kim, "progress", "not_holder", item_id="x", epoch=epoch, message="mine")
+        shown = await call(kim, "show_item", item_id="x")
+        assert (shown["item"]["status"], shown["item"]["progress"]) == ("in_progress", None)
+        assert (await call(jo, "complete", item_id="x", epoch=epoch))["item"]["status"] == "done"
+
+
+async def test_release_is_fenced_by_the_epoch(agent: Agent) -> None:
+    """A late release of an older claim ends nothing; without an epoch only this session's
+    own claim is released, with one any session of the holder's ends that claim."""
+    async with agent("jo", session="A") as a, agent("jo", session="B") as b:
+        await call(a, "create_item", title="t", id="x")
+        old = (await call(a, "claim", item_id="x"))["epoch"]
+        assert (await call(a, "release", item_id="x", epoch=old))["released"] is True
+        new = (await call(b, "claim", item_id="x"))["epoch"]
+        assert new > old
+        late = await call(a, "release", item_id="x", epoch=old)
+        assert late["released"] is False
+        assert (late["item"]["status"], late["item"]["epoch"]) == ("in_progress", new)
+        await refused(a, "release", "not_holder", item_id="x")
+        shown = await call(a, "show_item", item_id="x")
+        assert (shown["lease_state"], shown["lease"]["session"]) == ("live", "B")
+        released = await call(a, "release", item_id="x", epoch=new)  # a reconnected agent
+        assert released["released"] and released["item"]["status"] == "open"
+
+
+async def test_heartbeat_takes_at_most_1000_keys(agent: Agent) -> None:
+    async with agent("jo") as jo:
+        text = await refused(
+            jo, "heartbeat", "invalid_request", keys=[f"k{i}" for i in range(1001)]
+        )
+        assert "at most 1000" in text
+        assert (await call(jo, "heartbeat", keys=[f"k{i}" for i in range(1000)]))["renewed"] == []

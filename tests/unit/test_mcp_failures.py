@@ -1,4 +1,5 @@
-"""Tool error texts (code, facts, what to do) and the bearer-token reading of ``/mcp``."""
+"""Tool error texts (code, facts, what to do) and the bearer-token and session reading of
+``/mcp``."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 import tenure
 from tenure.client import TransportError
 from tenure.mcp.failures import error_result, error_text, utc
-from tenure.mcp.http import bearer
+from tenure.mcp.http import bearer, is_initialize, new_session, session_of
 
 
 def now_ms() -> int:  # read in each test: collection may run long before a test does
@@ -32,6 +33,16 @@ def test_instants_are_utc_with_the_time_left() -> None:
             tenure.LeaseHeld("x", key="items/42", holder="jo/agent-3", task="fix-login",
                              expires_at=1_700_000_000_000, token=7),
             "lease_held: items/42 held by jo/agent-3 (task fix-login) until 2023-11-14T22:13:20Z",
+        ),
+        (
+            tenure.LeaseHeld("x", key="items/42", holder="jo", session="mcp-1f2e", task="fix",
+                             expires_at=1_700_000_000_000, token=7),
+            "lease_held: items/42 held by jo (session mcp-1f2e, task fix) until 2023-11-14T22",
+        ),
+        (
+            tenure.NotHolder("x", key="k", holder="jo", session="mcp-1f2e", task=None,
+                             expires_at=1_700_000_000_000),
+            "not_holder: k held by jo (session mcp-1f2e) until 2023-11-14T22:13:20Z, ",
         ),
         (
             tenure.AssignedToOther("x", key="items/42", assignee="jo", lease_state="expired",
@@ -90,3 +101,44 @@ def test_bearer_reads_the_authorization_header(
     headers: list[tuple[bytes, bytes]], token: str | None
 ) -> None:
     assert bearer({"type": "http", "headers": headers}) == token
+
+
+@pytest.mark.parametrize(
+    ("headers", "session"),
+    [
+        ([(b"mcp-session-id", b"mcp-0123456789abcdef")], "mcp-0123456789abcdef"),
+        ([(b"mcp-session-id", b"")], ""),
+        ([], ""),
+    ],
+)
+def test_the_session_is_the_connections_mcp_session_id(
+    headers: list[tuple[bytes, bytes]], session: str
+) -> None:
+    assert session_of({"type": "http", "headers": headers}) == session
+
+
+def test_a_session_id_that_cannot_be_a_session_is_invalid() -> None:
+    with pytest.raises(tenure.InvalidRequest) as raised:
+        session_of({"type": "http", "headers": [(b"mcp-session-id", b"x" * 129)]})
+    assert raised.value.field == "Mcp-Session-Id"
+
+
+def test_new_sessions_are_visible_ascii_and_distinct() -> None:
+    made = {new_session() for _ in range(100)}
+    assert len(made) == 100
+    assert all(s.startswith("mcp-") and s.isascii() and s.isprintable() for s in made)
+    assert all(len(s.encode()) <= 128 and " " not in s for s in made)
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        (b'{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}', True),
+        (b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {}}', False),
+        (b'[{"method": "initialize"}]', False),
+        (b"not json", False),
+        (b"", False),
+    ],
+)
+def test_only_an_initialize_request_is_a_handshake(body: bytes, expected: bool) -> None:
+    assert is_initialize(body) is expected

@@ -1,9 +1,15 @@
 """The one small interface the MCP tools call, and its two implementations.
 
 - :class:`ServiceBackend`: on the server (``/mcp`` on ``tenure serve``), the
-  :class:`~tenure.Service` acting as the principal the request's bearer token authenticated.
+  :class:`~tenure.Service` acting as the principal the request's bearer token authenticated, in
+  the session of the request's MCP connection.
 - :class:`ClientBackend`: under stdio (``tenure mcp``), a :class:`tenure.Client` over HTTP (its
-  token is the principal) or in direct mode on a database URL.
+  token is the principal) or in direct mode on a database URL, in the client's session (one per
+  process, or ``TENURE_SESSION``).
+
+Each backend acts in one *session*: claims and locks are taken in it, a token-less release ends
+only its own, and the heartbeat renews only its leases, so a sibling connection under the same
+principal neither keeps this one's leases alive nor is kept alive by it.
 
 Both are blocking and return the models of :mod:`tenure.core` and :mod:`tenure.work`; every rule
 lives in the service. A verb that ends a lease wakes the server's long-polls on its key, as the
@@ -30,7 +36,13 @@ from tenure.work import Briefing, Claim, Completion, ItemRelease
 
 
 class Backend(Protocol):
-    """What a tool may ask for, as one principal. Arguments use the REST field names."""
+    """What a tool may ask for, as one principal in one session. Arguments use the REST field
+    names."""
+
+    @property
+    def session(self) -> str:
+        """The session the calls act in (``""``: the principal's default session)."""
+        ...
 
     def me(self) -> Principal: ...
     def heartbeat(self, keys: list[str] | None = None) -> RenewAllResult: ...
@@ -54,7 +66,7 @@ class Backend(Protocol):
     def extend(
         self, item_id: str, until: int | None, by_ms: int | None, epoch: int | None
     ) -> ExtendResult: ...
-    def release(self, item_id: str) -> ItemRelease: ...
+    def release(self, item_id: str, epoch: int | None) -> ItemRelease: ...
     def progress(
         self,
         item_id: str,
@@ -82,16 +94,18 @@ def given(**values: Any) -> dict[str, Any]:
 
 
 class ServiceBackend:
-    """The service, acting as an authenticated ``principal``; ``notify(key)`` wakes the
-    long-polls on a key whose lease ended (the server's waiters)."""
+    """The service, acting as an authenticated ``principal`` in ``session`` (``""``: the
+    principal's default session); ``notify(key)`` wakes the long-polls on a key whose lease
+    ended (the server's waiters)."""
 
     def __init__(
         self,
         service: Service,
         principal: Principal,
         notify: Callable[[str], None] | None = None,
+        session: str = "",
     ) -> None:
-        self.service, self.principal = service, principal
+        self.service, self.principal, self.session = service, principal, session
         self.items = service.items
         self._notify = notify or (lambda key: None)
 
@@ -99,7 +113,7 @@ class ServiceBackend:
         return self.principal
 
     def heartbeat(self, keys: list[str] | None = None) -> RenewAllResult:
-        return self.service.renew_all(self.principal, keys)
+        return self.service.renew_all(self.principal, keys, session=self.session)
 
     def briefing(self, ready: int) -> Briefing:
         return self.items.briefing(self.principal, ready)
@@ -128,7 +142,9 @@ class ServiceBackend:
     def claim(
         self, item_id: str, ttl_ms: int | None, task: str | None, takeover: bool, reason: str | None
     ) -> Claim:
-        return self.items.claim(self.principal, item_id, ttl_ms, task, takeover, reason)
+        return self.items.claim(
+            self.principal, item_id, ttl_ms, task, takeover, reason, session=self.session
+        )
 
     def renew(self, item_id: str, epoch: int | None, ttl_ms: int | None) -> Lease:
         return self.items.renew(self.principal, item_id, epoch, ttl_ms)
@@ -138,8 +154,8 @@ class ServiceBackend:
     ) -> ExtendResult:
         return self.items.extend(self.principal, item_id, until, by_ms, epoch)
 
-    def release(self, item_id: str) -> ItemRelease:
-        result = self.items.release(self.principal, item_id)
+    def release(self, item_id: str, epoch: int | None) -> ItemRelease:
+        result = self.items.release(self.principal, item_id, epoch, session=self.session)
         self._notify(item_key(item_id))
         return result
 
@@ -161,13 +177,13 @@ class ServiceBackend:
     def acquire_lock(
         self, key: str, ttl_ms: int | None, task: str | None, meta: dict[str, Any] | None
     ) -> Lease:
-        return self.service.acquire(self.principal, key, ttl_ms, task, meta)
+        return self.service.acquire(self.principal, key, ttl_ms, task, meta, session=self.session)
 
     def renew_lock(self, key: str, token: int, ttl_ms: int | None) -> Lease:
         return self.service.renew(self.principal, key, token, ttl_ms)
 
     def release_lock(self, key: str, token: int | None) -> ReleaseResult:
-        result = self.service.release(self.principal, key, token)
+        result = self.service.release(self.principal, key, token, session=self.session)
         if result.released:
             self._notify(key)
         return result
@@ -187,11 +203,16 @@ class ServiceBackend:
 
 
 class ClientBackend:
-    """A :class:`tenure.Client` (HTTP with a token, or direct mode on a database)."""
+    """A :class:`tenure.Client` (HTTP with a token, or direct mode on a database), acting in the
+    client's session: the client sends it with every verb that takes or renews leases."""
 
     def __init__(self, client: Client) -> None:
         self.client = client
         self.items = client.items
+
+    @property
+    def session(self) -> str:
+        return self.client.session
 
     def me(self) -> Principal:
         return self.client.me()
@@ -235,8 +256,8 @@ class ClientBackend:
     ) -> ExtendResult:
         return self.items.extend(item_id, until, by_ms, epoch)
 
-    def release(self, item_id: str) -> ItemRelease:
-        return self.items.release(item_id)
+    def release(self, item_id: str, epoch: int | None) -> ItemRelease:
+        return self.items.release(item_id, epoch)
 
     def progress(
         self,

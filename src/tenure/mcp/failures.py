@@ -13,7 +13,7 @@ from typing import ParamSpec, TypeVar, cast
 from mcp_types import CallToolResult, TextContent
 
 from tenure.cli.render import describe, relative
-from tenure.errors import TenureError
+from tenure.errors import LeaseHeld, NotHolder, TenureError
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -22,8 +22,9 @@ TAKEOVER = (
     "to take it over call claim with takeover=true and a reason, only if you know they stopped"
 )
 NEXT_STEP: dict[str, str] = {
-    "lease_held": "Someone else holds it: pick another item (tool ready) or come back after it "
-    "expires; do not take it over.",
+    "lease_held": "Someone else (or another session of yours: another connection or agent with "
+    "your token) holds it: pick another item (tool ready) or come back after it expires; do not "
+    "take it over.",
     "assigned_to_other": "Prefer another item (tool ready).",
     "stale_token": "Your claim was replaced: stop this work, do not send this epoch again, and "
     "look at the item (tool show_item).",
@@ -47,10 +48,24 @@ def utc(ms: int | None) -> str:
     return f"{moment.strftime('%H:%M:%SZ' if today else '%Y-%m-%dT%H:%M:%SZ')}, {relative(ms)}"
 
 
+def held(err: LeaseHeld | NotHolder) -> str:
+    """``items/42 held by jo/agent-3 (session mcp-1f2e, task fix-login) until 14:03:10Z, in 28s
+    left``: the holder, its session (unless the default one), its task and its deadline."""
+    key = f"{err.key} " if err.key else ""
+    facts = [f"session {err.session}"] if err.session else []
+    facts += [f"task {err.task}"] if err.task else []
+    said = f" ({', '.join(facts)})" if facts else ""
+    left = f" until {utc(err.expires_at)} left" if err.expires_at else ""
+    return f"{key}held by {err.holder}{said}{left}".strip()
+
+
 def error_text(err: TenureError) -> str:
-    """``lease_held: items/42 held by jo/agent-3 (task fix-login) until 14:03:10Z, in 28s
-    left. Someone else holds it: …``."""
-    words = describe(err, at=utc, takeover=TAKEOVER)
+    """``lease_held: items/42 held by jo/agent-3 (session mcp-1f2e, task fix-login) until
+    14:03:10Z, in 28s left. Someone else … holds it: …``."""
+    if isinstance(err, LeaseHeld | NotHolder):
+        words = held(err)
+    else:
+        words = describe(err, at=utc, takeover=TAKEOVER)
     said = err.code.replace("_", " ") + ": "
     if words.startswith(said):  # "not found: no item 'x'" names its code already
         words = words[len(said) :]

@@ -11,21 +11,40 @@ The transport is stateless with JSON replies (no server-held MCP sessions, no SS
 request may reach any of several ``tenure serve`` instances sharing a database, as the REST API
 can. The SDK's Host/Origin checks (DNS-rebinding protection) are on when the server binds to
 loopback.
+
+Each MCP connection is a session of its principal, named by the connection's ``Mcp-Session-Id``:
+the answer to the ``initialize`` handshake carries a new id (``mcp-`` and 16 hex digits), which
+the client sends back with every later request of the connection; the tools of a request act in
+the session its header names. The id is not stored anywhere (the server keeps no session table),
+so any instance serves any request of any connection. A request without the header (a client
+that skipped the handshake) acts in the principal's default session ``""``, as a REST call
+without ``session`` does. Protocol revisions without a handshake (2026-07-28) have no connection
+to tell two agents under one token apart: their requests are answered with the version
+negotiation error (-32022) naming the handshake revisions, and clients fall back to the
+handshake (the SDKs' ``auto`` mode does so by itself). ``GET`` (a stream of server-initiated
+messages: tenure sends none) and ``DELETE`` (there is nothing to end: a session's leases lapse on
+their own once its calls stop) are answered ``405``.
 """
 
 from __future__ import annotations
 
+import json
+import secrets
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
 from mcp.server.mcpserver import Context
+from mcp_types import UNSUPPORTED_PROTOCOL_VERSION
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from tenure.core.models import Principal
+from tenure.core.validate import check_session
 from tenure.errors import TenureError, Unauthenticated
 from tenure.mcp.backend import ServiceBackend
 from tenure.mcp.tools import build_server
@@ -35,17 +54,94 @@ from tenure.service import Service
 
 PATH = "/mcp"
 SCOPE_KEY = "tenure.principal"
+SESSION_KEY = "tenure.session"
+SESSION_HEADER = "Mcp-Session-Id"
+SNIFF_LIMIT = 64 * 1024  # an initialize request is far smaller
+
+
+def header(scope: Scope, name: bytes) -> str | None:
+    """The value of the request's header ``name`` (lower case), if it has one."""
+    headers: list[tuple[bytes, bytes]] = scope.get("headers", [])
+    for key, value in headers:
+        if key == name:
+            return value.decode("latin-1")
+    return None
 
 
 def bearer(scope: Scope) -> str | None:
     """The token of an ``Authorization: Bearer …`` header, as the REST API reads it."""
-    headers: list[tuple[bytes, bytes]] = scope.get("headers", [])
-    for name, value in headers:
-        if name == b"authorization":
-            scheme, _, token = value.decode("latin-1").partition(" ")
-            if scheme.lower() == "bearer" and token.strip():
-                return token.strip()
+    scheme, _, token = (header(scope, b"authorization") or "").partition(" ")
+    if scheme.lower() == "bearer" and token.strip():
+        return token.strip()
     return None
+
+
+def session_of(scope: Scope) -> str:
+    """The session the request's ``Mcp-Session-Id`` names; ``""`` without one. A value that
+    cannot be a session (over 128 bytes, control characters) is ``invalid_request``."""
+    return check_session(header(scope, b"mcp-session-id"), SESSION_HEADER)
+
+
+def new_session() -> str:
+    """A new connection's session id: visible ASCII, as ``Mcp-Session-Id`` must be."""
+    return f"mcp-{secrets.token_hex(8)}"
+
+
+def is_initialize(body: bytes) -> bool:
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return False
+    return isinstance(message, dict) and message.get("method") == "initialize"
+
+
+def handing_out_sessions(receive: Receive, send: Send) -> tuple[Receive, Send]:
+    """``receive`` and ``send`` of a request without a session: a successful ``initialize``
+    is answered with a new ``Mcp-Session-Id``, which names the connection's session from then
+    on. The SDK reads the whole body before it answers, so the body is known by then."""
+    body = bytearray()
+
+    async def sniffing() -> Message:
+        message = await receive()
+        if message["type"] == "http.request" and len(body) <= SNIFF_LIMIT:
+            body.extend(message.get("body", b""))
+        return message
+
+    async def stamping(message: Message) -> None:
+        if (
+            message["type"] == "http.response.start"
+            and message.get("status") == 200
+            and is_initialize(bytes(body))
+        ):
+            given = (SESSION_HEADER.lower().encode(), new_session().encode("ascii"))
+            message = {**message, "headers": [*message.get("headers", []), given]}
+        await send(message)
+
+    return sniffing, stamping
+
+
+async def handshake_required(version: str, scope: Scope, receive: Receive, send: Send) -> None:
+    """Answer a request of a protocol revision without a handshake (2026-07-28) with the
+    version negotiation error: clients retry with the ``initialize`` handshake."""
+    body = b""
+    more = True
+    while more and len(body) <= SNIFF_LIMIT:
+        message = await receive()
+        body += message.get("body", b"")
+        more = message.get("more_body", False) and message["type"] == "http.request"
+    try:
+        request = json.loads(body)
+    except ValueError:
+        request = None
+    request_id = request.get("id") if isinstance(request, dict) else None
+    error = {
+        "code": UNSUPPORTED_PROTOCOL_VERSION,
+        "message": "tenure's /mcp speaks the initialize handshake: each connection is a "
+        f"session; use one of {', '.join(HANDSHAKE_PROTOCOL_VERSIONS)}",
+        "data": {"supported": list(HANDSHAKE_PROTOCOL_VERSIONS), "requested": version},
+    }
+    reply = {"jsonrpc": "2.0", "id": request_id, "error": error}
+    await JSONResponse(reply, status_code=400)(scope, receive, send)
 
 
 class McpEndpoint:
@@ -78,17 +174,29 @@ class McpEndpoint:
             raise RuntimeError("the MCP endpoint is not running (the app's lifespan did not run)")
         try:
             principal = await anyio.to_thread.run_sync(principals.authenticate, bearer(scope))
+            session = session_of(scope)
         except TenureError as err:
             response = await on_tenure_error(Request(scope), err)
             await response(scope, receive, send)
             return
-        scope = {**scope, SCOPE_KEY: principal}
+        if scope.get("method") in ("GET", "DELETE"):
+            await Response(status_code=405, headers={"Allow": "POST"})(scope, receive, send)
+            return
+        version = header(scope, b"mcp-protocol-version")
+        if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
+            await handshake_required(version, scope, receive, send)
+            return
+        if not session:
+            receive, send = handing_out_sessions(receive, send)
+        scope = {**scope, SCOPE_KEY: principal, SESSION_KEY: session}
         await self.server.session_manager.asgi_app(scope, receive, send)
 
     def backend_for(self, ctx: Context) -> ServiceBackend:
-        """The backend of the principal that authenticated the tool call's HTTP request."""
+        """The backend of the principal that authenticated the tool call's HTTP request, in
+        the session of its connection."""
         request = ctx.request_context.request
-        principal = getattr(request, "scope", {}).get(SCOPE_KEY)
+        scope = getattr(request, "scope", {})
+        principal = scope.get(SCOPE_KEY)
         if not isinstance(principal, Principal) or self._service is None:
             raise Unauthenticated("the MCP request carries no authenticated principal")
-        return ServiceBackend(self._service, principal, self._notify)
+        return ServiceBackend(self._service, principal, self._notify, scope.get(SESSION_KEY, ""))

@@ -39,11 +39,28 @@ class PrincipalOut(Out):
         return cls.model_validate(principal.to_dict())
 
 
+class WhoamiOut(PrincipalOut):
+    """An authenticated identity and the session this connection acts in."""
+
+    session: str = Field(
+        description="this connection's session: the leases and claims it takes are held in "
+        "it, and only its own tool calls renew them"
+    )
+
+    @classmethod
+    def of_session(cls, principal: Principal, session: str) -> WhoamiOut:
+        return cls.model_validate({**principal.to_dict(), "session": session})
+
+
 class LeaseOut(Out):
-    """A lease: ``token`` is its fencing token (an item's epoch), ``expires_at`` its deadline."""
+    """A lease: ``token`` is its fencing token (an item's epoch), ``expires_at`` its deadline,
+    ``holder`` and ``session`` who holds it (one running agent, process or connection)."""
 
     key: str
     holder: str
+    session: str = Field(
+        "", description="the holder's session (its MCP connection or process); '' the default"
+    )
     task: str | None = None
     token: int
     ttl_ms: int

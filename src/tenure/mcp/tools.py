@@ -1,10 +1,11 @@
 """The MCP tools (SPEC §7): the same verbs as the REST API, for agents.
 
 Each tool is a thin call into the :class:`~tenure.mcp.backend.Backend` of the caller, run in a
-worker thread (the service and the client block). Every tool call is a heartbeat first: the
-caller's live leases are renewed (``renew_all``) before the verb runs, so a working agent never
-lapses and a dead one lapses on its own. Refusals come back as tool errors
-(:mod:`tenure.mcp.failures`).
+worker thread (the service and the client block). Each MCP connection is a session of its
+principal (the backend's ``session``). Every tool call is a heartbeat first: the live leases of
+the caller's session are renewed (``renew_all``) before the verb runs, so a working agent never
+lapses and a dead one lapses on its own, even beside a live sibling under the same principal.
+Refusals come back as tool errors (:mod:`tenure.mcp.failures`).
 """
 
 from __future__ import annotations
@@ -36,14 +37,18 @@ How to work:
 2. Pick an item from `ready` (or `briefing.ready`) and `claim` it BEFORE you start working on it.
    The claim returns an `epoch`: keep it.
 3. Report with `progress` and finish with `complete`, both with that `epoch`. If you give up,
-   `release` the item so somebody else can take it.
+   `release` the item (with that `epoch`) so somebody else can take it.
 4. If `claim` fails with lease_held or assigned_to_other, someone else has it: pick another item.
    Never take work over without a reason.
 
-Leases last 30 s by default (ttl_ms). Every call you make to any tool here renews all your live
-leases, so while you keep calling tools you keep your claims; call `heartbeat` during long
-stretches without other calls. If you stop, your claims lapse on their own and others may take
-the work over. Instants are epoch milliseconds, UTC.
+This connection is your session: the claims and locks you take are held by it. Another
+connection under the same identity (another agent, or another copy of you) is another session:
+claiming what this one holds is refused to it as to a stranger (lease_held), and its tool calls
+do not keep this session's claims alive, nor yours its.
+Leases last 30 s by default (ttl_ms). Every call you make to any tool here renews the live leases
+of this session, so while you keep calling tools you keep your claims; call `heartbeat` during
+long stretches without other calls. If you stop, your claims lapse on their own and others may
+take the work over. Instants are epoch milliseconds, UTC.
 """
 
 ItemId = Annotated[str, Field(description="the item's id, e.g. it-1f2e3d4c5b")]
@@ -59,6 +64,7 @@ Task = Annotated[
     str | None, Field(description="what you are doing it for: a run id, a job or a session")
 ]
 Reason = Annotated[str, Field(description="why, recorded with your name for everyone to see")]
+MAX_HEARTBEAT_KEYS = 1000  # as POST /v1/leases/renew-all
 
 READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
@@ -102,10 +108,10 @@ def build_server(resolve: Resolver) -> MCPServer[Any]:
 def add_view_tools(server: MCPServer[Any], resolve: Resolver) -> None:
     @server.tool(annotations=READ)
     @reported
-    async def whoami(ctx: Context) -> m.PrincipalOut:
-        """Who you are to tenure: your principal name, kind, roles and parent. Leases and claims
-        you take are held in this name."""
-        return await act(ctx, resolve, lambda b: m.PrincipalOut.of(b.me()))
+    async def whoami(ctx: Context) -> m.WhoamiOut:
+        """Who you are to tenure: your principal name, kind, roles and parent, and the session
+        of this connection. Leases and claims you take are held in this name and session."""
+        return await act(ctx, resolve, lambda b: m.WhoamiOut.of_session(b.me(), b.session))
 
     @server.tool(annotations=WRITE)
     @reported
@@ -187,13 +193,14 @@ def add_claim_tools(server: MCPServer[Any], resolve: Resolver) -> None:
         ] = False,
         reason: Annotated[str | None, Field(description="why you take it over")] = None,
     ) -> m.ClaimOut:
-        """Claim an item before you work on it: it becomes yours (assignee) under a lease that
-        lasts ttl_ms (default 30 s) and is renewed by each of your tool calls. Keep the returned
-        `epoch`: progress and complete must send it. Claiming an item you hold already renews
-        it and keeps its epoch.
+        """Claim an item before you work on it: it becomes yours (assignee) under a lease held by
+        this connection's session that lasts ttl_ms (default 30 s) and is renewed by each of
+        your tool calls. Keep the returned `epoch`: progress and complete must send it. Claiming
+        an item this session holds already renews it and keeps its epoch.
 
-        Errors: lease_held means someone else is working on it right now (the error names them
-        and when their lease expires): pick another item, do not wait on it.
+        Errors: lease_held means someone else is working on it right now, possibly another
+        session under your own name (the error names the holder, its session and when their
+        lease expires): pick another item, do not wait on it.
         assigned_to_other means it belongs to someone whose lease lapsed: pick another item;
         only with a real reason (they are gone) claim again with takeover=true and reason."""
         return await act(
@@ -213,7 +220,7 @@ def add_claim_tools(server: MCPServer[Any], resolve: Resolver) -> None:
         ttl_ms: TtlMs = None,
     ) -> m.LeaseReplyOut:
         """Renew your claim's lease on an item for another ttl. Rarely needed: every tool call
-        renews all your leases. lease_lost means the claim is gone (the error says how)."""
+        renews this session's leases. lease_lost means the claim is gone (the error says how)."""
         return await act(
             ctx, resolve, lambda b: m.LeaseReplyOut.of(b.renew(item_id, epoch, ttl_ms))
         )
@@ -240,10 +247,22 @@ def add_claim_tools(server: MCPServer[Any], resolve: Resolver) -> None:
 
     @server.tool(annotations=ENDS)
     @reported
-    async def release(ctx: Context, item_id: ItemId) -> m.ItemReleaseOut:
+    async def release(
+        ctx: Context,
+        item_id: ItemId,
+        epoch: Annotated[
+            int | None,
+            Field(
+                description="your claim's epoch: only that claim ends (an epoch that is no "
+                "longer the item's releases nothing); default: this session's own claim"
+            ),
+        ] = None,
+    ) -> m.ItemReleaseOut:
         """Give an item up without finishing it: your claim ends, it is no longer assigned to
-        you and it reopens for others. Idempotent: released=false when you held no claim."""
-        return await act(ctx, resolve, lambda b: m.ItemReleaseOut.of(b.release(item_id)))
+        you and it reopens for others. Send the epoch your claim returned. Idempotent:
+        released=false when you held no claim, or when the epoch is no longer the item's
+        (someone took it since: nothing changes). not_holder means another session holds it."""
+        return await act(ctx, resolve, lambda b: m.ItemReleaseOut.of(b.release(item_id, epoch)))
 
     @server.tool(annotations=WRITE)
     @reported
@@ -301,10 +320,11 @@ def add_lock_tools(server: MCPServer[Any], resolve: Resolver) -> None:
         meta: Annotated[dict[str, Any] | None, Field(description="small JSON to show")] = None,
     ) -> m.LeaseReplyOut:
         """Take a lease (a lock) on any key, e.g. a file, a branch or a deploy target, before
-        touching what it guards. Lasts ttl_ms (default 30 s) and is renewed by each of your tool
-        calls. lease.token is the fencing token. Acquiring a key you hold renews it (same
-        token). lease_held means someone else holds it: work on something else or try again
-        after the expiry the error names."""
+        touching what it guards. Held by this connection's session; lasts ttl_ms (default 30 s)
+        and is renewed by each of your tool calls. lease.token is the fencing token. Acquiring
+        a key this session holds renews it (same token). lease_held means someone else (or
+        another session of yours) holds it: work on something else or try again after the
+        expiry the error names."""
         return await act(
             ctx, resolve, lambda b: m.LeaseReplyOut.of(b.acquire_lock(key, ttl_ms, task, meta))
         )
@@ -317,8 +337,8 @@ def add_lock_tools(server: MCPServer[Any], resolve: Resolver) -> None:
         token: Annotated[int, Field(description="the lease's token from acquire_lock")],
         ttl_ms: TtlMs = None,
     ) -> m.LeaseReplyOut:
-        """Renew your lease on a key for another ttl. Rarely needed: every tool call renews all
-        your leases. lease_lost means it is gone (the error says how)."""
+        """Renew your lease on a key for another ttl. Rarely needed: every tool call renews this
+        session's leases. lease_lost means it is gone (the error says how)."""
         return await act(
             ctx, resolve, lambda b: m.LeaseReplyOut.of(b.renew_lock(key, token, ttl_ms))
         )
@@ -329,11 +349,16 @@ def add_lock_tools(server: MCPServer[Any], resolve: Resolver) -> None:
         ctx: Context,
         key: Key,
         token: Annotated[
-            int | None, Field(description="end only this lease (its token from acquire_lock)")
+            int | None,
+            Field(
+                description="end only this lease (its token from acquire_lock); default: this "
+                "session's lease"
+            ),
         ] = None,
     ) -> m.ReleaseOut:
         """Release your lease on a key as soon as you are done with it. Idempotent:
-        released=false when you did not hold it."""
+        released=false when you did not hold it. not_holder means someone else (or another
+        session of yours) holds it."""
         return await act(ctx, resolve, lambda b: m.ReleaseOut.of(b.release_lock(key, token)))
 
     @server.tool(annotations=READ)
@@ -379,10 +404,17 @@ def add_lock_tools(server: MCPServer[Any], resolve: Resolver) -> None:
     async def heartbeat(
         ctx: Context,
         keys: Annotated[
-            list[str] | None, Field(description="only these keys (default: all your leases)")
+            list[str] | None,
+            Field(
+                description=f"only these keys, at most {MAX_HEARTBEAT_KEYS} (default: all "
+                "leases of this session)"
+            ),
         ] = None,
     ) -> m.HeartbeatOut:
-        """Renew all your live leases and claims now, each for its own ttl, and learn which
-        were lost (with why). Any other tool call does this too; call it during long stretches
-        without other calls."""
+        """Renew the live leases and claims of this session (this connection) now, each for its
+        own ttl, and learn which were lost (with why). Any other tool call does this too; call
+        it during long stretches without other calls. Leases another session holds, under your
+        name or not, are neither renewed nor listed (not_held when you name them)."""
+        if keys is not None and len(keys) > MAX_HEARTBEAT_KEYS:
+            raise InvalidRequest(f"keys: at most {MAX_HEARTBEAT_KEYS} keys", field="keys")
         return await act(ctx, resolve, lambda b: m.HeartbeatOut.of(b.heartbeat(keys)), False)
