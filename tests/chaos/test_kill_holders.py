@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,15 +26,6 @@ pytestmark = pytest.mark.slow
 TTL_MS = 1500
 KEYS = [f"kill/{i}" for i in range(4)]
 WORKERS = 4
-
-
-@pytest.fixture
-def server(store_url: str) -> Iterator[ServeAt]:
-    srv = ServeAt(store_url)
-    try:
-        yield srv
-    finally:
-        srv.kill()
 
 
 def test_holders_killed_at_random_leave_nothing_to_clean_up(

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,15 +23,6 @@ KEY = "replicated/job"
 TTL_MS = 1_000
 WORKERS = 8
 SECONDS = 30
-
-
-@pytest.fixture
-def server(store_url: str) -> Iterator[ServeAt]:
-    srv = ServeAt(store_url)
-    try:
-        yield srv
-    finally:
-        srv.kill()
 
 
 def test_sessions_of_one_principal_exclude_each_other_under_kill_9(

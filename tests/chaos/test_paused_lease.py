@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import signal
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,15 +25,6 @@ pytestmark = pytest.mark.slow
 
 TTL_MS = 1000
 KEY = "paused/register"
-
-
-@pytest.fixture
-def server(store_url: str) -> Iterator[ServeAt]:
-    srv = ServeAt(store_url)
-    try:
-        yield srv
-    finally:
-        srv.kill()
 
 
 def test_a_paused_holder_cannot_write_after_a_takeover(

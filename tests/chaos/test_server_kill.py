@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,15 +26,6 @@ KEYS = [f"crash/{i}" for i in range(3)]
 WORKERS = 3
 TTL_MS = 3000
 RUN_S = 14.0
-
-
-@pytest.fixture
-def server(store_url: str) -> Iterator[ServeAt]:
-    srv = ServeAt(store_url)
-    try:
-        yield srv
-    finally:
-        srv.kill()
 
 
 def test_kill_9_of_the_server_loses_nothing_acknowledged(
