@@ -45,6 +45,19 @@ from tenure.stats import StatsView
 from tenure.store.base import KeyTx, Store
 
 MAX_ANCESTRY = 64
+ITEM_PREFIX = "items/"
+#: what to use instead of a generic lease verb on an item's key (``{id}``: the item)
+ITEM_VERBS = {
+    "acquire": "claim the item (POST /v1/items/{id}/claim; tenure claim {id})",
+    "renew": "renew the claim (POST /v1/items/{id}/renew; tenure renew {id})",
+    "extend": "extend the claim (POST /v1/items/{id}/extend; tenure extend {id})",
+    "release": "release the claim (POST /v1/items/{id}/release; tenure release {id})",
+    "force_release": (
+        "force-release the claim (POST /v1/items/{id}/force-release; "
+        "tenure force-release {id} --reason)"
+    ),
+    "write": "report progress or complete the item (POST /v1/items/{id}/progress or /complete)",
+}
 
 
 class _Deferred(threading.local):
@@ -68,7 +81,8 @@ class Service:
     def __init__(
         self, store: Store, policy: PolicySet | None = None, *, stall_ms: int | None = None
     ) -> None:
-        """``stall_ms``: a live claim without progress for this long is ``stalled`` (15 min)."""
+        """``stall_ms``: a live claim without progress for this long is ``stalled``, whatever
+        the policy's ``stall_after`` says (which is 10 minutes unless set)."""
         self.store = store
         self.policy = policy or PolicySet()
         self.metrics = Metrics()
@@ -76,9 +90,9 @@ class Service:
         #: Called (from the committing thread) after every commit that appended events.
         self.listeners: builtins.list[Callable[[], None]] = []
         self._deferred = _Deferred()
-        from tenure.work import DEFAULT_STALL_MS, WorkQueue
+        from tenure.work import WorkQueue
 
-        self.items = WorkQueue(self, DEFAULT_STALL_MS if stall_ms is None else stall_ms)
+        self.items = WorkQueue(self, stall_ms)
 
     def _run(self, key: str, decide: Callable[[KeyTx], Decision], *, create: bool = False) -> Any:
         with self.store.key_tx(key, create=create) as tx:
@@ -139,7 +153,7 @@ class Service:
         renew it if that same session holds it already (same token). Another session of
         ``who`` holding it is refused like anyone else (``LeaseHeld``)."""
         me = as_principal(who)
-        policy = self._policy(key)
+        policy = self._lease_policy(key, "acquire")
         ttl = v.check_ttl(ttl_ms, policy)
         task = v.check_task(task)
         meta = v.check_meta(meta, policy)
@@ -152,6 +166,11 @@ class Service:
         return lease
 
     def renew(self, who: Who, key: str, token: int, ttl_ms: int | None = None) -> Lease:
+        self._lease_policy(key, "renew")
+        return self._renew(who, key, token, ttl_ms)
+
+    def _renew(self, who: Who, key: str, token: int, ttl_ms: int | None = None) -> Lease:
+        """:meth:`renew` of any key, item claims included (the work queue's own verbs)."""
         me = as_principal(who)
         policy = self._policy(key)
         token = v.check_token(token)
@@ -216,6 +235,13 @@ class Service:
         self, who: Who, key: str, token: int, until: int | None = None, by_ms: int | None = None
     ) -> ExtendResult:
         """Push the deadline to ``until`` or now + ``by_ms``, capped at now + ``max_lease``."""
+        self._lease_policy(key, "extend")
+        return self._extend(who, key, token, until, by_ms)
+
+    def _extend(
+        self, who: Who, key: str, token: int, until: int | None = None, by_ms: int | None = None
+    ) -> ExtendResult:
+        """:meth:`extend` of any key, item claims included (the work queue's own verbs)."""
         me = as_principal(who)
         policy = self._policy(key)
         token = v.check_token(token)
@@ -244,7 +270,7 @@ class Service:
         With ``token``, the lease of that token (from any session of yours); without, the lease
         of your ``session`` (``None``: the default session)."""
         me = as_principal(who)
-        self._check_key(key)
+        self._lease_policy(key, "release")
         token = v.check_optional_token(token)
         sid = v.check_session(session)
         result: ReleaseResult = self._run(
@@ -255,7 +281,7 @@ class Service:
     def force_release(self, who: Who, key: str, reason: str) -> ForceReleaseResult:
         """End someone's live lease as an authority; its token is dead for fenced writes."""
         actor = as_principal(who)
-        self._check_key(key)
+        self._lease_policy(key, "force_release")
         reason = v.check_text("reason", reason, v.MAX_REASON_CHARS)
 
         def decide(tx: KeyTx) -> Decision:
@@ -324,7 +350,7 @@ class Service:
         holds it. ``op_id`` names one intended write under ``token``: repeating it answers the
         first result; the same ``op_id`` under a newer token is a new write."""
         me = as_principal(who)
-        policy = self._policy(key)
+        policy = self._lease_policy(key, "write")
         token = v.check_token(token)
         v.check_value(value, policy)
         if op_id is not None:
@@ -414,6 +440,19 @@ class Service:
     def _check_key(self, key: str) -> str:
         self._policy(key)
         return key
+
+    def _lease_policy(self, key: str, verb: str) -> Policy:
+        """The policy of ``key`` for a generic lease verb, which refuses the keys of items."""
+        policy = self._policy(key)
+        if key.startswith(ITEM_PREFIX):
+            item = key[len(ITEM_PREFIX) :]
+            raise InvalidRequest(
+                f"key: {key!r} is the claim of item {item!r}, and item keys belong to items: "
+                + ITEM_VERBS[verb].replace("{id}", item or "ID"),
+                key=key,
+                field="key",
+            )
+        return policy
 
     def _policy(self, key: str) -> Policy:
         """The policy of ``key``, once ``key`` is known to be a valid key under it."""

@@ -7,18 +7,16 @@ transaction, and the pure decisions of :mod:`tenure.core.items` say what changes
 
 from __future__ import annotations
 
-import builtins
-import re
 import secrets
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from tenure.core import validate as v
+from tenure.core.claims import Briefing, Claim, Completion, Dispatch, ItemRelease
 from tenure.core.decide import Decision, decide_force_release
 from tenure.core.items import (
     CLOSED,
-    STATUSES,
     Item,
     ItemDecision,
     ItemView,
@@ -28,90 +26,41 @@ from tenure.core.items import (
     decide_complete,
     decide_item_release,
     decide_progress,
+    decide_reassign,
+    dispatched,
     item_key,
     lease_state,
 )
 from tenure.core.models import (
-    Event,
-    EventQuery,
     ExtendResult,
     ForceReleaseResult,
+    KeyRecord,
     Lease,
     Principal,
 )
-from tenure.errors import Conflict, InvalidRequest, NotFound, StaleToken
+from tenure.core.policy import Policy
+from tenure.errors import Conflict, Forbidden, InvalidRequest, NotFound, StaleToken
 from tenure.principals import hash_token, new_token
 from tenure.store.base import KeyTx
+from tenure.work_views import QueueViews, check_item_id
 
 if TYPE_CHECKING:
     from tenure.service import Service, Who
 
-ITEM_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+__all__ = [  # the results live in tenure.core.claims; imported from here by older code
+    "Briefing",
+    "Claim",
+    "Completion",
+    "Dispatch",
+    "ItemRelease",
+    "WorkQueue",
+    "check_item_id",
+]
+
 MAX_TITLE_CHARS = 512
 MAX_BODY_CHARS = 64 * 1024
 MAX_LABELS = 32
-DEFAULT_STALL_MS = 15 * 60 * 1000
-BRIEFING_EVENTS = ("expired", "taken_over", "force_released", "completed", "cancelled")
-
-
-@dataclass(frozen=True)
-class Claim:
-    item: Item
-    lease: Lease
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"item": self.item.to_dict(), "lease": self.lease.to_dict()}
-
-
-@dataclass(frozen=True)
-class Completion:
-    item: Item
-    duplicate: bool = False
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"item": self.item.to_dict(), "duplicate": self.duplicate}
-
-
-@dataclass(frozen=True)
-class ItemRelease:
-    released: bool
-    item: Item
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"released": self.released, "item": self.item.to_dict()}
-
-
-@dataclass(frozen=True)
-class Dispatch:
-    item: Item
-    lease: Lease
-    agent: Principal
-    token: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "item": self.item.to_dict(),
-            "lease": self.lease.to_dict(),
-            "agent": {"name": self.agent.name, "token": self.token},
-        }
-
-
-@dataclass(frozen=True)
-class Briefing:
-    principal: str
-    carrying: tuple[ItemView, ...]
-    lapsed: tuple[ItemView, ...]
-    happened: tuple[Event, ...]
-    ready: tuple[Item, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "principal": self.principal,
-            "carrying": [x.to_dict() for x in self.carrying],
-            "lapsed": [x.to_dict() for x in self.lapsed],
-            "happened": [e.to_dict() for e in self.happened],
-            "ready": [i.to_dict() for i in self.ready],
-        }
+DEFAULT_STALL_MS = Policy().stall_after
 
 
 def _same_completion(first: Any, epoch: int, me: Principal) -> bool:
@@ -122,12 +71,6 @@ def _same_completion(first: Any, epoch: int, me: Principal) -> bool:
         and first.get("epoch") == epoch
         and first.get("by", me.name) == me.name
     )
-
-
-def check_item_id(item_id: object, field: str = "id") -> str:
-    if not isinstance(item_id, str) or not ITEM_ID.match(item_id) or "\n" in item_id:
-        raise InvalidRequest(f"{field}: 1-128 letters, digits, '.', '_' or '-'", field=field)
-    return item_id
 
 
 def check_labels(labels: object) -> tuple[str, ...]:
@@ -145,12 +88,13 @@ def check_priority(priority: object) -> int:
     return priority
 
 
-class WorkQueue:
+class WorkQueue(QueueViews):
     """Items and claims. ``stall_ms``: a live claim without progress for this long is stalled."""
 
-    def __init__(self, service: Service, stall_ms: int = DEFAULT_STALL_MS) -> None:
+    def __init__(self, service: Service, stall_ms: int | None = None) -> None:
         self.service = service
         self.store = service.store
+        self.policy = service.policy
         self.stall_ms = stall_ms
 
     # items --------------------------------------------------------------------------------
@@ -184,26 +128,6 @@ class WorkQueue:
         if not self.store.create_item(item):
             raise Conflict(f"id: an item {item_id!r} exists already", field="id")
         return item
-
-    def get(self, item_id: str) -> ItemView:
-        item = self._item(item_id)
-        return self._view(item, self.store.now_ms(), with_transfers=True)
-
-    def list(
-        self,
-        status: str | None = None,
-        assignee: str | None = None,
-        label: str | None = None,
-        limit: int = 100,
-    ) -> builtins.list[Item]:
-        if status is not None and status not in STATUSES:
-            raise InvalidRequest(f"status: one of {', '.join(STATUSES)}", field="status")
-        return self.store.list_items(
-            status,
-            None if assignee is None else v.check_text("assignee", assignee, 256),
-            None if label is None else v.check_text("label", label, 64),
-            v.check_limit(limit),
-        )
 
     def update(self, who: Who, item_id: str, **changes: Any) -> ItemView:
         """Edit title, body, priority, labels or status; ``status: in_progress`` claims."""
@@ -275,31 +199,46 @@ class WorkQueue:
         """Claim the item for ``who``'s ``session`` (``None``: the default session): the same
         session claiming again renews; another session of ``who`` is refused (``LeaseHeld``)."""
         me = self._who(who)
-        ttl, task, reason = self._claim_args(item_id, ttl_ms, task, reason)
-        if not isinstance(takeover, bool):
-            raise InvalidRequest("takeover: true or false", field="takeover")
+        ttl, task, reason = self._claim_args(item_id, ttl_ms, task, reason, takeover)
         sid = v.check_session(session)
-        lease: Lease = self._run(
-            item_id,
-            lambda tx, item: decide_claim(
-                item, tx.record, me, ttl, task, takeover, reason, tx.now, sid
-            ),
-            create=True,
-        )
+
+        def decide(tx: KeyTx, item: Item) -> ItemDecision:
+            stalled = self._stalled(item, tx.record, tx.now)
+            return decide_claim(
+                item, tx.record, me, ttl, task, takeover, reason, tx.now, sid, stalled
+            )
+
+        lease: Lease = self._run(item_id, decide, create=True)
         return Claim(self._item(item_id), lease)
 
     def _claim_args(
-        self, item_id: str, ttl_ms: int | None, task: str | None, reason: str | None
+        self,
+        item_id: str,
+        ttl_ms: int | None,
+        task: str | None,
+        reason: str | None,
+        takeover: object = False,
     ) -> tuple[int, str | None, str | None]:
+        """The checked ttl, task and reason of a claim; a takeover needs a reason."""
         policy = self.service.policy.for_key(item_key(check_item_id(item_id)))
+        if not isinstance(takeover, bool):
+            raise InvalidRequest("takeover: true or false", field="takeover")
+        if takeover and reason is None:
+            raise InvalidRequest(
+                "reason: a takeover needs a reason (it is recorded with the transfer)",
+                field="reason",
+            )
         reason = None if reason is None else v.check_text("reason", reason, v.MAX_REASON_CHARS)
         return v.check_ttl(ttl_ms, policy), v.check_task(task), reason
+
+    def _stalled(self, item: Item, rec: KeyRecord | None, now: int) -> bool:
+        return lease_state(item, rec, now, self.stall_for(item.id)) == "stalled"
 
     def renew(
         self, who: Who, item_id: str, epoch: int | None = None, ttl_ms: int | None = None
     ) -> Lease:
         item = self._item(item_id)
-        return self.service.renew(who, item_key(item.id), self._epoch(item, epoch), ttl_ms)
+        return self.service._renew(who, item_key(item.id), self._epoch(item, epoch), ttl_ms)
 
     def extend(
         self,
@@ -310,7 +249,7 @@ class WorkQueue:
         epoch: int | None = None,
     ) -> ExtendResult:
         item = self._item(item_id)
-        return self.service.extend(who, item_key(item.id), self._epoch(item, epoch), until, by_ms)
+        return self.service._extend(who, item_key(item.id), self._epoch(item, epoch), until, by_ms)
 
     def _epoch(self, item: Item, epoch: int | None) -> int:
         """The epoch given (checked), else the item's own; an item never claimed has none."""
@@ -362,10 +301,35 @@ class WorkQueue:
                 tx.now,
                 reason,
             )
-            return ItemDecision(lease, None, (transfer,), (), lease.result)
+            # the edge stays, revoked: even its assignee needs a takeover to claim again
+            revoked = item.update(revoked=True, updated_at=tx.now) if item.assignee else None
+            return ItemDecision(lease, revoked, (transfer,), (), lease.result)
 
         result: ForceReleaseResult = self._run(item_id, decide)
         return Claim(self._item(item_id), result.lease)
+
+    def reassign(self, who: Who, item_id: str, to: str, reason: str) -> Item:
+        """An authority (admin, supervisor, or an ancestor of the assignee) moves the item to
+        ``to``: any live claim ends, its epoch is dead, the edge moves, in one transaction,
+        recorded as a ``reassigned`` transfer. ``to`` then claims without a takeover."""
+        actor = self._who(who)
+        check_item_id(item_id)
+        to = v.check_text("to", to, 256)
+        reason = v.check_text("reason", reason, v.MAX_REASON_CHARS)
+        if self.store.get_principal(to) is None:
+            raise NotFound(f"to: no principal named {to!r}", what="principal")
+
+        def decide(tx: KeyTx, item: Item) -> ItemDecision:
+            allowed = self._may_reassign(actor, item)
+            return decide_reassign(item, tx.record, actor, to, reason, allowed, tx.now)
+
+        moved: Item = self._run(item_id, decide)
+        return moved
+
+    def _may_reassign(self, actor: Principal, item: Item) -> bool:
+        if item.assignee is None:
+            return actor.is_admin or actor.is_supervisor
+        return self.service._may_force(actor, item.assignee)
 
     def progress(
         self,
@@ -440,13 +404,19 @@ class WorkQueue:
         ttl_ms: int | None = None,
         task: str | None = None,
         session: str | None = None,
+        takeover: bool = False,
+        reason: str | None = None,
     ) -> Dispatch:
         """Claim the item for a new child agent of the caller, in one transaction; the claim
-        belongs to the agent's ``session`` (the process that will hold it)."""
+        belongs to the agent's ``session`` (the process that will hold it).
+
+        ``takeover`` (with a ``reason``) re-dispatches an item whose claim lapsed, was revoked
+        or stalled, when it is assigned to the caller or to one of the caller's agents (their
+        supervisor was ``kill -9``ed), or when the caller may force-release its assignee."""
         from tenure.principals import NAME_RE, check_principal
 
         me = self._who(who)
-        ttl, task, _ = self._claim_args(item_id, ttl_ms, task, None)
+        ttl, task, reason = self._claim_args(item_id, ttl_ms, task, reason, takeover)
         sid = v.check_session(session)
         suffix = agent if agent is not None else f"agent-{secrets.token_hex(3)}"
         name = f"{me.name}/{suffix}"
@@ -466,96 +436,31 @@ class WorkQueue:
         token_id, token = new_token()
 
         def decide(tx: KeyTx, item: Item) -> ItemDecision:
-            decision = decide_claim(item, tx.record, child, ttl, task, False, None, tx.now, sid)
-            if decision.error is None and decision.lease.error is None and decision.item:
-                tx.add_principal(child, hash_token(token), token_id)
-            return decision
+            if takeover and not self._may_redispatch(me, item):
+                error = Forbidden(
+                    f"{me.name!r} may not take item {item.id!r} over from {item.assignee!r}",
+                    key=item_key(item.id),
+                    actor=me.name,
+                    reason=reason,
+                )
+                return ItemDecision(Decision(None), error=error)
+            stalled = self._stalled(item, tx.record, tx.now)
+            decision = decide_claim(
+                item, tx.record, child, ttl, task, takeover, reason, tx.now, sid, stalled
+            )
+            if decision.error is not None or decision.lease.error is not None or not decision.item:
+                return decision
+            tx.add_principal(child, hash_token(token), token_id, dispatched_for=item.id)
+            return dispatched(decision, me, child, reason, tx.now)
 
         lease: Lease = self._run(item_id, decide, create=True)
         return Dispatch(self._item(item_id), lease, child, token)
 
-    # views ---------------------------------------------------------------------------------
-    def queue(self, principal: str) -> builtins.list[ItemView]:
-        """Items assigned to ``principal``, with lease state ``live``, ``stalled`` or ``lapsed``."""
-        name = v.check_text("principal", principal, 256)
-        now = self.store.now_ms()
-        items: builtins.list[Item] = []
-        for owner in (name, *self._descendants(name)):
-            items.extend(self.store.list_items(assignee=owner, limit=v.MAX_LIMIT))
-        return [self._view(item, now) for item in items if item.status not in CLOSED]
-
-    def _descendants(self, name: str) -> builtins.list[str]:
-        """The agents ``name`` dispatched, and theirs: a parent sees its agents' claims."""
-        children: dict[str, builtins.list[str]] = {}
-        for p in self.store.list_principals():
-            if p.parent:
-                children.setdefault(p.parent, []).append(p.name)
-        out: builtins.list[str] = []
-        todo = list(children.get(name, []))
-        while todo and len(out) < v.MAX_LIMIT:
-            child = todo.pop(0)
-            if child not in out and child != name:
-                out.append(child)
-                todo.extend(children.get(child, []))
-        return out
-
-    def ready(self, limit: int = 50) -> builtins.list[Item]:
-        """Open, unassigned, unleased items by priority, then age."""
-        return self.store.ready_items(self.store.now_ms(), v.check_limit(limit))
-
-    def briefing(self, who: Who, ready: int = 5) -> Briefing:
-        """What I carry, what lapsed, what happened to my work since my last briefing."""
-        me = self._who(who)
-        ready = v.check_positive("ready", ready, v.MAX_LIMIT)  # before the cursor moves
-        mine = self.queue(me.name)
-        since = self.store.get_cursor(me.name, "briefing")
-        # The cursor moves to the end of the window read first; only events up to it are shown,
-        # so an event appended meanwhile (or past a full window) is shown next time, exactly once.
-        window = self.store.events(EventQuery(after=since, limit=v.MAX_LIMIT))
-        upto = window[-1].id if window else since
-        happened = [e for e in self._events_since(since) if e.id <= upto and self._concerns(me, e)]
-        if window:
-            self.store.set_cursor(me.name, "briefing", upto)
-        return Briefing(
-            me.name,
-            tuple(x for x in mine if x.lease_state != "lapsed"),
-            tuple(x for x in mine if x.lease_state == "lapsed"),
-            tuple(happened),
-            tuple(self.ready(ready)),
-        )
-
-    def _events_since(self, after: int) -> builtins.list[Event]:
-        out: builtins.list[Event] = []
-        for kind in (*BRIEFING_EVENTS, "claimed"):
-            out.extend(self.store.events(EventQuery(after=after, type=kind, limit=v.MAX_LIMIT)))
-        return sorted(out, key=lambda e: e.id)
-
-    def _concerns(self, me: Principal, event: Event) -> bool:
-        if event.type == "claimed":  # a transfer away from me
-            return event.data.get("previous") == me.name and event.actor != me.name
-        people = {event.holder, event.data.get("previous")}
-        if me.name in people:
-            return event.actor != me.name or event.type == "expired"
-        holder = event.holder or ""
-        return holder.startswith(me.name + "/")  # my agents' work
-
-    # helpers -------------------------------------------------------------------------------
-    def _who(self, who: Who) -> Principal:
-        from tenure.service import as_principal
-
-        return as_principal(who)
-
-    def _item(self, item_id: str) -> Item:
-        item = self.store.get_item(check_item_id(item_id))
-        if item is None:
-            raise NotFound(f"no item {item_id!r}", key=item_key(item_id), what="item")
-        return item
-
-    def _view(self, item: Item, now: int, with_transfers: bool = False) -> ItemView:
-        rec = self.store.get(item_key(item.id))
-        lease = rec.lease(now) if rec and rec.token == item.epoch and item.epoch else None
-        transfers = tuple(self.store.transfers(item.id)) if with_transfers else ()
-        return ItemView(item, lease, lease_state(item, rec, now, self.stall_ms), transfers)
+    def _may_redispatch(self, me: Principal, item: Item) -> bool:
+        owner = item.assignee
+        if owner is None or owner == me.name or me.name in self.service.ancestors(owner):
+            return True
+        return self.service._may_force(me, owner)
 
     def _fenced(self, item_id: str, decide: Callable[[KeyTx, Item], ItemDecision]) -> Any:
         """:meth:`_run` for a write fenced by the epoch, counting stale ones."""

@@ -41,6 +41,15 @@ def snapshot(service: Service, *item_ids: str) -> tuple[Any, ...]:
     )
 
 
+def refused_and_counted(service: Service, before: tuple[Any, ...], *item_ids: str) -> None:
+    """A refusal that needed a takeover: nothing changed but the conflict it counts (and the
+    expiry it may record on the way)."""
+    after = snapshot(service, *item_ids)
+    assert (after[1], after[3], after[4], after[5]) == (before[1], before[3], before[4], before[5])
+    new = [e.type for e in after[0][len(before[0]) :]]
+    assert "conflict" in new and set(new) <= {"conflict", "expired"}, new
+
+
 def lapse(clock: tenure.FakeClock, ms: int = 30_000) -> None:
     """Let a lease of ``ms`` (the default ttl) lapse, and then some."""
     clock.advance(ms + 1)

@@ -13,7 +13,7 @@ from tenure.core.items import Transfer
 from tenure.core.models import ENDINGS
 from tenure.principals import hash_token
 
-from ._items import ADMIN, ALICE, BOB, lapse, org, snapshot
+from ._items import ADMIN, ALICE, BOB, lapse, org, refused_and_counted, snapshot
 
 
 @pytest.fixture
@@ -72,7 +72,7 @@ def test_reclaiming_your_own_live_claim_renews_it_and_keeps_the_epoch(
     assert [t.reason for t in svc.items.get("job").transfers] == ["claimed"]
     assert svc.events() == events  # a renewal is not a new claim
     # even with takeover: there is nothing to take over from yourself
-    assert svc.items.claim(ALICE, "job", takeover=True).lease.token == first.token
+    assert svc.items.claim(ALICE, "job", takeover=True, reason="x").lease.token == first.token
 
 
 def test_someone_elses_live_claim_is_lease_held_naming_holder_task_and_deadline(
@@ -114,7 +114,10 @@ def test_someone_elses_lapsed_claim_is_assigned_to_other_unless_taken_over(
         lease.expires_at,
         "items/job",
     )
-    assert snapshot(svc, "job") == before
+    refused_and_counted(svc, before, "job")
+    assert svc.contention("items/job") == 1
+    (conflict,) = svc.events(type="conflict")
+    assert (conflict.actor, conflict.data["code"]) == ("bob", "assigned_to_other")
     svc.reap()  # recording the expiry does not free the item either
     with pytest.raises(AssignedToOther):
         svc.items.claim(BOB, "job")
@@ -126,7 +129,7 @@ def test_a_force_released_claim_keeps_its_edge_against_others(svc: Service) -> N
     svc.items.force_release(ADMIN, "job", reason="stuck")
     with pytest.raises(AssignedToOther) as refused:
         svc.items.claim(BOB, "job")
-    assert (refused.value.assignee, refused.value.lease_state) == ("alice", "force_released")
+    assert (refused.value.assignee, refused.value.lease_state) == ("alice", "revoked")
 
 
 def test_a_takeover_moves_the_edge_with_a_new_epoch_and_records_why(
@@ -261,7 +264,7 @@ def test_update_to_in_progress_over_a_lapsed_claim_is_assigned_to_other_and_chan
     with pytest.raises(AssignedToOther) as refused:
         svc.items.update(BOB, "job", title="hijacked", priority=0, status="in_progress")
     assert refused.value.assignee == "alice"
-    assert snapshot(svc, "job") == before
+    refused_and_counted(svc, before, "job")
 
 
 def test_update_of_the_status_of_someone_elses_item_changes_nothing(svc: Service) -> None:
@@ -294,8 +297,10 @@ def test_dispatch_creates_a_child_agent_and_claims_for_it(svc: Service) -> None:
     assert (sent.lease.holder, sent.lease.ttl_ms, sent.lease.task) == ("alice/r1", 20_000, "review")
     assert (sent.item.assignee, sent.item.epoch) == ("alice/r1", sent.lease.token)
     assert [(t.reason, t.to, t.actor) for t in svc.items.get("job").transfers] == [
-        ("claimed", "alice/r1", "alice/r1")
+        ("claimed", "alice/r1", "alice")  # the dispatcher's act
     ]
+    (event,) = svc.events(type="dispatched")
+    assert (event.actor, event.holder, event.data["agent"]) == ("alice", "alice/r1", "alice/r1")
     # the agent works the item with its epoch; its parent sees the claim and may end it
     svc.items.progress(sent.agent, "job", sent.lease.token, "on it")
     assert [v.item.id for v in svc.items.queue("alice")] == ["job"]
@@ -330,4 +335,5 @@ def test_dispatching_someone_elses_lapsed_claim_is_refused_and_creates_no_agent(
     before = snapshot(svc, "job")
     with pytest.raises(AssignedToOther):
         svc.items.dispatch(ALICE, "job", agent="r1")
-    assert snapshot(svc, "job") == before
+    refused_and_counted(svc, before, "job")
+    assert svc.store.get_principal("alice/r1") is None

@@ -273,7 +273,7 @@ def test_the_transfers_tell_the_whole_story_in_order(svc: Service, clock: tenure
     t5 = step()
     svc.items.force_release(SUPERVISOR, "job", reason="stuck")
     t6 = step()
-    e4 = svc.items.claim(ALICE, "job").lease.token
+    e4 = svc.items.claim(ALICE, "job", takeover=True, reason="back to it").lease.token
     t7 = step()
     svc.items.complete(ALICE, "job", e4, result="ok")
     svc.items.create(CAROL, "other", id="other")
@@ -292,7 +292,7 @@ def test_the_transfers_tell_the_whole_story_in_order(svc: Service, clock: tenure
         ("claimed", None, "bob", e2, "bob", t3, None),
         ("taken_over", "bob", "alice", e3, "alice", t4, "bob is gone"),
         ("force_released", "alice", "alice", e3, "sup", t5, "stuck"),
-        ("claimed", "alice", "alice", e4, "alice", t6, None),
+        ("taken_over", "alice", "alice", e4, "alice", t6, "back to it"),  # it was revoked
         ("completed", "alice", None, e4, "alice", t7, None),
     ]
     other = [(t.reason, t.actor, t.at, t.note) for t in svc.items.get("other").transfers]
@@ -308,7 +308,7 @@ def test_every_transfer_is_also_an_event(svc: Service, clock: tenure.FakeClock) 
     lapse(clock, 1_000)
     svc.items.claim(ALICE, "job", takeover=True, reason="bob is gone")
     svc.items.force_release(ADMIN, "job", reason="stuck")
-    epoch = svc.items.claim(ALICE, "job").lease.token
+    epoch = svc.items.claim(ALICE, "job", takeover=True, reason="back to it").lease.token
     svc.items.complete(ALICE, "job", epoch)
     item_events = [
         (e.type, e.actor, e.data.get("transfer"))
@@ -322,6 +322,6 @@ def test_every_transfer_is_also_an_event(svc: Service, clock: tenure.FakeClock) 
         ("taken_over", "alice", None),  # the lease's ending
         ("claimed", "alice", "taken_over"),
         ("force_released", "root", None),
-        ("claimed", "alice", "claimed"),
+        ("claimed", "alice", "taken_over"),  # a revoked claim is taken back
         ("completed", "alice", None),
     ]

@@ -9,6 +9,7 @@ import pytest
 
 import tenure
 from tenure import (
+    AssignedToOther,
     Forbidden,
     InvalidRequest,
     LeaseLost,
@@ -179,7 +180,8 @@ def test_force_release_ends_the_claim_keeps_the_edge_and_kills_the_epoch(
     assert [(e.actor, e.reason, e.holder, e.task, e.token) for e in events] == [
         ("root", "stuck on a dead host", "alice", "run-1", epoch)
     ]
-    assert svc.items.queue("alice")[0].lease_state == "lapsed"
+    assert svc.items.queue("alice")[0].lease_state == "revoked"
+    assert svc.items.get("job").item.revoked
     # the old epoch is dead from that moment on
     for fenced in (
         lambda: svc.items.progress(ALICE, "job", epoch, "still here"),
@@ -193,8 +195,15 @@ def test_force_release_ends_the_claim_keeps_the_edge_and_kills_the_epoch(
     assert lost.value.reason == "force_released"
     with pytest.raises(NotFound):  # nothing live to force any more
         svc.items.force_release(ADMIN, "job", reason="again")
-    # the assignee may claim again, with a new epoch
-    assert svc.items.claim(ALICE, "job").lease.token == epoch + 1
+    # the claim stays revoked: even its assignee takes it back only with a takeover and a reason
+    with pytest.raises(AssignedToOther) as refused:
+        svc.items.claim(ALICE, "job")
+    assert refused.value.lease_state == "revoked"
+    with pytest.raises(InvalidRequest) as no_reason:
+        svc.items.claim(ALICE, "job", takeover=True)
+    assert no_reason.value.field == "reason"
+    again = svc.items.claim(ALICE, "job", takeover=True, reason="the host is back")
+    assert again.lease.token == epoch + 1 and not again.item.revoked
 
 
 @pytest.mark.parametrize(

@@ -45,7 +45,7 @@ def script(service: Service, clock: tenure.FakeClock) -> dict[str, Any]:
         with pytest.raises(tenure.LeaseHeld):
             service.acquire(BOB, "hot")
     with pytest.raises(tenure.LeaseHeld):
-        service.acquire(ALICE, "items/w2")
+        service.items.claim(ALICE, "w2")
     return {
         "endings": {
             "released": 4,

@@ -163,7 +163,39 @@ def test_someone_elses_lapsed_claim_is_assigned_to_other(
         lapsed_at,
         KEY,
     )
-    assert d.lease.record is None and d.item is None and d.events == ()
+    assert d.item is None and d.events == () and d.transfers == ()
+    if rec is None:
+        assert d.lease.record is None and d.lease.events == ()
+        return
+    # the refusal is counted as a conflict on the key, like lease_held
+    assert d.lease.record is not None and d.lease.record.conflicts == rec.conflicts + 1
+    assert d.lease.record.token == rec.token and d.lease.record.holder == rec.holder
+    (conflict,) = [e for e in d.lease.events if e.type == "conflict"]
+    assert (conflict.actor, conflict.data["code"]) == ("bob", "assigned_to_other")
+
+
+def test_a_revoked_claim_needs_a_takeover_even_for_its_assignee() -> None:
+    rec = lease(ended="force_released", fence_open=False)
+    it = claimed(revoked=True)
+    for who in (ALICE, BOB):
+        err = refused(decide_claim(it, rec, who, 5_000, None, False, None, NOW))
+        assert isinstance(err, AssignedToOther) and err.lease_state == "revoked"
+    d = decide_claim(it, rec, ALICE, 5_000, None, True, "back to it", NOW)
+    assert d.item is not None and (d.item.revoked, d.item.epoch) == (False, 4)
+    assert [(t.reason, t.note) for t in d.transfers] == [("taken_over", "back to it")]
+
+
+def test_a_stalled_claim_may_be_taken_over_like_a_lapsed_one() -> None:
+    rec = lease()  # live
+    assert isinstance(
+        refused(decide_claim(claimed(), rec, BOB, 5_000, None, True, "r", NOW)), LeaseHeld
+    )
+    d = decide_claim(claimed(), rec, BOB, 5_000, None, True, "no progress", NOW, stalled=True)
+    assert d.item is not None and d.item.assignee == "bob"
+    assert [e.type for e in d.lease.events][:1] == ["taken_over"]
+    # without takeover, a stalled claim is still held
+    held = decide_claim(claimed(), rec, BOB, 5_000, None, False, None, NOW, stalled=True)
+    assert isinstance(refused(held), LeaseHeld)
 
 
 def test_a_takeover_ends_the_lapsed_lease_and_moves_the_edge() -> None:

@@ -19,7 +19,15 @@ from tenure.core.decide import (
     settle,
 )
 from tenure.core.models import EventDraft, KeyRecord, Lease, Principal
-from tenure.errors import AssignedToOther, Conflict, NotFound, NotHolder, StaleToken, TenureError
+from tenure.errors import (
+    AssignedToOther,
+    Conflict,
+    Forbidden,
+    NotFound,
+    NotHolder,
+    StaleToken,
+    TenureError,
+)
 
 STATUSES: tuple[str, ...] = ("open", "in_progress", "blocked", "done", "cancelled")
 CLOSED: tuple[str, ...] = ("done", "cancelled")
@@ -31,6 +39,7 @@ REASONS: tuple[str, ...] = (
     "force_released",
     "completed",
     "cancelled",
+    "reassigned",
 )
 DEFAULT_PRIORITY = 2
 
@@ -56,6 +65,11 @@ class Item:
     created_by: str = ""
     created_at: int = 0
     updated_at: int = 0
+    #: the claim was force-released: the assignee keeps the edge, but even it needs a takeover
+    #: with a reason (or an authority's reassign) to claim again
+    revoked: bool = False
+    #: the epoch whose stall was recorded (once per claim; not part of the wire form)
+    stalled_epoch: int = 0
 
     def update(self, **changes: Any) -> Item:
         return replace(self, **changes)
@@ -63,6 +77,7 @@ class Item:
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["labels"] = list(self.labels)
+        del out["stalled_epoch"]
         return out
 
 
@@ -143,40 +158,42 @@ def decide_claim(
     reason: str | None,
     now: int,
     session: str = "",
+    stalled: bool = False,
 ) -> ItemDecision:
+    """Claim ``item`` for ``who``'s ``session``.
+
+    A live claim renews for its own session and is ``lease_held`` for anyone else, unless it is
+    ``stalled`` (alive without progress) and this is a ``takeover``. A lapsed claim of someone
+    else, and a ``revoked`` one (force-released) even of ``who``, needs a ``takeover``; refused,
+    it is counted as a conflict."""
     if item is None:
         return _refuse(_missing(""))
     key = item_key(item.id)
     if item.status in CLOSED:
         return _refuse(Conflict(f"item {item.id!r} is {item.status}", key=key, field="status"))
     live = rec is not None and rec.is_live(now)
-    if live:  # our own session's claim renews; anyone else's is lease_held (and counted)
-        assert rec is not None
+    own = live and rec is not None and (rec.holder, rec.session) == (who.name, session)
+    if live and (own or not (takeover and stalled)):
+        assert rec is not None  # our own session's claim renews; anyone else's is lease_held
         lease = decide_acquire(rec, key, who, ttl_ms, task, None, now, session)
         return ItemDecision(lease, result=lease.result)
     previous = item.assignee
-    if previous not in (None, who.name) and not takeover:
-        state = rec.state(now) if rec else "none"
-        return _refuse(
-            AssignedToOther(
-                f"item {item.id!r} is assigned to {previous!r} (lease {state}); "
-                "claim with takeover to move it",
-                key=key,
-                assignee=previous,
-                lease_state=state,
-                lapsed_at=rec.expires_at if rec else None,
-            )
-        )
-    taking = previous not in (None, who.name)
+    taking = live or item.revoked or previous not in (None, who.name)
+    if taking and not takeover:
+        return _assigned_to_other(item, rec, who, task, now)
     events: tuple[EventDraft, ...] = ()
     if rec is not None and rec.ended is None and taking:
-        # The lapsed lease ends by this deliberate takeover rather than by expiry.
-        rec = rec.update(ended="taken_over")
+        # The lapsed (or stalled) lease ends by this deliberate takeover rather than by expiry.
         events = (ending_event(rec, "taken_over", now, actor=who.name, reason=reason),)
+        rec = rec.update(ended="taken_over")
     lease = decide_acquire(rec, key, who, ttl_ms, task, None, now, session)
     granted: Lease = lease.result
     claimed = item.update(
-        assignee=who.name, status="in_progress", epoch=granted.token, updated_at=now
+        assignee=who.name,
+        status="in_progress",
+        epoch=granted.token,
+        revoked=False,
+        updated_at=now,
     )
     kind = "taken_over" if taking else "claimed"
     transfer = Transfer(item.id, previous, who.name, granted.token, kind, who.name, now, reason)
@@ -189,6 +206,92 @@ def decide_claim(
         (transfer,),
         (event,),
         granted,
+    )
+
+
+def _assigned_to_other(
+    item: Item, rec: KeyRecord | None, who: Principal, task: str | None, now: int
+) -> ItemDecision:
+    """The refusal of a claim that needs a takeover, counted as a conflict on the key."""
+    key = item_key(item.id)
+    state = "revoked" if item.revoked else (rec.state(now) if rec else "none")
+    if item.revoked and item.assignee == who.name:
+        why = (
+            f"your claim on item {item.id!r} was force-released (revoked); "
+            "claim with takeover and a reason to take it back"
+        )
+    else:
+        why = (
+            f"item {item.id!r} is assigned to {item.assignee!r} (lease {state}); "
+            "claim with takeover and a reason to move it"
+        )
+    error = AssignedToOther(
+        why,
+        key=key,
+        assignee=item.assignee,
+        lease_state=state,
+        lapsed_at=rec.expires_at if rec else None,
+    )
+    settled, events = settle(rec, now)
+    if settled is None:
+        return _refuse(error)
+    counted = settled.update(conflicts=settled.conflicts + 1)
+    conflict = EventDraft(
+        "conflict",
+        key,
+        settled.holder,
+        settled.task,
+        settled.token,
+        actor=who.name,
+        data={"wanted_task": task, "code": "assigned_to_other", "assignee": item.assignee},
+    )
+    return ItemDecision(Decision(counted, (*events, conflict)), error=error)
+
+
+def decide_reassign(
+    item: Item | None,
+    rec: KeyRecord | None,
+    actor: Principal,
+    to: str,
+    reason: str,
+    allowed: bool,
+    now: int,
+) -> ItemDecision:
+    """An authority moves the item to ``to``: any live claim ends (``force_released``), its epoch
+    is dead for progress and completion, and the edge moves, in one transaction. ``to`` then
+    claims without a takeover."""
+    if item is None:
+        return _refuse(_missing(""))
+    key = item_key(item.id)
+    if item.status in CLOSED:
+        return _refuse(Conflict(f"item {item.id!r} is {item.status}", key=key, field="status"))
+    if not allowed:
+        return _refuse(
+            Forbidden(
+                f"{actor.name!r} may not reassign item {item.id!r} of {item.assignee!r}",
+                key=key,
+                actor=actor.name,
+                reason=reason,
+            )
+        )
+    record, events = settle(rec, now)
+    if record is not None and record.ended is None:
+        events = (*events, ending_event(record, "force_released", now, actor.name, reason))
+        record = record.update(ended="force_released", fence_open=False)
+    elif record is not None and record.token == item.epoch:
+        record = record.update(fence_open=False)
+    moved = item.update(
+        assignee=to,
+        status="open" if item.status == "in_progress" else item.status,
+        revoked=False,
+        updated_at=now,
+    )
+    transfer = Transfer(
+        item.id, item.assignee, to, item.epoch, "reassigned", actor.name, now, reason
+    )
+    event = _event("reassigned", moved, actor, item.epoch, reason=reason, previous=item.assignee)
+    return ItemDecision(
+        Decision(None if record is rec else record, events), moved, (transfer,), (event,), moved
     )
 
 
@@ -298,8 +401,6 @@ def decide_complete(
 def decide_cancel(
     item: Item | None, rec: KeyRecord | None, who: Principal, reason: str, allowed: bool, now: int
 ) -> ItemDecision:
-    from tenure.errors import Forbidden
-
     if item is None:
         return _refuse(_missing(""))
     key = item_key(item.id)
@@ -335,7 +436,7 @@ class ItemView:
 
     item: Item
     lease: Lease | None
-    lease_state: str  # live, lapsed, stalled, none
+    lease_state: str  # live, stalled, lapsed, revoked, none
     transfers: tuple[Transfer, ...] = field(default=())
 
     def to_dict(self) -> dict[str, Any]:
@@ -348,11 +449,26 @@ class ItemView:
 
 
 def lease_state(item: Item, rec: KeyRecord | None, now: int, stall_ms: int) -> str:
-    """``live``, ``stalled`` (live, but no progress for ``stall_ms``), ``lapsed`` or ``none``."""
+    """``live``, ``stalled`` (live, but no progress for ``stall_ms``), ``lapsed``, ``revoked``
+    (force-released, the edge kept) or ``none``."""
     if rec is None or rec.token != item.epoch or item.epoch == 0:
         return "none"
+    if item.revoked and item.assignee:
+        return "revoked"
     if rec.is_live(now):
         # Progress reported before this acquisition (by an earlier holder) does not count.
         since = max(rec.acquired_at, item.progress_at or 0)
         return "stalled" if now - since > stall_ms else "live"
     return "lapsed" if item.assignee else "none"
+
+
+def dispatched(
+    decision: ItemDecision, dispatcher: Principal, agent: Principal, reason: str | None, now: int
+) -> ItemDecision:
+    """A claim made for a dispatched agent: its transfer is the dispatcher's act, and a
+    ``dispatched`` event names the dispatcher (actor) and the agent (holder)."""
+    item = decision.item
+    assert item is not None
+    transfers = tuple(replace(t, actor=dispatcher.name) for t in decision.transfers)
+    event = _event("dispatched", item, dispatcher, item.epoch, agent=agent.name, reason=reason)
+    return replace(decision, transfers=transfers, events=(*decision.events, event))

@@ -21,6 +21,9 @@ class Policy:
     max_key_bytes: int = 512
     max_meta_bytes: int = 4 * 1024
     max_value_bytes: int = 1024 * 1024
+    #: a live claim without progress for this long is ``stalled`` (recorded once, and open to a
+    #: takeover with a reason)
+    stall_after: int = 10 * MINUTE
 
     def __post_init__(self) -> None:
         for f in fields(self):

@@ -55,8 +55,15 @@ class KeyTx(Protocol):
 
     def save_item_op(self, item_id: str, op_id: str, result: Any) -> None: ...
 
-    def add_principal(self, principal: Principal, token_hash: str, token_id: str) -> None:
-        """Create a principal in this transaction (dispatch claims for it atomically)."""
+    def add_principal(
+        self,
+        principal: Principal,
+        token_hash: str,
+        token_id: str,
+        dispatched_for: str | None = None,
+    ) -> None:
+        """Create a principal in this transaction (dispatch claims for it atomically);
+        ``dispatched_for``: the item it was dispatched for (its tokens end with that claim)."""
         ...
 
 

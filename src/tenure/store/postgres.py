@@ -360,7 +360,7 @@ class PostgresStore(PostgresStats):
     ) -> None:
         with self._tx() as cur:
             now = self._now(cur)
-            params = {**principal.to_dict(), "roles": rows.dumps(list(principal.roles)), "now": now}
+            params = rows.principal_params(principal, now)
             cur.execute(Q["add_principal"], params)
             if token_hash is not None:
                 token = {

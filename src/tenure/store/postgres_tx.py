@@ -309,12 +309,14 @@ class KeyTx:
         params = {"item": item_id, "op_id": op_id, "result": rows.dumps(result)}
         self.batch.add("save_item_op", params)
 
-    def add_principal(self, principal: Principal, token_hash: str, token_id: str) -> None:
-        params = {
-            **principal.to_dict(),
-            "roles": rows.dumps(list(principal.roles)),
-            "now": self.now,
-        }
+    def add_principal(
+        self,
+        principal: Principal,
+        token_hash: str,
+        token_id: str,
+        dispatched_for: str | None = None,
+    ) -> None:
+        params = rows.principal_params(principal, self.now, dispatched_for)
         self.batch.add("add_principal", params)
         token = {
             "id": token_id,

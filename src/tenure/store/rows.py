@@ -115,6 +115,19 @@ def op_from(row: Sequence[Any], loads: Loads = loads_text) -> FencedWrite:
     return FencedWrite(key, token, loads(value), version, True, writer)
 
 
+def principal_params(
+    principal: Principal, now: int, dispatched_for: str | None = None
+) -> dict[str, Any]:
+    """The row of a new principal; ``dispatched_for``: the item a dispatched agent was made for
+    (its tokens end with its claim on it)."""
+    return {
+        **principal.to_dict(),
+        "roles": dumps(list(principal.roles)),
+        "now": now,
+        "dispatched_for": dispatched_for,
+    }
+
+
 def principal_from(row: Sequence[Any], loads: Loads = loads_text) -> Principal:
     name, kind, roles, parent = row
     return Principal(name, kind, tuple(loads(roles)), parent)
@@ -122,6 +135,7 @@ def principal_from(row: Sequence[Any], loads: Loads = loads_text) -> Principal:
 
 def item_params(item: Item) -> dict[str, Any]:
     params = item.to_dict()
+    params["stalled_epoch"] = item.stalled_epoch
     params["labels"] = dumps(list(item.labels))
     params["progress"] = None if item.progress is None else dumps(item.progress)
     params["result"] = dumps(item.result)
@@ -145,6 +159,8 @@ def item_from(row: Sequence[Any], loads: Loads = loads_text) -> Item:
         created_by,
         created_at,
         updated_at,
+        revoked,
+        stalled_epoch,
     ) = row
     return Item(
         id_,
@@ -162,6 +178,8 @@ def item_from(row: Sequence[Any], loads: Loads = loads_text) -> Item:
         created_by,
         created_at,
         updated_at,
+        bool(revoked),
+        stalled_epoch,
     )
 
 

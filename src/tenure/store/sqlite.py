@@ -110,12 +110,14 @@ class _SqliteKeyTx:
         params = {"item": item_id, "op_id": op_id, "result": rows.dumps(result)}
         self.conn.execute(Q["save_item_op"], params)
 
-    def add_principal(self, principal: Principal, token_hash: str, token_id: str) -> None:
-        params = {
-            **principal.to_dict(),
-            "roles": rows.dumps(list(principal.roles)),
-            "now": self.now,
-        }
+    def add_principal(
+        self,
+        principal: Principal,
+        token_hash: str,
+        token_id: str,
+        dispatched_for: str | None = None,
+    ) -> None:
+        params = rows.principal_params(principal, self.now, dispatched_for)
         self.conn.execute(Q["add_principal"], params)
         token = {
             "id": token_id,
@@ -549,7 +551,7 @@ class SqliteStore(SqliteStats):
         self, principal: Principal, token_hash: str | None = None, token_id: str | None = None
     ) -> None:
         now = self.clock.now_ms()
-        params = {**principal.to_dict(), "roles": rows.dumps(list(principal.roles)), "now": now}
+        params = rows.principal_params(principal, now)
         with self._write() as conn:
             conn.execute(Q["add_principal"], params)
             if token_hash is not None:

@@ -119,8 +119,8 @@ INSERT INTO tenure_fenced_ops (key, op_id, token, value, version, writer)
 VALUES (%(key)s, %(op_id)s, %(token)s, %(value)s, %(version)s, %(writer)s);
 
 -- name: add_principal
-INSERT INTO tenure_principals (name, kind, roles, parent, created_at)
-VALUES (%(name)s, %(kind)s, %(roles)s, %(parent)s, %(now)s);
+INSERT INTO tenure_principals (name, kind, roles, parent, created_at, dispatched_for)
+VALUES (%(name)s, %(kind)s, %(roles)s, %(parent)s, %(now)s, %(dispatched_for)s);
 
 -- name: add_token
 INSERT INTO tenure_tokens (id, principal, token_hash, created_at)
@@ -146,14 +146,16 @@ WHERE t.token_hash = %(token_hash)s AND t.revoked_at IS NULL;
 
 -- name: get_item
 SELECT id, title, body, status, priority, labels, parent, assignee, epoch, progress,
-       progress_at, result, created_by, created_at, updated_at
+       progress_at, result, created_by, created_at, updated_at, revoked, stalled_epoch
 FROM tenure_items WHERE id = %(id)s;
 
 -- name: insert_item
 INSERT INTO tenure_items (id, title, body, status, priority, labels, parent, assignee, epoch,
-                          progress, progress_at, result, created_by, created_at, updated_at)
+                          progress, progress_at, result, created_by, created_at, updated_at,
+                          revoked, stalled_epoch)
 VALUES (%(id)s, %(title)s, %(body)s, %(status)s, %(priority)s, %(labels)s, %(parent)s, %(assignee)s, %(epoch)s, %(progress)s,
-        %(progress_at)s, %(result)s, %(created_by)s, %(created_at)s, %(updated_at)s)
+        %(progress_at)s, %(result)s, %(created_by)s, %(created_at)s, %(updated_at)s,
+        %(revoked)s, %(stalled_epoch)s)
 ON CONFLICT (id) DO NOTHING
 RETURNING id;
 
@@ -161,12 +163,13 @@ RETURNING id;
 UPDATE tenure_items SET title = %(title)s, body = %(body)s, status = %(status)s, priority = %(priority)s,
     labels = %(labels)s, parent = %(parent)s, assignee = %(assignee)s, epoch = %(epoch)s,
     progress = %(progress)s, progress_at = %(progress_at)s, result = %(result)s,
+    revoked = %(revoked)s, stalled_epoch = %(stalled_epoch)s,
     updated_at = %(updated_at)s
 WHERE id = %(id)s;
 
 -- name: list_items
 SELECT id, title, body, status, priority, labels, parent, assignee, epoch, progress,
-       progress_at, result, created_by, created_at, updated_at
+       progress_at, result, created_by, created_at, updated_at, revoked, stalled_epoch
 FROM tenure_items
 WHERE (%(status)s::text IS NULL OR status = %(status)s)
   AND (%(assignee)s::text IS NULL OR assignee = %(assignee)s)
@@ -176,7 +179,8 @@ LIMIT %(limit)s;
 
 -- name: ready_items
 SELECT i.id, i.title, i.body, i.status, i.priority, i.labels, i.parent, i.assignee, i.epoch,
-       i.progress, i.progress_at, i.result, i.created_by, i.created_at, i.updated_at
+       i.progress, i.progress_at, i.result, i.created_by, i.created_at, i.updated_at,
+       i.revoked, i.stalled_epoch
 FROM tenure_items i
 LEFT JOIN tenure_leases l ON l.key = 'items/' || i.id
 WHERE i.status = 'open' AND i.assignee IS NULL

@@ -88,8 +88,8 @@ INSERT INTO tenure_fenced_ops (key, op_id, token, value, version, writer)
 VALUES (:key, :op_id, :token, :value, :version, :writer);
 
 -- name: add_principal
-INSERT INTO tenure_principals (name, kind, roles, parent, created_at)
-VALUES (:name, :kind, :roles, :parent, :now);
+INSERT INTO tenure_principals (name, kind, roles, parent, created_at, dispatched_for)
+VALUES (:name, :kind, :roles, :parent, :now, :dispatched_for);
 
 -- name: add_token
 INSERT INTO tenure_tokens (id, principal, token_hash, created_at)
@@ -118,26 +118,29 @@ WHERE t.token_hash = :token_hash AND t.revoked_at IS NULL;
 
 -- name: get_item
 SELECT id, title, body, status, priority, labels, parent, assignee, epoch, progress,
-       progress_at, result, created_by, created_at, updated_at
+       progress_at, result, created_by, created_at, updated_at, revoked, stalled_epoch
 FROM tenure_items WHERE id = :id;
 
 -- name: insert_item
 INSERT INTO tenure_items (id, title, body, status, priority, labels, parent, assignee, epoch,
-                          progress, progress_at, result, created_by, created_at, updated_at)
+                          progress, progress_at, result, created_by, created_at, updated_at,
+                          revoked, stalled_epoch)
 VALUES (:id, :title, :body, :status, :priority, :labels, :parent, :assignee, :epoch, :progress,
-        :progress_at, :result, :created_by, :created_at, :updated_at)
+        :progress_at, :result, :created_by, :created_at, :updated_at,
+        :revoked, :stalled_epoch)
 ON CONFLICT (id) DO NOTHING;
 
 -- name: save_item
 UPDATE tenure_items SET title = :title, body = :body, status = :status, priority = :priority,
     labels = :labels, parent = :parent, assignee = :assignee, epoch = :epoch,
     progress = :progress, progress_at = :progress_at, result = :result,
+    revoked = :revoked, stalled_epoch = :stalled_epoch,
     updated_at = :updated_at
 WHERE id = :id;
 
 -- name: list_items
 SELECT id, title, body, status, priority, labels, parent, assignee, epoch, progress,
-       progress_at, result, created_by, created_at, updated_at
+       progress_at, result, created_by, created_at, updated_at, revoked, stalled_epoch
 FROM tenure_items
 WHERE (:status IS NULL OR status = :status)
   AND (:assignee IS NULL OR assignee = :assignee)
@@ -147,7 +150,8 @@ LIMIT :limit;
 
 -- name: ready_items
 SELECT i.id, i.title, i.body, i.status, i.priority, i.labels, i.parent, i.assignee, i.epoch,
-       i.progress, i.progress_at, i.result, i.created_by, i.created_at, i.updated_at
+       i.progress, i.progress_at, i.result, i.created_by, i.created_at, i.updated_at,
+       i.revoked, i.stalled_epoch
 FROM tenure_items i
 LEFT JOIN tenure_leases l ON l.key = 'items/' || i.id
 WHERE i.status = 'open' AND i.assignee IS NULL

@@ -1,0 +1,70 @@
+"""What the work queue's verbs return: a claim, a completion, a release, a dispatch, a
+briefing. Plain frozen values with their wire form (``to_dict``), shared by every front."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from tenure.core.items import Item, ItemView
+from tenure.core.models import Event, Lease, Principal
+
+
+@dataclass(frozen=True)
+class Claim:
+    item: Item
+    lease: Lease
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"item": self.item.to_dict(), "lease": self.lease.to_dict()}
+
+
+@dataclass(frozen=True)
+class Completion:
+    item: Item
+    duplicate: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"item": self.item.to_dict(), "duplicate": self.duplicate}
+
+
+@dataclass(frozen=True)
+class ItemRelease:
+    released: bool
+    item: Item
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"released": self.released, "item": self.item.to_dict()}
+
+
+@dataclass(frozen=True)
+class Dispatch:
+    item: Item
+    lease: Lease
+    agent: Principal
+    token: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "item": self.item.to_dict(),
+            "lease": self.lease.to_dict(),
+            "agent": {"name": self.agent.name, "token": self.token},
+        }
+
+
+@dataclass(frozen=True)
+class Briefing:
+    principal: str
+    carrying: tuple[ItemView, ...]
+    lapsed: tuple[ItemView, ...]
+    happened: tuple[Event, ...]
+    ready: tuple[Item, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "principal": self.principal,
+            "carrying": [x.to_dict() for x in self.carrying],
+            "lapsed": [x.to_dict() for x in self.lapsed],
+            "happened": [e.to_dict() for e in self.happened],
+            "ready": [i.to_dict() for i in self.ready],
+        }

@@ -1,0 +1,149 @@
+"""The read side of the work queue: an item with its claim and history, lists, a principal's
+queue, the ready queue and the briefing. :class:`tenure.work.WorkQueue` (the verbs) builds on it.
+"""
+
+from __future__ import annotations
+
+import builtins
+import re
+from typing import TYPE_CHECKING
+
+from tenure.core import validate as v
+from tenure.core.claims import Briefing
+from tenure.core.items import CLOSED, STATUSES, Item, ItemView, item_key, lease_state
+from tenure.core.models import Event, EventQuery, Principal
+from tenure.core.policy import PolicySet
+from tenure.errors import InvalidRequest, NotFound
+from tenure.store.base import Store
+
+if TYPE_CHECKING:
+    from tenure.service import Who
+
+ITEM_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+BRIEFING_EVENTS = ("expired", "taken_over", "force_released", "completed", "cancelled")
+
+
+def check_item_id(item_id: object, field: str = "id") -> str:
+    if not isinstance(item_id, str) or not ITEM_ID.match(item_id) or "\n" in item_id:
+        raise InvalidRequest(f"{field}: 1-128 letters, digits, '.', '_' or '-'", field=field)
+    return item_id
+
+
+class QueueViews:
+    """Reads of items and claims over ``store``; ``stall_ms``: a live claim without progress for
+    this long is ``stalled``."""
+
+    store: Store
+    policy: PolicySet
+    #: overrides every policy's ``stall_after`` when set (``TENURE_STALL_MS``)
+    stall_ms: int | None
+
+    def stall_for(self, item_id: str) -> int:
+        """How long a claim on ``item_id`` may go without progress before it is stalled."""
+        if self.stall_ms is not None:
+            return self.stall_ms
+        return self.policy.for_key(item_key(item_id)).stall_after
+
+    def get(self, item_id: str) -> ItemView:
+        item = self._item(item_id)
+        return self._view(item, self.store.now_ms(), with_transfers=True)
+
+    def list(
+        self,
+        status: str | None = None,
+        assignee: str | None = None,
+        label: str | None = None,
+        limit: int = 100,
+    ) -> builtins.list[Item]:
+        if status is not None and status not in STATUSES:
+            raise InvalidRequest(f"status: one of {', '.join(STATUSES)}", field="status")
+        return self.store.list_items(
+            status,
+            None if assignee is None else v.check_text("assignee", assignee, 256),
+            None if label is None else v.check_text("label", label, 64),
+            v.check_limit(limit),
+        )
+
+    # views ---------------------------------------------------------------------------------
+    def queue(self, principal: str) -> builtins.list[ItemView]:
+        """Items assigned to ``principal``, with lease state ``live``, ``stalled`` or ``lapsed``."""
+        name = v.check_text("principal", principal, 256)
+        now = self.store.now_ms()
+        items: builtins.list[Item] = []
+        for owner in (name, *self._descendants(name)):
+            items.extend(self.store.list_items(assignee=owner, limit=v.MAX_LIMIT))
+        return [self._view(item, now) for item in items if item.status not in CLOSED]
+
+    def _descendants(self, name: str) -> builtins.list[str]:
+        """The agents ``name`` dispatched, and theirs: a parent sees its agents' claims."""
+        children: dict[str, builtins.list[str]] = {}
+        for p in self.store.list_principals():
+            if p.parent:
+                children.setdefault(p.parent, []).append(p.name)
+        out: builtins.list[str] = []
+        todo = list(children.get(name, []))
+        while todo and len(out) < v.MAX_LIMIT:
+            child = todo.pop(0)
+            if child not in out and child != name:
+                out.append(child)
+                todo.extend(children.get(child, []))
+        return out
+
+    def ready(self, limit: int = 50) -> builtins.list[Item]:
+        """Open, unassigned, unleased items by priority, then age."""
+        return self.store.ready_items(self.store.now_ms(), v.check_limit(limit))
+
+    def briefing(self, who: Who, ready: int = 5) -> Briefing:
+        """What I carry, what lapsed, what happened to my work since my last briefing."""
+        me = self._who(who)
+        ready = v.check_positive("ready", ready, v.MAX_LIMIT)  # before the cursor moves
+        mine = self.queue(me.name)
+        since = self.store.get_cursor(me.name, "briefing")
+        # The cursor moves to the end of the window read first; only events up to it are shown,
+        # so an event appended meanwhile (or past a full window) is shown next time, exactly once.
+        window = self.store.events(EventQuery(after=since, limit=v.MAX_LIMIT))
+        upto = window[-1].id if window else since
+        happened = [e for e in self._events_since(since) if e.id <= upto and self._concerns(me, e)]
+        if window:
+            self.store.set_cursor(me.name, "briefing", upto)
+        return Briefing(
+            me.name,
+            tuple(x for x in mine if x.lease_state != "lapsed"),
+            tuple(x for x in mine if x.lease_state == "lapsed"),
+            tuple(happened),
+            tuple(self.ready(ready)),
+        )
+
+    def _events_since(self, after: int) -> builtins.list[Event]:
+        out: builtins.list[Event] = []
+        for kind in (*BRIEFING_EVENTS, "claimed"):
+            out.extend(self.store.events(EventQuery(after=after, type=kind, limit=v.MAX_LIMIT)))
+        return sorted(out, key=lambda e: e.id)
+
+    def _concerns(self, me: Principal, event: Event) -> bool:
+        if event.type == "claimed":  # a transfer away from me
+            return event.data.get("previous") == me.name and event.actor != me.name
+        people = {event.holder, event.data.get("previous")}
+        if me.name in people:
+            return event.actor != me.name or event.type == "expired"
+        holder = event.holder or ""
+        return holder.startswith(me.name + "/")  # my agents' work
+
+    # helpers -------------------------------------------------------------------------------
+    def _who(self, who: Who) -> Principal:
+        from tenure.service import as_principal
+
+        return as_principal(who)
+
+    def _item(self, item_id: str) -> Item:
+        item = self.store.get_item(check_item_id(item_id))
+        if item is None:
+            raise NotFound(f"no item {item_id!r}", key=item_key(item_id), what="item")
+        return item
+
+    def _view(self, item: Item, now: int, with_transfers: bool = False) -> ItemView:
+        rec = self.store.get(item_key(item.id))
+        lease = rec.lease(now) if rec and rec.token == item.epoch and item.epoch else None
+        transfers = tuple(self.store.transfers(item.id)) if with_transfers else ()
+        state = lease_state(item, rec, now, self.stall_for(item.id))
+        return ItemView(item, lease, state, transfers)
