@@ -21,6 +21,7 @@ from tenure.core.items import (
     ItemDecision,
     ItemView,
     Transfer,
+    check_epoch,
     decide_cancel,
     decide_claim,
     decide_complete,
@@ -42,12 +43,25 @@ from tenure.core.policy import Policy
 from tenure.errors import Conflict, Forbidden, InvalidRequest, NotFound, StaleToken
 from tenure.principals import hash_token, new_token
 from tenure.store.base import KeyTx
+from tenure.work_items import (
+    MAX_BODY_CHARS,
+    MAX_LABELS,
+    MAX_TITLE_CHARS,
+    ItemDraft,
+    check_labels,
+    check_priority,
+    created_event,
+    follow_up_drafts,
+)
 from tenure.work_views import QueueViews, check_item_id
 
 if TYPE_CHECKING:
     from tenure.service import Service, Who
 
 __all__ = [  # the results live in tenure.core.claims; imported from here by older code
+    "MAX_BODY_CHARS",
+    "MAX_LABELS",
+    "MAX_TITLE_CHARS",
     "Briefing",
     "Claim",
     "Completion",
@@ -55,11 +69,10 @@ __all__ = [  # the results live in tenure.core.claims; imported from here by old
     "ItemRelease",
     "WorkQueue",
     "check_item_id",
+    "check_labels",
+    "check_priority",
 ]
 
-MAX_TITLE_CHARS = 512
-MAX_BODY_CHARS = 64 * 1024
-MAX_LABELS = 32
 DEFAULT_STALL_MS = Policy().stall_after
 
 
@@ -71,21 +84,6 @@ def _same_completion(first: Any, epoch: int, me: Principal) -> bool:
         and first.get("epoch") == epoch
         and first.get("by", me.name) == me.name
     )
-
-
-def check_labels(labels: object) -> tuple[str, ...]:
-    if isinstance(labels, str) or not isinstance(labels, list | tuple):
-        raise InvalidRequest("labels: a list of strings", field="labels")
-    if len(labels) > MAX_LABELS:
-        raise InvalidRequest(f"labels: at most {MAX_LABELS}", field="labels")
-    return tuple(dict.fromkeys(v.check_text("labels", label, 64) for label in labels))
-
-
-def check_priority(priority: object) -> int:
-    if not v.is_int(priority) or not 0 <= priority <= 1000:  # type: ignore[operator]
-        raise InvalidRequest("priority: an integer from 0 (most urgent) to 1000", field="priority")
-    assert isinstance(priority, int)
-    return priority
 
 
 class WorkQueue(QueueViews):
@@ -107,27 +105,43 @@ class WorkQueue(QueueViews):
         labels: Sequence[str] = (),
         parent: str | None = None,
         id: str | None = None,
+        parent_epoch: int | None = None,
     ) -> Item:
+        """A new open item. With ``parent_epoch``, created only while that epoch is the parent's
+        current one and held by ``who`` (fenced like progress): a superseded owner of the parent
+        cannot fan out work."""
         me = self._who(who)
-        item_id = check_item_id(id) if id is not None else f"it-{secrets.token_hex(5)}"
-        if parent is not None and self.store.get_item(check_item_id(parent, "parent")) is None:
+        fields = {"title": title, "body": body, "priority": priority, "labels": labels}
+        draft = ItemDraft.check(me, {**fields, **({} if id is None else {"id": id})}, parent)
+        if parent_epoch is not None:
+            if parent is None:
+                raise InvalidRequest("parent_epoch: give the parent too", field="parent_epoch")
+            epoch = v.check_token(parent_epoch, "parent_epoch")
+
+            def fenced(tx: KeyTx, up: Item) -> ItemDecision:
+                error = check_epoch(up, tx.record, epoch, me)
+                if error is not None:
+                    return ItemDecision(Decision(None), error=error)
+                new = draft.item(tx.now)
+                return ItemDecision(Decision(None), created=(new,), result=new)
+
+            created: Item = self._fenced(parent, fenced)
+            return created
+        if parent is not None and self.store.get_item(parent) is None:
             raise NotFound(f"no parent item {parent!r}", what="item")
-        now = self.store.now_ms()
-        item = Item(
-            item_id,
-            v.check_text("title", title, MAX_TITLE_CHARS),
-            v.check_text("body", body, MAX_BODY_CHARS, required=False),
-            "open",
-            check_priority(priority),
-            check_labels(labels),
-            parent,
-            created_by=me.name,
-            created_at=now,
-            updated_at=now,
-        )
-        if not self.store.create_item(item):
-            raise Conflict(f"id: an item {item_id!r} exists already", field="id")
+        with self.store.key_tx(item_key(draft.id)) as tx:
+            item = draft.item(tx.now)
+            self._add_items(tx, (item,))
+            events = (created_event(item, me),)
+            tx.append(events)
+        self.service.committed(events)
         return item
+
+    def _add_items(self, tx: KeyTx, items: Sequence[Item]) -> None:
+        """Create ``items`` in ``tx``; an id that is taken fails it all (nothing is created)."""
+        for item in items:
+            if not tx.add_item(item):
+                raise Conflict(f"id: an item {item.id!r} exists already", field="id")
 
     def update(self, who: Who, item_id: str, **changes: Any) -> ItemView:
         """Edit title, body, priority, labels or status; ``status: in_progress`` claims."""
@@ -358,29 +372,45 @@ class WorkQueue(QueueViews):
         return updated
 
     def complete(
-        self, who: Who, item_id: str, epoch: int, result: Any = None, op_id: str | None = None
+        self,
+        who: Who,
+        item_id: str,
+        epoch: int,
+        result: Any = None,
+        op_id: str | None = None,
+        follow_ups: Sequence[dict[str, Any]] | None = None,
     ) -> Completion:
+        """Fenced completion. ``follow_ups`` (items to create under this one) are created in
+        the completion's transaction, so exactly once per completion (and per ``op_id``)."""
         me = self._who(who)
         epoch = v.check_token(epoch, "epoch")
         policy = self.service.policy.for_key(item_key(check_item_id(item_id)))
         v.check_value(result, policy, "result")
         if op_id is not None:
             op_id = v.check_text("op_id", op_id, v.MAX_OP_ID_CHARS)
-        duplicate: list[bool] = []
+        drafts = () if follow_ups is None else follow_up_drafts(me, follow_ups, item_id)
+        duplicate: list[Any] = []
 
         def decide(tx: KeyTx, item: Item) -> ItemDecision:
             first = tx.find_item_op(item.id, op_id) if op_id is not None else None
             if first is not None and _same_completion(first, epoch, me):
-                duplicate.append(True)
+                duplicate.append(first)
                 return ItemDecision(Decision(None), result=item)
             decision = decide_complete(item, tx.record, me, epoch, result, tx.now)
-            if op_id is not None and decision.error is None and decision.lease.error is None:
-                tx.save_item_op(item.id, op_id, {"epoch": epoch, "by": me.name})
-            return decision
+            if decision.error is not None or decision.lease.error is not None:
+                return decision
+            created = tuple(d.item(tx.now) for d in drafts)
+            if op_id is not None:
+                ids = [c.id for c in created]
+                tx.save_item_op(item.id, op_id, {"epoch": epoch, "by": me.name, "follow_ups": ids})
+            events = (*decision.events, *(created_event(c, me) for c in created))
+            return replace(decision, created=created, events=events)
 
         done: Item = self._fenced(item_id, decide)
         self.service.count_write("duplicate" if duplicate else "accepted")
-        return Completion(done, bool(duplicate))
+        ids = duplicate[0].get("follow_ups", []) if duplicate else [d.id for d in drafts]
+        made = tuple(x for x in (self.store.get_item(i) for i in ids) if x is not None)
+        return Completion(done, bool(duplicate), made)
 
     def cancel(self, who: Who, item_id: str, reason: str) -> Item:
         me = self._who(who)
@@ -485,6 +515,7 @@ class WorkQueue(QueueViews):
                 tx.save(decision.lease.record)
             if decision.item is not None:
                 tx.save_item(decision.item)
+            self._add_items(tx, decision.created)
             if decision.transfers:
                 tx.add_transfers(decision.transfers)
             events = (*decision.lease.events, *decision.events)

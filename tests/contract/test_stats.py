@@ -193,7 +193,7 @@ def test_events_of_an_item(svc: Service) -> None:
     svc.items.claim(ALICE, "w1")
     svc.acquire(ALICE, "other")
     assert {e.key for e in svc.events(item="w1")} == {"items/w1"}
-    assert [e.type for e in svc.events(item="w1")] == ["acquired", "claimed"]
+    assert [e.type for e in svc.events(item="w1")] == ["item_created", "acquired", "claimed"]
     assert svc.events(key="other", item="w1") == []  # both filters apply
     assert svc.events(key="items/w1", item="w1") == svc.events(item="w1")
 

@@ -23,9 +23,14 @@ class Claim:
 class Completion:
     item: Item
     duplicate: bool = False
+    follow_ups: tuple[Item, ...] = ()  # the items the completion created
 
     def to_dict(self) -> dict[str, Any]:
-        return {"item": self.item.to_dict(), "duplicate": self.duplicate}
+        return {
+            "item": self.item.to_dict(),
+            "duplicate": self.duplicate,
+            "follow_ups": [f.to_dict() for f in self.follow_ups],
+        }
 
 
 @dataclass(frozen=True)

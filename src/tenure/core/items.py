@@ -117,6 +117,7 @@ class ItemDecision:
     events: tuple[EventDraft, ...] = ()
     result: Any = None
     error: TenureError | None = None
+    created: tuple[Item, ...] = ()  # new items, created in the same transaction
 
     def raise_or_result(self) -> Any:
         if self.lease.error is not None:

@@ -62,6 +62,7 @@ HOT = (
     "get_item",
     "save_item",
     "insert_transfer",
+    "add_item",
     "find_item_op",
     "save_item_op",
     "notify",
@@ -296,6 +297,9 @@ class KeyTx:
 
     def save_item(self, item: Item) -> None:
         self.batch.add("save_item", rows.item_params(item))
+
+    def add_item(self, item: Item) -> bool:
+        return self._ask("add_item", rows.item_params(item)) is not None
 
     def add_transfers(self, transfers: Sequence[Transfer]) -> None:
         for t in transfers:

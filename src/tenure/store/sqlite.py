@@ -95,6 +95,9 @@ class _SqliteKeyTx:
         row = self.conn.execute(Q["get_item"], {"id": item_id}).fetchone()
         return rows.item_from(row) if row else None
 
+    def add_item(self, item: Item) -> bool:
+        return self.conn.execute(Q["add_item"], rows.item_params(item)).fetchone() is not None
+
     def save_item(self, item: Item) -> None:
         self.conn.execute(Q["save_item"], rows.item_params(item))
 

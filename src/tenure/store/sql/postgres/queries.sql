@@ -159,6 +159,17 @@ VALUES (%(id)s, %(title)s, %(body)s, %(status)s, %(priority)s, %(labels)s, %(par
 ON CONFLICT (id) DO NOTHING
 RETURNING id;
 
+-- name: add_item
+-- insert_item in a key's transaction: the id, or no row when it is taken.
+INSERT INTO tenure_items (id, title, body, status, priority, labels, parent, assignee, epoch,
+                          progress, progress_at, result, created_by, created_at, updated_at,
+                          revoked, stalled_epoch)
+VALUES (%(id)s, %(title)s, %(body)s, %(status)s, %(priority)s, %(labels)s, %(parent)s, %(assignee)s, %(epoch)s, %(progress)s,
+        %(progress_at)s, %(result)s, %(created_by)s, %(created_at)s, %(updated_at)s,
+        %(revoked)s, %(stalled_epoch)s)
+ON CONFLICT (id) DO NOTHING
+RETURNING id;
+
 -- name: save_item
 UPDATE tenure_items SET title = %(title)s, body = %(body)s, status = %(status)s, priority = %(priority)s,
     labels = %(labels)s, parent = %(parent)s, assignee = %(assignee)s, epoch = %(epoch)s,

@@ -130,6 +130,17 @@ VALUES (:id, :title, :body, :status, :priority, :labels, :parent, :assignee, :ep
         :revoked, :stalled_epoch)
 ON CONFLICT (id) DO NOTHING;
 
+-- name: add_item
+-- insert_item in a key's transaction: the id, or no row when it is taken.
+INSERT INTO tenure_items (id, title, body, status, priority, labels, parent, assignee, epoch,
+                          progress, progress_at, result, created_by, created_at, updated_at,
+                          revoked, stalled_epoch)
+VALUES (:id, :title, :body, :status, :priority, :labels, :parent, :assignee, :epoch, :progress,
+        :progress_at, :result, :created_by, :created_at, :updated_at,
+        :revoked, :stalled_epoch)
+ON CONFLICT (id) DO NOTHING
+RETURNING id;
+
 -- name: save_item
 UPDATE tenure_items SET title = :title, body = :body, status = :status, priority = :priority,
     labels = :labels, parent = :parent, assignee = :assignee, epoch = :epoch,
