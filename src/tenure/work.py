@@ -29,8 +29,10 @@ from tenure.core.items import (
     decide_progress,
     decide_reassign,
     dispatched,
+    edit_events,
     item_key,
     lease_state,
+    not_assignee,
 )
 from tenure.core.models import (
     ExtendResult,
@@ -159,6 +161,8 @@ class WorkQueue(QueueViews):
 
         def decide(tx: KeyTx, item: Item) -> ItemDecision:
             # One transaction: the edits land only if the status change (or claim) does.
+            if edits and not self._may_edit(me, item):
+                return ItemDecision(Decision(None), error=not_assignee(item, me))
             if status == "in_progress":
                 decision = decide_claim(item, tx.record, me, ttl, None, False, None, tx.now)
             elif status is not None:
@@ -168,14 +172,20 @@ class WorkQueue(QueueViews):
                 decision = ItemDecision(Decision(None), error=error)
             else:
                 decision = ItemDecision(Decision(None))
-            if not edits or decision.error is not None or decision.lease.error is not None:
+            if decision.error is not None or decision.lease.error is not None:
                 return decision
             edited = (decision.item or item).update(**edits, updated_at=tx.now)
-            return replace(decision, item=edited)
+            events = (*decision.events, *edit_events(item, edited, me, status == "in_progress"))
+            return replace(decision, item=edited if edits else decision.item, events=events)
 
         if edits or status is not None:
             self._run(item_id, decide, create=status == "in_progress")
         return self.get(item_id)
+
+    def _may_edit(self, me: Principal, item: Item) -> bool:
+        """Only its assignee or an authority over the assignee edits an assigned item."""
+        owner = item.assignee
+        return owner is None or owner == me.name or self.service._may_force(me, owner)
 
     def _edits(self, changes: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {}

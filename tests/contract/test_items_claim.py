@@ -247,8 +247,11 @@ def test_update_to_in_progress_over_a_live_claim_is_lease_held_and_changes_nothi
 ) -> None:
     svc.items.claim(ALICE, "job", task="run-1")
     before = snapshot(svc, "job")
-    with pytest.raises(LeaseHeld) as held:
+    with pytest.raises(tenure.NotHolder) as edit:  # only the assignee edits a claimed item
         svc.items.update(BOB, "job", title="hijacked", labels=["x"], status="in_progress")
+    assert edit.value.holder == "alice"
+    with pytest.raises(LeaseHeld) as held:
+        svc.items.update(BOB, "job", status="in_progress")
     assert (held.value.holder, held.value.task) == ("alice", "run-1")
     after = snapshot(svc, "job")
     assert svc.items.get("job").item.title == "write the report"
@@ -261,8 +264,11 @@ def test_update_to_in_progress_over_a_lapsed_claim_is_assigned_to_other_and_chan
     svc.items.claim(ALICE, "job", ttl_ms=1_000)
     lapse(clock, 1_000)
     before = snapshot(svc, "job")
-    with pytest.raises(AssignedToOther) as refused:
+    with pytest.raises(tenure.NotHolder):  # the edits alone are refused first
         svc.items.update(BOB, "job", title="hijacked", priority=0, status="in_progress")
+    assert snapshot(svc, "job") == before
+    with pytest.raises(AssignedToOther) as refused:
+        svc.items.update(BOB, "job", status="in_progress")
     assert refused.value.assignee == "alice"
     refused_and_counted(svc, before, "job")
 
@@ -272,8 +278,11 @@ def test_update_of_the_status_of_someone_elses_item_changes_nothing(svc: Service
     before = snapshot(svc, "job")
     for status in ("open", "blocked"):
         with pytest.raises(Conflict) as refused:
-            svc.items.update(BOB, "job", title="hijacked", status=status)
+            svc.items.update(BOB, "job", status=status)
         assert refused.value.field == "status"
+        with pytest.raises(tenure.NotHolder) as not_theirs:
+            svc.items.update(BOB, "job", title="hijacked", status=status)
+        assert not_theirs.value.holder == "alice"
     assert snapshot(svc, "job") == before
 
 

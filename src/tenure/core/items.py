@@ -249,6 +249,30 @@ def _assigned_to_other(
     return ItemDecision(Decision(counted, (*events, conflict)), error=error)
 
 
+def not_assignee(item: Item, who: Principal) -> NotHolder:
+    """Someone who is neither the assignee nor an authority over it edits an assigned item."""
+    return NotHolder(
+        f"item {item.id!r} is assigned to {item.assignee!r}: only its assignee or an authority "
+        f"over it edits it, not {who.name!r}",
+        key=item_key(item.id),
+        holder=item.assignee,
+    )
+
+
+def edit_events(before: Item, after: Item, who: Principal, claimed: bool) -> tuple[EventDraft, ...]:
+    """``item_edited`` (the fields changed) and ``item_status`` (from, to; not for a claim,
+    which records ``claimed``) for an update from ``before`` to ``after``."""
+    names = ("title", "body", "priority", "labels")
+    fields = [f for f in names if getattr(before, f) != getattr(after, f)]
+    out = []
+    if fields:
+        out.append(_event("item_edited", after, who, after.epoch, fields=fields))
+    if before.status != after.status and not claimed:
+        moved = {"from": before.status, "to": after.status}
+        out.append(_event("item_status", after, who, after.epoch, **moved))
+    return tuple(out)
+
+
 def decide_reassign(
     item: Item | None,
     rec: KeyRecord | None,
