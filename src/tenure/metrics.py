@@ -34,6 +34,7 @@ HELP = {
     "tenure_conflicts_total": "Acquisitions refused because someone held the key (database)",
     "tenure_live_leases": "Leases live now (database)",
     "tenure_live_claims": "Item claims live now (database)",
+    "tenure_claims": "Live item claims by state: live (progressing) or stalled (no progress)",
     "tenure_expired_share": "Share of lease endings that were expiries, over a window (database)",
     "tenure_renewals_total": "Lease renewals served by this server",
     "tenure_fenced_writes_total": "Fenced writes (register, item progress and completion) "
@@ -125,6 +126,10 @@ class Metrics:
         ):
             _family(out, name, "gauge")
             out.append(f"{name} {value}")
+        _family(out, "tenure_claims", "gauge")
+        stalled = db.get("stalled_claims", 0)
+        for state, n in (("live", db["live_claims"] - stalled), ("stalled", stalled)):
+            out.append(f"tenure_claims{_labels((('state', state),))} {n}")
         _family(out, "tenure_expired_share", "gauge")
         for window, figures in db["windows"].items():
             share = figures["expired_share"]

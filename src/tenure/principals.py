@@ -68,25 +68,27 @@ class Principals:
         kind: str = "human",
         roles: tuple[str, ...] | list[str] = (),
         parent: str | None = None,
+        actor: str | None = None,
     ) -> IssuedToken:
-        """Create a principal with a first token, trusting the caller (CLI on the database)."""
+        """Create a principal with a first token, trusting the caller (CLI on the database);
+        ``actor``: who asked (recorded with the events)."""
         principal = check_principal(name, kind, list(roles), parent)
         if self.store.get_principal(principal.name) is not None:
-            return self._token_for(principal.name)
+            return self._token_for(principal.name, actor)
         if parent is not None and self.store.get_principal(parent) is None:
             # Well-formed, but naming nobody: like any reference to a missing resource, 404.
             raise NotFound(f"parent: no principal named {parent!r}", what="principal")
         token_id, token = new_token()
-        self.store.add_principal(principal, hash_token(token), token_id)
+        self.store.add_principal(principal, hash_token(token), token_id, actor)
         return IssuedToken(principal, token_id, token)
 
-    def _token_for(self, name: str) -> IssuedToken:
+    def _token_for(self, name: str, actor: str | None = None) -> IssuedToken:
         """An extra token for an existing principal."""
         principal = self.store.get_principal(name)
         if principal is None:
             raise NotFound(f"no principal named {name!r}", what="principal")
         token_id, token = new_token()
-        self.store.add_token(name, token_id, hash_token(token))
+        self.store.add_token(name, token_id, hash_token(token), actor)
         return IssuedToken(principal, token_id, token)
 
     def create(
@@ -102,7 +104,7 @@ class Principals:
             raise Forbidden(
                 "only admins create principals", actor=actor.name, reason="admin role required"
             )
-        return self.bootstrap(name, kind, roles or [], parent)
+        return self.bootstrap(name, kind, roles or [], parent, actor.name)
 
     def authenticate(self, token: str | None) -> Principal:
         if not token or not TOKEN_RE.fullmatch(token):
@@ -113,18 +115,34 @@ class Principals:
         return principal
 
     def revoke(self, actor: Principal, name: str, token_id: str) -> None:
-        """Revoke one token of ``name``; admins revoke anyone's, principals their own."""
+        """Revoke one token of ``name``: admins anyone's, principals their own, and a principal
+        the tokens of the agents it dispatched (and theirs)."""
         if not isinstance(name, str) or not NAME_RE.fullmatch(name):
             raise InvalidRequest("name: not a principal name", field="name")
         if not isinstance(token_id, str) or not TOKEN_ID_RE.fullmatch(token_id):
             raise InvalidRequest("token_id: 12 lowercase hex digits", field="token_id")
-        if not actor.is_admin and actor.name != name:
-            raise Forbidden(
-                "only admins revoke the tokens of others",
-                actor=actor.name,
-                reason="admin role required",
-            )
         if self.store.get_principal(name) is None:
             raise NotFound(f"no principal named {name!r}", what="principal")
-        if not self.store.revoke_token(name, token_id):
+        if not (actor.is_admin or actor.name == name or actor.name in self.ancestors(name)):
+            raise Forbidden(
+                "only admins, the principal itself and its ancestors revoke its tokens",
+                actor=actor.name,
+                reason="admin role or ancestry required",
+            )
+        if not self.store.revoke_token(name, token_id, actor.name):
             raise NotFound(f"no live token {token_id!r} of {name!r}", what="token")
+
+    def ancestors(self, name: str) -> tuple[str, ...]:
+        return ancestors(self.store, name)
+
+
+def ancestors(store: Store, name: str, limit: int = 64) -> tuple[str, ...]:
+    """The principals that dispatched ``name``, nearest first (at most ``limit``, cycles cut)."""
+    chain: list[str] = []
+    current = store.get_principal(name)
+    while current is not None and current.parent and len(chain) < limit:
+        if current.parent in chain or current.parent == name:
+            break
+        chain.append(current.parent)
+        current = store.get_principal(current.parent)
+    return tuple(chain)

@@ -46,7 +46,8 @@ class Reaper:
         self.recorded = 0
 
     def run_once(self) -> list[Event]:
-        """Reap until no lapsed lease is left unrecorded."""
+        """Reap until no lapsed lease is left unrecorded (the ``expired`` events); then end
+        the tokens of dispatched agents whose claim ended, and record stalled claims."""
         out: list[Event] = []
         while True:
             batch = self.service.reap(self.batch)
@@ -54,6 +55,8 @@ class Reaper:
             if len(batch) < self.batch:
                 break
         self.recorded += len(out)
+        self.service.revoke_ended_agents(self.batch)
+        self.service.items.record_stalls(self.batch)
         return out
 
     def start(self) -> Reaper:

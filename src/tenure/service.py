@@ -41,6 +41,7 @@ from tenure.core.models import (
 from tenure.core.policy import Policy, PolicySet
 from tenure.errors import InvalidRequest, LeaseLost, NotFound, StaleToken, TenureError
 from tenure.metrics import Metrics
+from tenure.principals import ancestors
 from tenure.stats import StatsView
 from tenure.store.base import KeyTx, Store
 
@@ -86,7 +87,7 @@ class Service:
         self.store = store
         self.policy = policy or PolicySet()
         self.metrics = Metrics()
-        self.stats_view = StatsView(store)
+        self.stats_view = StatsView(store, lambda: self.items.stall_for_default())
         #: Called (from the committing thread) after every commit that appended events.
         self.listeners: builtins.list[Callable[[], None]] = []
         self._deferred = _Deferred()
@@ -300,14 +301,7 @@ class Service:
 
     def ancestors(self, name: str) -> tuple[str, ...]:
         """The principals that dispatched ``name``, nearest first."""
-        chain: list[str] = []
-        current = self.store.get_principal(name)
-        while current is not None and current.parent and len(chain) < MAX_ANCESTRY:
-            if current.parent in chain or current.parent == name:
-                break
-            chain.append(current.parent)
-            current = self.store.get_principal(current.parent)
-        return tuple(chain)
+        return ancestors(self.store, name, MAX_ANCESTRY)
 
     def get(self, key: str) -> Lease:
         """The latest lease on ``key`` with its ``state`` (``live``, ``expired``, …)."""
@@ -421,6 +415,13 @@ class Service:
         reaped = self.store.reap(v.check_limit(limit))
         self.committed([_draft(e) for e in reaped])
         return reaped
+
+    def revoke_ended_agents(self, limit: int = 1000) -> builtins.list[Event]:
+        """End the tokens of dispatched agents whose claim ended, however it ended (the
+        reaper's job: a ``kill -9``ed supervisor leaves nothing to clean up)."""
+        revoked = self.store.revoke_ended_agents(v.check_limit(limit))
+        self.committed([_draft(e) for e in revoked])
+        return revoked
 
     def prune_events(self, max_count: int, max_age_ms: int, batch: int = 1000) -> int:
         """Retention: drop one batch of the oldest events beyond ``max_count`` or older than

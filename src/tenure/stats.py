@@ -8,6 +8,7 @@ hour, the last day) are counted from the events in the window.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from tenure.core import validate as v
@@ -65,9 +66,11 @@ class Tally:
 class StatsView:
     """``GET /v1/stats`` and ``GET /v1/stats/timeline`` over one store."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, stall_ms: Callable[[], int] | None = None) -> None:
+        """``stall_ms``: how long a claim may go without progress (the default policy's)."""
         self.store = store
         self.tally = Tally(store)
+        self.stall_ms = stall_ms
 
     def stats(self) -> dict[str, Any]:
         now = self.store.now_ms()
@@ -82,6 +85,9 @@ class StatsView:
             "conflicts": totals.get("conflict", 0),
             "live_leases": leases,
             "live_claims": claims,
+            "stalled_claims": (
+                0 if self.stall_ms is None else self.store.count_stalled(now, now - self.stall_ms())
+            ),
             "windows": {name: self._window(now - span) for name, span in WINDOWS.items()},
             "hottest_keys": [
                 {"key": key, "conflicts": n} for key, n in self.store.hot_keys(day, TOP)

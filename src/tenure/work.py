@@ -28,6 +28,7 @@ from tenure.core.items import (
     decide_item_release,
     decide_progress,
     decide_reassign,
+    decide_stall,
     dispatched,
     edit_events,
     item_key,
@@ -491,10 +492,24 @@ class WorkQueue(QueueViews):
             if decision.error is not None or decision.lease.error is not None or not decision.item:
                 return decision
             tx.add_principal(child, hash_token(token), token_id, dispatched_for=item.id)
-            return dispatched(decision, me, child, reason, tx.now)
+            return dispatched(decision, me, child, token_id, reason)
 
         lease: Lease = self._run(item_id, decide, create=True)
         return Dispatch(self._item(item_id), lease, child, token)
+
+    def record_stalls(self, limit: int = 1000) -> int:
+        """Record a ``stalled`` event, once per claim, for the live claims that made no
+        progress for their ``stall_after`` (the reaper's job); how many it recorded."""
+        now = self.store.now_ms()
+        shortest = self.stall_ms if self.stall_ms is not None else self.policy.shortest_stall()
+        found = 0
+        for item_id in self.store.stalled_claims(now, now - shortest, limit):
+            recorded: bool = self._run(item_id, self._stall_check)
+            found += recorded
+        return found
+
+    def _stall_check(self, tx: KeyTx, item: Item) -> ItemDecision:
+        return decide_stall(item, tx.record, tx.now, self.stall_for(item.id))
 
     def _may_redispatch(self, me: Principal, item: Item) -> bool:
         owner = item.assignee

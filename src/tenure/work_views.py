@@ -20,7 +20,15 @@ if TYPE_CHECKING:
     from tenure.service import Who
 
 ITEM_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-BRIEFING_EVENTS = ("expired", "taken_over", "force_released", "completed", "cancelled")
+BRIEFING_EVENTS = (
+    "expired",
+    "taken_over",
+    "force_released",
+    "completed",
+    "cancelled",
+    "reassigned",
+    "stalled",
+)
 
 
 def check_item_id(item_id: object, field: str = "id") -> str:
@@ -37,6 +45,10 @@ class QueueViews:
     policy: PolicySet
     #: overrides every policy's ``stall_after`` when set (``TENURE_STALL_MS``)
     stall_ms: int | None
+
+    def stall_for_default(self) -> int:
+        """:meth:`stall_for` of keys no prefix of the policy names."""
+        return self.stall_ms if self.stall_ms is not None else self.policy.default.stall_after
 
     def stall_for(self, item_id: str) -> int:
         """How long a claim on ``item_id`` may go without progress before it is stalled."""
@@ -108,10 +120,11 @@ class QueueViews:
             self.store.set_cursor(me.name, "briefing", upto)
         return Briefing(
             me.name,
-            tuple(x for x in mine if x.lease_state != "lapsed"),
-            tuple(x for x in mine if x.lease_state == "lapsed"),
+            tuple(x for x in mine if x.lease_state in ("live", "stalled")),
+            tuple(x for x in mine if x.lease_state in ("lapsed", "revoked")),
             tuple(happened),
             tuple(self.ready(ready)),
+            tuple(x for x in mine if x.lease_state == "stalled"),
         )
 
     def _events_since(self, after: int) -> builtins.list[Event]:

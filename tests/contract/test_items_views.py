@@ -159,7 +159,14 @@ def test_the_briefing_says_what_i_carry_what_lapsed_and_the_top_of_the_ready_que
     assert [(v.item.id, v.lease_state) for v in brief.lapsed] == [("lapsing", "lapsed")]
     assert [i.id for i in brief.ready] == ["t0"]
     assert [i.id for i in svc.items.briefing(ALICE).ready] == ["t0", "t1"]
-    assert set(brief.to_dict()) == {"principal", "carrying", "lapsed", "happened", "ready"}
+    assert set(brief.to_dict()) == {
+        "principal",
+        "carrying",
+        "lapsed",
+        "happened",
+        "ready",
+        "stalled",
+    }
 
 
 def test_the_briefing_says_what_happened_to_my_work_since_i_last_looked(

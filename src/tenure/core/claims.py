@@ -64,6 +64,8 @@ class Briefing:
     lapsed: tuple[ItemView, ...]
     happened: tuple[Event, ...]
     ready: tuple[Item, ...]
+    #: the live claims of mine and my agents that made no progress for their stall_after
+    stalled: tuple[ItemView, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -72,4 +74,5 @@ class Briefing:
             "lapsed": [x.to_dict() for x in self.lapsed],
             "happened": [e.to_dict() for e in self.happened],
             "ready": [i.to_dict() for i in self.ready],
+            "stalled": [x.to_dict() for x in self.stalled],
         }

@@ -18,7 +18,14 @@ from tenure.core.decide import (
     held_by,
     settle,
 )
-from tenure.core.models import EventDraft, KeyRecord, Lease, Principal
+from tenure.core.models import (
+    EventDraft,
+    KeyRecord,
+    Lease,
+    Principal,
+    principal_created,
+    token_event,
+)
 from tenure.errors import (
     AssignedToOther,
     Conflict,
@@ -488,12 +495,33 @@ def lease_state(item: Item, rec: KeyRecord | None, now: int, stall_ms: int) -> s
 
 
 def dispatched(
-    decision: ItemDecision, dispatcher: Principal, agent: Principal, reason: str | None, now: int
+    decision: ItemDecision,
+    dispatcher: Principal,
+    agent: Principal,
+    token_id: str,
+    reason: str | None,
 ) -> ItemDecision:
-    """A claim made for a dispatched agent: its transfer is the dispatcher's act, and a
-    ``dispatched`` event names the dispatcher (actor) and the agent (holder)."""
+    """A claim made for a dispatched agent: its transfer is the dispatcher's act, and the
+    events name the dispatcher (actor) and the agent (holder): the agent made, its token
+    issued, the item dispatched."""
     item = decision.item
     assert item is not None
     transfers = tuple(replace(t, actor=dispatcher.name) for t in decision.transfers)
-    event = _event("dispatched", item, dispatcher, item.epoch, agent=agent.name, reason=reason)
-    return replace(decision, transfers=transfers, events=(*decision.events, event))
+    made = (
+        principal_created(agent, dispatcher.name),
+        token_event("token_issued", agent.name, token_id, dispatcher.name),
+        _event("dispatched", item, dispatcher, item.epoch, agent=agent.name, reason=reason),
+    )
+    return replace(decision, transfers=transfers, events=(*decision.events, *made))
+
+
+def decide_stall(item: Item, rec: KeyRecord | None, now: int, stall_ms: int) -> ItemDecision:
+    """Record once per claim that it is alive but made no progress for ``stall_ms``."""
+    if item.stalled_epoch == item.epoch or lease_state(item, rec, now, stall_ms) != "stalled":
+        return ItemDecision(Decision(None), result=False)
+    assert rec is not None
+    since = max(rec.acquired_at, item.progress_at or 0)
+    data = {"item": item.id, "since": since, "stall_after": stall_ms, "session": rec.session}
+    event = EventDraft("stalled", item_key(item.id), rec.holder, rec.task, rec.token, data=data)
+    recorded = item.update(stalled_epoch=item.epoch)
+    return ItemDecision(Decision(None), recorded, events=(event,), result=True)

@@ -158,6 +158,19 @@ class EventDraft:
     data: dict[str, Any] = field(default_factory=dict)
 
 
+def principal_created(principal: Principal, actor: str | None) -> EventDraft:
+    """``principal_created``: who made ``principal`` (``None``: on the database directly)."""
+    data = {"kind": principal.kind, "roles": list(principal.roles), "parent": principal.parent}
+    return EventDraft("principal_created", None, principal.name, actor=actor, data=data)
+
+
+def token_event(
+    kind: str, name: str, token_id: str, actor: str | None, reason: str | None = None
+) -> EventDraft:
+    """``token_issued`` or ``token_revoked`` for token ``token_id`` of principal ``name``."""
+    return EventDraft(kind, None, name, actor=actor, reason=reason, data={"token_id": token_id})
+
+
 @dataclass(frozen=True)
 class Event:
     """One append-only record of a state change. ``id`` grows with every event."""

@@ -53,9 +53,17 @@ class PolicySet:
         rest = tuple((p, pol) for p, pol in self.overrides if p != prefix)
         return PolicySet(self.default, (*rest, (prefix, self.default.override(**changes))))
 
+    def shortest_stall(self) -> int:
+        """The shortest ``stall_after`` of any prefix: claims idle for less are not stalled."""
+        return min((self.default, *(p for _, p in self.overrides)), key=_stall).stall_after
+
     def for_key(self, key: str) -> Policy:
         best: tuple[int, Policy] = (-1, self.default)
         for prefix, pol in self.overrides:
             if key.startswith(prefix) and len(prefix) > best[0]:
                 best = (len(prefix), pol)
         return best[1]
+
+
+def _stall(policy: Policy) -> int:
+    return policy.stall_after

@@ -25,6 +25,9 @@ from tenure.core.models import (
     Principal,
 )
 
+#: the reason recorded when a dispatched agent's tokens end with its claim
+ENDED = "its claim ended"
+
 
 class KeyTx(Protocol):
     """One open transaction on one key."""
@@ -131,15 +134,31 @@ class Store(Protocol):
         ...
 
     def add_principal(
-        self, principal: Principal, token_hash: str | None = None, token_id: str | None = None
+        self,
+        principal: Principal,
+        token_hash: str | None = None,
+        token_id: str | None = None,
+        actor: str | None = None,
     ) -> None:
-        """Create ``principal`` (and, given ``token_hash``, its first token) in one transaction."""
+        """Create ``principal`` (and, given ``token_hash``, its first token) in one transaction,
+        with its events (``principal_created``, ``token_issued``; ``actor`` made it)."""
         ...
 
-    def add_token(self, name: str, token_id: str, token_hash: str) -> None: ...
+    def add_token(
+        self, name: str, token_id: str, token_hash: str, actor: str | None = None
+    ) -> None: ...
 
-    def revoke_token(self, name: str, token_id: str) -> bool:
-        """Revoke a token of ``name``; ``False`` if it has no such unrevoked token."""
+    def revoke_token(
+        self, name: str, token_id: str, actor: str | None = None, reason: str | None = None
+    ) -> bool:
+        """Revoke a token of ``name`` (and record ``token_revoked``); ``False`` if it has no
+        such unrevoked token."""
+        ...
+
+    def revoke_ended_agents(self, limit: int) -> list[Event]:
+        """Revoke the tokens of dispatched agents whose claim on their item ended (released,
+        completed, expired, force-released, taken over: whatever way, ``kill -9`` of their
+        supervisor included); the ``token_revoked`` events."""
         ...
 
     def list_principals(self) -> list[Principal]: ...
@@ -163,6 +182,15 @@ class Store(Protocol):
     ) -> list[Item]: ...
 
     def ready_items(self, now: int, limit: int) -> list[Item]: ...
+
+    def stalled_claims(self, now: int, before: int, limit: int) -> list[str]:
+        """The items of live claims idle (no acquisition, no progress) since ``before`` whose
+        stall is not recorded yet."""
+        ...
+
+    def count_stalled(self, now: int, before: int) -> int:
+        """How many live claims are idle since ``before``."""
+        ...
 
     def transfers(self, item_id: str) -> list[Transfer]: ...
 

@@ -33,8 +33,11 @@ from tenure.core.models import (
     FencedValue,
     KeyRecord,
     Principal,
+    principal_created,
+    token_event,
 )
 from tenure.store import rows
+from tenure.store.base import ENDED
 from tenure.store.postgres_listen import Listener, notices
 from tenure.store.postgres_stats import PostgresStats
 from tenure.store.postgres_tx import SAVEPOINT, Batch, Group, KeyTx, record
@@ -356,35 +359,53 @@ class PostgresStore(PostgresStats):
         return None if row is None or row[0] is None else int(row[0])
 
     def add_principal(
-        self, principal: Principal, token_hash: str | None = None, token_id: str | None = None
+        self,
+        principal: Principal,
+        token_hash: str | None = None,
+        token_id: str | None = None,
+        actor: str | None = None,
     ) -> None:
         with self._tx() as cur:
             now = self._now(cur)
-            params = rows.principal_params(principal, now)
-            cur.execute(Q["add_principal"], params)
+            cur.execute(Q["add_principal"], rows.principal_params(principal, now))
+            events = [principal_created(principal, actor)]
             if token_hash is not None:
-                token = {
-                    "id": token_id or token_hash[:12],
-                    "principal": principal.name,
-                    "token_hash": token_hash,
-                    "now": now,
-                }
-                cur.execute(Q["add_token"], token)
+                tid = token_id or token_hash[:12]
+                token = {"id": tid, "principal": principal.name, "token_hash": token_hash}
+                cur.execute(Q["add_token"], {**token, "now": now})
+                events.append(token_event("token_issued", principal.name, tid, actor))
+            insert_events(cur, events, now)
 
-    def add_token(self, name: str, token_id: str, token_hash: str) -> None:
+    def add_token(
+        self, name: str, token_id: str, token_hash: str, actor: str | None = None
+    ) -> None:
         with self._tx() as cur:
-            params = {
-                "id": token_id,
-                "principal": name,
-                "token_hash": token_hash,
-                "now": self._now(cur),
-            }
+            now = self._now(cur)
+            params = {"id": token_id, "principal": name, "token_hash": token_hash, "now": now}
             cur.execute(Q["add_token"], params)
+            insert_events(cur, [token_event("token_issued", name, token_id, actor)], now)
 
-    def revoke_token(self, name: str, token_id: str) -> bool:
+    def revoke_token(
+        self, name: str, token_id: str, actor: str | None = None, reason: str | None = None
+    ) -> bool:
         with self._tx() as cur:
-            params = {"id": token_id, "principal": name, "now": self._now(cur)}
-            return cur.execute(Q["revoke_token"], params).rowcount == 1
+            now = self._now(cur)
+            params = {"id": token_id, "principal": name, "now": now}
+            if cur.execute(Q["revoke_token"], params).rowcount != 1:
+                return False
+            insert_events(cur, [token_event("token_revoked", name, token_id, actor, reason)], now)
+            return True
+
+    def revoke_ended_agents(self, limit: int) -> list[Event]:
+        with self._tx() as cur:
+            now = self._now(cur)
+            found = cur.execute(Q["ended_agent_tokens"], {"now": now, "limit": limit}).fetchall()
+            events = []
+            for name, token_id in found:
+                params = {"id": token_id, "principal": name, "now": now}
+                if cur.execute(Q["revoke_token"], params).rowcount == 1:
+                    events.append(token_event("token_revoked", name, token_id, None, ENDED))
+            return insert_events(cur, events, now)
 
     def list_principals(self) -> list[Principal]:
         return [rows.principal_from(r) for r in self._all(Q["list_principals"], {})]
@@ -414,6 +435,14 @@ class PostgresStore(PostgresStats):
     ) -> list[Item]:
         params = {"status": status, "assignee": assignee, "label": label, "limit": limit}
         return [rows.item_from(r) for r in self._all(Q["list_items"], params)]
+
+    def stalled_claims(self, now: int, before: int, limit: int) -> list[str]:
+        params = {"now": now, "before": before, "limit": limit}
+        return [r[0] for r in self._all(Q["stalled_claims"], params)]
+
+    def count_stalled(self, now: int, before: int) -> int:
+        row = self._one(Q["count_stalled"], {"now": now, "before": before})
+        return int(row[0]) if row else 0
 
     def ready_items(self, now: int, limit: int) -> list[Item]:
         return [

@@ -22,8 +22,11 @@ from tenure.core.models import (
     FencedWrite,
     KeyRecord,
     Principal,
+    principal_created,
+    token_event,
 )
 from tenure.store import rows
+from tenure.store.base import ENDED
 from tenure.store.sqlfiles import migrations, queries
 from tenure.store.sqlite_checkpoint import BACKSTOP_PAGES, Checkpointer
 from tenure.store.sqlite_stats import SqliteStats
@@ -551,36 +554,54 @@ class SqliteStore(SqliteStats):
         return None if value is None else int(value)
 
     def add_principal(
-        self, principal: Principal, token_hash: str | None = None, token_id: str | None = None
+        self,
+        principal: Principal,
+        token_hash: str | None = None,
+        token_id: str | None = None,
+        actor: str | None = None,
     ) -> None:
-        now = self.clock.now_ms()
-        params = rows.principal_params(principal, now)
         with self._write() as conn:
-            conn.execute(Q["add_principal"], params)
+            now = self.clock.now_ms()
+            conn.execute(Q["add_principal"], rows.principal_params(principal, now))
+            events = [principal_created(principal, actor)]
             if token_hash is not None:
-                token = {
-                    "id": token_id or token_hash[:12],
-                    "principal": principal.name,
-                    "token_hash": token_hash,
-                    "now": now,
-                }
-                conn.execute(Q["add_token"], token)
+                tid = token_id or token_hash[:12]
+                token = {"id": tid, "principal": principal.name, "token_hash": token_hash}
+                conn.execute(Q["add_token"], {**token, "now": now})
+                events.append(token_event("token_issued", principal.name, tid, actor))
+            insert_events(conn, events, now)
 
-    def add_token(self, name: str, token_id: str, token_hash: str) -> None:
-        params = {
-            "id": token_id,
-            "principal": name,
-            "token_hash": token_hash,
-            "now": self.clock.now_ms(),
-        }
+    def add_token(
+        self, name: str, token_id: str, token_hash: str, actor: str | None = None
+    ) -> None:
         with self._write() as conn:
+            now = self.clock.now_ms()
+            params = {"id": token_id, "principal": name, "token_hash": token_hash, "now": now}
             conn.execute(Q["add_token"], params)
+            insert_events(conn, [token_event("token_issued", name, token_id, actor)], now)
 
-    def revoke_token(self, name: str, token_id: str) -> bool:
-        params = {"id": token_id, "principal": name, "now": self.clock.now_ms()}
+    def revoke_token(
+        self, name: str, token_id: str, actor: str | None = None, reason: str | None = None
+    ) -> bool:
         with self._write() as conn:
-            cur = conn.execute(Q["revoke_token"], params)
-            return cur.rowcount == 1
+            now = self.clock.now_ms()
+            params = {"id": token_id, "principal": name, "now": now}
+            if conn.execute(Q["revoke_token"], params).rowcount != 1:
+                return False
+            event = token_event("token_revoked", name, token_id, actor, reason)
+            insert_events(conn, [event], now)
+            return True
+
+    def revoke_ended_agents(self, limit: int) -> list[Event]:
+        with self._write() as conn:
+            now = self.clock.now_ms()
+            found = conn.execute(Q["ended_agent_tokens"], {"now": now, "limit": limit}).fetchall()
+            events = []
+            for name, token_id in found:
+                params = {"id": token_id, "principal": name, "now": now}
+                if conn.execute(Q["revoke_token"], params).rowcount == 1:
+                    events.append(token_event("token_revoked", name, token_id, None, ENDED))
+            return insert_events(conn, events, now)
 
     def list_principals(self) -> list[Principal]:
         return [rows.principal_from(r) for r in self._conn().execute(Q["list_principals"])]
@@ -614,6 +635,14 @@ class SqliteStore(SqliteStats):
     ) -> list[Item]:
         params = {"status": status, "assignee": assignee, "label": label, "limit": limit}
         return [rows.item_from(r) for r in self._conn().execute(Q["list_items"], params)]
+
+    def stalled_claims(self, now: int, before: int, limit: int) -> list[str]:
+        params = {"now": now, "before": before, "limit": limit}
+        return [r[0] for r in self._conn().execute(Q["stalled_claims"], params)]
+
+    def count_stalled(self, now: int, before: int) -> int:
+        params = {"now": now, "before": before}
+        return int(self._conn().execute(Q["count_stalled"], params).fetchone()[0])
 
     def ready_items(self, now: int, limit: int) -> list[Item]:
         params = {"now": now, "limit": limit}

@@ -411,3 +411,34 @@ FOR UPDATE;
 -- name: notify_all
 -- The notices of a group's events in one statement (see notify).
 SELECT pg_notify('tenure', payload) FROM unnest(%(payloads)s::text[]) AS payload;
+
+-- name: ended_agent_tokens
+-- The live tokens of dispatched agents whose claim on their item is not live any more.
+SELECT t.principal, t.id
+FROM tenure_principals p JOIN tenure_tokens t ON t.principal = p.name AND t.revoked_at IS NULL
+WHERE p.dispatched_for IS NOT NULL
+  AND NOT EXISTS (
+      SELECT 1 FROM tenure_leases l
+      WHERE l.key = 'items/' || p.dispatched_for AND l.holder = p.name AND l.ended IS NULL AND l.expires_at > %(now)s
+  )
+ORDER BY t.principal, t.id
+LIMIT %(limit)s;
+
+-- name: stalled_claims
+-- Live claims idle since %(before)s or earlier whose stall is not recorded yet (their items'
+-- ids); from the live leases (the partial index on unended leases), not from every item.
+SELECT i.id
+FROM tenure_leases l JOIN tenure_items i ON l.key = 'items/' || i.id
+WHERE l.ended IS NULL AND l.expires_at > %(now)s
+  AND i.epoch = l.token AND i.stalled_epoch < i.epoch AND i.status NOT IN ('done', 'cancelled')
+  AND greatest(l.acquired_at, coalesce(i.progress_at, 0)) <= %(before)s
+ORDER BY i.id
+LIMIT %(limit)s;
+
+-- name: count_stalled
+-- Live claims idle since %(before)s or earlier (recorded or not): the stalled-claims gauge.
+SELECT count(*)
+FROM tenure_leases l JOIN tenure_items i ON l.key = 'items/' || i.id
+WHERE l.ended IS NULL AND l.expires_at > %(now)s AND i.epoch = l.token
+  AND i.status NOT IN ('done', 'cancelled')
+  AND greatest(l.acquired_at, coalesce(i.progress_at, 0)) <= %(before)s;

@@ -327,3 +327,34 @@ FROM (
       AND (:session IS NULL OR session = :session)
     ORDER BY key
 );
+
+-- name: ended_agent_tokens
+-- The live tokens of dispatched agents whose claim on their item is not live any more.
+SELECT t.principal, t.id
+FROM tenure_principals p JOIN tenure_tokens t ON t.principal = p.name AND t.revoked_at IS NULL
+WHERE p.dispatched_for IS NOT NULL
+  AND NOT EXISTS (
+      SELECT 1 FROM tenure_leases l
+      WHERE l.key = 'items/' || p.dispatched_for AND l.holder = p.name AND l.ended IS NULL AND l.expires_at > :now
+  )
+ORDER BY t.principal, t.id
+LIMIT :limit;
+
+-- name: stalled_claims
+-- Live claims idle since :before or earlier whose stall is not recorded yet (their items'
+-- ids); from the live leases (the partial index on unended leases), not from every item.
+SELECT i.id
+FROM tenure_leases l JOIN tenure_items i ON l.key = 'items/' || i.id
+WHERE l.ended IS NULL AND l.expires_at > :now
+  AND i.epoch = l.token AND i.stalled_epoch < i.epoch AND i.status NOT IN ('done', 'cancelled')
+  AND max(l.acquired_at, coalesce(i.progress_at, 0)) <= :before
+ORDER BY i.id
+LIMIT :limit;
+
+-- name: count_stalled
+-- Live claims idle since :before or earlier (recorded or not): the stalled-claims gauge.
+SELECT count(*)
+FROM tenure_leases l JOIN tenure_items i ON l.key = 'items/' || i.id
+WHERE l.ended IS NULL AND l.expires_at > :now AND i.epoch = l.token
+  AND i.status NOT IN ('done', 'cancelled')
+  AND max(l.acquired_at, coalesce(i.progress_at, 0)) <= :before;

@@ -5,3 +5,5 @@ ALTER TABLE tenure_items ADD COLUMN stalled_epoch bigint NOT NULL DEFAULT 0;
 -- An agent principal made by dispatch names the item it was made for: its tokens are revoked
 -- once its claim on that item ends, whichever way it ends.
 ALTER TABLE tenure_principals ADD COLUMN dispatched_for text;
+CREATE INDEX tenure_principals_dispatched ON tenure_principals (dispatched_for)
+    WHERE dispatched_for IS NOT NULL;
