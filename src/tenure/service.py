@@ -57,7 +57,10 @@ ITEM_VERBS = {
         "force-release the claim (POST /v1/items/{id}/force-release; "
         "tenure force-release {id} --reason)"
     ),
-    "write": "report progress or complete the item (POST /v1/items/{id}/progress or /complete)",
+    "write": (
+        "report progress or complete the item (POST /v1/items/{id}/progress or "
+        "/v1/items/{id}/complete; tenure complete {id})"
+    ),
 }
 
 
@@ -87,7 +90,7 @@ class Service:
         self.store = store
         self.policy = policy or PolicySet()
         self.metrics = Metrics()
-        self.stats_view = StatsView(store, lambda: self.items.stall_for_default())
+        self.stats_view = StatsView(store)
         #: Called (from the committing thread) after every commit that appended events.
         self.listeners: builtins.list[Callable[[], None]] = []
         self._deferred = _Deferred()

@@ -8,7 +8,6 @@ hour, the last day) are counted from the events in the window.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 from typing import Any
 
 from tenure.core import validate as v
@@ -66,11 +65,9 @@ class Tally:
 class StatsView:
     """``GET /v1/stats`` and ``GET /v1/stats/timeline`` over one store."""
 
-    def __init__(self, store: Store, stall_ms: Callable[[], int] | None = None) -> None:
-        """``stall_ms``: how long a claim may go without progress (the default policy's)."""
+    def __init__(self, store: Store) -> None:
         self.store = store
         self.tally = Tally(store)
-        self.stall_ms = stall_ms
 
     def stats(self) -> dict[str, Any]:
         now = self.store.now_ms()
@@ -85,9 +82,7 @@ class StatsView:
             "conflicts": totals.get("conflict", 0),
             "live_leases": leases,
             "live_claims": claims,
-            "stalled_claims": (
-                0 if self.stall_ms is None else self.store.count_stalled(now, now - self.stall_ms())
-            ),
+            "stalled_claims": self.store.count_stalled(now),
             "windows": {name: self._window(now - span) for name, span in WINDOWS.items()},
             "hottest_keys": [
                 {"key": key, "conflicts": n} for key, n in self.store.hot_keys(day, TOP)

@@ -46,10 +46,6 @@ class QueueViews:
     #: overrides every policy's ``stall_after`` when set (``TENURE_STALL_MS``)
     stall_ms: int | None
 
-    def stall_for_default(self) -> int:
-        """:meth:`stall_for` of keys no prefix of the policy names."""
-        return self.stall_ms if self.stall_ms is not None else self.policy.default.stall_after
-
     def stall_for(self, item_id: str) -> int:
         """How long a claim on ``item_id`` may go without progress before it is stalled."""
         if self.stall_ms is not None:

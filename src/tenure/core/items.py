@@ -402,8 +402,11 @@ def decide_progress(
     error = check_epoch(item, rec, epoch, who)
     if error is not None:
         return _refuse(error)
-    updated = item.update(
-        progress={**progress, "by": who.name, "at": now}, progress_at=now, updated_at=now
+    updated = item.update(  # progress ends a stall: a later one is recorded again
+        progress={**progress, "by": who.name, "at": now},
+        progress_at=now,
+        stalled_epoch=0,
+        updated_at=now,
     )
     event = _event("progress", updated, who, epoch, **progress)
     return ItemDecision(Decision(None), updated, (), (event,), updated)

@@ -188,8 +188,8 @@ class Store(Protocol):
         stall is not recorded yet."""
         ...
 
-    def count_stalled(self, now: int, before: int) -> int:
-        """How many live claims are idle since ``before``."""
+    def count_stalled(self, now: int) -> int:
+        """How many live claims are recorded stalled (and made no progress since)."""
         ...
 
     def transfers(self, item_id: str) -> list[Transfer]: ...

@@ -440,8 +440,8 @@ class PostgresStore(PostgresStats):
         params = {"now": now, "before": before, "limit": limit}
         return [r[0] for r in self._all(Q["stalled_claims"], params)]
 
-    def count_stalled(self, now: int, before: int) -> int:
-        row = self._one(Q["count_stalled"], {"now": now, "before": before})
+    def count_stalled(self, now: int) -> int:
+        row = self._one(Q["count_stalled"], {"now": now})
         return int(row[0]) if row else 0
 
     def ready_items(self, now: int, limit: int) -> list[Item]:

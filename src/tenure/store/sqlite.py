@@ -640,9 +640,8 @@ class SqliteStore(SqliteStats):
         params = {"now": now, "before": before, "limit": limit}
         return [r[0] for r in self._conn().execute(Q["stalled_claims"], params)]
 
-    def count_stalled(self, now: int, before: int) -> int:
-        params = {"now": now, "before": before}
-        return int(self._conn().execute(Q["count_stalled"], params).fetchone()[0])
+    def count_stalled(self, now: int) -> int:
+        return int(self._conn().execute(Q["count_stalled"], {"now": now}).fetchone()[0])
 
     def ready_items(self, now: int, limit: int) -> list[Item]:
         params = {"now": now, "limit": limit}

@@ -436,9 +436,8 @@ ORDER BY i.id
 LIMIT %(limit)s;
 
 -- name: count_stalled
--- Live claims idle since %(before)s or earlier (recorded or not): the stalled-claims gauge.
+-- Live claims whose stall is recorded (progress clears it): the stalled-claims gauge.
 SELECT count(*)
 FROM tenure_leases l JOIN tenure_items i ON l.key = 'items/' || i.id
 WHERE l.ended IS NULL AND l.expires_at > %(now)s AND i.epoch = l.token
-  AND i.status NOT IN ('done', 'cancelled')
-  AND greatest(l.acquired_at, coalesce(i.progress_at, 0)) <= %(before)s;
+  AND i.stalled_epoch = i.epoch AND i.status NOT IN ('done', 'cancelled');
