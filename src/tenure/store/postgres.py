@@ -399,12 +399,12 @@ class PostgresStore(PostgresStats):
     def revoke_ended_agents(self, limit: int) -> list[Event]:
         with self._tx() as cur:
             now = self._now(cur)
-            found = cur.execute(Q["ended_agent_tokens"], {"now": now, "limit": limit}).fetchall()
             events = []
-            for name, token_id in found:
-                params = {"id": token_id, "principal": name, "now": now}
-                if cur.execute(Q["revoke_token"], params).rowcount == 1:
+            for (name,) in cur.execute(Q["ended_agents"], {"now": now, "limit": limit}).fetchall():
+                revoked = cur.execute(Q["revoke_all_tokens"], {"name": name, "now": now})
+                for (token_id,) in revoked.fetchall():
                     events.append(token_event("token_revoked", name, token_id, None, ENDED))
+                cur.execute(Q["swept_agent"], {"name": name})
             return insert_events(cur, events, now)
 
     def list_principals(self) -> list[Principal]:

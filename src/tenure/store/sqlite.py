@@ -595,12 +595,13 @@ class SqliteStore(SqliteStats):
     def revoke_ended_agents(self, limit: int) -> list[Event]:
         with self._write() as conn:
             now = self.clock.now_ms()
-            found = conn.execute(Q["ended_agent_tokens"], {"now": now, "limit": limit}).fetchall()
             events = []
-            for name, token_id in found:
-                params = {"id": token_id, "principal": name, "now": now}
-                if conn.execute(Q["revoke_token"], params).rowcount == 1:
+            for (name,) in conn.execute(Q["ended_agents"], {"now": now, "limit": limit}).fetchall():
+                for (token_id,) in conn.execute(
+                    Q["revoke_all_tokens"], {"name": name, "now": now}
+                ).fetchall():
                     events.append(token_event("token_revoked", name, token_id, None, ENDED))
+                conn.execute(Q["swept_agent"], {"name": name})
             return insert_events(conn, events, now)
 
     def list_principals(self) -> list[Principal]:

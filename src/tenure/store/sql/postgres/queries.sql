@@ -412,24 +412,35 @@ FOR UPDATE;
 -- The notices of a group's events in one statement (see notify).
 SELECT pg_notify('tenure', payload) FROM unnest(%(payloads)s::text[]) AS payload;
 
--- name: ended_agent_tokens
--- The live tokens of dispatched agents whose claim on their item is not live any more.
-SELECT t.principal, t.id
-FROM tenure_principals p JOIN tenure_tokens t ON t.principal = p.name AND t.revoked_at IS NULL
+-- name: ended_agents
+-- Dispatched agents whose claim on their item is not live any more (their tokens are still to
+-- revoke): from the agents not yet swept (the partial index on dispatched_for).
+SELECT p.name
+FROM tenure_principals p
 WHERE p.dispatched_for IS NOT NULL
   AND NOT EXISTS (
       SELECT 1 FROM tenure_leases l
-      WHERE l.key = 'items/' || p.dispatched_for AND l.holder = p.name AND l.ended IS NULL AND l.expires_at > %(now)s
+      WHERE l.key = 'items/' || p.dispatched_for AND l.holder = p.name
+        AND l.ended IS NULL AND l.expires_at > %(now)s
   )
-ORDER BY t.principal, t.id
+ORDER BY p.name
 LIMIT %(limit)s;
 
+-- name: revoke_all_tokens
+UPDATE tenure_tokens SET revoked_at = %(now)s
+WHERE principal = %(name)s AND revoked_at IS NULL
+RETURNING id;
+
+-- name: swept_agent
+-- Its tokens are revoked: the sweep does not look at it again.
+UPDATE tenure_principals SET dispatched_for = NULL WHERE name = %(name)s;
 -- name: stalled_claims
 -- Live claims idle since %(before)s or earlier whose stall is not recorded yet (their items'
--- ids); from the live leases (the partial index on unended leases), not from every item.
+-- ids); from the unended claims (their partial index), not from every item or every lease.
 SELECT i.id
-FROM tenure_leases l JOIN tenure_items i ON l.key = 'items/' || i.id
-WHERE l.ended IS NULL AND l.expires_at > %(now)s
+FROM tenure_leases l JOIN tenure_items i ON i.id = substr(l.key, 7)
+WHERE l.ended IS NULL AND l.key >= 'items/' AND l.key < 'items0'
+  AND l.expires_at > %(now)s
   AND i.epoch = l.token AND i.stalled_epoch < i.epoch AND i.status NOT IN ('done', 'cancelled')
   AND greatest(l.acquired_at, coalesce(i.progress_at, 0)) <= %(before)s
 ORDER BY i.id
@@ -438,6 +449,7 @@ LIMIT %(limit)s;
 -- name: count_stalled
 -- Live claims whose stall is recorded (progress clears it): the stalled-claims gauge.
 SELECT count(*)
-FROM tenure_leases l JOIN tenure_items i ON l.key = 'items/' || i.id
-WHERE l.ended IS NULL AND l.expires_at > %(now)s AND i.epoch = l.token
+FROM tenure_leases l JOIN tenure_items i ON i.id = substr(l.key, 7)
+WHERE l.ended IS NULL AND l.key >= 'items/' AND l.key < 'items0'
+  AND l.expires_at > %(now)s AND i.epoch = l.token
   AND i.stalled_epoch = i.epoch AND i.status NOT IN ('done', 'cancelled');

@@ -7,3 +7,6 @@ ALTER TABLE tenure_items ADD COLUMN stalled_epoch bigint NOT NULL DEFAULT 0;
 ALTER TABLE tenure_principals ADD COLUMN dispatched_for text;
 CREATE INDEX tenure_principals_dispatched ON tenure_principals (dispatched_for)
     WHERE dispatched_for IS NOT NULL;
+-- The unended claims (leases of item keys): the reaper looks for stalled ones every round.
+CREATE INDEX tenure_leases_open_claims ON tenure_leases (key)
+    WHERE ended IS NULL AND key >= 'items/' AND key < 'items0';
