@@ -10,6 +10,7 @@ import builtins
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any
 
 from tenure.core import validate as v
@@ -217,7 +218,7 @@ class Service:
                 lost.append(LostLease(key, "not_held"))
                 continue
             try:
-                renewed.append(self.renew(me, key, rec.token))
+                renewed.append(self._renew(me, key, rec.token))
             except TenureError as err:
                 reason = str(getattr(err, "reason", None) or err.code)
                 lost.append(LostLease(key, reason, rec.token))
@@ -399,11 +400,6 @@ class Service:
         item: str | None = None,
     ) -> builtins.list[Event]:
         """Events after the cursor ``after``, oldest first; ``item`` is short for its key."""
-        if item is not None:
-            item_key = "items/" + v.check_text("item", item, 256)
-            if key is not None and self._check_key(key) != item_key:
-                return []  # both filters apply: no event is of two keys
-            key = item_key
         query = EventQuery(
             after=v.check_cursor(after),
             key=None if key is None else self._check_key(key),
@@ -411,6 +407,11 @@ class Service:
             type=None if type is None else v.check_text("type", type, 64),
             limit=v.check_limit(limit),
         )
+        if item is not None:
+            item_key = "items/" + v.check_text("item", item, 256)
+            if query.key is not None and query.key != item_key:
+                return []  # both filters apply: no event is of two keys
+            query = replace(query, key=item_key)
         return self.store.events(query)
 
     def reap(self, limit: int = 1000) -> builtins.list[Event]:

@@ -424,3 +424,16 @@ def test_progress_ends_a_stall_and_a_later_one_is_recorded_again(
     idle_for_ten_minutes()
     assert svc.items.record_stalls() == 1
     assert len(svc.events(type="stalled")) == 2
+
+
+def test_releasing_a_revoked_claim_reopens_the_item_for_anyone(svc: Service) -> None:
+    svc.items.claim(ALICE, "job")
+    svc.items.force_release(ADMIN, "job", reason="stop")
+    released = svc.items.release(ALICE, "job")
+    assert (released.item.assignee, released.item.revoked, released.item.status) == (
+        None,
+        False,
+        "open",
+    )
+    assert "job" in [i.id for i in svc.items.ready()]
+    assert svc.items.claim(BOB, "job").item.assignee == "bob"

@@ -350,10 +350,11 @@ def decide_item_release(
     released = bool(lease.result and lease.result.released)
     if lease.error is not None or item.assignee != who.name:
         return ItemDecision(lease, result=(released, item))
-    reopened = item.update(
+    reopened = item.update(  # nobody's any more: not revoked either
         assignee=None,
         updated_at=now,
         status="open" if item.status == "in_progress" else item.status,
+        revoked=False,
     )
     transfer = Transfer(item.id, who.name, None, item.epoch, "released", who.name, now)
     event = _event("released_item", reopened, who, item.epoch, previous=who.name)
