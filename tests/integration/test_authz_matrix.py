@@ -5,7 +5,8 @@ holder's ancestor, an unrelated supervisor, an admin, the holder itself, and the
 dispatcher (its parent). Each cell gets fresh state (a lease on its own key, an item claimed by
 the holder), sends one request and expects one status (and for refusals, the problem code).
 A route of the OpenAPI document missing from the table fails the test, as does a row for a route
-that no longer exists.
+that no longer exists. ``VARIANTS`` are more rows for routes whose answer depends on the state
+they meet: an unassigned item, a claim that an authority force-released (revoked).
 
 The principals: ``sup`` (supervisor) dispatched ``sup/lead``, which dispatched the holder
 ``sup/lead/agent``; ``sup2`` is a supervisor outside that chain; ``root`` is the admin.
@@ -49,6 +50,7 @@ class Cell:
     epoch: int
     free: str
     token_id: str
+    revoked: bool = False  # the holder's claim on ``item`` was force-released by the admin
 
 
 Request = Callable[[Cell], tuple[str, str, dict[str, Any] | None]]
@@ -107,9 +109,10 @@ TABLE: dict[tuple[str, str], tuple[Request, dict[str, Any]]] = {
         lambda c: ("POST", "/v1/principals", {"name": f"made-{c.n}"}),
         expect(403, "forbidden", admin=201),
     ),
+    # the holder's own, or an ancestor's of the holder (its dispatchers), or an admin's
     ("DELETE", "/v1/principals/{name}/tokens/{token_id}"): (
         lambda c: ("DELETE", f"/v1/principals/{HOLDER}/tokens/{c.token_id}", None),
-        expect(403, "forbidden", admin=204, holder=204),
+        expect(403, "forbidden", admin=204, holder=204, ancestor=204, sup_holder=204),
     ),
     ("GET", "/healthz"): (lambda c: ("GET", "/healthz", None), {a: 200 for a in ACTORS}),
     ("GET", "/readyz"): (lambda c: ("GET", "/readyz", None), {a: 200 for a in ACTORS}),
@@ -117,9 +120,10 @@ TABLE: dict[tuple[str, str], tuple[Request, dict[str, Any]]] = {
     ("POST", "/v1/items"): (lambda c: ("POST", "/v1/items", {"title": "t"}), expect(201)),
     ("GET", "/v1/items"): (lambda c: ("GET", "/v1/items", None), expect(200)),
     ("GET", "/v1/items/{id}"): (lambda c: ("GET", f"/v1/items/{c.item}", None), expect(200)),
+    # an assigned item: its assignee or an authority over the assignee edits it
     ("PATCH", "/v1/items/{id}"): (
         lambda c: ("PATCH", f"/v1/items/{c.item}", {"title": "renamed"}),
-        expect(200),
+        expect(403, "not_holder", holder=200, **AUTHORITIES),
     ),
     ("POST", "/v1/items/{id}/claim"): (
         lambda c: ("POST", f"/v1/items/{c.item}/claim", {}),
@@ -159,6 +163,11 @@ TABLE: dict[tuple[str, str], tuple[Request, dict[str, Any]]] = {
         lambda c: ("POST", f"/v1/items/{c.free}/dispatch", {}),
         expect(200),
     ),
+    # admin, supervisor or an ancestor of the assignee; not the assignee itself
+    ("POST", "/v1/items/{id}/reassign"): (
+        lambda c: ("POST", f"/v1/items/{c.item}/reassign", {"to": "stranger", "reason": "mx"}),
+        expect(403, "forbidden", **AUTHORITIES),
+    ),
     ("GET", "/v1/queue"): (lambda c: ("GET", "/v1/queue", None), expect(200)),
     ("GET", "/v1/queue/{principal}"): (
         lambda c: ("GET", f"/v1/queue/{HOLDER}", None),
@@ -170,6 +179,43 @@ TABLE: dict[tuple[str, str], tuple[Request, dict[str, Any]]] = {
     ("GET", "/v1/events/stream"): (lambda c: ("GET", "/v1/events/stream", None), expect(200)),
     ("GET", "/v1/stats"): (lambda c: ("GET", "/v1/stats", None), expect(200)),
     ("GET", "/v1/stats/timeline"): (lambda c: ("GET", "/v1/stats/timeline", None), expect(200)),
+}
+
+
+# name -> (the route, whether the holder's claim is revoked first, the request, the outcomes)
+VARIANTS: dict[str, tuple[tuple[str, str], bool, Request, dict[str, Any]]] = {
+    "PATCH of an unassigned item": (
+        ("PATCH", "/v1/items/{id}"),
+        False,
+        lambda c: ("PATCH", f"/v1/items/{c.free}", {"title": "renamed"}),
+        expect(200),
+    ),
+    # the edge stays, revoked: nobody claims it without a takeover, its assignee included
+    "claim of a revoked claim": (
+        ("POST", "/v1/items/{id}/claim"),
+        True,
+        lambda c: ("POST", f"/v1/items/{c.item}/claim", {}),
+        expect(409, "assigned_to_other"),
+    ),
+    "claim takeover of a revoked claim": (
+        ("POST", "/v1/items/{id}/claim"),
+        True,
+        lambda c: ("POST", f"/v1/items/{c.item}/claim", {"takeover": True, "reason": "mx"}),
+        expect(200),
+    ),
+    # dispatched again by its assignee, an ancestor of it, or an authority over it
+    "dispatch takeover of a revoked claim": (
+        ("POST", "/v1/items/{id}/dispatch"),
+        True,
+        lambda c: ("POST", f"/v1/items/{c.item}/dispatch", {"takeover": True, "reason": "mx"}),
+        expect(403, "forbidden", holder=200, **AUTHORITIES),
+    ),
+    "reassign of a revoked claim": (
+        ("POST", "/v1/items/{id}/reassign"),
+        True,
+        lambda c: ("POST", f"/v1/items/{c.item}/reassign", {"to": "stranger", "reason": "mx"}),
+        expect(403, "forbidden", **AUTHORITIES),
+    ),
 }
 
 
@@ -193,8 +239,9 @@ class Matrix:
         for client in self.clients.values():
             client.close()
 
-    def cell(self, path: str) -> Cell:
-        """Fresh state for one request: only what the route's request refers to."""
+    def cell(self, path: str, revoke: bool = False) -> Cell:
+        """Fresh state for one request: only what the route's request refers to; ``revoke``:
+        the admin force-releases the holder's claim on the cell's item."""
         n = next(self.counter)
         key, item, free = f"mx/{n}", f"mx-{n}", f"mx-free-{n}"
         h, admin = self.clients["holder"], self.clients["admin"]
@@ -211,11 +258,14 @@ class Matrix:
             claim = h.post(f"/v1/items/{item}/claim", json={"ttl_ms": 60_000})
             assert claim.status_code == 200, claim.text
             epoch = claim.json()["lease"]["token"]
+            if revoke:
+                forced = admin.post(f"/v1/items/{item}/force-release", json={"reason": "mx"})
+                assert forced.status_code == 200, forced.text
         if "{token_id}" in path:
             made = admin.post("/v1/principals", json={"name": HOLDER})
             assert made.status_code == 201, made.text
             spare = made.json()["token_id"]
-        return Cell(n, key, token, item, epoch, free, spare)
+        return Cell(n, key, token, item, epoch, free, spare, revoke)
 
     def send(self, actor: str, request: tuple[str, str, dict[str, Any] | None]) -> httpx.Response:
         method, path, body = request
@@ -237,14 +287,20 @@ def test_the_table_covers_every_route_of_the_openapi_document(live_server: LiveS
     assert set(TABLE) - routes == set(), "rows for routes that no longer exist"
 
 
+def test_the_variants_are_of_routes_of_the_table() -> None:
+    assert {route for route, *_ in VARIANTS.values()} <= set(TABLE)
+
+
 @pytest.mark.parametrize("backend", ["sqlite"])
 def test_the_authorisation_matrix(live_server: LiveServer) -> None:
     matrix = Matrix(live_server)
     wrong: list[str] = []
     cells = 0
-    for (method, path), (request, outcome) in TABLE.items():
+    rows = [(f"{m} {p}", p, False, request, out) for (m, p), (request, out) in TABLE.items()]
+    rows += [(name, p, revoke, *rest) for name, ((_, p), revoke, *rest) in VARIANTS.items()]
+    for row, path, revoke, request, outcome in rows:
         for actor in ACTORS:
-            cell = matrix.cell(path)
+            cell = matrix.cell(path, revoke)
             resp = matrix.send(actor, request(cell))
             cells += 1
             want = outcome[actor]
@@ -253,10 +309,10 @@ def test_the_authorisation_matrix(live_server: LiveServer) -> None:
                 resp.json() if resp.headers.get("content-type", "").endswith("problem+json") else {}
             )
             if got != want:
-                wrong.append(f"{method} {path} as {actor}: {got} (want {want}) {resp.text[:160]}")
+                wrong.append(f"{row} as {actor}: {got} (want {want}) {resp.text[:160]}")
             elif got == 401 and problem.get("code") != "unauthenticated":
-                wrong.append(f"{method} {path} as {actor}: 401 with {problem}")
+                wrong.append(f"{row} as {actor}: 401 with {problem}")
             elif got >= 400 and got != 401 and outcome.get("code") not in (None, problem["code"]):
-                wrong.append(f"{method} {path} as {actor}: code {problem['code']}")
+                wrong.append(f"{row} as {actor}: code {problem['code']}")
     matrix.close()
     assert not wrong, f"{len(wrong)} of {cells} cells wrong:\n" + "\n".join(wrong)

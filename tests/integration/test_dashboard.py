@@ -16,7 +16,6 @@ picture in the README (see ``test_screenshots``).
 from __future__ import annotations
 
 import os
-import random
 import re
 import threading
 import time
@@ -27,6 +26,7 @@ from typing import Any
 import httpx
 import pytest
 import uvicorn
+from _dashboard_demo import ShiftedClock, seed_history
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 import tenure
@@ -308,120 +308,115 @@ def test_leases_page_through_the_server(live_server, tabs):
     tab.shot("leases-paged")
 
 
-class ShiftedClock:
-    """The wall clock moved by ``offset`` ms: seeds an hour of history in a few seconds."""
+def test_leases_page_force_releases_an_item_claim_through_the_item(live_server, tabs):
+    """The generic route refuses item keys: the leases page ends a claim with the item's own
+    force-release, which keeps the assignee (revoked)."""
+    admin = live_server.http(live_server.admin_token)
+    worker = live_server.http(live_server.token_for("ana"))
+    ok(admin.post("/v1/items", json={"id": "docs", "title": "Write the docs"}))
+    ok(worker.post("/v1/items/docs/claim", json={"ttl_ms": 60_000}))
+    tab = tabs(live_server.url)
+    page = tab.sign_in(live_server.admin_token, "root")
+    tab.go("#/leases")
+    row = page.locator('tr[data-key="items/docs"]')
+    row.locator("[data-action=force-release]").click()
+    expect(page.locator("#force-what")).to_contain_text("assignee stays")
+    page.fill("#force-reason", "ana is on leave")
+    page.click("#force-submit")
+    expect(page.locator("#force-dialog")).to_be_hidden()
+    expect(row).to_be_hidden()
+    view = ok(admin.get("/v1/items/docs"))
+    assert (view["item"]["assignee"], view["item"]["revoked"]) == ("ana", True)
+    assert view["lease_state"] == "revoked"
+    assert view["transfers"][-1]["note"] == "ana is on leave"
 
-    def __init__(self) -> None:
-        self.offset = 0
+    tab.go("#/items/docs")  # the item page says what revoked means
+    expect(page.locator(".fields .badge-state-revoked")).to_have_text("revoked")
+    expect(page.locator("#claim-note")).to_contain_text("takeover")
+    expect(page.locator(".fields .badge-revoked")).to_have_text("revoked")
+    tab.shot("item-revoked")
 
-    def now_ms(self) -> int:
-        return time.time_ns() // 1_000_000 + self.offset
+
+def test_reassign_from_the_item_page_moves_the_item(live_server, tabs):
+    admin = live_server.http(live_server.admin_token)
+    ana = live_server.http(live_server.token_for("ana"))
+    ben = live_server.http(live_server.token_for("ben"))
+    ok(admin.post("/v1/items", json={"id": "report", "title": "Quarterly report"}))
+    epoch = ok(ana.post("/v1/items/report/claim", json={"ttl_ms": 60_000}))["lease"]["token"]
+
+    # Without authority over ana, no Reassign button.
+    viewer = tabs(live_server.url)
+    page = viewer.sign_in(live_server.token_for("viewer", kind="human"), "viewer")
+    viewer.go("#/items/report")
+    expect(page.locator("#item-assignee")).to_have_text("ana")
+    expect(page.locator("#item-reassign")).to_have_count(0)
+
+    tab = tabs(live_server.url)
+    sam = live_server.token_for("sam", kind="human", roles=("supervisor",))
+    page = tab.sign_in(sam, "sam")
+    tab.go("#/items/report")
+    tab.live()
+    expect(page.locator("#item-assignee")).to_have_text("ana")
+    page.click("#item-reassign")
+    dialog = page.locator("#reassign-dialog")
+    expect(dialog).to_be_visible()
+    page.click("#reassign-submit")  # nothing filled in: the browser's own check, nothing sent
+    expect(dialog).to_be_visible()
+    page.fill("#reassign-to", "  ")
+    page.fill("#reassign-reason", "r")
+    page.click("#reassign-submit")  # blank: refused in the page, nothing sent
+    expect(page.locator("#reassign-error")).to_contain_text("Whom to?")
+    page.fill("#reassign-to", "ben")
+    page.fill("#reassign-reason", " ")
+    page.click("#reassign-submit")
+    expect(page.locator("#reassign-error")).to_contain_text("reason is required")
+    assert ok(admin.get("/v1/items/report"))["item"]["assignee"] == "ana"
+    page.fill("#reassign-to", "nobody")
+    page.fill("#reassign-reason", "ana is away this week")
+    page.click("#reassign-submit")  # the server refuses: shown in the dialog, which stays open
+    error = page.locator("#reassign-error")
+    expect(error).to_contain_text("not_found")
+    expect(error).to_contain_text("nobody")
+    expect(dialog).to_be_visible()
+    assert ok(admin.get("/v1/items/report"))["item"]["assignee"] == "ana"
+    tab.shot("reassign")
+    page.fill("#reassign-to", "ben")
+    page.click("#reassign-submit")
+    expect(dialog).to_be_hidden()
+    expect(page.locator("#item-assignee")).to_have_text("ben")
+    moved = page.locator('#transfers tr[data-reason="reassigned"]')
+    for text in ("ana", "ben", "sam", "ana is away this week"):
+        expect(moved).to_contain_text(text)
+    expect(page.locator("#claim-note")).to_contain_text("ben has not claimed")
+
+    view = ok(admin.get("/v1/items/report"))
+    assert view["item"]["assignee"] == "ben" and view["lease"]["state"] == "force_released"
+    stale = ana.post("/v1/items/report/progress", json={"epoch": epoch, "message": "late"})
+    assert stale.status_code == 409
+    ok(ben.post("/v1/items/report/claim", json={}))  # no takeover needed
+    expect(page.locator(".fields .badge-state-live")).to_be_visible()  # without reload
+    expect(page.locator("#claim-note")).to_have_count(0)
 
 
-def seed_history(url: str, tokens: dict[str, str], clock: ShiftedClock) -> None:
-    """An hour of a small fleet: acquisitions, releases, expiries, conflicts, force-releases,
-    then live leases and a work queue. Deterministic (seeded)."""
-    rng = random.Random(7)
-    http = {
-        name: httpx.Client(base_url=url, headers={"Authorization": f"Bearer {t}"})
-        for name, t in tokens.items()
-    }
-    workers = ["build-agent-1", "build-agent-2", "etl-nightly", "deploy-bot", "reviewer/ana"]
-    keys = [
-        "jobs/nightly-report",
-        "jobs/reindex",
-        "deploy/prod",
-        "deploy/staging",
-        "etl/orders",
-        "etl/customers",
-        "reports/weekly",
-        "locks/migrations",
-        "cache/warmup",
-    ]
-    flaky = {"etl-nightly": 0.6, "build-agent-2": 0.3}  # how often each one's leases expire
-    clock.offset = -58 * 60_000
-    while clock.offset < -3 * 60_000:  # until three minutes ago
-        held: list[tuple[str, str, int]] = []
-        for key in rng.sample(keys, 5):
-            who = rng.choice(workers)
-            r = http[who].post(
-                "/v1/leases/acquire",
-                json={"key": key, "ttl_ms": 60_000, "task": f"run-{rng.randint(100, 999)}"},
-            )
-            if r.is_success:
-                held.append((who, key, r.json()["lease"]["token"]))
-        for _ in range(rng.randint(1, 4)):  # contention
-            who, key, _token = rng.choice(held)
-            other = rng.choice([w for w in workers if w != who])
-            http[other].post("/v1/leases/acquire", json={"key": key, "ttl_ms": 30_000})
-        clock.offset += rng.randint(15_000, 55_000)  # the work takes a while
-        for who, key, token in held:
-            if rng.random() < 0.04:
-                body = {"key": key, "reason": "holder stuck, unblocking the pipeline"}
-                ok(http["jo"].post("/v1/leases/force-release", json=body))
-            elif rng.random() >= flaky.get(who, 0.1):
-                ok(http[who].post("/v1/leases/release", json={"key": key, "token": token}))
-        clock.offset += 60_000  # the rest expire
-        time.sleep(0.06)  # the reaper records them
-    clock.offset = 0
-    time.sleep(0.3)
-    for i, key in enumerate(keys[:7]):
-        who = workers[i % len(workers)]
-        ok(
-            http[who].post(
-                "/v1/leases/acquire",
-                json={
-                    "key": key,
-                    "ttl_ms": rng.choice([45_000, 90_000, 300_000, 600_000]),
-                    "task": f"run-{rng.randint(100, 999)}",
-                },
-            )
-        )
-    items = [
-        ("login", "Fix the login page redirect loop", 0, ["web", "bug"]),
-        ("reindex", "Reindex the search cluster", 1, ["ops"]),
-        ("docs-api", "Document the fencing API", 2, ["docs"]),
-        ("flaky-ci", "Quarantine the flaky CI job", 1, ["ci"]),
-        ("q3-report", "Quarterly usage report", 3, ["reports"]),
-        ("onboarding", "Onboarding checklist for agents", 2, ["docs"]),
-        ("perf-budget", "Set a latency budget for /v1/leases", 2, ["perf"]),
-    ]
-    for item_id, title, priority, labels in items:
-        ok(
-            http["jo"].post(
-                "/v1/items",
-                json={"id": item_id, "title": title, "priority": priority, "labels": labels},
-            )
-        )
-    claims = {
-        "login": "reviewer/ana",
-        "reindex": "build-agent-1",
-        "flaky-ci": "build-agent-2",
-        "q3-report": "etl-nightly",
-    }
-    for item_id, who in claims.items():
-        ttl = 1_000 if item_id == "flaky-ci" else 600_000
-        epoch = ok(http[who].post(f"/v1/items/{item_id}/claim", json={"ttl_ms": ttl}))["lease"][
-            "token"
-        ]
-        if item_id == "login":
-            ok(
-                http[who].post(
-                    "/v1/items/login/progress",
-                    json={
-                        "epoch": epoch,
-                        "message": "reproduced; the cookie path is wrong",
-                        "percent": 70,
-                    },
-                )
-            )
-        if item_id == "q3-report":
-            ok(
-                http[who].post(
-                    "/v1/items/q3-report/complete", json={"epoch": epoch, "result": {"rows": 1204}}
-                )
-            )
-    time.sleep(1.2)  # flaky-ci's claim lapses
+def test_item_page_shows_a_stalled_claim(live_server, tabs):
+    from conftest import LiveServer
+
+    live_server.stop()
+    quick = LiveServer(live_server.db, Settings(db=live_server.db, stall_ms=300)).start()
+    try:
+        worker = quick.http(quick.token_for("ana"))
+        ok(worker.post("/v1/items", json={"id": "slow", "title": "Slow work"}))
+        ok(worker.post("/v1/items/slow/claim", json={"ttl_ms": 60_000}))
+        tab = tabs(quick.url)
+        page = tab.sign_in(quick.admin_token, "root")
+        tab.go("#/items/slow")
+        expect(page.locator(".fields .badge-state-stalled")).to_have_text("stalled")
+        expect(page.locator("#claim-note")).to_contain_text("no progress")
+        tab.shot("item-stalled")
+        tab.go("#/queue")
+        expect(page.locator('#queue-progress [data-item="slow"]')).to_contain_text("stalled")
+    finally:
+        quick.stop()
 
 
 @pytest.fixture

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 PROBLEM = "application/problem+json"
 ITEM_FIELDS = {
     "id", "title", "body", "status", "priority", "labels", "parent", "assignee", "epoch",
-    "progress", "progress_at", "result", "created_by", "created_at", "updated_at",
+    "progress", "progress_at", "result", "created_by", "created_at", "updated_at", "revoked",
 }  # fmt: skip
 LAPSE_S = 1.1  # a claim of ttl_ms=1000 (the policy's min_ttl) has lapsed by then
 
@@ -210,7 +210,8 @@ def test_claim_renew_extend_release(alice: httpx.Client, bob: httpx.Client) -> N
     held = problem(bob.post("/v1/items/job/claim", json={}), 409, "lease_held")
     assert (held["holder"], held["task"]) == ("alice", "run-1")
     assert held["expires_at"] == again["lease"]["expires_at"]
-    problem(bob.post("/v1/items/job/claim", json={"takeover": True}), 409, "lease_held")
+    takeover = {"takeover": True, "reason": "mine now"}  # a live claim is not taken over
+    problem(bob.post("/v1/items/job/claim", json=takeover), 409, "lease_held")
     problem(bob.patch("/v1/items/job", json={"status": "in_progress"}), 409, "lease_held")
     problem(bob.patch("/v1/items/job", json={"status": "open"}), 409, "conflict")
 
@@ -297,7 +298,8 @@ def test_takeover_and_fenced_progress_and_completion(
     done = ok(
         bob.post("/v1/items/job/complete", json={"epoch": epoch_b, "result": [1], "op_id": "b"})
     )
-    assert set(done) == {"item", "duplicate"} and not done["duplicate"]
+    assert set(done) == {"item", "duplicate", "follow_ups"} and not done["duplicate"]
+    assert done["follow_ups"] == []
     assert (done["item"]["status"], done["item"]["result"], done["item"]["assignee"]) == (
         "done", [1], None,
     )  # fmt: skip
@@ -367,7 +369,11 @@ def test_dispatch(live_server: LiveServer, alice: httpx.Client, bob: httpx.Clien
     held = problem(alice.post("/v1/items/job/dispatch", json={}), 409, "lease_held")
     assert held["holder"] == "alice/r1"
     problem(alice.post("/v1/items/job/dispatch", json={"agent": "r1"}), 409, "conflict")
-    problem(alice.post("/v1/items/job/dispatch", json={"agent": "a b"}), 422, "invalid_request")
+    for name in ("a b", "/x", "@x", "a" * 65):  # a principal name's rules, 64 at most
+        refused = problem(
+            alice.post("/v1/items/job/dispatch", json={"agent": name}), 422, "invalid_request"
+        )
+        assert refused["field"] == "agent", refused
 
     with live_server.http(agent["token"]) as r1:
         me = ok(r1.get("/v1/me"))["principal"]
@@ -413,7 +419,8 @@ def test_queue_ready_and_briefing(
     problem(bob.get("/v1/queue/%20"), 422, "invalid_request")
 
     first = ok(alice.get("/v1/briefing", params={"ready": 1}))
-    assert set(first) == {"principal", "carrying", "lapsed", "happened", "ready"}
+    assert set(first) == {"principal", "carrying", "lapsed", "happened", "ready", "stalled"}
+    assert first["stalled"] == []
     assert first["principal"] == "alice"
     assert sorted(v["item"]["id"] for v in first["carrying"]) == ["mid", "mine"]
     assert [x["id"] for x in first["ready"]] == ["top"]
@@ -436,10 +443,10 @@ def test_openapi_documents_the_item_routes(live_server: LiveServer) -> None:
     with live_server.http() as http:
         paths = ok(http.get("/openapi.json"))["paths"]
     expected = {
-        ("/v1/items", "post"): {"201", "400", "401", "404", "409", "413", "422"},
+        ("/v1/items", "post"): {"201", "400", "401", "403", "404", "409", "413", "422"},
         ("/v1/items", "get"): {"200", "401", "422"},
         ("/v1/items/{id}", "get"): {"200", "401", "404", "422"},
-        ("/v1/items/{id}", "patch"): {"200", "400", "401", "404", "409", "413", "422"},
+        ("/v1/items/{id}", "patch"): {"200", "400", "401", "403", "404", "409", "413", "422"},
         ("/v1/items/{id}/claim", "post"): {"200", "400", "401", "404", "409", "413", "422"},
         ("/v1/items/{id}/renew", "post"): {"200", "400", "401", "403", "404", "409", "413", "422"},
         ("/v1/items/{id}/extend", "post"): {"200", "400", "401", "403", "404", "409", "413", "422"},
@@ -454,7 +461,12 @@ def test_openapi_documents_the_item_routes(live_server: LiveServer) -> None:
         ("/v1/items/{id}/force-release", "post"): {
             "200", "400", "401", "403", "404", "413", "422",
         },
-        ("/v1/items/{id}/dispatch", "post"): {"200", "400", "401", "404", "409", "413", "422"},
+        ("/v1/items/{id}/dispatch", "post"): {
+            "200", "400", "401", "403", "404", "409", "413", "422",
+        },
+        ("/v1/items/{id}/reassign", "post"): {
+            "200", "400", "401", "403", "404", "409", "413", "422",
+        },
         ("/v1/queue", "get"): {"200", "401"},
         ("/v1/queue/{principal}", "get"): {"200", "401", "404", "422"},
         ("/v1/ready", "get"): {"200", "401", "422"},

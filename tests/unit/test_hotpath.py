@@ -11,8 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tenure.core.models import Lease, Principal, ReleaseResult
+from tenure.errors import InvalidRequest
 from tenure.server.hotpath import bearer, dumps, job, json_body, lease_reply, parse
 from tenure.server.schemas import MAX_INT, MAX_WAIT_MS
+from tenure.service import Service
 
 ACQUIRE, RENEW, RELEASE = "/v1/leases/acquire", "/v1/leases/renew", "/v1/leases/release"
 
@@ -185,3 +187,31 @@ def test_a_meta_the_encoder_refuses_is_refused_alike() -> None:
         dumps({"lease": lease.to_dict()})
     with pytest.raises(ValueError):
         lease_reply(lease)
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])  # the refusal is the service's, on any store
+def test_an_item_key_is_refused_and_nothing_changes(service: Service) -> None:
+    """The hot path's acquire, renew and release of an ``items/`` key: ``invalid_request``
+    naming the key and the item's own verb, before anything changes."""
+    alice = Principal("alice", "human")
+    service.items.create(alice, "t", id="job")
+    epoch = service.items.claim(alice, "job", ttl_ms=60_000).lease.token
+    state = SimpleNamespace(
+        service=service,
+        executor=SimpleNamespace(principal=lambda token, auth: alice),
+        waiters=SimpleNamespace(notify=lambda key: None),
+    )
+    before = (service.get("items/job"), service.events(0, limit=1000))
+    for path, fields, verb in (
+        (ACQUIRE, {"ttl_ms": 5000}, "claim"),
+        (RENEW, {"token": epoch}, "renew"),
+        (RELEASE, {"token": epoch}, "release"),
+        (RELEASE, {}, "release"),
+    ):
+        for key in ("items/job", "items/other"):
+            call = job(state, path, "t", {"key": key, **fields})  # type: ignore[arg-type]
+            with pytest.raises(InvalidRequest) as refused:
+                call()
+            assert (refused.value.field, refused.value.status) == ("key", 422)
+            assert f"/v1/items/{key[6:]}/{verb}" in refused.value.detail
+    assert (service.get("items/job"), service.events(0, limit=1000)) == before

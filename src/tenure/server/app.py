@@ -348,7 +348,10 @@ def add_other_routes(app: FastAPI) -> None:
         me: Caller,
         st: St,
     ) -> None:
-        """Revoke one token (admins: anyone's; others: their own)."""
+        """Revoke one token of `name`: admins revoke anyone's, a principal its own, and an
+        ancestor (the principal that dispatched `name`, and its own ancestors) those of the
+        agents below it; anyone else gets `403 forbidden`. The `token_revoked` event names
+        who revoked it."""
         st.principals.revoke(me, name, token_id)
 
     @app.get("/healthz", response_model=s.Health, tags=["operations"])

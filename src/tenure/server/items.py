@@ -15,6 +15,7 @@ from fastapi import FastAPI, Path, Query
 
 from tenure.core.items import item_key
 from tenure.core.validate import MAX_LIMIT
+from tenure.server import item_schemas as i
 from tenure.server import openapi
 from tenure.server import schemas as s
 from tenure.server.app import Caller, St, text_query
@@ -58,23 +59,29 @@ def add_item_routes(app: FastAPI) -> None:
 def add_item_crud_routes(app: FastAPI) -> None:
     @app.post(
         "/v1/items",
-        response_model=s.ItemReply,
+        response_model=i.ItemReply,
         status_code=201,
         tags=ITEMS,
-        responses={**P(400, 401, 404, 409, 413, 422), 201: openapi.ITEM_LINKS},
+        responses={**P(400, 401, 403, 404, 409, 413, 422), 201: openapi.ITEM_LINKS},
     )
-    def create_item(body: s.ItemIn, me: Caller, st: St) -> dict[str, Any]:
-        """Add an item to the queue (`open`, unassigned)."""
+    def create_item(body: i.ItemIn, me: Caller, st: St) -> dict[str, Any]:
+        """Add an item to the queue (`open`, unassigned).
+
+        With `parent_epoch`, fenced on the parent like progress: created only while that is
+        the parent's current epoch and you hold its claim (`409 stale_token` for an older
+        epoch, `403 not_holder` for someone else's), so a superseded owner cannot fan out work.
+        """
         fields = given(
             id=body.id,
             body=body.body,
             priority=body.priority,
             labels=body.labels,
             parent=body.parent,
+            parent_epoch=body.parent_epoch,
         )
         return {"item": st.service.items.create(me, body.title, **fields).to_dict()}
 
-    @app.get("/v1/items", response_model=s.ItemsReply, tags=ITEMS, responses=P(401, 422))
+    @app.get("/v1/items", response_model=i.ItemsReply, tags=ITEMS, responses=P(401, 422))
     def list_items(
         me: Caller,
         st: St,
@@ -91,7 +98,7 @@ def add_item_crud_routes(app: FastAPI) -> None:
 
     @app.get(
         "/v1/items/{id}",
-        response_model=s.ItemViewOut,
+        response_model=i.ItemViewOut,
         tags=ITEMS,
         responses=P(401, 404, 422),
     )
@@ -101,12 +108,16 @@ def add_item_crud_routes(app: FastAPI) -> None:
 
     @app.patch(
         "/v1/items/{id}",
-        response_model=s.ItemViewOut,
+        response_model=i.ItemViewOut,
         tags=ITEMS,
-        responses=P(400, 401, 404, 409, 413, 422),
+        responses=P(400, 401, 403, 404, 409, 413, 422),
     )
-    def update_item(id: ItemIdParam, body: s.ItemPatch, me: Caller, st: St) -> dict[str, Any]:
-        """Edit an item; `status: in_progress` claims it for you with the rules of `claim`."""
+    def update_item(id: ItemIdParam, body: i.ItemPatch, me: Caller, st: St) -> dict[str, Any]:
+        """Edit an item; `status: in_progress` claims it for you with the rules of `claim`.
+
+        Only its assignee or an authority over the assignee (an admin, a supervisor, an
+        ancestor) edits an assigned item: anyone else gets `403 not_holder`, naming the
+        assignee, and nothing changes."""
         changes = given(**body.model_dump(exclude_unset=True))
         return st.service.items.update(me, id, **changes).to_dict()
 
@@ -114,16 +125,17 @@ def add_item_crud_routes(app: FastAPI) -> None:
 def add_claim_routes(app: FastAPI) -> None:
     @app.post(
         "/v1/items/{id}/claim",
-        response_model=s.ClaimReply,
+        response_model=i.ClaimReply,
         tags=ITEMS,
         responses={**P(400, 401, 404, 409, 413, 422), 200: openapi.CLAIM_LINKS},
     )
-    def claim_item(id: ItemIdParam, body: s.ClaimIn, me: Caller, st: St) -> dict[str, Any]:
+    def claim_item(id: ItemIdParam, body: i.ClaimIn, me: Caller, st: St) -> dict[str, Any]:
         """Claim the item: its lease and the assignee edge; the lease's token is the epoch.
 
         Re-claiming your own live claim from the same `session` renews it. `409 lease_held`
-        while someone else's claim (or another session's of yours) is live; `409
-        assigned_to_other` for someone else's lapsed claim unless `takeover`.
+        while someone else's claim (or another session's of yours) is live and not stalled;
+        `409 assigned_to_other` for someone else's lapsed or stalled claim, and for a revoked
+        (force-released) one even of yours, unless `takeover` with a `reason`.
         """
         claim = st.service.items.claim(
             me, id, body.ttl_ms, body.task, bool(body.takeover), body.reason, body.session
@@ -136,7 +148,7 @@ def add_claim_routes(app: FastAPI) -> None:
         tags=ITEMS,
         responses=P(400, 401, 403, 404, 409, 413, 422),
     )
-    def renew_item(id: ItemIdParam, body: s.ItemRenewIn, me: Caller, st: St) -> dict[str, Any]:
+    def renew_item(id: ItemIdParam, body: i.ItemRenewIn, me: Caller, st: St) -> dict[str, Any]:
         """Renew your claim's lease (`409 lease_lost` once it is gone)."""
         return {"lease": st.service.items.renew(me, id, body.epoch, body.ttl_ms).to_dict()}
 
@@ -146,17 +158,17 @@ def add_claim_routes(app: FastAPI) -> None:
         tags=ITEMS,
         responses=P(400, 401, 403, 404, 409, 413, 422),
     )
-    def extend_item(id: ItemIdParam, body: s.ItemExtendIn, me: Caller, st: St) -> dict[str, Any]:
+    def extend_item(id: ItemIdParam, body: i.ItemExtendIn, me: Caller, st: St) -> dict[str, Any]:
         """Push your claim's deadline (capped at `max_lease` and says so; never shortens)."""
         return st.service.items.extend(me, id, body.until, body.by_ms, body.epoch).to_dict()
 
     @app.post(
         "/v1/items/{id}/release",
-        response_model=s.ItemReleaseReply,
+        response_model=i.ItemReleaseReply,
         tags=ITEMS,
         responses=P(400, 401, 403, 404, 413, 422),
     )
-    def release_item(id: ItemIdParam, body: s.ItemReleaseIn, me: Caller, st: St) -> dict[str, Any]:
+    def release_item(id: ItemIdParam, body: i.ItemReleaseIn, me: Caller, st: St) -> dict[str, Any]:
         """End your claim: the lease ends, your assignee edge goes, the item reopens.
 
         Idempotent: `released: false` when you held no live lease on it. Fenced by `epoch`: an
@@ -168,11 +180,11 @@ def add_claim_routes(app: FastAPI) -> None:
 
     @app.post(
         "/v1/items/{id}/progress",
-        response_model=s.ItemReply,
+        response_model=i.ItemReply,
         tags=ITEMS,
         responses=P(400, 401, 403, 404, 409, 413, 422),
     )
-    def progress_item(id: ItemIdParam, body: s.ProgressIn, me: Caller, st: St) -> dict[str, Any]:
+    def progress_item(id: ItemIdParam, body: i.ProgressIn, me: Caller, st: St) -> dict[str, Any]:
         """Report progress, fenced by the epoch (`409 stale_token` unless it is current); only
         the claim's holder writes (`403 not_holder` for anyone else, admins included)."""
         item = st.service.items.progress(me, id, body.epoch, body.message, body.percent, body.data)
@@ -180,24 +192,32 @@ def add_claim_routes(app: FastAPI) -> None:
 
     @app.post(
         "/v1/items/{id}/complete",
-        response_model=s.CompletionReply,
+        response_model=i.CompletionReply,
         tags=ITEMS,
         responses=P(400, 401, 403, 404, 409, 413, 422),
     )
-    def complete_item(id: ItemIdParam, body: s.CompleteIn, me: Caller, st: St) -> dict[str, Any]:
+    def complete_item(id: ItemIdParam, body: i.CompleteIn, me: Caller, st: St) -> dict[str, Any]:
         """Complete the item, fenced by the epoch and only by the claim's holder (`403
-        not_holder` for anyone else); a repeated `op_id` returns the first result."""
-        done = st.service.items.complete(me, id, body.epoch, body.result, body.op_id)
+        not_holder` for anyone else); a repeated `op_id` returns the first result.
+
+        `follow_ups` are created under the item in the same transaction: all of them with the
+        completion or none, and once per `op_id` (a repeat returns the same items)."""
+        follow_ups = None
+        if body.follow_ups is not None:
+            follow_ups = [f.model_dump(exclude_none=True) for f in body.follow_ups]
+        done = st.service.items.complete(
+            me, id, body.epoch, body.result, body.op_id, follow_ups=follow_ups
+        )
         st.waiters.notify(item_key(id))
         return done.to_dict()
 
     @app.post(
         "/v1/items/{id}/cancel",
-        response_model=s.ItemReply,
+        response_model=i.ItemReply,
         tags=ITEMS,
         responses=P(400, 401, 403, 404, 409, 413, 422),
     )
-    def cancel_item(id: ItemIdParam, body: s.CancelIn, me: Caller, st: St) -> dict[str, Any]:
+    def cancel_item(id: ItemIdParam, body: i.CancelIn, me: Caller, st: St) -> dict[str, Any]:
         """Cancel the item (its assignee, creator, a supervisor, an ancestor or an admin)."""
         item = st.service.items.cancel(me, id, body.reason)
         st.waiters.notify(item_key(id))
@@ -205,45 +225,76 @@ def add_claim_routes(app: FastAPI) -> None:
 
     @app.post(
         "/v1/items/{id}/force-release",
-        response_model=s.ClaimReply,
+        response_model=i.ClaimReply,
         tags=ITEMS,
         responses=P(400, 401, 403, 404, 413, 422),
     )
     def force_release_item(
-        id: ItemIdParam, body: s.ForceReleaseItemIn, me: Caller, st: St
+        id: ItemIdParam, body: i.ForceReleaseItemIn, me: Caller, st: St
     ) -> dict[str, Any]:
-        """End the item's live claim as an authority; the edge stays, the epoch is dead."""
+        """End the item's live claim as an authority; the edge stays, the epoch is dead.
+
+        The claim then reads `revoked`: even its assignee needs `takeover` with a `reason` (or
+        an authority's `reassign`) to claim it again."""
         claim = st.service.items.force_release(me, id, body.reason)
         st.waiters.notify(item_key(id))
         return claim.to_dict()
 
     @app.post(
-        "/v1/items/{id}/dispatch",
-        response_model=s.DispatchReply,
+        "/v1/items/{id}/reassign",
+        response_model=i.ItemReply,
         tags=ITEMS,
-        responses=P(400, 401, 404, 409, 413, 422),
+        responses={**P(400, 401, 403, 404, 409, 413, 422), 200: openapi.REASSIGN_LINKS},
     )
-    def dispatch_item(id: ItemIdParam, body: s.DispatchIn, me: Caller, st: St) -> dict[str, Any]:
+    def reassign_item(id: ItemIdParam, body: i.ReassignIn, me: Caller, st: St) -> dict[str, Any]:
+        """Give the item to `to` as an authority: an admin, a supervisor, or an ancestor of
+        its assignee (`403 forbidden` for anyone else).
+
+        In one transaction any live claim ends (`force_released`, its epoch dead for progress
+        and completion) and the assignee edge moves, recorded as a `reassigned` transfer with
+        the `reason`; `to` then claims without a takeover. `404` for an unknown `to`, `409
+        conflict` for a done or cancelled item."""
+        item = st.service.items.reassign(me, id, body.to, body.reason)
+        st.waiters.notify(item_key(id))
+        return {"item": item.to_dict()}
+
+    @app.post(
+        "/v1/items/{id}/dispatch",
+        response_model=i.DispatchReply,
+        tags=ITEMS,
+        responses={**P(400, 401, 403, 404, 409, 413, 422), 200: openapi.DISPATCH_LINKS},
+    )
+    def dispatch_item(id: ItemIdParam, body: i.DispatchIn, me: Caller, st: St) -> dict[str, Any]:
         """Create a child agent of yours and claim the item for it, in one transaction.
 
         The agent's token is in the reply, once. An item already claimed is `409 lease_held`
-        and no agent is created.
+        and no agent is created. With `takeover` and a `reason`, an item whose claim lapsed,
+        stalled or was revoked is dispatched again: one assigned to you or to your agents
+        (their supervisor died), or one whose assignee you may force-release (else `403
+        forbidden`).
         """
         dispatch = st.service.items.dispatch(
-            me, id, body.agent, body.ttl_ms, body.task, body.session
+            me,
+            id,
+            body.agent,
+            body.ttl_ms,
+            body.task,
+            body.session,
+            takeover=bool(body.takeover),
+            reason=body.reason,
         )
         return dispatch_out(dispatch)
 
 
 def add_view_routes(app: FastAPI) -> None:
-    @app.get("/v1/queue", response_model=s.ItemViewsReply, tags=VIEWS, responses=P(401))
+    @app.get("/v1/queue", response_model=i.ItemViewsReply, tags=VIEWS, responses=P(401))
     def my_queue(me: Caller, st: St) -> dict[str, Any]:
         """Your items and your agents', with lease state `live`, `stalled` or `lapsed`."""
         return {"items": [view.to_dict() for view in st.service.items.queue(me.name)]}
 
     @app.get(
         "/v1/queue/{principal:path}",
-        response_model=s.ItemViewsReply,
+        response_model=i.ItemViewsReply,
         tags=VIEWS,
         responses=P(401, 404, 422),  # 404: a name with a line break matches no route
     )
@@ -251,14 +302,14 @@ def add_view_routes(app: FastAPI) -> None:
         """The items of `principal` and of the agents it dispatched."""
         return {"items": [view.to_dict() for view in st.service.items.queue(principal)]}
 
-    @app.get("/v1/ready", response_model=s.ItemsReply, tags=VIEWS, responses=P(401, 422))
+    @app.get("/v1/ready", response_model=i.ItemsReply, tags=VIEWS, responses=P(401, 422))
     def ready_items(
         me: Caller, st: St, limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = 50
     ) -> dict[str, Any]:
         """Open, unassigned, unleased items, by priority then age."""
         return {"items": [item.to_dict() for item in st.service.items.ready(limit)]}
 
-    @app.get("/v1/briefing", response_model=s.BriefingReply, tags=VIEWS, responses=P(401, 422))
+    @app.get("/v1/briefing", response_model=i.BriefingReply, tags=VIEWS, responses=P(401, 422))
     def briefing(
         me: Caller,
         st: St,

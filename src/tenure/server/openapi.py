@@ -26,14 +26,17 @@ PROBLEM_REF = {"$ref": "#/components/schemas/Problem"}
 DESCRIPTIONS = {
     400: "malformed JSON or a body that is not an object (`invalid_request`)",
     401: "missing, unknown or revoked bearer token (`unauthenticated`)",
-    403: "`not_holder` (someone else, or another session of yours, holds the lease; or a "
-    "fenced write with the current token from anyone but its holder) or `forbidden`",
+    403: "`not_holder` (someone else, or another session of yours, holds the lease; a "
+    "fenced write with the current token from anyone but its holder; an edit of an item "
+    "assigned to someone you have no authority over) or `forbidden` (not an authority: "
+    "admin, supervisor or ancestor)",
     404: "`not_found`",
     409: "`lease_held`, `lease_lost`, `stale_token`, `assigned_to_other`, "
     "`idempotency_conflict` (an `op_id` repeated with another value) or `conflict` (the item "
     "is done or cancelled, an id or agent name is taken)",
     413: "`too_large`: a body, key, meta or value over its limit",
-    422: "`invalid_request`: a field is missing, unknown, of the wrong type or out of range",
+    422: "`invalid_request`: a field is missing, unknown, of the wrong type or out of range "
+    "(or a generic lease verb on an `items/` key: use the item's own route)",
     503: "`unavailable`: the database cannot be reached",
 }
 BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
@@ -99,6 +102,16 @@ CLAIM_LINKS = {
         ),
         "complete": _link("complete_item", "complete the item", path_id=_ITEM, epoch=_EPOCH),
         "release": _link("release_item", "release this claim", path_id=_ITEM, epoch=_EPOCH),
+    }
+}
+
+DISPATCH_LINKS = {  # the claim's own verbs are the agent's, with the token of the reply
+    "links": {"get": _link("get_item", "read the dispatched item", path_id=_ITEM)}
+}
+REASSIGN_LINKS = {
+    "links": {
+        "get": _link("get_item", "read the reassigned item", path_id=_ITEM),
+        "claim": _link("claim_item", "claim it (as its new assignee)", path_id=_ITEM),
     }
 }
 

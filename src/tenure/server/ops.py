@@ -23,11 +23,21 @@ P = openapi.problem_responses
 MAX_WAIT_MS = 300_000  # as for acquire
 KEEPALIVE_S = 15.0
 STREAM_BATCH = 500
-EVENT_TYPES = "acquired, released, expired, force_released, taken_over, conflict, extended, …"
+EVENT_TYPES = (
+    "acquired, released, expired, force_released, taken_over, conflict, extended, claimed, "
+    "completed, progress, dispatched, reassigned, stalled, item_created, item_edited, "
+    "item_status, principal_created, token_issued, token_revoked, …"
+)
 
 After = Annotated[int, Query(ge=0, le=s.MAX_INT, description="an event id (the cursor)")]
 KeyFilter = Annotated[str | None, Query(json_schema_extra=s.key_schema("events of"))]
-ItemFilter = Annotated[str | None, text_query(256, "events of this item (its key items/<id>)")]
+ItemFilter = Annotated[
+    str | None,
+    Query(
+        description="events of this item (its key items/<id>)",
+        json_schema_extra={"maxLength": 256, "pattern": s.ITEM_FILTER_PATTERN},
+    ),
+]
 HolderFilter = Annotated[str | None, text_query(256, "events of this holder")]
 TypeFilter = Annotated[str | None, text_query(64, f"events of this type ({EVENT_TYPES})")]
 

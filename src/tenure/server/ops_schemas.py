@@ -48,6 +48,9 @@ class StatsReply(Out):
     conflicts: int
     live_leases: int
     live_claims: int
+    stalled_claims: int = Field(
+        description="live claims that made no progress for their `stall_after` (recorded)"
+    )
     windows: dict[str, Window] = Field(description='"1h" and "24h"')
     hottest_keys: list[HotKey] = Field(description="by conflicts in the last 24 h")
     expiring_holders: list[ExpiringHolder] = Field(description="by expiries in the last 24 h")

@@ -41,8 +41,13 @@ def problem_response(
 
 
 def _field(loc: tuple[Any, ...]) -> str:
-    parts = [str(p) for p in loc if p not in ("body", "query", "path", "header")]
-    return ".".join(parts) or "body"
+    """``follow_ups[1].title`` for the location ``("body", "follow_ups", 1, "title")``."""
+    out = ""
+    for part in loc:
+        if part in ("body", "query", "path", "header"):
+            continue
+        out += f"[{part}]" if isinstance(part, int) else f".{part}" if out else str(part)
+    return out or "body"
 
 
 def challenge(request: Request) -> dict[str, str]:

@@ -19,7 +19,6 @@ from tenure.core.validate import (
     MAX_SESSION_BYTES,
     MAX_TASK_CHARS,
 )
-from tenure.work import MAX_BODY_CHARS, MAX_LABELS, MAX_TITLE_CHARS
 
 MAX_INT = 2**63 - 1
 MAX_WAIT_MS = 300_000
@@ -28,7 +27,11 @@ LIMIT = "x-tenure-limit"  # marks a bound that openapi.py takes from the policy
 # What the service accepts, as ECMA-262 regular expressions (the dialect of JSON Schema).
 CONTROL = r"\x00-\x08\x0b-\x1f\x7f-\x9f"  # control characters, but tab and newline
 SPACE = r"\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"  # + str.isspace
-KEY_PATTERN = r"^[^\x00-\x1f\x7f-\x9f]+$"  # JSON text cannot carry lone surrogates anyway
+KEY_CONTROL = r"\x00-\x1f\x7f-\x9f"  # every control character: none is allowed in a key
+KEY_PATTERN = f"^[^{KEY_CONTROL}]+$"  # JSON text cannot carry lone surrogates anyway
+LEASE_KEY_PATTERN = f"^(?!items/)[^{KEY_CONTROL}]+$"  # the generic lease verbs: not an item's
+#: an item id as a filter: text that makes a key (``items/<id>``), so no control characters
+ITEM_FILTER_PATTERN = f"^[^{KEY_CONTROL}]*[^{SPACE}][^{KEY_CONTROL}]*$"
 SESSION_PATTERN = r"^[^\x00-\x1f\x7f-\x9f]*$"  # may be empty: the default session
 TEXT_PATTERN = f"^[^{CONTROL}]*[^{SPACE}][^{CONTROL}]*$"  # no control characters, not blank
 FILTER_PATTERN = f"^[^{CONTROL}]*$"
@@ -36,17 +39,23 @@ LINE = r"\x00-\x08\x0a-\x1f\x7f-\x9f"  # control characters, but tab: one line o
 LINE_PATTERN = f"^[^{LINE}]*[^{SPACE}][^{LINE}]*$"  # a path segment of text (routes match no \n)
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._@:/-]{0,127}$"
 ITEM_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
-AGENT_PATTERN = r"^[A-Za-z0-9._@:/-]{1,64}$"
+AGENT_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._@:/-]{0,63}$"  # a principal name's rules, 64 at most
 TOKEN_ID_PATTERN = r"^[0-9a-f]{12}$"
 
 
-def key_schema(description: str = "the lease key") -> dict[str, Any]:
+def key_schema(description: str = "the lease key", *, lease_verb: bool = False) -> dict[str, Any]:
+    """``lease_verb``: the key of a generic lease verb, which refuses the keys of items."""
+    items = (
+        "; not under `items/` (an item's claim: use the item's own routes, else 422)"
+        if lease_verb
+        else ""
+    )
     return {
         "minLength": 1,
         "maxLength": 512,
-        "pattern": KEY_PATTERN,
+        "pattern": LEASE_KEY_PATTERN if lease_verb else KEY_PATTERN,
         "description": f"{description}: 1 to max_key_bytes bytes of UTF-8 (a longer key is "
-        "refused with 413 too_large), no control characters",
+        f"refused with 413 too_large), no control characters{items}",
         "examples": ["jobs/nightly-report"],
         LIMIT: "max_key_bytes",
     }
@@ -70,6 +79,7 @@ def _whole(value: object) -> object:
 
 Whole = BeforeValidator(_whole)  # after the bounds, so they stay in the integer's own schema
 Key = Annotated[str, Field(json_schema_extra=key_schema())]
+LeaseKey = Annotated[str, Field(json_schema_extra=key_schema(lease_verb=True))]
 Token = Annotated[int, Field(ge=1, le=MAX_INT, description="a fencing token"), Whole]
 Ttl = Annotated[
     int,
@@ -123,7 +133,7 @@ class Body(BaseModel):
 
 
 class AcquireIn(Body):
-    key: Key
+    key: LeaseKey
     ttl_ms: Ttl | None = None
     task: Task | None = None
     meta: Annotated[
@@ -135,7 +145,7 @@ class AcquireIn(Body):
 
 
 class RenewIn(Body):
-    key: Key
+    key: LeaseKey
     token: Token
     ttl_ms: Ttl | None = None
 
@@ -159,7 +169,7 @@ class ExtendIn(Body):
             ]
         }
     )
-    key: Key
+    key: LeaseKey
     token: Token
     until: Instant | None = None
     by_ms: Annotated[
@@ -168,7 +178,7 @@ class ExtendIn(Body):
 
 
 class ReleaseIn(Body):
-    key: Key
+    key: LeaseKey
     token: Annotated[
         Token | None,
         Field(
@@ -180,12 +190,12 @@ class ReleaseIn(Body):
 
 
 class ForceReleaseIn(Body):
-    key: Key
+    key: LeaseKey
     reason: Reason
 
 
 class FencedWriteIn(Body):
-    key: Key
+    key: LeaseKey
     token: Token
     value: Annotated[Any, Field(description="any JSON value, at most max_value_bytes")]
     op_id: OpId | None = None
@@ -196,150 +206,6 @@ class PrincipalIn(Body):
     kind: Literal["human", "agent", "service"] = "agent"
     roles: Annotated[list[Literal["admin", "supervisor"]], Field(max_length=2)] = []
     parent: Name | None = None
-
-
-# items and claims ----------------------------------------------------------------------------
-ItemId = Annotated[
-    str,
-    Field(
-        json_schema_extra={
-            "pattern": ITEM_ID_PATTERN,
-            "description": "an item id: 1-128 letters, digits, '.', '_' or '-', starting with a "
-            "letter or digit",
-            "examples": ["it-1f2e3d4c5b"],
-        }
-    ),
-]
-Title = Annotated[str, Field(json_schema_extra=text_schema(MAX_TITLE_CHARS, "what the work is"))]
-ItemBody = Annotated[
-    str,
-    Field(
-        json_schema_extra={
-            "maxLength": MAX_BODY_CHARS,
-            "pattern": FILTER_PATTERN,
-            "description": "the details, may be empty: no control characters but tab and newline",
-        }
-    ),
-]
-Priority = Annotated[
-    int, Field(ge=0, le=1000, description="0 the most urgent (the default is 2)"), Whole
-]
-Label = Annotated[str, Field(json_schema_extra=text_schema(64, "a label"))]
-Labels = Annotated[
-    list[Label], Field(max_length=MAX_LABELS, description="labels (repeats are dropped)")
-]
-Epoch = Annotated[
-    int,
-    Field(ge=1, le=MAX_INT, description="the claim's epoch (the token of its lease)"),
-    Whole,
-]
-
-
-class ItemIn(Body):
-    id: Annotated[
-        ItemId | None, Field(description="the id (default: a random `it-…`); 422 if taken")
-    ] = None
-    title: Title
-    body: ItemBody | None = None
-    priority: Priority | None = None
-    labels: Labels | None = None
-    parent: Annotated[ItemId | None, Field(description="an existing item (else 404)")] = None
-
-
-class ItemPatch(Body):
-    """Only the fields given change; ``status: in_progress`` claims the item for the caller."""
-
-    title: Title | None = None
-    body: ItemBody | None = None
-    priority: Priority | None = None
-    labels: Labels | None = None
-    status: Annotated[
-        Literal["open", "blocked", "in_progress"] | None,
-        Field(
-            description="`in_progress` claims the item (as `claim` does); done and "
-            "cancelled come from `complete` and `cancel`"
-        ),
-    ] = None
-
-
-class ClaimIn(Body):
-    ttl_ms: Ttl | None = None
-    task: Task | None = None
-    takeover: Annotated[
-        bool | None,
-        Field(description="take over an item assigned to someone whose lease lapsed"),
-    ] = None
-    reason: Reason | None = None
-    session: Session | None = None
-
-
-class ItemRenewIn(Body):
-    epoch: Annotated[Epoch | None, Field(description="default: the item's current epoch")] = None
-    ttl_ms: Ttl | None = None
-
-
-class ItemExtendIn(Body):
-    """Exactly one of ``until`` and ``by_ms``."""
-
-    model_config = ConfigDict(json_schema_extra=ExtendIn.model_config.get("json_schema_extra"))
-    epoch: Annotated[Epoch | None, Field(description="default: the item's current epoch")] = None
-    until: Instant | None = None
-    by_ms: Annotated[
-        Millis | None, Field(description="the new deadline is now + by_ms (capped at max_lease)")
-    ] = None
-
-
-class ItemReleaseIn(Body):
-    epoch: Annotated[
-        Epoch | None,
-        Field(
-            description="the claim to release: an epoch that is no longer the item's answers "
-            "`released: false` and changes nothing (default: your session's live claim)"
-        ),
-    ] = None
-    session: Session | None = None
-
-
-class ProgressIn(Body):
-    epoch: Epoch
-    message: Annotated[str, Field(json_schema_extra=text_schema(4096, "what happened"))]
-    percent: Annotated[int, Field(ge=0, le=100), Whole] | None = None
-    data: Annotated[
-        dict[str, Any] | None,
-        Field(description="a small JSON object, at most max_meta_bytes (else 413 too_large)"),
-    ] = None
-
-
-class CompleteIn(Body):
-    epoch: Epoch
-    result: Annotated[Any, Field(description="any JSON value, at most max_value_bytes")] = None
-    op_id: OpId | None = None
-
-
-class CancelIn(Body):
-    reason: Reason
-
-
-class ForceReleaseItemIn(Body):
-    reason: Reason
-
-
-class DispatchIn(Body):
-    agent: Annotated[
-        str | None,
-        Field(
-            json_schema_extra={
-                "pattern": AGENT_PATTERN,
-                "description": "the agent's name under the caller (`caller/<agent>`; default "
-                "`agent-<random>`); the whole name is at most 128 characters",
-            }
-        ),
-    ] = None
-    ttl_ms: Ttl | None = None
-    task: Task | None = None
-    session: Annotated[
-        Session | None, Field(description="the session of the agent that will hold the claim")
-    ] = None
 
 
 # responses -----------------------------------------------------------------------------------
@@ -451,97 +317,6 @@ class PrincipalReply(Out):
     principal: PrincipalOut
     token: str
     token_id: str
-
-
-class ItemOut(Out):
-    id: str
-    title: str
-    body: str
-    status: Literal["open", "in_progress", "blocked", "done", "cancelled"]
-    priority: int
-    labels: list[str]
-    parent: str | None
-    assignee: str | None
-    epoch: int
-    progress: dict[str, Any] | None
-    progress_at: int | None
-    result: Any
-    created_by: str
-    created_at: int
-    updated_at: int
-
-
-class TransferOut(Out):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-    item: str
-    from_: str | None = Field(alias="from")
-    to: str | None
-    epoch: int
-    reason: Literal[
-        "claimed", "released", "expired", "taken_over", "force_released", "completed", "cancelled"
-    ]
-    actor: str
-    at: int
-    note: str | None
-
-
-LeaseState = Literal["live", "stalled", "lapsed", "none"]
-
-
-class ItemViewOut(Out):
-    item: ItemOut
-    lease: LeaseOut | None
-    lease_state: LeaseState
-    transfers: list[TransferOut]
-
-
-class ItemReply(Out):
-    item: ItemOut
-
-
-class ItemsReply(Out):
-    items: list[ItemOut]
-
-
-class ItemViewsReply(Out):
-    items: list[ItemViewOut]
-
-
-class ClaimReply(Out):
-    item: ItemOut
-    lease: LeaseOut
-
-
-class ItemReleaseReply(Out):
-    released: bool
-    item: ItemOut
-
-
-class CompletionReply(Out):
-    item: ItemOut
-    duplicate: bool
-
-
-class AgentOut(Out):
-    name: str
-    kind: Literal["agent"]
-    roles: list[Literal["admin", "supervisor"]]
-    parent: str | None
-    token: str
-
-
-class DispatchReply(Out):
-    item: ItemOut
-    lease: LeaseOut
-    agent: AgentOut
-
-
-class BriefingReply(Out):
-    principal: str
-    carrying: list[ItemViewOut]
-    lapsed: list[ItemViewOut]
-    happened: list[EventOut]
-    ready: list[ItemOut]
 
 
 class Problem(BaseModel):

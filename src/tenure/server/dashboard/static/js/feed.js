@@ -86,6 +86,7 @@ export function stopFeed() {
 // Event types after which lease and queue views are stale.
 export const CHANGES = new Set([
   "acquired", "released", "expired", "force_released", "taken_over", "extended", "renewed",
-  "claimed", "completed", "cancelled", "progress", "dispatched", "created", "updated",
+  "claimed", "completed", "cancelled", "progress", "dispatched", "reassigned", "stalled",
+  "item_created", "item_edited", "item_status",
 ]);
 export const ENDINGS = new Set(["released", "expired", "force_released", "taken_over", "completed"]);

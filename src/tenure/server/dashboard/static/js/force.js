@@ -1,17 +1,19 @@
-// The force-release dialog: a reason is required and is recorded in the history.
+// The dialogs of an authority's acts: force-release and reassign. A reason is required and is
+// recorded in the history; a refusal of the server is shown in the dialog, which stays open.
 
 import { ApiError } from "./api.js";
 import { clear, showProblem } from "./dom.js";
 
-export function askForceRelease(what, submit) {
-  const dialog = document.getElementById("force-dialog");
-  const form = document.getElementById("force-form");
-  const reason = document.getElementById("force-reason");
-  const error = document.getElementById("force-error");
-  const cancel = document.getElementById("force-cancel");
-  const button = document.getElementById("force-submit");
-  clear(document.getElementById("force-what"), what);
-  reason.value = "";
+// Runs the <dialog id="{name}-dialog"> (its form, error box, cancel and submit buttons are
+// `{name}-form`, `{name}-error`, `{name}-cancel`, `{name}-submit`). `check()` returns the values
+// to submit, or a problem to show (nothing is sent); `submit(values)` calls the API. Resolves
+// with its result, or null when cancelled.
+export function runDialog(name, { check, submit, focus, failed }) {
+  const dialog = document.getElementById(`${name}-dialog`);
+  const form = document.getElementById(`${name}-form`);
+  const error = document.getElementById(`${name}-error`);
+  const cancel = document.getElementById(`${name}-cancel`);
+  const button = document.getElementById(`${name}-submit`);
   error.hidden = true;
   button.disabled = false;
   return new Promise((resolve) => {
@@ -28,25 +30,62 @@ export function askForceRelease(what, submit) {
     };
     const onSubmit = async (e) => {
       e.preventDefault();
-      const text = reason.value.trim();
-      if (!text) {
-        showProblem(error, { title: "A reason is required", detail: "Say why, for the history." });
-        reason.focus();
+      const checked = check();
+      if (checked.problem) {
+        showProblem(error, checked.problem);
+        checked.focus?.focus();
         return;
       }
       button.disabled = true;
       try {
-        done(await submit(text));
+        done(await submit(checked.values));
       } catch (err) {
         button.disabled = false;
         if (err instanceof ApiError) showProblem(error, err.problem);
-        else showProblem(error, { title: "Force-release failed", detail: String(err) });
+        else showProblem(error, { title: failed, detail: String(err) });
       }
     };
     form.addEventListener("submit", onSubmit);
     cancel.addEventListener("click", onCancel);
     dialog.addEventListener("cancel", onCancel);
     dialog.showModal();
-    reason.focus();
+    focus.focus();
+  });
+}
+
+export function askForceRelease(what, submit) {
+  const reason = document.getElementById("force-reason");
+  clear(document.getElementById("force-what"), what);
+  reason.value = "";
+  return runDialog("force", {
+    focus: reason,
+    failed: "Force-release failed",
+    check() {
+      const text = reason.value.trim();
+      if (!text) return { problem: { title: "A reason is required", detail: "Say why, for the history." }, focus: reason };
+      return { values: text };
+    },
+    submit,
+  });
+}
+
+// Reassign an item: to whom (a principal's name) and why. `submit(to, reason)`.
+export function askReassign(what, submit) {
+  const to = document.getElementById("reassign-to");
+  const reason = document.getElementById("reassign-reason");
+  clear(document.getElementById("reassign-what"), what);
+  to.value = "";
+  reason.value = "";
+  return runDialog("reassign", {
+    focus: to,
+    failed: "Reassign failed",
+    check() {
+      const name = to.value.trim();
+      const text = reason.value.trim();
+      if (!name) return { problem: { title: "Whom to?", detail: "Name the principal that gets the item." }, focus: to };
+      if (!text) return { problem: { title: "A reason is required", detail: "Say why, for the history." }, focus: reason };
+      return { values: [name, text] };
+    },
+    submit: ([name, text]) => submit(name, text),
   });
 }

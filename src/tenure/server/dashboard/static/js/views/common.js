@@ -3,15 +3,17 @@
 import { clock } from "../api.js";
 import { badge, fmtCountdown, fmtDuration, fmtTime, h, itemLink, keyLink, timeEl } from "../dom.js";
 
-// A reason given by an authority (force-release, takeover) stands out; others do not.
+// A reason given by an authority (force-release, takeover, reassign) stands out; others do not.
+const FORCED = new Set(["force_released", "taken_over", "reassigned"]);
 function reasonClass(e) {
-  return e.type === "force_released" || e.type === "taken_over" ? "reason reason-forced" : "reason";
+  return FORCED.has(e.type) ? "reason reason-forced" : "reason";
 }
 
 // One field of an event's data, readably: durations and instants formatted, the rest as JSON.
 function dataField(k, v) {
   if (typeof v === "number" && k.endsWith("_ms")) return `${k.slice(0, -3).replace(/_/g, " ")} ${fmtDuration(v)}`;
-  if (typeof v === "number" && (k === "deadline" || k.endsWith("_at") || k === "until")) return `${k.replace(/_/g, " ")} ${fmtTime(v)}`;
+  if (typeof v === "number" && k === "stall_after") return `stall after ${fmtDuration(v)}`;
+  if (typeof v === "number" && (k === "deadline" || k.endsWith("_at") || k === "until" || k === "since")) return `${k.replace(/_/g, " ")} ${fmtTime(v)}`;
   return `${k.replace(/_/g, " ")} ${typeof v === "string" ? v : JSON.stringify(v)}`;
 }
 
@@ -27,7 +29,7 @@ export function eventDetails(e) {
   }
   if (e.key === `items/${data.item}`) delete data.item;
   const rest = Object.entries(data)
-    .filter(([, v]) => v !== null && v !== undefined)
+    .filter(([, v]) => v !== null && v !== undefined && v !== "")
     .map(([k, v]) => dataField(k, v))
     .join(" · ");
   if (rest) parts.push(h("span", { class: "muted data" }, rest.length > 160 ? `${rest.slice(0, 160)}…` : rest));

@@ -6,7 +6,11 @@ import { feed, onFeedEvent, onFeedState } from "../feed.js";
 import { EventStream, recentEvents } from "../sse.js";
 import { eventRow, eventTable } from "./common.js";
 
-const TYPES = ["acquired", "renewed", "extended", "released", "expired", "force_released", "conflict", "taken_over", "claimed", "progress", "completed", "cancelled", "dispatched"];
+const TYPES = [
+  "acquired", "renewed", "extended", "released", "expired", "force_released", "conflict", "taken_over",
+  "claimed", "progress", "completed", "cancelled", "dispatched", "reassigned", "stalled",
+  "item_created", "item_edited", "item_status", "principal_created", "token_issued", "token_revoked",
+];
 const MAX_ROWS = 500;
 
 export function events(el, _arg, query) {

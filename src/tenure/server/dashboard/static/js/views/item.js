@@ -1,9 +1,10 @@
-// One item: its fields, claim (lease with countdown), progress, transfer history and the events
-// of its lease key; force-release for admins and supervisors.
+// One item: its fields, claim (lease with countdown, live / stalled / lapsed / revoked),
+// progress, transfer history and the events of its lease key; force-release and reassign for
+// the authorities over it (admins, supervisors, the assignee's ancestors).
 
 import { api, enc, session } from "../api.js";
 import { badge, card, clear, empty, fmtDateTime, fmtInt, h, itemLink, problemBox, throttle, timeEl, toast } from "../dom.js";
-import { askForceRelease } from "../force.js";
+import { askForceRelease, askReassign } from "../force.js";
 import { onFeedEvent } from "../feed.js";
 import { countdown, eventRow, eventTable, holderOf, holderText, priorityBadge, sizeBars, stateBadge, tickCountdowns } from "./common.js";
 
@@ -15,7 +16,33 @@ const TRANSFER_LABEL = {
   force_released: "force-released",
   completed: "completed",
   cancelled: "cancelled",
+  reassigned: "reassigned",
 };
+const CLOSED = new Set(["done", "cancelled"]);
+
+// What a claim's state means, beside its badge.
+function claimNote(view) {
+  const it = view.item;
+  const l = view.lease;
+  if (view.lease_state === "revoked") {
+    return `Force-released: ${it.assignee} keeps the item, but claims it again only with a takeover and a reason (or an authority reassigns it).`;
+  }
+  if (view.lease_state === "stalled") {
+    return "Live, but no progress for a while (the policy's stall_after): it may be taken over with a reason.";
+  }
+  if (l && it.assignee && l.holder !== it.assignee && l.state !== "live") {
+    return `This lease is of an earlier claim (${l.holder}); ${it.assignee} has not claimed the item yet.`;
+  }
+  return null;
+}
+
+// Whether the signed-in principal may be an authority over the item's assignee: the server
+// decides (an ancestor is any dispatcher up the chain; an agent's name only hints at it).
+function authority(it) {
+  if (session.canForce()) return true;
+  const me = session.me?.name;
+  return Boolean(me && it.assignee && it.assignee.startsWith(`${me}/`));
+}
 
 function field(label, ...value) {
   return [h("dt", {}, label), h("dd", {}, ...value)];
@@ -64,14 +91,16 @@ export function item(el, id) {
 
   function leaseBlock(view) {
     const l = view.lease;
-    const canForce = session.canForce() && l && l.state === "live";
+    const canForce = authority(view.item) && l && l.state === "live";
     const force = canForce
       ? h("button", { type: "button", class: "btn btn-danger", id: "item-force-release", onclick: () => forceRelease(view) }, "Force-release…")
       : null;
+    const note = claimNote(view);
     if (!l) return h("div", {}, h("p", { class: "muted" }, "No lease: the item is not claimed."));
     return h(
       "div",
       {},
+      note ? h("p", { class: "muted small claim-note", id: "claim-note" }, note) : null,
       h("dl", { class: "fields" },
         field("State", stateBadge(view.lease_state)),
         field("Holder", holderOf(l)),
@@ -86,11 +115,22 @@ export function item(el, id) {
 
   async function forceRelease(view) {
     const done = await askForceRelease(
-      [`The claim of ${holderText(view.lease)} on `, h("span", { class: "mono" }, id), ` (epoch ${view.lease.token}) ends now; the assignee stays.`],
+      [`The claim of ${holderText(view.lease)} on `, h("span", { class: "mono" }, id), ` (epoch ${view.lease.token}) ends now; the assignee stays, but needs a takeover to claim it again (revoked).`],
       (reason) => api(`/v1/items/${enc(id)}/force-release`, { method: "POST", body: { reason } }),
     );
     if (done) {
       toast(`Force-released ${id}`, "success");
+      load();
+    }
+  }
+
+  async function reassign(it) {
+    const done = await askReassign(
+      [h("span", { class: "mono" }, id), it.assignee ? ` is assigned to ${it.assignee}: any live claim ends (its epoch is dead), and the new assignee claims it without a takeover.` : " is unassigned: the new assignee claims it without a takeover."],
+      (to, reason) => api(`/v1/items/${enc(id)}/reassign`, { method: "POST", body: { to, reason } }),
+    );
+    if (done) {
+      toast(`Reassigned ${id} to ${done.item.assignee}`, "success");
       load();
     }
   }
@@ -120,12 +160,13 @@ export function item(el, id) {
         card("Item", h("dl", { class: "fields" },
           field("Id", h("span", { class: "mono" }, it.id)),
           field("Status", badge(it.status, `status-${it.status}`)),
-          field("Assignee", it.assignee ?? "—"),
+          field("Assignee", h("span", { id: "item-assignee" }, it.assignee ?? "—"), it.revoked ? [" ", badge("revoked", "revoked")] : null),
           field("Epoch", h("span", { class: "mono" }, String(it.epoch))),
           field("Parent", it.parent ? itemLink(it.parent) : "—"),
           field("Created", `${fmtDateTime(it.created_at)} by ${it.created_by}`),
           field("Updated", timeEl(it.updated_at)),
-          it.result !== null && it.result !== undefined ? field("Result", h("pre", { class: "json" }, JSON.stringify(it.result, null, 2))) : null)),
+          it.result !== null && it.result !== undefined ? field("Result", h("pre", { class: "json" }, JSON.stringify(it.result, null, 2))) : null),
+          { actions: authority(it) && !CLOSED.has(it.status) ? h("button", { type: "button", class: "btn btn-small", id: "item-reassign", onclick: () => reassign(it) }, "Reassign…") : null }),
         h("div", { class: "stack" },
           card("Claim", leaseBlock(view)),
           card("Progress", progressBlock(it)))),

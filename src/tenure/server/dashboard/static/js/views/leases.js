@@ -1,7 +1,7 @@
 // Live leases: server-side paging by key (`after` cursor) with prefix/holder/task filters,
 // countdowns that tick every second, refreshed on events and periodically.
 
-import { api, session } from "../api.js";
+import { api, enc, session } from "../api.js";
 import { card, clear, fmtInt, h, problemBox, throttle, timeEl, toast, keyLink } from "../dom.js";
 import { askForceRelease } from "../force.js";
 import { CHANGES, onFeedEvent } from "../feed.js";
@@ -160,10 +160,16 @@ export function leases(el, _arg, query) {
     );
   }
 
+  // An item's claim (`items/<id>`) is force-released through the item, which keeps its
+  // assignee (revoked); the generic route refuses item keys.
   async function forceRelease(lease) {
-    const done = await askForceRelease(
-      [h("span", { class: "mono" }, lease.key), ` held by ${holderText(lease)}, token ${lease.token}`],
-      (reason) => api("/v1/leases/force-release", { method: "POST", body: { key: lease.key, reason } }),
+    const item = lease.key.startsWith("items/") ? lease.key.slice(6) : null;
+    const what = [h("span", { class: "mono" }, lease.key), ` held by ${holderText(lease)}, token ${lease.token}`];
+    if (item !== null) what.push(": the claim of an item; its assignee stays (revoked).");
+    const done = await askForceRelease(what, (reason) =>
+      item !== null
+        ? api(`/v1/items/${enc(item)}/force-release`, { method: "POST", body: { reason } })
+        : api("/v1/leases/force-release", { method: "POST", body: { key: lease.key, reason } }),
     );
     if (done) {
       toast(`Force-released ${lease.key}`, "success");

@@ -75,7 +75,7 @@ export function overview(el) {
     clear(
       stats,
       stat("Live leases", fmtInt(r.live_leases)),
-      stat("Live claims", fmtInt(r.live_claims)),
+      stat("Live claims", fmtInt(r.live_claims), r.stalled_claims ? `${fmtInt(r.stalled_claims)} stalled` : null),
       stat("Acquisitions", fmtInt(r.acquisitions), `${fmtInt(w1.acquisitions)} in the last hour`),
       stat("Conflicts", fmtInt(r.conflicts), `${fmtInt(w1.conflicts)} in the last hour`),
       stat("Expired · last hour", fmtShare(w1.expired_share), `${fmtInt(w1.endings?.expired)} of ${fmtInt(w1.ended)} endings`, shareClass(w1.expired_share)),

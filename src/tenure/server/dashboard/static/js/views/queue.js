@@ -1,5 +1,5 @@
-// The work queue: ready, in progress (live / stalled / lapsed), done, and the queue of each
-// person with work in progress.
+// The work queue: ready, in progress (live / stalled / lapsed / revoked), done, and the queue
+// of each person with work in progress.
 
 import { api, enc } from "../api.js";
 import { card, clear, empty, fmtInt, h, problemBox, throttle } from "../dom.js";
@@ -86,7 +86,7 @@ export function queue(el, _arg, query) {
     clear(counts.ready, fmtInt(readyR.items.length));
     clear(ready, readyR.items.length ? readyR.items.map((i) => itemRow(i)) : empty("Nothing is ready."));
 
-    const order = { lapsed: 0, stalled: 1, live: 2 };
+    const order = { lapsed: 0, revoked: 0, stalled: 1, live: 2 };
     const inProgress = [...progressR.items].sort((a, b) => (order[states.get(a.id)] ?? 3) - (order[states.get(b.id)] ?? 3) || a.priority - b.priority);
     clear(counts.progress, fmtInt(inProgress.length));
     clear(progress, inProgress.length ? inProgress.map((i) => itemRow(i, { state: states.get(i.id) ?? "unknown" })) : empty("Nothing in progress."));
