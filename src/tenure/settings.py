@@ -21,8 +21,9 @@
 - ``TENURE_STATE_DIR``: where the CLI remembers the epochs of the items it claimed
   (default ``$XDG_STATE_HOME/tenure``, else ``~/.local/state/tenure``).
 - ``TENURE_MAX_BODY_BYTES``: the largest request body the server reads (2 MiB).
-- ``TENURE_STALL_MS``: a live claim without progress for this long shows as ``stalled``
-  (15 minutes).
+- ``TENURE_STALL_MS``: when set, a live claim without progress for this long is ``stalled``,
+  for every key, whatever the policy says. Unset (the default), the policy's ``stall_after``
+  decides, per key prefix (10 minutes unless ``TENURE_POLICY`` says otherwise).
 - ``TENURE_EVENTS_MAX``, ``TENURE_EVENTS_MAX_AGE_MS``: event retention. The server keeps at
   most this many events (1,000,000) and none older than this (30 days); older ones are pruned
   in batches, their counts kept in the all-time totals of ``/v1/stats``.
@@ -43,7 +44,6 @@ from tenure.core.policy import Policy, PolicySet
 
 DEFAULT_PORT = 7676
 DEFAULT_HOST = "127.0.0.1"
-DEFAULT_STALL_MS = 15 * 60 * 1000
 DEFAULT_EVENTS_MAX = 1_000_000
 DEFAULT_EVENTS_MAX_AGE_MS = 30 * 86_400_000
 LOGIN_FILE = "login.json"
@@ -111,7 +111,7 @@ class Settings:
     url: str = f"http://{DEFAULT_HOST}:{DEFAULT_PORT}"
     token: str | None = None
     max_body_bytes: int = 2 * 1024 * 1024
-    stall_ms: int = DEFAULT_STALL_MS
+    stall_ms: int | None = None  # TENURE_STALL_MS; None: the policy's stall_after decides
     events_max: int = DEFAULT_EVENTS_MAX
     events_max_age_ms: int = DEFAULT_EVENTS_MAX_AGE_MS
     policy: PolicySet = field(default_factory=PolicySet)
@@ -141,7 +141,7 @@ class Settings:
             url=url,
             token=env.get("TENURE_TOKEN") or login_token or None,
             max_body_bytes=_int(env, "TENURE_MAX_BODY_BYTES", 2 * 1024 * 1024),
-            stall_ms=_int(env, "TENURE_STALL_MS", DEFAULT_STALL_MS),
+            stall_ms=_optional_int(env, "TENURE_STALL_MS"),
             events_max=_int(env, "TENURE_EVENTS_MAX", DEFAULT_EVENTS_MAX),
             events_max_age_ms=_int(env, "TENURE_EVENTS_MAX_AGE_MS", DEFAULT_EVENTS_MAX_AGE_MS),
             policy=parse_policy(env.get("TENURE_POLICY")),
@@ -171,6 +171,11 @@ def _int(env: Mapping[str, str], name: str, default: int) -> int:
     if value <= 0:
         raise ValueError(f"{name} must be positive, got {raw!r}")
     return value
+
+
+def _optional_int(env: Mapping[str, str], name: str) -> int | None:
+    """``name`` as a positive integer, or ``None`` when it is unset or empty."""
+    return _int(env, name, 0) if env.get(name) else None
 
 
 def parse_policy(raw: str | None) -> PolicySet:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -114,7 +115,7 @@ def test_agent_that_completes_the_item_is_left_alone(
     alice: Shell, http: httpx.Client, tmp_path: Path
 ) -> None:
     new_item(http, "done-by-agent")
-    doc, _ = dispatch(alice, tmp_path, "done-by-agent", "--ttl", "1s", mode="complete")
+    doc, _ = dispatch(alice, tmp_path, "done-by-agent", "--ttl", "5s", mode="complete")
     wait_for(lambda: not alive(doc["supervisor_pid"]))
     state = view(http, "done-by-agent")
     assert state["item"]["status"] == "done" and state["item"]["result"] == {"ok": True}
@@ -151,6 +152,61 @@ def test_an_agent_completes_its_item_with_the_cli(
     assert state["item"]["status"] == "done" and state["item"]["result"] == {"ok": True}
     assert state["item"]["progress"]["message"] == "half way"
     assert [t["reason"] for t in state["transfers"]] == ["claimed", "completed"]
+
+
+def test_a_dispatch_whose_supervisor_was_killed_is_dispatched_again(
+    alice: Shell, http: httpx.Client, live_server: LiveServer, tmp_path: Path, shell: Any
+) -> None:
+    new_item(http, "orphan")
+    first, out = dispatch(alice, tmp_path, "orphan", "--ttl", "2s")  # an agent that sleeps
+    seen = wait_for(lambda: out.exists() and json.loads(out.read_text()))
+    dead_token = seen["env"]["TENURE_TOKEN"]
+    # a machine crash: kill -9 of the supervisor and of the agent's process group
+    os.kill(first["supervisor_pid"], signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(seen["pid"], signal.SIGKILL)
+    wait_for(lambda: not alive(seen["pid"]) and not alive(first["supervisor_pid"]), timeout=5)
+
+    # nobody cleans up: the claim lapses, and the dead agent's token ends with it (the server's
+    # reaper revokes it within a second)
+    wait_for(lambda: view(http, "orphan")["lease_state"] == "lapsed", timeout=8)
+    with live_server.http(dead_token) as dead:
+        wait_for(lambda: dead.get("/v1/me").status_code == 401, timeout=3)
+    # the dispatcher's queue and briefing say so
+    row = next(x for x in alice("queue").stdout.splitlines() if x.startswith("orphan"))
+    assert "alice/bot" in row and "lapsed" in row
+    assert [v["item"]["id"] for v in alice.json("brief")["lapsed"]] == ["orphan"]
+
+    again = alice("dispatch", "orphan", "--", "true")
+    assert (again.returncode, again.stdout) == (3, "")
+    assert "assigned to alice/bot (lease expired)" in again.stderr
+    assert "dispatch with --takeover --reason … to dispatch it again" in again.stderr
+    no_reason = alice("dispatch", "orphan", "--takeover", "--", "true")
+    assert no_reason.returncode == 2 and "--reason" in no_reason.stderr
+    stranger = shell("bob")("dispatch", "orphan", "--takeover", "--reason", "mine", "--", "true")
+    assert stranger.returncode == 1 and "may not take item 'orphan' over" in stranger.stderr
+
+    # dispatched again, with a reason, to a new agent that completes the item with the CLI
+    script = CLI_AGENT.format(python=sys.executable, out=tmp_path / "fixer")
+    second = alice.json(
+        "dispatch", "orphan", "--takeover", "--reason", "its supervisor died", "--agent",
+        "fixer", "--ttl", "5s", "--", "sh", "-c", script,
+    )  # fmt: skip
+    assert second["item"]["assignee"] == "alice/fixer"
+    assert second["lease"]["token"] > first["lease"]["token"]
+    wait_for(lambda: not alive(second["supervisor_pid"]), timeout=30)
+    assert "command ended with status 0" in Path(second["log"]).read_text()
+    state = view(http, "orphan")
+    assert state["item"]["status"] == "done" and state["item"]["result"] == {"ok": True}
+    transfers = [
+        (t["reason"], t["from"], t["to"], t["actor"], t["note"]) for t in state["transfers"]
+    ]
+    assert transfers == [
+        ("claimed", None, "alice/bot", "alice", None),
+        ("taken_over", "alice/bot", "alice/fixer", "alice", "its supervisor died"),
+        ("completed", "alice/fixer", None, "alice/fixer", None),
+    ]
+    assert alice("queue").stdout.strip() == "nothing assigned"
 
 
 def test_claim_is_released_when_the_agent_exits(

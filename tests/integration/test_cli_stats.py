@@ -49,6 +49,7 @@ def test_events_of_one_item(shell: Callable[..., Shell]) -> None:
     tenure.Client(jo.url, token=jo.token).acquire("jobs/other")
     found = doc(jo, "events", "--item", "login")["events"]
     assert [(e["type"], e["key"]) for e in found] == [
+        ("item_created", "items/login"),
         ("acquired", "items/login"),
         ("claimed", "items/login"),
     ]

@@ -208,10 +208,17 @@ def test_work_notices_a_force_release_and_a_takeover(
         assert work.lost and work.lost_reason == "force_released"
         with pytest.raises(tenure.LeaseLost):
             work.check()
-    # the edge outlived the lease: leaving the block retired it
-    assert alice.items.get("job").item.assignee is None
+    # the force-release sticks: leaving the block did not release the revoked edge
+    view = alice.items.get("job")
+    assert (view.item.assignee, view.item.revoked, view.lease_state) == ("alice", True, "revoked")
+    assert reasons(view) == ["claimed", "force_released"]
+    with pytest.raises(tenure.AssignedToOther) as revoked:
+        alice.items.claim("job")
+    assert revoked.value.lease_state == "revoked"
 
-    with alice.items.work("job", ttl=30.0) as work:  # no renewal happens in this block
+    back = alice.items.work("job", ttl=30.0, takeover=True, reason="the pause is over")
+    with back as work:  # no renewal happens in this block
+        assert not work.item.revoked
         admin.items.force_release("job", "stuck again")
         epoch_b = bob.items.claim("job", takeover=True, reason="mine now").lease.token
         with pytest.raises(tenure.StaleToken) as stale:
@@ -265,7 +272,7 @@ def test_async_items_and_work(live_server: LiveServer) -> None:
             await alice.items.create("taken", id="taken")
             async with alice.items.work("taken", ttl=30.0) as work:
                 await admin.items.force_release("taken", "stuck")
-                epoch_b = (await bob.items.claim("taken", takeover=True)).lease.token
+                epoch_b = (await bob.items.claim("taken", takeover=True, reason="r")).lease.token
                 with pytest.raises(tenure.StaleToken) as stale:
                     await work.complete()
                 assert (stale.value.current_token, stale.value.holder) == (epoch_b, "bob")
@@ -278,7 +285,10 @@ def test_async_items_and_work(live_server: LiveServer) -> None:
             forced = await alice.items.force_release("d", "redo")  # the agent's parent may
             assert forced.lease.state == "force_released"
             briefing = await alice.items.briefing()
-            assert briefing.principal == "alice" and [v.item.id for v in briefing.lapsed] == ["d"]
+            assert briefing.principal == "alice"  # force-released, both stay revoked
+            assert [(v.item.id, v.lease_state) for v in briefing.lapsed] == [
+                ("lost", "revoked"), ("d", "revoked"),
+            ]  # fmt: skip
             cancelled = await bob.items.cancel("taken", "done with it")
             assert cancelled.status == "cancelled"
 

@@ -27,7 +27,8 @@ ASYNC_NAMES = {
 NOT_COROUTINES = {"lease", "work", "events"}  # context managers; events: awaitable + iterable
 ITEM_VERBS = {
     "create", "get", "list", "update", "claim", "renew", "extend", "release", "progress",
-    "complete", "cancel", "force_release", "dispatch", "queue", "ready", "briefing", "work",
+    "complete", "cancel", "force_release", "reassign", "dispatch", "queue", "ready", "briefing",
+    "work",
 }  # fmt: skip
 
 
@@ -142,3 +143,16 @@ def test_work_handles_have_the_same_api() -> None:
             assert shape(member) == shape(other), name
             awaited = name in {"progress", "complete", "release", "wait_lost"}
             assert inspect.iscoroutinefunction(other) == awaited, name
+
+
+def test_the_ownership_verbs_take_the_documented_arguments() -> None:
+    for items in (Items, AsyncItems):
+        assert list(inspect.signature(items.reassign).parameters) == [
+            "self", "item_id", "to", "reason",
+        ]  # fmt: skip
+        dispatch = inspect.signature(items.dispatch).parameters
+        assert (dispatch["takeover"].default, dispatch["reason"].default) == (False, None)
+        assert inspect.signature(items.complete).parameters["follow_ups"].default is None
+        assert inspect.signature(items.create).parameters["parent_epoch"].default is None
+    for handle in (WorkHandle, AsyncWorkHandle):
+        assert inspect.signature(handle.complete).parameters["follow_ups"].default is None

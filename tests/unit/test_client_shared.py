@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 import tenure
+from tenure.client import _item_calls as ic
 from tenure.client import _shared as sh
 from tenure.client._shared import Call, Reply, RetryPolicy, Safety, TransportError
 from tenure.client.aio import AsyncHttpTransport
@@ -74,9 +75,9 @@ def test_sessions_go_with_acquire_claim_dispatch_renew_all_and_tokenless_release
     assert sh.renew_all(["a"], "s1").body == {"keys": ["a"], "session": "s1"}
     assert sh.release("k", None, "s1").body == {"key": "k", "session": "s1"}
     assert sh.release("k", 3, "s1").body == {"key": "k", "token": 3}  # the token says which
-    assert sh.claim_item("42", session="s1").body == {"session": "s1"}
-    assert sh.dispatch_item("42", "r1", session="s2").body == {"agent": "r1", "session": "s2"}
-    with_epoch, without = sh.release_item("42", 7, "s1"), sh.release_item("42", None, "s1")
+    assert ic.claim_item("42", session="s1").body == {"session": "s1"}
+    assert ic.dispatch_item("42", "r1", session="s2").body == {"agent": "r1", "session": "s2"}
+    with_epoch, without = ic.release_item("42", 7, "s1"), ic.release_item("42", None, "s1")
     assert (with_epoch.body, without.body) == ({"epoch": 7}, {"session": "s1"})
     assert (with_epoch.safety, without.safety) == (Safety.IDEMPOTENT, Safety.UNSAFE)
 
@@ -218,7 +219,10 @@ def test_loss_verdicts() -> None:
     assert sh.loss_reason(tenure.LeaseLost()) == "lease_lost"
     assert sh.loss_reason(tenure.NotHolder(holder="bo")) == "not_holder"
     assert sh.is_loss(tenure.StaleToken()) and sh.is_loss(tenure.NotFound())
-    assert not sh.is_loss(tenure.Unauthenticated())
+    # a revoked token can renew nothing (a dispatched agent's ends with its claim)
+    assert sh.is_loss(tenure.Unauthenticated())
+    assert sh.loss_reason(tenure.Unauthenticated()) == "unauthenticated"
+    assert not sh.is_loss(tenure.Forbidden())
     assert not sh.is_loss(TransportError(sent=True))
 
 

@@ -1,5 +1,5 @@
-"""Tool error texts (code, facts, what to do) and the bearer-token and session reading of
-``/mcp``."""
+"""Tool error texts (code, facts, what to do), the advice lines of ``briefing`` and ``queue``,
+and the bearer-token and session reading of ``/mcp``."""
 
 from __future__ import annotations
 
@@ -10,6 +10,9 @@ import pytest
 
 import tenure
 from tenure.client import TransportError
+from tenure.core.items import Item, ItemView
+from tenure.core.models import Lease
+from tenure.mcp.advice import advice, advise
 from tenure.mcp.failures import error_result, error_text, utc
 from tenure.mcp.http import bearer, is_initialize, new_session, session_of
 
@@ -49,6 +52,23 @@ def test_instants_are_utc_with_the_time_left() -> None:
                                    lapsed_at=1_700_000_000_000),
             "assigned_to_other: items/42 assigned to jo (lease expired); their lease lapsed at "
             "2023-11-14T22:13:20Z",
+        ),
+        (
+            tenure.AssignedToOther("x", key="items/42", assignee="jo", lease_state="revoked",
+                                   lapsed_at=1_700_000_000_000),
+            "assigned_to_other: items/42 assigned to jo, its claim revoked: an authority "
+            "force-released it and stopped the work on purpose. Do not claim it again, not "
+            "even with takeover: ask whoever stopped it",
+        ),
+        (
+            tenure.InvalidRequest("key: 'items/42' is the claim of item '42', …", key="items/42",
+                                  field="key"),
+            "invalid_request: key items/42 is the claim of item '42': the lock tools take no "
+            "item keys. Use the item tools with item_id=42 instead (claim, renew",
+        ),
+        (
+            tenure.InvalidRequest("key: too long", key="jobs/x", field="key"),
+            "invalid_request: jobs/x key: too long (field key). Fix the argument",
         ),
         (
             tenure.StaleToken("x", key="items/42", token=3, current_token=5, holder="kim"),
@@ -142,3 +162,49 @@ def test_new_sessions_are_visible_ascii_and_distinct() -> None:
 )
 def test_only_an_initialize_request_is_a_handshake(body: bytes, expected: bool) -> None:
     assert is_initialize(body) is expected
+
+
+def test_only_a_revoked_claim_says_not_to_claim_again() -> None:
+    lapsed = tenure.AssignedToOther("x", key="items/42", assignee="jo", lease_state="expired")
+    revoked = tenure.AssignedToOther("x", key="items/42", assignee="jo", lease_state="revoked")
+    assert "takeover=true and a reason" in error_text(lapsed)
+    assert "Do not claim" not in error_text(lapsed)
+    assert "takeover=true" not in error_text(revoked)
+    assert "Do not claim it again" in error_text(revoked)
+    assert "wait until it is reassigned" in error_text(revoked)
+
+
+def view(state: str, assignee: str = "jo", progress_at: int | None = None) -> ItemView:
+    lease = Lease("items/a", assignee, None, 3, 30_000, now_ms() - 900_000, now_ms(),
+                  now_ms() + 30_000, 5)  # fmt: skip
+    item = Item("a", "t", status="in_progress", assignee=assignee, epoch=3,
+                progress_at=progress_at, revoked=state == "revoked")  # fmt: skip
+    return ItemView(item, lease, state)
+
+
+@pytest.mark.parametrize(
+    ("state", "me", "starts", "says", "never"),
+    [
+        ("lapsed", "jo", "a lapsed: it is assigned to you", "claim it to go on", "Do not"),
+        ("lapsed", None, "a lapsed: the claim of jo ran out", "takeover=true and a reason",
+         "Do not"),
+        ("revoked", "jo", "a is revoked: an authority force-released your claim",
+         "Do not claim it again, not even with takeover", "go on"),
+        ("revoked", "kim", "a is revoked: an authority force-released the claim of jo",
+         "wait until it is reassigned", "takeover=true"),
+        ("stalled", "jo", "a is stalled: your claim is live but reported no progress since ",
+         "report progress", "Do not"),
+        ("stalled", "jo/..", "a is stalled: the claim of jo is live", "force_release", "Do not"),
+    ],
+)  # fmt: skip
+def test_advice_says_what_to_do_per_state(
+    state: str, me: str | None, starts: str, says: str, never: str
+) -> None:
+    line = advise(view(state), me)
+    assert line is not None and line.startswith(starts), line
+    assert says in line and never not in line
+
+
+def test_no_advice_for_live_claims_and_each_item_once() -> None:
+    assert advise(view("live"), "jo") is None and advise(view("none"), "jo") is None
+    assert len(advice([view("stalled"), view("stalled"), view("live")], "jo")) == 1

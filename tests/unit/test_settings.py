@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tenure.settings import DEFAULT_STALL_MS, Settings
+from tenure.settings import Settings
 
 
 def test_defaults_from_an_empty_environment() -> None:
@@ -15,7 +15,29 @@ def test_defaults_from_an_empty_environment() -> None:
     assert settings.db == "sqlite:////home/jo/.local/share/tenure/tenure.db"
     assert (settings.host, settings.port) == ("127.0.0.1", 7676)
     assert settings.url == "http://127.0.0.1:7676" and settings.token is None
-    assert settings.stall_ms == DEFAULT_STALL_MS == 15 * 60 * 1000
+    assert settings.stall_ms is None  # the policy's stall_after decides, per prefix
+
+
+def test_the_stall_override_applies_only_when_set() -> None:
+    from tenure.core.policy import MINUTE
+    from tenure.service import Service
+    from tenure.store.sqlite import SqliteStore
+
+    policy = '{"prefixes": {"items/slow-": {"stall_after": 3600000}}}'
+    for env, default, slow in (
+        ({}, 10 * MINUTE, 60 * MINUTE),
+        ({"TENURE_STALL_MS": "60000"}, 60_000, 60_000),
+        ({"TENURE_STALL_MS": ""}, 10 * MINUTE, 60 * MINUTE),
+    ):
+        settings = Settings.from_env({**env, "TENURE_POLICY": policy})
+        service = Service(SqliteStore(":memory:"), settings.policy, stall_ms=settings.stall_ms)
+        try:
+            assert (service.items.stall_for("x"), service.items.stall_for("slow-1")) == (
+                default,
+                slow,
+            )
+        finally:
+            service.store.close()
 
 
 def test_every_variable_is_read() -> None:

@@ -5,10 +5,15 @@ It reads its orders as one JSON document on stdin (so the agent's token is in ne
 nor a file), acts in the agent's session (the claim's; CMD gets it as ``TENURE_SESSION``),
 renews the claim at once (a claim that lapsed while it started is not worked:
 CMD is not started), starts CMD as the agent, holds the claim with the client's heartbeat
-(:class:`~tenure.client.items.WorkHandle`) while CMD lives, and when CMD exits releases the
+(:class:`~tenure.client.work.WorkHandle`) while CMD lives, and when CMD exits releases the
 claim unless CMD completed the item. If the claim is lost, CMD gets
 SIGTERM, then SIGKILL after the grace period. If this supervisor is killed, CMD dies with it
 (see :func:`tenure.cli.supervise.spawn_guarded`) and the claim lapses on its own.
+
+The agent's token ends with its claim, however the claim ends: the server's reaper revokes it
+within a second. A token refused (``unauthenticated``) therefore means the claim ended, but not
+how (CMD may have completed the item and be winding down), so CMD is given the grace period to
+end on its own before it is stopped.
 """
 
 from __future__ import annotations
@@ -27,11 +32,15 @@ from typing import Any
 
 from tenure.cli.supervise import Wakeup, exit_status, spawn_guarded, stop
 from tenure.client import Client
-from tenure.client.items import WorkHandle
+from tenure.client.work import WorkHandle
 from tenure.core.models import Lease
-from tenure.errors import TenureError
+from tenure.errors import TenureError, Unauthenticated
 
 FINISHED = ("done", "cancelled")
+REVOKED = "the agent's token is revoked: its claim ended"
+#: how a claim ends that CMD may have ended itself (its own complete or release: the lease reads
+#: ``released``, and the agent's token is revoked a moment later), so CMD gets its grace period
+BY_ITSELF = ("released", "unauthenticated")
 
 
 @dataclass(frozen=True)
@@ -109,6 +118,9 @@ def supervise(orders: Orders) -> int:
         wakeup = stack.enter_context(Wakeup())
         try:
             work = stack.enter_context(Dispatched(client, orders, lambda _work: wakeup.wake()))
+        except Unauthenticated:
+            log(f"claim lost before the command started ({REVOKED})")
+            return 1
         except TenureError as err:
             log(f"claim lost before the command started ({err.code}: {err.detail})")
             return 1
@@ -135,6 +147,13 @@ def run_command(client: Client, orders: Orders, work: Dispatched, wakeup: Wakeup
     if status is not None:
         log(f"the item is {status}; waiting for the command to end")
         return exit_status(proc.wait())
+    if work.lost_reason in BY_ITSELF:
+        why = REVOKED if work.lost_reason == "unauthenticated" else "the claim was released"
+        log(f"{why}; the command has {orders.grace_s:g}s to end before it is stopped")
+        try:
+            return exit_status(proc.wait(orders.grace_s))
+        except subprocess.TimeoutExpired:
+            pass
     log(f"claim lost ({work.lost_reason}); stopping the command")
     return stop(proc, orders.grace_s)
 
@@ -146,6 +165,8 @@ def release(client: Client, orders: Orders, work: Dispatched) -> None:
     try:
         work.release()
         log("claim released")
+    except Unauthenticated:
+        log(f"{REVOKED} already (completed, released, taken over or force-released)")
     except TenureError as err:
         log(f"release failed ({err.code}); the claim will lapse on its own")
 

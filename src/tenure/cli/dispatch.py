@@ -53,7 +53,8 @@ def start_supervisor(orders: dict[str, object], log: Path) -> int:
     "dispatch",
     summary="Claim ITEM for a new agent and run CMD as it, in the background.",
     example="tenure dispatch 42 -- claude -p 'fix issue 42'\n"
-    "tenure dispatch 42 --agent reviewer --ttl 1m -- ./review.sh",
+    "tenure dispatch 42 --agent reviewer --ttl 1m -- ./review.sh\n"
+    'tenure dispatch 42 --takeover --reason "its supervisor died" -- ./review.sh',
 )
 @click.argument("item", shell_complete=complete_items)
 @click.argument("cmd", nargs=-1, required=True)
@@ -68,6 +69,12 @@ def start_supervisor(orders: dict[str, object], log: Path) -> int:
     help="After a lost claim, how long CMD has between SIGTERM and SIGKILL.",
 )
 @click.option("--log", "log_file", help="Where CMD's output goes (default: the state directory).")
+@click.option(
+    "--takeover",
+    is_flag=True,
+    help="Dispatch again an item whose claim lapsed (its supervisor died), was revoked or stalled.",
+)
+@click.option("--reason", help="Why (recorded with the transfer; required with --takeover).")
 def dispatch(
     item: str,
     cmd: tuple[str, ...],
@@ -76,6 +83,8 @@ def dispatch(
     task: str | None,
     grace: int,
     log_file: str | None,
+    takeover: bool,
+    reason: str | None,
 ) -> None:
     """Create a child agent of yours, claim ITEM for it in a session of its own (refused,
     naming the holder, if the item is already claimed), and start CMD in the background with
@@ -84,10 +93,15 @@ def dispatch(
     `tenure complete` and `tenure release "$TENURE_ITEM"` inside CMD act as the agent with that
     epoch. A detached supervisor renews the claim while CMD lives and releases it when CMD exits
     (unless CMD completed the item); if the supervisor is killed, CMD dies too and the claim
-    lapses on its own."""
+    lapses on its own: the item shows lapsed in your queue, and --takeover --reason … dispatches
+    it again to a new agent (an item of yours or of your agents, or one whose assignee you may
+    force-release); exit 3 without --takeover."""
+    if takeover and not reason:
+        raise click.UsageError("--takeover needs --reason (it is recorded with the transfer)")
     run = cli_of()
+    run.out.takeover = "dispatch with --takeover --reason … to dispatch it again"
     session = new_session("agent", pid=False)
-    granted = run.client.items.dispatch(item, agent, ttl, task, session)
+    granted = run.client.items.dispatch(item, agent, ttl, task, session, takeover, reason)
     log = log_path(run, item, granted.agent.name, log_file)
     orders = {
         "url": run.url, "token": granted.token, "agent": granted.agent.name, "item": item,
@@ -103,6 +117,7 @@ def dispatch(
             [
                 ("item", item),
                 ("agent", granted.agent.name),
+                ("takeover", reason if takeover else None),
                 ("session", session),
                 ("epoch", granted.lease.token),
                 ("expires", when(granted.lease.expires_at)),

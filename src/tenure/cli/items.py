@@ -1,5 +1,6 @@
 """The item verbs at the top level (``claim``, ``renew``, ``extend``, ``release``, ``progress``,
-``complete``, ``cancel``, ``queue``, ``ready``, ``brief``) and ``items add|ls|show``.
+``complete``, ``cancel``, ``queue``, ``ready``, ``brief``) and ``items add|ls|show``; the
+authority's item verbs (``force-release``, ``reassign``) are in :mod:`tenure.cli.ownership`.
 
 Each one is one call of ``client.items``. The CLI remembers the epoch of the items it claimed
 (under the item's lease key ``items/<id>``), so ``progress``, ``complete``, ``renew``,
@@ -59,15 +60,7 @@ def item_pairs(
         ("epoch", item.epoch or None),
     ]
     if lease is not None:
-        state = lease_state or lease.state
-        rows += [
-            (
-                "lease",
-                f"{state}, held by {held_by(lease.holder, lease.session)}, "
-                f"expires {when(lease.expires_at)}",
-            ),
-            ("task", lease.task),
-        ]
+        rows += [("lease", lease_words(lease, lease_state)), ("task", lease.task)]
     elif lease_state not in (None, "none"):
         rows.append(("lease", lease_state))
     rows.append(("progress", progress_text(item)))
@@ -78,6 +71,20 @@ def item_pairs(
     if item.body:
         rows.append(("body", item.body))
     return rows
+
+
+def lease_words(lease: Lease, lease_state: str | None = None) -> str:
+    """``live, held by jo, expires …``; ``revoked: force-released, was held by jo``; …"""
+    holder = held_by(lease.holder, lease.session)
+    state = lease_state or lease.state
+    if state in ("live", "stalled"):
+        since = " (no progress for a while)" if state == "stalled" else ""
+        return f"{state}{since}, held by {holder}, expires {when(lease.expires_at)}"
+    if state == "revoked":
+        return f"revoked: force-released, was held by {holder}; a takeover needs a reason"
+    if state == "lapsed":
+        return f"lapsed at {when(lease.expires_at)}, was held by {holder}"
+    return f"{lease.state}, was held by {holder}"
 
 
 def item_table(item: Item, lease: Lease | None = None, lease_state: str | None = None) -> Any:
@@ -101,7 +108,7 @@ def views_table(views: Iterable[ItemView], title: str | None = None) -> Any:
                 v.item.priority,
                 v.item.assignee,
                 v.lease_state,
-                relative(v.lease.expires_at) if v.lease else None,
+                relative(v.lease.expires_at) if v.lease and v.lease_state != "revoked" else None,
                 v.item.epoch or None,
                 progress_text(v.item),
                 v.item.title,
@@ -163,7 +170,9 @@ def epoch_of(run: Cli, item_id: str, given: int | None) -> int:
 @click.option("--ttl", type=DURATION, help="Lease duration (90s, 5m, 2h; default: the policy's).")
 @click.option("--task", help="What you are doing (shown to whoever is refused).")
 @click.option(
-    "--takeover", is_flag=True, help="Take over an item whose assignee's lease has lapsed."
+    "--takeover",
+    is_flag=True,
+    help="Take over an item whose claim lapsed, stalled or was force-released (revoked).",
 )
 @click.option("--reason", help="Why (recorded with the transfer; required with --takeover).")
 def claim(
@@ -173,8 +182,9 @@ def claim(
     print the epoch, which the CLI remembers for progress and complete. Re-claiming your own
     live claim from the same session (your CLI session, or $TENURE_SESSION) renews it and keeps
     the epoch. Exit 3 if someone else holds it, another session of yours included (a
-    dispatched agent, a script), or if it is assigned to someone whose lease lapsed (then
-    --takeover --reason … moves it to you)."""
+    dispatched agent, a script), or if it is assigned to someone whose lease lapsed, or its
+    claim was force-released (revoked, yours included): then --takeover --reason … moves it to
+    you. --takeover without --reason is refused (exit 2)."""
     if takeover and not reason:
         raise click.UsageError("--takeover needs --reason (it is recorded with the transfer)")
     run = cli_of()
@@ -277,16 +287,34 @@ def progress(
 @click.argument("item_id", metavar="ITEM", shell_complete=complete_items)
 @click.option("--result", help="The result, as JSON (any value).")
 @click.option("--op-id", help="Makes a retried completion harmless: a repeat changes nothing.")
+@click.option(
+    "--follow-up",
+    "follow_ups",
+    multiple=True,
+    metavar="TITLE",
+    help="Create an item with this title under ITEM, with the completion (repeat for more).",
+)
 @click.option("--epoch", type=int, help=EPOCH_HELP)
-def complete(item_id: str, result: str | None, op_id: str | None, epoch: int | None) -> None:
+def complete(
+    item_id: str,
+    result: str | None,
+    op_id: str | None,
+    follow_ups: tuple[str, ...],
+    epoch: int | None,
+) -> None:
     """Mark ITEM done with an optional RESULT, ending your lease and assignee edge. Accepted
-    only with the item's current epoch: exit 4 if someone took the item over since."""
+    only with the item's current epoch: exit 4 if someone took the item over since. Each
+    --follow-up TITLE creates an open item under ITEM in the same transaction: all or none,
+    once per --op-id, and never from a stale epoch."""
     run = cli_of()
     value = parse_json(result, "--result")
-    done = run.client.items.complete(item_id, epoch_of(run, item_id, epoch), value, op_id)
+    done = run.client.items.complete(
+        item_id, epoch_of(run, item_id, epoch), value, op_id, list(follow_ups) or None
+    )
     run.remember(item_key(item_id), None)
     again = " (already, with this --op-id)" if done.duplicate else ""
-    run.out.emit(done.to_dict(), f"{item_id}: {done.item.status}{again}")
+    made = "".join(f"\nfollow-up {x.id}: {x.title}" for x in done.follow_ups)
+    run.out.emit(done.to_dict(), f"{item_id}: {done.item.status}{again}{made}")
 
 
 @verb(
@@ -315,7 +343,9 @@ def cancel(item_id: str, reason: str) -> None:
 @click.argument("principal", required=False)
 def queue(principal: str | None) -> None:
     """The items assigned to PRINCIPAL (default: you) and to the agents it dispatched, with
-    their lease state: live, stalled (no progress for a while) or lapsed."""
+    their lease state: live, stalled (live, but no progress for the policy's stall_after),
+    lapsed (its holder stopped renewing) or revoked (force-released: a takeover needs a
+    reason)."""
     run = cli_of()
     views = run.client.items.queue(principal)
     run.out.emit(
@@ -344,7 +374,8 @@ def ready(limit: int) -> None:
 def briefing_view(doc: Any) -> Any:
     parts: list[Any] = [Text(f"briefing for {doc.principal}")]
     parts += [Text(""), views_table(doc.carrying, "carrying")] if doc.carrying else []
-    parts += [Text(""), views_table(doc.lapsed, "lapsed")] if doc.lapsed else []
+    parts += [Text(""), views_table(doc.stalled, "stalled")] if doc.stalled else []
+    parts += [Text(""), views_table(doc.lapsed, "lapsed or revoked")] if doc.lapsed else []
     if doc.happened:
         parts += [Text(""), Text("since your last briefing:")]
         parts += [Text(f"  {event_line(e)}") for e in doc.happened]
@@ -369,9 +400,11 @@ def briefing_view(doc: Any) -> Any:
     help="How many ready items to show.",
 )
 def brief(top: int) -> None:
-    """Your briefing: the items you carry, those whose lease lapsed, what happened to your
-    work since your last briefing (expiries, takeovers, force-releases, cancellations,
-    completions by your agents), and the top of the ready queue. Moves your briefing cursor."""
+    """Your briefing: the items you carry, the claims of yours and your agents that stalled
+    (live, without progress for a while), those whose lease lapsed or was revoked, what
+    happened to your work since your last briefing (expiries, takeovers, force-releases,
+    reassignments, stalls, cancellations, completions by your agents), and the top of the
+    ready queue. Moves your briefing cursor."""
     run = cli_of()
     doc = run.client.items.briefing(top)
     run.out.emit(doc.to_dict(), lambda: briefing_view(doc))
@@ -391,13 +424,19 @@ def items() -> None:
     "add",
     summary="Add an item to the queue.",
     example='tenure items add "Fix the flaky test" --priority 1 --label ci --label flaky\n'
-    'tenure items add "Write the release notes" --id notes-1.4 --parent release-1.4 --json',
+    'tenure items add "Write the release notes" --id notes-1.4 --parent release-1.4 --json\n'
+    'tenure items add "Fix the tests it broke" --parent 42 --parent-epoch 7',
 )
 @click.argument("title")
 @click.option("--body", help="The details.")
 @click.option("--priority", type=click.IntRange(0, 1000), help="0 is the most urgent (default 2).")
 @click.option("--label", "labels", multiple=True, help="A label (repeat for more).")
 @click.option("--parent", help="The item this one is part of.", shell_complete=complete_items)
+@click.option(
+    "--parent-epoch",
+    type=int,
+    help="Create it only while this is the parent's current epoch, held by you (exit 4 if stale).",
+)
 @click.option("--id", "item_id", help="The item's id (default: a random it-…).")
 def items_add(
     title: str,
@@ -405,11 +444,16 @@ def items_add(
     priority: int | None,
     labels: tuple[str, ...],
     parent: str | None,
+    parent_epoch: int | None,
     item_id: str | None,
 ) -> None:
-    """Add an open, unassigned item and print its id."""
+    """Add an open, unassigned item and print its id. With --parent-epoch (and --parent) it is
+    fenced on the parent like progress: only the holder of the parent's current epoch adds it,
+    so a worker that lost the parent cannot fan out work."""
     run = cli_of()
-    item = run.client.items.create(title, body, priority, labels or None, parent, item_id)
+    item = run.client.items.create(
+        title, body, priority, labels or None, parent, item_id, parent_epoch
+    )
     run.out.emit({"item": item.to_dict()}, f"added {item.id}: {item.title}")
 
 

@@ -63,7 +63,8 @@ def leases_table(leases: list[Lease]) -> Any:
     "  tenure lock ls --prefix jobs/"
 )
 def lock() -> None:
-    """Generic leases on any key (the locks other tools hand-roll)."""
+    """Generic leases on any key (the locks other tools hand-roll). Keys under items/ belong to
+    items: use the item verbs (claim, renew, extend, release, force-release) for them."""
 
 
 @verb(
@@ -151,7 +152,9 @@ def lock_release(key: str, token: int | None) -> None:
 @click.argument("key", shell_complete=complete_keys)
 @click.option("--reason", required=True, help="Why (recorded in the event).")
 def lock_force_release(key: str, reason: str) -> None:
-    """End the live lease on KEY as an authority; its token is dead from now on."""
+    """End the live lease on KEY as an authority; its token is dead from now on. Keys under
+    items/ are refused (exit 2): an item's claim is force-released with `tenure force-release
+    ITEM`, which keeps the item revoked."""
     run = cli_of()
     result = run.client.force_release(key, reason)
     run.out.emit(

@@ -99,6 +99,11 @@ def describe(
         left = f" until {at(err.expires_at)} left" if err.expires_at else ""
         return f"{key}held by {holder}{left}".strip()
     if isinstance(err, AssignedToOther):
+        if err.lease_state == "revoked":  # force-released: even its assignee takes it over
+            return (
+                f"{key}assigned to {err.assignee}, whose claim was force-released (revoked); "
+                f"{takeover}"
+            ).strip()
         lapsed = f"; their lease lapsed at {at(err.lapsed_at)}" if err.lapsed_at else ""
         return (
             f"{key}assigned to {err.assignee} (lease {err.lease_state}){lapsed}; {takeover}"
@@ -131,6 +136,8 @@ class Output:
         # No markup or emoji codes: titles, keys and reasons are printed as they are.
         self.console = Console(soft_wrap=True, highlight=False, markup=False, emoji=False)
         self.err = Console(stderr=True, highlight=False, markup=False, emoji=False)
+        #: how the running command takes an item over, for a refusal that needs a takeover
+        self.takeover = "claim with --takeover --reason … to take it over"
 
     def emit(self, doc: Any, human: Callable[[], Any] | str | None = None) -> None:
         """Print ``doc`` as JSON, or ``human`` (a string, a rich renderable, or a function
@@ -158,7 +165,8 @@ class Output:
         if self.json:
             sys.stderr.write(json.dumps(err.to_problem(), default=str) + "\n")
         else:
-            said = describe(err, sessions=True) + (f"; {then}" if then else "")
+            said = describe(err, sessions=True, takeover=self.takeover)
+            said += f"; {then}" if then else ""
             self.err.print(f"tenure: {said}", markup=False)
 
 

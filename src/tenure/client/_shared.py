@@ -43,7 +43,6 @@ from urllib.parse import quote
 
 import httpx
 
-from tenure.core.items import Item, ItemView, Transfer
 from tenure.core.models import (
     Event,
     ExtendResult,
@@ -58,14 +57,15 @@ from tenure.core.models import (
 )
 from tenure.errors import InvalidRequest, TenureError
 from tenure.settings import Settings
-from tenure.work import Briefing, Claim, Completion, Dispatch, ItemRelease
 
 T = TypeVar("T")
 
 MAX_WAIT_MS = 300_000  # the server's ceiling for one long poll
 RETRY_ANYWAY = frozenset({429, 503})  # the server says it did nothing: retry any call
 RETRY_IDEMPOTENT = frozenset({500, 502, 504})  # it may have acted: retry idempotent calls only
-LOSS_CODES = frozenset({"lease_lost", "not_holder", "stale_token", "not_found"})
+# unauthenticated: the token was revoked (a dispatched agent's ends with its claim): no renewal
+# can succeed any more
+LOSS_CODES = frozenset({"lease_lost", "not_holder", "stale_token", "not_found", "unauthenticated"})
 
 
 class TransportError(TenureError):
@@ -311,189 +311,6 @@ def revoke_token(name: str, token_id: str) -> Call[None]:
     return Call("revoke_token", "DELETE", path, no_reply, path_args=args, safety=Safety.UNSAFE)
 
 
-# items and claims ---------------------------------------------------------------------------
-def _item_path(item_id: str, verb: str = "") -> tuple[str, dict[str, Any]]:
-    path = f"/v1/items/{segment(item_id, 'id')}"
-    return (f"{path}/{verb}" if verb else path), {"id": item_id}
-
-
-def create_item(
-    title: str,
-    body: str | None = None,
-    priority: int | None = None,
-    labels: list[str] | tuple[str, ...] | None = None,
-    parent: str | None = None,
-    id: str | None = None,
-) -> Call[Item]:
-    fields = _drop_none(
-        id=id,
-        title=title,
-        body=body,
-        priority=priority,
-        labels=None if labels is None else _listed(labels),
-        parent=parent,
-    )
-    return Call("create_item", "POST", "/v1/items", item_reply, fields, safety=Safety.UNSAFE)
-
-
-def get_item(item_id: str) -> Call[ItemView]:
-    path, args = _item_path(item_id)
-    return Call("get_item", "GET", path, item_view_from, path_args=args)
-
-
-def list_items(
-    status: str | None = None,
-    assignee: str | None = None,
-    label: str | None = None,
-    limit: int = 100,
-) -> Call[list[Item]]:
-    params = _drop_none(status=status, assignee=assignee, label=label, limit=limit)
-    return Call("list_items", "GET", "/v1/items", items_reply, params=params)
-
-
-def update_item(
-    item_id: str,
-    title: str | None = None,
-    body: str | None = None,
-    priority: int | None = None,
-    labels: list[str] | tuple[str, ...] | None = None,
-    status: str | None = None,
-) -> Call[ItemView]:
-    path, args = _item_path(item_id)
-    fields = _drop_none(
-        title=title,
-        body=body,
-        priority=priority,
-        labels=None if labels is None else _listed(labels),
-        status=status,
-    )
-    # Setting in_progress claims, which is no more repeatable than claim itself.
-    safety = Safety.UNSAFE if status == "in_progress" else Safety.IDEMPOTENT
-    return Call("update_item", "PATCH", path, item_view_from, fields, path_args=args, safety=safety)
-
-
-def claim_item(
-    item_id: str,
-    ttl_ms: int | None = None,
-    task: str | None = None,
-    takeover: bool = False,
-    reason: str | None = None,
-    session: str | None = None,
-) -> Call[Claim]:
-    path, args = _item_path(item_id, "claim")
-    fields = _drop_none(
-        ttl_ms=ttl_ms, task=task, takeover=None if takeover is False else takeover, reason=reason,
-        session=session,
-    )  # fmt: skip
-    return Call(
-        "claim_item", "POST", path, claim_reply, fields, path_args=args, safety=Safety.UNSAFE
-    )
-
-
-def renew_item(item_id: str, epoch: int | None = None, ttl_ms: int | None = None) -> Call[Lease]:
-    path, args = _item_path(item_id, "renew")
-    fields = _drop_none(epoch=epoch, ttl_ms=ttl_ms)
-    return Call("renew_item", "POST", path, lease_reply, fields, path_args=args)
-
-
-def extend_item(
-    item_id: str,
-    until: int | datetime | None = None,
-    by_ms: int | None = None,
-    epoch: int | None = None,
-) -> Call[ExtendResult]:
-    path, args = _item_path(item_id, "extend")
-    fields = _drop_none(epoch=epoch, until=to_millis(until), by_ms=by_ms)
-    return Call("extend_item", "POST", path, extend_reply, fields, path_args=args)
-
-
-def release_item(
-    item_id: str, epoch: int | None = None, session: str | None = None
-) -> Call[ItemRelease]:
-    """With ``epoch``: only that claim (a stale epoch releases nothing); without: the claim of
-    ``session``. With an epoch a repeat changes nothing, so it is safe to retry."""
-    path, args = _item_path(item_id, "release")
-    fields = _drop_none(epoch=epoch, session=session if epoch is None else None)
-    safety = Safety.UNSAFE if epoch is None else Safety.IDEMPOTENT
-    return Call(
-        "release_item", "POST", path, item_release_reply, fields, path_args=args, safety=safety
-    )
-
-
-def progress_item(
-    item_id: str,
-    epoch: int,
-    message: str,
-    percent: int | None = None,
-    data: dict[str, Any] | None = None,
-) -> Call[Item]:
-    path, args = _item_path(item_id, "progress")
-    fields = _drop_none(epoch=epoch, message=message, percent=percent, data=data)
-    # A repeat reports the same progress again: harmless.
-    return Call("progress_item", "POST", path, item_reply, fields, path_args=args)
-
-
-def complete_item(
-    item_id: str, epoch: int, result: Any = None, op_id: str | None = None
-) -> Call[Completion]:
-    path, args = _item_path(item_id, "complete")
-    fields: dict[str, Any] = {"epoch": epoch, "result": result}
-    if op_id is not None:
-        fields["op_id"] = op_id
-    safety = Safety.UNSAFE if op_id is None else Safety.IDEMPOTENT
-    return Call(
-        "complete_item", "POST", path, completion_reply, fields, path_args=args, safety=safety
-    )
-
-
-def cancel_item(item_id: str, reason: str) -> Call[Item]:
-    path, args = _item_path(item_id, "cancel")
-    body = {"reason": reason}
-    return Call("cancel_item", "POST", path, item_reply, body, path_args=args, safety=Safety.UNSAFE)
-
-
-def force_release_item(item_id: str, reason: str) -> Call[Claim]:
-    path, args = _item_path(item_id, "force-release")
-    return Call(
-        "force_release_item", "POST", path, claim_reply, {"reason": reason}, path_args=args,
-        safety=Safety.UNSAFE,
-    )  # fmt: skip
-
-
-def dispatch_item(
-    item_id: str,
-    agent: str | None = None,
-    ttl_ms: int | None = None,
-    task: str | None = None,
-    session: str | None = None,
-) -> Call[Dispatch]:
-    path, args = _item_path(item_id, "dispatch")
-    fields = _drop_none(agent=agent, ttl_ms=ttl_ms, task=task, session=session)
-    return Call(
-        "dispatch_item", "POST", path, dispatch_reply, fields, path_args=args, safety=Safety.UNSAFE
-    )
-
-
-def queue(principal: str | None = None) -> Call[list[ItemView]]:
-    if principal is None:
-        return Call("queue", "GET", "/v1/queue", item_views_reply)
-    path = f"/v1/queue/{segment(principal, 'principal')}"
-    return Call("queue", "GET", path, item_views_reply, path_args={"principal": principal})
-
-
-def ready(limit: int = 50) -> Call[list[Item]]:
-    return Call("ready", "GET", "/v1/ready", items_reply, params={"limit": limit})
-
-
-def briefing(ready: int = 5) -> Call[Briefing]:
-    # Not repeated after an ambiguous failure: a briefing moves the caller's cursor, so a
-    # repeat would answer "nothing happened" for what the lost reply carried.
-    return Call(
-        "briefing", "GET", "/v1/briefing", briefing_reply, params={"ready": ready},
-        safety=Safety.UNSAFE,
-    )  # fmt: skip
-
-
 def _listed(values: Any) -> Any:
     """A list for JSON; a lone string stays a string so the server names the wrong type."""
     if isinstance(values, list | tuple | set | frozenset):
@@ -607,83 +424,6 @@ def me_reply(data: Any) -> Principal:
 
 def issued_reply(data: Any) -> IssuedToken:
     return IssuedToken(principal_from(data["principal"]), data["token_id"], data["token"])
-
-
-ITEM_FIELDS = (
-    "id", "title", "body", "status", "priority", "parent", "assignee", "epoch", "progress",
-    "progress_at", "result", "created_by", "created_at", "updated_at",
-)  # fmt: skip
-
-
-def item_from(data: Any) -> Item:
-    values = {name: data[name] for name in ITEM_FIELDS}
-    return Item(**values, labels=tuple(data["labels"]))
-
-
-def item_reply(data: Any) -> Item:
-    return item_from(data["item"])
-
-
-def items_reply(data: Any) -> list[Item]:
-    return [item_from(x) for x in data["items"]]
-
-
-def transfer_from(data: Any) -> Transfer:
-    return Transfer(
-        data["item"],
-        data["from"],
-        data["to"],
-        data["epoch"],
-        data["reason"],
-        data["actor"],
-        data["at"],
-        data.get("note"),
-    )
-
-
-def item_view_from(data: Any) -> ItemView:
-    lease = data.get("lease")
-    return ItemView(
-        item_from(data["item"]),
-        None if lease is None else lease_from(lease),
-        data["lease_state"],
-        tuple(transfer_from(x) for x in data.get("transfers") or ()),
-    )
-
-
-def item_views_reply(data: Any) -> list[ItemView]:
-    return [item_view_from(x) for x in data["items"]]
-
-
-def claim_reply(data: Any) -> Claim:
-    return Claim(item_from(data["item"]), lease_from(data["lease"]))
-
-
-def completion_reply(data: Any) -> Completion:
-    return Completion(item_from(data["item"]), bool(data["duplicate"]))
-
-
-def item_release_reply(data: Any) -> ItemRelease:
-    return ItemRelease(bool(data["released"]), item_from(data["item"]))
-
-
-def dispatch_reply(data: Any) -> Dispatch:
-    agent = data["agent"]
-    principal = Principal(
-        agent["name"], agent.get("kind", "agent"), tuple(agent.get("roles") or ()),
-        agent.get("parent"),
-    )  # fmt: skip
-    return Dispatch(item_from(data["item"]), lease_from(data["lease"]), principal, agent["token"])
-
-
-def briefing_reply(data: Any) -> Briefing:
-    return Briefing(
-        data["principal"],
-        tuple(item_view_from(x) for x in data["carrying"]),
-        tuple(item_view_from(x) for x in data["lapsed"]),
-        tuple(event_from(x) for x in data["happened"]),
-        tuple(item_from(x) for x in data["ready"]),
-    )
 
 
 def no_reply(data: Any) -> None:

@@ -58,7 +58,8 @@ class DirectBackend:
         self.name = v.check_text("principal", principal, 128)
         self.url = url
         self.store = open_store(url)
-        self.service = Service(self.store, policy or Settings.from_env().policy)
+        settings = Settings.from_env()
+        self.service = Service(self.store, policy or settings.policy, stall_ms=settings.stall_ms)
         self.principals = Principals(self.store)
         self._lock = threading.Lock()
         self._closed = False
@@ -198,13 +199,16 @@ class DirectBackend:
             return {"item": item.to_dict()}
 
         def complete(me: Principal, a: dict[str, Any]) -> Any:
-            done = items.complete(me, a["id"], a["epoch"], a.get("result"), a.get("op_id"))
+            done = items.complete(
+                me, a["id"], a["epoch"], a.get("result"), a.get("op_id"), a.get("follow_ups")
+            )
             return done.to_dict()
 
         def dispatch(me: Principal, a: dict[str, Any]) -> Any:
             d = items.dispatch(
-                me, a["id"], a.get("agent"), a.get("ttl_ms"), a.get("task"), a.get("session")
-            )
+                me, a["id"], a.get("agent"), a.get("ttl_ms"), a.get("task"), a.get("session"),
+                a.get("takeover", False), a.get("reason"),
+            )  # fmt: skip
             return {**d.to_dict(), "agent": {**d.agent.to_dict(), "token": d.token}}
 
         def queue(me: Principal, a: dict[str, Any]) -> Any:
@@ -228,6 +232,9 @@ class DirectBackend:
                 me, a["id"], a["reason"]
             ).to_dict(),
             "dispatch_item": dispatch,
+            "reassign_item": lambda me, a: {
+                "item": items.reassign(me, a["id"], a["to"], a["reason"]).to_dict()
+            },
             "queue": queue,
             "ready": lambda me, a: {"items": [x.to_dict() for x in items.ready(a["limit"])]},
             "briefing": lambda me, a: items.briefing(me, a["ready"]).to_dict(),

@@ -33,7 +33,7 @@ On exit the heartbeat stops and the lease is released, best effort: a failing re
 never raised over the block's own exception (the lease then lapses at its deadline).
 
 The machinery (``_SyncHeld``, ``_AsyncHeld``) is shared with the work handles of
-:mod:`tenure.client.items`, which hold an item's claim: they say how to acquire (claim), renew
+:mod:`tenure.client.work`, which hold an item's claim: they say how to acquire (claim), renew
 and release through three hooks.
 """
 
