@@ -1,13 +1,23 @@
 """Helpers of the MCP tests: calling a tool and reading its result or its refusal, with any MCP
-client session of the SDK (in-process, streamable HTTP or stdio)."""
+client session of the SDK (in-process, streamable HTTP or stdio), and :func:`in_process` MCP
+connections on a service."""
 
 from __future__ import annotations
 
+import itertools
 import json
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 from mcp import Client
 from mcp_types import CallToolResult, TextContent
+
+import tenure
+from tenure.mcp import ServiceBackend, build_server
+from tenure.principals import Principals
+
+Agent = Callable[..., AbstractAsyncContextManager[Client]]
 
 TOOLS = {
     "whoami",
@@ -17,6 +27,7 @@ TOOLS = {
     "show_item",
     "create_item",
     "claim",
+    "reassign",
     "renew",
     "extend",
     "release",
@@ -53,3 +64,26 @@ async def refused(client: Client, tool: str, code: str, **args: Any) -> str:
     assert "Error executing tool" not in text
     assert result.structured_content is None
     return text
+
+
+def in_process(service: tenure.Service) -> Agent:
+    """``async with agent("jo/agent-1", roles=(...)) as client``: an in-process MCP connection
+    whose tools act as that principal (created in the database, so its roles apply), in a
+    session of its own (``mcp-1``, ``mcp-2``… unless ``session`` names one), as on ``/mcp``."""
+    numbers = itertools.count(1)
+
+    @asynccontextmanager
+    async def connect(
+        name: str,
+        kind: str = "agent",
+        roles: tuple[str, ...] = (),
+        parent: str | None = None,
+        session: str | None = None,
+    ) -> AsyncIterator[Client]:
+        me = Principals(service.store).bootstrap(name, kind, roles, parent).principal
+        sid = f"mcp-{next(numbers)}" if session is None else session
+        server = build_server(lambda ctx: ServiceBackend(service, me, session=sid))
+        async with Client(server) as client:
+            yield client
+
+    return connect

@@ -48,6 +48,15 @@ def install(cache: Path = CACHE) -> Path:
     return cache
 
 
+def tool_call(tool: str, **args: str) -> tuple[str, ...]:
+    """The Inspector's arguments calling ``tool`` with ``args`` (each ``--tool-arg k=v``; a
+    value that reads as JSON is sent as that JSON)."""
+    out = ["--method", "tools/call", "--tool-name", tool]
+    for name, value in args.items():
+        out += ["--tool-arg", f"{name}={value}"]
+    return tuple(out)
+
+
 @dataclass
 class Ran:
     code: int

@@ -197,3 +197,36 @@ def test_a_revision_without_a_handshake_is_asked_for_one(live_server: LiveServer
     assert error["data"] == {
         "supported": list(HANDSHAKE_PROTOCOL_VERSIONS), "requested": "2026-07-28",
     }  # fmt: skip
+
+
+async def test_reassign_revoked_advice_and_follow_ups(live_server: LiveServer) -> None:
+    """An agent's claim is force-released: it is told not to claim it again; its dispatcher
+    reassigns it to another agent, which completes it with follow-ups."""
+    jo_token = live_server.token_for("jo", kind="human")
+    tokens = {name: live_server.token_for(name, parent="jo") for name in ("jo/a1", "jo/a2")}
+    with tenure.Client(live_server.url, token=live_server.admin_token) as admin:
+        admin.items.create("fix login", id="login")
+    async with (
+        session(live_server, jo_token) as jo,
+        session(live_server, tokens["jo/a1"]) as a1,
+        session(live_server, tokens["jo/a2"]) as a2,
+    ):
+        old = (await call(a1, "claim", item_id="login"))["epoch"]
+        ended = await call(jo, "force_release", key="items/login", reason="wrong approach")
+        assert ended["item"]["revoked"] is True
+        text = await refused(a1, "claim", "assigned_to_other", item_id="login")
+        assert "its claim revoked" in text and "Do not claim it again" in text
+        brief = await call(a1, "briefing")
+        assert [v["lease_state"] for v in brief["lapsed"]] == ["revoked"]
+        assert "Do not claim it again" in brief["advice"][0]
+
+        moved = await call(jo, "reassign", item_id="login", to="jo/a2", reason="a fresh start")
+        assert moved["item"]["assignee"] == "jo/a2"
+        await refused(a1, "progress", "stale_token", item_id="login", epoch=old, message="x")
+        epoch = (await call(a2, "claim", item_id="login"))["epoch"]
+        done = await call(a2, "complete", item_id="login", epoch=epoch,
+                          follow_ups=[{"title": "add a test", "id": "login-test"}])  # fmt: skip
+        assert [(f["id"], f["parent"]) for f in done["follow_ups"]] == [("login-test", "login")]
+    with tenure.Client(live_server.url, token=live_server.admin_token) as admin:
+        reasons = [t.reason for t in admin.items.get("login").transfers]
+        assert reasons == ["claimed", "force_released", "reassigned", "claimed", "completed"]

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 from _mcp import TOOLS
-from _mcp_inspector import Inspector, install
+from _mcp_inspector import Inspector, install, tool_call
 
 import tenure
 
@@ -88,3 +88,63 @@ def test_over_stdio(live_server: LiveServer, inspector: Inspector) -> None:
     reply = missing.json()
     assert reply["isError"] is True
     assert reply["content"][0]["text"].startswith("not_found: no item 'nope'")
+
+
+def test_reassign_and_follow_ups_over_http(live_server: LiveServer, inspector: Inspector) -> None:
+    """The authority's reassign, the revoked advice and a completion with follow-ups, each
+    through the Inspector (its own connection each time, as a CLI run is)."""
+    url = f"{live_server.url}/mcp"
+    tokens = {name: live_server.token_for(name) for name in ("ann/agent-1", "bob/agent-1")}
+    tokens["root"] = live_server.admin_token
+
+    def as_(name: str) -> tuple[str, ...]:
+        return (url, "--transport", "http", "--header", f"Authorization: Bearer {tokens[name]}")
+
+    with tenure.Client(live_server.url, token=live_server.admin_token) as admin:
+        admin.items.create("fix login", id="login")
+    listed = inspector.run(*as_("root"), "--method", "tools/list", "--strict")
+    assert listed.code == 0, listed.err
+    reassign = next(t for t in listed.json()["tools"] if t["name"] == "reassign")
+    assert set(reassign["inputSchema"]["required"]) == {"item_id", "to", "reason"}
+
+    assert inspector.run(*as_("ann/agent-1"), *claim_args("login")).code == 0
+    ended = inspector.run(*as_("root"), *tool_call("force_release", item_id="login",
+                                                  reason="wrong approach"))  # fmt: skip
+    assert ended.json()["structuredContent"]["item"]["revoked"] is True
+    refused = inspector.run(*as_("ann/agent-1"), *claim_args("login")).json()
+    assert refused["isError"] is True
+    text = refused["content"][0]["text"]
+    assert text.startswith("assigned_to_other: items/login assigned to ann/agent-1, its claim "
+                           "revoked")  # fmt: skip
+    assert "Do not claim it again" in text
+    brief = inspector.run(*as_("ann/agent-1"), *tool_call("briefing")).json()
+    assert "Do not claim it again" in brief["structuredContent"]["advice"][0]
+
+    moved = inspector.run(*as_("root"), *tool_call("reassign", item_id="login", to="bob/agent-1",
+                                                   reason="ann was stopped"))  # fmt: skip
+    assert moved.code == 0, moved.err
+    assert moved.json()["structuredContent"]["item"]["assignee"] == "bob/agent-1"
+    bob = as_("bob/agent-1")
+    claim = inspector.run(*bob, *claim_args("login")).json()["structuredContent"]
+    assert claim["item"]["assignee"] == "bob/agent-1"  # plainly, no takeover
+    done = inspector.run(*bob, *tool_call("complete", item_id="login", epoch=str(claim["epoch"]),
+                                          follow_ups='[{"title": "add a test"}]'))  # fmt: skip
+    assert done.code == 0, done.err
+    reply = done.json()["structuredContent"]
+    assert reply["item"]["status"] == "done"
+    assert [(f["title"], f["parent"]) for f in reply["follow_ups"]] == [("add a test", "login")]
+
+
+def test_reassign_over_stdio(live_server: LiveServer, inspector: Inspector) -> None:
+    with tenure.Client(live_server.url, token=live_server.admin_token) as admin:
+        admin.items.create("write docs", id="docs")
+    env = ("-e", f"TENURE_URL={live_server.url}", "-e", f"TENURE_TOKEN={live_server.admin_token}")
+    call = tool_call("reassign", item_id="docs", to="cy/agent-1", reason="cy writes docs")
+    live_server.token_for("cy/agent-1")
+    moved = inspector.run(*env, *call, "--", TENURE, "mcp")
+    assert moved.code == 0, moved.err
+    assert moved.json()["structuredContent"]["item"]["assignee"] == "cy/agent-1"
+    nobody = tool_call("reassign", item_id="docs", to="nobody", reason="x")
+    missing = inspector.run(*env, *nobody, "--", TENURE, "mcp").json()
+    assert missing["isError"] is True
+    assert missing["content"][0]["text"].startswith("not_found: to: no principal named 'nobody'")

@@ -103,3 +103,42 @@ def test_direct_mode_needs_a_principal(tmp_path: Path) -> None:
     )
     assert done.returncode == 2 and "--principal" in done.stderr
     assert done.stdout == ""
+
+
+async def test_reassign_revoked_advice_and_follow_ups(live_server: LiveServer) -> None:
+    """The same rules through ``tenure mcp`` (the client backend): revoked, reassigned,
+    completed with follow-ups."""
+    env = {"TENURE_URL": live_server.url}
+    with tenure.Client(live_server.url, token=live_server.admin_token) as admin:
+        admin.items.create("fix login", id="login")
+    async with (
+        launched(env={**env, "TENURE_TOKEN": live_server.token_for("jo/agent-1")}) as jo,
+        launched(env={**env, "TENURE_TOKEN": live_server.admin_token}) as root,
+    ):
+        await call(jo, "claim", item_id="login")
+        ended = await call(root, "force_release", item_id="login", reason="wrong approach")
+        assert ended["item"]["revoked"] is True
+        text = await refused(jo, "claim", "assigned_to_other", item_id="login")
+        assert "its claim revoked" in text and "Do not claim it again" in text
+        brief = await call(jo, "briefing")
+        assert [v["lease_state"] for v in brief["lapsed"]] == ["revoked"]
+        assert brief["advice"][0].startswith("login is revoked: an authority force-released "
+                                             "your claim")  # fmt: skip
+        queue = await call(root, "queue", principal="jo/agent-1")
+        assert "Do not claim it again" in queue["advice"][0]
+
+        moved = await call(root, "reassign", item_id="login", to="jo/agent-1", reason="go on")
+        assert (moved["item"]["assignee"], moved["item"]["revoked"]) == ("jo/agent-1", False)
+        epoch = (await call(jo, "claim", item_id="login"))["epoch"]
+        sub = await call(jo, "create_item", title="part", parent="login", parent_epoch=epoch)
+        done = await call(jo, "complete", item_id="login", epoch=epoch, op_id="done-1",
+                          follow_ups=[{"title": "add a test", "priority": 0}])  # fmt: skip
+        (follow_up,) = done["follow_ups"]
+        assert (follow_up["title"], follow_up["priority"], follow_up["parent"]) == (
+            "add a test", 0, "login",
+        )  # fmt: skip
+        again = await call(jo, "complete", item_id="login", epoch=epoch, op_id="done-1",
+                           follow_ups=[{"title": "add a test", "priority": 0}])  # fmt: skip
+        assert again["duplicate"] and again["follow_ups"][0]["id"] == follow_up["id"]
+        ready = {i["id"] for i in (await call(jo, "ready"))["items"]}
+        assert ready == {sub["item"]["id"], follow_up["id"]}

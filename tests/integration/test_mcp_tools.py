@@ -4,22 +4,16 @@ the facts, the heartbeat of every call, and each connection as a session of its 
 
 from __future__ import annotations
 
-import itertools
 import time
-from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 import pytest
-from _mcp import TOOLS, call, refused
-from mcp import Client
+from _mcp import TOOLS, Agent, call, in_process, refused
 
 import tenure
-from tenure.mcp import ServiceBackend, build_server
-from tenure.principals import Principals
 
 pytestmark = pytest.mark.anyio
-Agent = Callable[..., AbstractAsyncContextManager[Client]]
 
 
 @pytest.fixture
@@ -35,26 +29,8 @@ def service(make_service: Callable[..., tenure.Service], clock: tenure.FakeClock
 
 @pytest.fixture
 def agent(service: tenure.Service) -> Agent:
-    """``async with agent("jo/agent-1", roles=(...)) as client``: an in-process MCP connection
-    whose tools act as that principal (created in the database, so its roles apply), in a
-    session of its own (``mcp-1``, ``mcp-2``… unless ``session`` names one), as on ``/mcp``."""
-    numbers = itertools.count(1)
-
-    @asynccontextmanager
-    async def connect(
-        name: str,
-        kind: str = "agent",
-        roles: tuple[str, ...] = (),
-        parent: str | None = None,
-        session: str | None = None,
-    ) -> AsyncIterator[Client]:
-        me = Principals(service.store).bootstrap(name, kind, roles, parent).principal
-        sid = f"mcp-{next(numbers)}" if session is None else session
-        server = build_server(lambda ctx: ServiceBackend(service, me, session=sid))
-        async with Client(server) as client:
-            yield client
-
-    return connect
+    """In-process MCP connections on ``service`` (see :func:`_mcp.in_process`)."""
+    return in_process(service)
 
 
 def hms(ms: int) -> str:

@@ -5,6 +5,8 @@
   (on the server) or a :class:`tenure.Client` (under stdio).
 - :mod:`.models`: the pydantic models the tools return (``structuredContent``).
 - :mod:`.failures`: refusals as tool errors that name the code and the facts.
+- :mod:`.advice`: what to do about each lapsed, revoked or stalled claim (``briefing``,
+  ``queue``).
 - :mod:`.http`: ``/mcp`` on ``tenure serve`` (streamable HTTP, bearer tokens).
 
 ``tenure mcp`` (:mod:`tenure.cli.mcp`) serves the tools over stdio. docs/mcp.md is the guide.

@@ -58,6 +58,7 @@ class Backend(Protocol):
         labels: list[str] | None,
         parent: str | None,
         id: str | None,
+        parent_epoch: int | None = None,
     ) -> Item: ...
     def claim(
         self, item_id: str, ttl_ms: int | None, task: str | None, takeover: bool, reason: str | None
@@ -75,7 +76,15 @@ class Backend(Protocol):
         percent: int | None,
         data: dict[str, Any] | None,
     ) -> Item: ...
-    def complete(self, item_id: str, epoch: int, result: Any, op_id: str | None) -> Completion: ...
+    def complete(
+        self,
+        item_id: str,
+        epoch: int,
+        result: Any,
+        op_id: str | None,
+        follow_ups: list[dict[str, Any]] | None = None,
+    ) -> Completion: ...
+    def reassign(self, item_id: str, to: str, reason: str) -> Item: ...
     def acquire_lock(
         self, key: str, ttl_ms: int | None, task: str | None, meta: dict[str, Any] | None
     ) -> Lease: ...
@@ -135,8 +144,16 @@ class ServiceBackend:
         labels: list[str] | None,
         parent: str | None,
         id: str | None,
+        parent_epoch: int | None = None,
     ) -> Item:
-        fields = given(body=body, priority=priority, labels=labels, parent=parent, id=id)
+        fields = given(
+            body=body,
+            priority=priority,
+            labels=labels,
+            parent=parent,
+            id=id,
+            parent_epoch=parent_epoch,
+        )
         return self.items.create(self.principal, title, **fields)
 
     def claim(
@@ -169,10 +186,24 @@ class ServiceBackend:
     ) -> Item:
         return self.items.progress(self.principal, item_id, epoch, message, percent, data)
 
-    def complete(self, item_id: str, epoch: int, result: Any, op_id: str | None) -> Completion:
-        done = self.items.complete(self.principal, item_id, epoch, result, op_id)
+    def complete(
+        self,
+        item_id: str,
+        epoch: int,
+        result: Any,
+        op_id: str | None,
+        follow_ups: list[dict[str, Any]] | None = None,
+    ) -> Completion:
+        done = self.items.complete(
+            self.principal, item_id, epoch, result, op_id, follow_ups=follow_ups
+        )
         self._notify(item_key(item_id))
         return done
+
+    def reassign(self, item_id: str, to: str, reason: str) -> Item:
+        item = self.items.reassign(self.principal, item_id, to, reason)
+        self._notify(item_key(item_id))
+        return item
 
     def acquire_lock(
         self, key: str, ttl_ms: int | None, task: str | None, meta: dict[str, Any] | None
@@ -240,8 +271,11 @@ class ClientBackend:
         labels: list[str] | None,
         parent: str | None,
         id: str | None,
+        parent_epoch: int | None = None,
     ) -> Item:
-        return self.items.create(title, body, priority, labels, parent, id)
+        return self.items.create(
+            title, body, priority, labels, parent, id, parent_epoch=parent_epoch
+        )
 
     def claim(
         self, item_id: str, ttl_ms: int | None, task: str | None, takeover: bool, reason: str | None
@@ -269,8 +303,18 @@ class ClientBackend:
     ) -> Item:
         return self.items.progress(item_id, epoch, message, percent, data)
 
-    def complete(self, item_id: str, epoch: int, result: Any, op_id: str | None) -> Completion:
-        return self.items.complete(item_id, epoch, result, op_id)
+    def complete(
+        self,
+        item_id: str,
+        epoch: int,
+        result: Any,
+        op_id: str | None,
+        follow_ups: list[dict[str, Any]] | None = None,
+    ) -> Completion:
+        return self.items.complete(item_id, epoch, result, op_id, follow_ups=follow_ups)
+
+    def reassign(self, item_id: str, to: str, reason: str) -> Item:
+        return self.items.reassign(item_id, to, reason)
 
     def acquire_lock(
         self, key: str, ttl_ms: int | None, task: str | None, meta: dict[str, Any] | None

@@ -13,7 +13,7 @@ from typing import ParamSpec, TypeVar, cast
 from mcp_types import CallToolResult, TextContent
 
 from tenure.cli.render import describe, relative
-from tenure.errors import LeaseHeld, NotHolder, TenureError
+from tenure.errors import AssignedToOther, InvalidRequest, LeaseHeld, NotHolder, TenureError
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -37,6 +37,14 @@ NEXT_STEP: dict[str, str] = {
     "unauthenticated": "The token is missing, unknown or revoked.",
     "transport_error": "The tenure server did not answer: try again shortly.",
 }
+REVOKED_STEP = (
+    "Do not claim it again, not even with takeover: ask whoever stopped it (tool show_item: "
+    "its force_released transfer names them and why), or wait until it is reassigned."
+)
+ITEM_TOOLS = (
+    "use the item tools with item_id={id} instead (claim, renew, extend, release, progress, "
+    "complete; force_release with item_id)"
+)
 
 
 def utc(ms: int | None) -> str:
@@ -62,15 +70,38 @@ def held(err: LeaseHeld | NotHolder) -> str:
 def error_text(err: TenureError) -> str:
     """``lease_held: items/42 held by jo/agent-3 (session mcp-1f2e, task fix-login) until
     14:03:10Z, in 28s left. Someone else … holds it: …``."""
+    step = NEXT_STEP.get(err.code)
     if isinstance(err, LeaseHeld | NotHolder):
         words = held(err)
+    elif isinstance(err, AssignedToOther) and err.lease_state == "revoked":
+        key = f"{err.key} " if err.key else ""
+        words = (
+            f"{key}assigned to {err.assignee}, its claim revoked: an authority force-released "
+            "it and stopped the work on purpose"
+        )
+        step = f"{REVOKED_STEP} Meanwhile pick another item (tool ready)."
+    elif item_key_refused(err):
+        assert err.key is not None
+        item = err.key.split("/", 1)[1]
+        words = f"key {err.key} is the claim of item {item!r}: the lock tools take no item keys"
+        step = ITEM_TOOLS.replace("{id}", item).capitalize() + "."
     else:
         words = describe(err, at=utc, takeover=TAKEOVER)
     said = err.code.replace("_", " ") + ": "
     if words.startswith(said):  # "not found: no item 'x'" names its code already
         words = words[len(said) :]
-    step = NEXT_STEP.get(err.code)
     return f"{err.code}: {words}" + (f". {step}" if step else "")
+
+
+def item_key_refused(err: TenureError) -> bool:
+    """A lease verb refused an item's key (``items/<id>``): the item verbs are the way."""
+    key = err.key or ""
+    return (
+        type(err) is InvalidRequest
+        and err.field == "key"
+        and key.startswith("items/")
+        and len(key) > len("items/")
+    )
 
 
 def error_result(err: TenureError) -> CallToolResult:

@@ -1,6 +1,9 @@
 """What the MCP tools return: pydantic models, so clients get ``structuredContent`` and each
 tool an output schema. They mirror the REST replies (SPEC §4) field for field; instants are
-epoch milliseconds (UTC). Each is built from the service's own models' ``to_dict()``."""
+epoch milliseconds (UTC). Each is built from the service's own models' ``to_dict()``. One
+addition: ``briefing`` and ``queue`` carry ``advice``, a line of what to do per lapsed, revoked
+or stalled claim (:mod:`tenure.mcp.advice`). :class:`FollowUpIn` is the one structured input (a
+completion's follow-ups)."""
 
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ from tenure.core.models import (
     ReleaseResult,
     RenewAllResult,
 )
+from tenure.mcp.advice import advice
 from tenure.work import Briefing, Claim, Completion, ItemRelease
 
 JSON_VALUE: dict[str, Any] = {"type": ["object", "array", "string", "number", "boolean", "null"]}
@@ -96,6 +100,11 @@ class ItemOut(Out):
     created_by: str = ""
     created_at: int = 0
     updated_at: int = 0
+    revoked: bool = Field(
+        False,
+        description="its claim was force-released by an authority: nobody claims it again "
+        "(not even its assignee) until it is reassigned",
+    )
 
     @classmethod
     def of(cls, item: Item) -> ItemOut:
@@ -115,12 +124,20 @@ class TransferOut(Out):
     note: str | None = None
 
 
+LEASE_STATE = (
+    "live; stalled (live, no progress for a while); lapsed (the lease ran out: its assignee "
+    "claims it again to go on); revoked (force-released by an authority: do not claim it "
+    "again, ask or wait for a reassign); none"
+)
+ADVICE = "what to do about each lapsed, revoked or stalled claim listed, one line per item"
+
+
 class ItemViewOut(Out):
-    """An item with its lease and the lease's state: live, stalled, lapsed or none."""
+    """An item with its lease and the lease's state: live, stalled, lapsed, revoked or none."""
 
     item: ItemOut
     lease: LeaseOut | None = None
-    lease_state: str
+    lease_state: str = Field(description=LEASE_STATE)
     transfers: list[TransferOut] = Field(default_factory=list)
 
     @classmethod
@@ -144,18 +161,29 @@ class EventOut(Out):
 
 
 class BriefingOut(Out):
-    """What you carry, what lapsed, what happened to your work since your last briefing, and
-    the top of the ready queue."""
+    """What you carry, what is no longer live (lapsed or revoked), what stalled, what happened
+    to your work since your last briefing, the top of the ready queue, and what to do."""
 
     principal: str
-    carrying: list[ItemViewOut]
-    lapsed: list[ItemViewOut]
+    carrying: list[ItemViewOut] = Field(description="live claims of yours and your agents'")
+    lapsed: list[ItemViewOut] = Field(
+        description="claims of yours and your agents' that are no longer live: lease_state "
+        "lapsed (its assignee claims it again to go on) or revoked (force-released: do NOT "
+        "claim it again)"
+    )
     happened: list[EventOut]
     ready: list[ItemOut]
+    stalled: list[ItemViewOut] = Field(
+        default_factory=list,
+        description="live claims of yours and your agents' with no progress for a while",
+    )
+    advice: list[str] = Field(default_factory=list, description=ADVICE)
 
     @classmethod
     def of(cls, briefing: Briefing) -> BriefingOut:
-        return cls.model_validate(briefing.to_dict())
+        views = (*briefing.lapsed, *briefing.stalled)
+        lines = advice(views, briefing.principal)
+        return cls.model_validate({**briefing.to_dict(), "advice": lines})
 
 
 class ItemsOut(Out):
@@ -168,10 +196,11 @@ class ItemsOut(Out):
 
 class QueueOut(Out):
     items: list[ItemViewOut]
+    advice: list[str] = Field(default_factory=list, description=ADVICE)
 
     @classmethod
     def of(cls, views: list[ItemView]) -> QueueOut:
-        return cls(items=[ItemViewOut.of(x) for x in views])
+        return cls(items=[ItemViewOut.of(x) for x in views], advice=advice(views))
 
 
 class ItemReplyOut(Out):
@@ -230,6 +259,10 @@ class ItemReleaseOut(Out):
 class CompletionOut(Out):
     item: ItemOut
     duplicate: bool = Field(description="true when this op_id was completed before")
+    follow_ups: list[ItemOut] = Field(
+        default_factory=list,
+        description="the items this completion created under the item (open, unassigned)",
+    )
 
     @classmethod
     def of(cls, done: Completion) -> CompletionOut:
@@ -281,3 +314,19 @@ class HeartbeatOut(Out):
     @classmethod
     def of(cls, result: RenewAllResult) -> HeartbeatOut:
         return cls.model_validate(result.to_dict())
+
+
+class FollowUpIn(Out):
+    """An item to create under the one being completed, with the completion."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    title: str = Field(description="one line saying what is to be done")
+    body: str | None = Field(None, description="details, in Markdown")
+    priority: int | None = Field(None, description="0 most urgent; default 2")
+    labels: list[str] | None = Field(None, description="labels to filter by")
+    id: str | None = Field(None, description="an id of your choice (default it-…)")
+
+    def fields(self) -> dict[str, Any]:
+        """The fields given, as the service takes them."""
+        return self.model_dump(exclude_none=True)

@@ -23,6 +23,7 @@ from tenure.errors import InvalidRequest
 from tenure.mcp import models as m
 from tenure.mcp.backend import Backend
 from tenure.mcp.failures import reported
+from tenure.service import ITEM_PREFIX
 
 T = TypeVar("T")
 Resolver = Callable[[Context], Backend]
@@ -40,6 +41,10 @@ How to work:
    `release` the item (with that `epoch`) so somebody else can take it.
 4. If `claim` fails with lease_held or assigned_to_other, someone else has it: pick another item.
    Never take work over without a reason.
+5. A claim of yours that lapsed (lease_state lapsed) you may claim again to go on. A claim that
+   was revoked (lease_state revoked: an authority force-released it) you must NOT claim again,
+   not even with takeover: the work was stopped on purpose. Ask whoever stopped it, or wait
+   until it is reassigned. `briefing` and `queue` say what to do about each in `advice`.
 
 This connection is your session: the claims and locks you take are held by it. Another
 connection under the same identity (another agent, or another copy of you) is another session:
@@ -74,6 +79,15 @@ SAFE_AGAIN = ToolAnnotations(
 ENDS = ToolAnnotations(
     read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
 )
+ENDS_ONCE = ToolAnnotations(
+    read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False
+)
+
+
+def item_of(key: str) -> str | None:
+    """The item whose claim ``key`` is (``items/<id>``), else ``None``: item keys go to the item
+    verbs, as the lease verbs refuse them."""
+    return key[len(ITEM_PREFIX) :] if key.startswith(ITEM_PREFIX) and key != ITEM_PREFIX else None
 
 
 async def act(
@@ -119,10 +133,15 @@ def add_view_tools(server: MCPServer[Any], resolve: Resolver) -> None:
         ctx: Context,
         ready: Annotated[int, Field(description="how many ready items to list", ge=1)] = 5,
     ) -> m.BriefingOut:
-        """Start here. What you carry (claims you hold), what lapsed (claims of yours whose lease
-        ran out: claim them again to go on), what happened to your work since your last
-        briefing (taken over, force-released, expired, completed, cancelled), and the top of
-        the ready queue. Each event is shown once."""
+        """Start here. What you carry (live claims of yours and of your agents), what is no
+        longer live (`lapsed`: lease_state lapsed means the lease ran out: claim it again to go
+        on if it is yours; lease_state revoked means an authority force-released it: do NOT
+        claim it again, not even with takeover; ask whoever stopped it or wait until it is
+        reassigned), what stalled (live claims of yours and your agents' with no progress for
+        a while: report progress, or check on the agent), what happened to your work since
+        your last briefing (taken over, force-released, reassigned, expired, stalled,
+        completed, cancelled), the top of the ready queue, and `advice`: one line per lapsed,
+        revoked or stalled item saying what to do. Each event is shown once."""
         return await act(ctx, resolve, lambda b: m.BriefingOut.of(b.briefing(ready)))
 
     @server.tool(annotations=READ)
@@ -145,15 +164,19 @@ def add_view_tools(server: MCPServer[Any], resolve: Resolver) -> None:
     ) -> m.QueueOut:
         """Items assigned to you (or to `principal`) and to the agents dispatched by them, each
         with its lease state: live, stalled (live, no progress for a while), lapsed (the
-        claim's lease ran out; claim it again to go on) or none."""
+        claim's lease ran out: its assignee claims it again to go on), revoked (an authority
+        force-released the claim: nobody claims it again, not even its assignee; ask whoever
+        stopped it or wait until it is reassigned) or none; `advice` says what to do about
+        each lapsed, revoked or stalled one."""
         return await act(ctx, resolve, lambda b: m.QueueOut.of(b.queue(principal)))
 
     @server.tool(annotations=READ)
     @reported
     async def show_item(ctx: Context, item_id: ItemId) -> m.ItemViewOut:
         """One item: its fields, its lease (holder, task, expiry), the lease's state (live,
-        stalled, lapsed or none) and its ownership transfers. Look here before claiming, or
-        after a stale_token to see who has the item now."""
+        stalled, lapsed, revoked or none) and its ownership transfers (who took, released,
+        force-released or reassigned it, and why). Look here before claiming, or after a
+        stale_token to see who has the item now."""
         return await act(ctx, resolve, lambda b: m.ItemViewOut.of(b.show_item(item_id)))
 
     @server.tool(annotations=WRITE)
@@ -166,14 +189,24 @@ def add_view_tools(server: MCPServer[Any], resolve: Resolver) -> None:
         labels: Annotated[list[str] | None, Field(description="labels to filter by")] = None,
         parent: Annotated[str | None, Field(description="the id of a parent item")] = None,
         id: Annotated[str | None, Field(description="an id of your choice (default it-…)")] = None,
+        parent_epoch: Annotated[
+            int | None,
+            Field(
+                description="your claim's epoch on the parent: the item is created only while "
+                "you still hold that claim (stale_token otherwise); needs parent"
+            ),
+        ] = None,
     ) -> m.ItemReplyOut:
         """Add a work item to the shared queue (open, unassigned). Creating does not claim it:
-        claim it if you mean to do it yourself."""
-        return await act(
-            ctx,
-            resolve,
-            lambda b: m.ItemReplyOut.of(b.create_item(title, body, priority, labels, parent, id)),
-        )
+        claim it if you mean to do it yourself. To split work you are doing into sub-items,
+        give parent and your claim's parent_epoch: if someone took the parent over since,
+        nothing is created (stale_token), so a superseded worker never fans out work."""
+
+        def verb(b: Backend) -> m.ItemReplyOut:
+            made = b.create_item(title, body, priority, labels, parent, id, parent_epoch)
+            return m.ItemReplyOut.of(made)
+
+        return await act(ctx, resolve, verb)
 
 
 def add_claim_tools(server: MCPServer[Any], resolve: Resolver) -> None:
@@ -187,11 +220,19 @@ def add_claim_tools(server: MCPServer[Any], resolve: Resolver) -> None:
         takeover: Annotated[
             bool,
             Field(
-                description="take over an item assigned to someone else whose lease lapsed; "
-                "say why in reason; only when you know they stopped"
+                description="take over an item assigned to someone else whose lease lapsed "
+                "(or whose live claim stalled): needs reason; only when you know they stopped. "
+                "Never for a revoked item (force-released by an authority): ask or wait for a "
+                "reassign instead"
             ),
         ] = False,
-        reason: Annotated[str | None, Field(description="why you take it over")] = None,
+        reason: Annotated[
+            str | None,
+            Field(
+                description="why you take it over; required with takeover=true (recorded with "
+                "your name on the item's transfers)"
+            ),
+        ] = None,
     ) -> m.ClaimOut:
         """Claim an item before you work on it: it becomes yours (assignee) under a lease held by
         this connection's session that lasts ttl_ms (default 30 s) and is renewed by each of
@@ -202,7 +243,11 @@ def add_claim_tools(server: MCPServer[Any], resolve: Resolver) -> None:
         session under your own name (the error names the holder, its session and when their
         lease expires): pick another item, do not wait on it.
         assigned_to_other means it belongs to someone whose lease lapsed: pick another item;
-        only with a real reason (they are gone) claim again with takeover=true and reason."""
+        only with a real reason (they are gone) claim again with takeover=true and a reason
+        (a takeover without a reason is invalid_request). assigned_to_other with lease_state
+        revoked means an authority force-released the claim and stopped the work on purpose,
+        even if it is assigned to you: do not claim it again and do not take it over; ask
+        whoever stopped it, or wait until it is reassigned (then you claim it plainly)."""
         return await act(
             ctx,
             resolve,
@@ -298,15 +343,42 @@ def add_claim_tools(server: MCPServer[Any], resolve: Resolver) -> None:
         op_id: Annotated[
             str | None, Field(description="an id of this completion; repeating it is safe")
         ] = None,
+        follow_ups: Annotated[
+            list[m.FollowUpIn] | None,
+            Field(
+                description="items to create under this one with the completion (the work "
+                "it leaves to do): each {title, body?, priority?, labels?, id?}"
+            ),
+        ] = None,
     ) -> m.CompletionOut:
         """Finish an item you claimed, with your claim's epoch: it becomes done and your claim
         ends. Accepted only with the current epoch (stale_token otherwise: someone else has the
-        item now and your result is not recorded)."""
+        item now and your result is not recorded). follow_ups are created (open, unassigned,
+        parent = this item) in the same step as the completion: all or none, once per op_id;
+        the reply lists them (follow_ups, with their ids)."""
+        fields = None if follow_ups is None else [f.fields() for f in follow_ups]
         return await act(
             ctx,
             resolve,
-            lambda b: m.CompletionOut.of(b.complete(item_id, epoch, result, op_id)),
+            lambda b: m.CompletionOut.of(b.complete(item_id, epoch, result, op_id, fields)),
         )
+
+    @server.tool(annotations=ENDS_ONCE)
+    @reported
+    async def reassign(
+        ctx: Context,
+        item_id: ItemId,
+        to: Annotated[str, Field(description="the principal to give it to, e.g. jo/agent-2")],
+        reason: Reason,
+    ) -> m.ItemReplyOut:
+        """Give an item to another principal as an authority over it (an admin, a supervisor,
+        or an ancestor of its assignee, e.g. the principal that dispatched the agent): any
+        live claim on it ends at once (its epoch is dead: its holder's progress and complete
+        are refused), and `to` becomes the assignee and claims it plainly, without takeover.
+        This is how revoked work goes on. Give a reason: it is recorded as a reassigned
+        transfer. forbidden means you are not such an authority, not_found names an unknown
+        item or principal, conflict means the item is done or cancelled."""
+        return await act(ctx, resolve, lambda b: m.ItemReplyOut.of(b.reassign(item_id, to, reason)))
 
 
 def add_lock_tools(server: MCPServer[Any], resolve: Resolver) -> None:
@@ -384,16 +456,19 @@ def add_lock_tools(server: MCPServer[Any], resolve: Resolver) -> None:
         key: Annotated[str | None, Field(description="the key whose lease to end")] = None,
     ) -> m.ForceReleaseOut:
         """End SOMEONE ELSE's live lease or claim as an authority (an admin, a supervisor, or
-        the principal that dispatched the holder): give exactly one of item_id or key, and a
-        reason. The holder's token is dead from then on. Only for a holder that is stuck or
-        gone; a lease that lapses needs nothing. forbidden means you are not such an
-        authority."""
+        the principal that dispatched the holder): give exactly one of item_id or key (an
+        item's key, items/<id>, is that item's claim), and a reason. The holder's token is dead
+        from then on, and an item's claim reads revoked: nobody claims it again (not even its
+        assignee) until you reassign it (tool reassign) or someone takes it over with a
+        reason. Only for a holder that is stuck or gone; a lease that lapses needs nothing.
+        forbidden means you are not such an authority."""
 
         def verb(b: Backend) -> m.ForceReleaseOut:
             if (item_id is None) == (key is None):
                 raise InvalidRequest("give exactly one of item_id and key", field="item_id")
-            if item_id is not None:
-                return m.ForceReleaseOut.of(b.force_release_item(item_id, reason))
+            claimed = item_id if key is None else item_of(key)
+            if claimed is not None:
+                return m.ForceReleaseOut.of(b.force_release_item(claimed, reason))
             assert key is not None
             return m.ForceReleaseOut.of(b.force_release(key, reason))
 
