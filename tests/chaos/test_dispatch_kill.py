@@ -100,15 +100,6 @@ class Run:
 
 
 @pytest.fixture
-def server(store_url: str) -> Iterator[ServeAt]:
-    srv = ServeAt(store_url)
-    try:
-        yield srv
-    finally:
-        srv.kill()
-
-
-@pytest.fixture
 def runs() -> Iterator[list[Run]]:
     """Every dispatch of the test; whatever of theirs still runs at teardown is killed."""
     made: list[Run] = []

@@ -294,24 +294,12 @@ def decide_reassign(
     claims without a takeover."""
     if item is None:
         return _refuse(_missing(""))
-    key = item_key(item.id)
-    if item.status in CLOSED:
-        return _refuse(Conflict(f"item {item.id!r} is {item.status}", key=key, field="status"))
-    if not allowed:
-        return _refuse(
-            Forbidden(
-                f"{actor.name!r} may not reassign item {item.id!r} of {item.assignee!r}",
-                key=key,
-                actor=actor.name,
-                reason=reason,
-            )
-        )
-    record, events = settle(rec, now)
-    if record is not None and record.ended is None:
-        events = (*events, ending_event(record, "force_released", now, actor.name, reason))
-        record = record.update(ended="force_released", fence_open=False)
-    elif record is not None and record.token == item.epoch:
-        record = record.update(fence_open=False)
+    refusal = _refuse_act(
+        item, actor, f"reassign item {item.id!r} of {item.assignee!r}", reason, allowed
+    )
+    if refusal is not None:
+        return refusal
+    record, events = _stop_claim(rec, actor, reason, now)
     moved = item.update(
         assignee=to,
         status="open" if item.status == "in_progress" else item.status,
@@ -322,9 +310,7 @@ def decide_reassign(
         item.id, item.assignee, to, item.epoch, "reassigned", actor.name, now, reason
     )
     event = _event("reassigned", moved, actor, item.epoch, reason=reason, previous=item.assignee)
-    return ItemDecision(
-        Decision(None if record is rec else record, events), moved, (transfer,), (event,), moved
-    )
+    return ItemDecision(Decision(record, events), moved, (transfer,), (event,), moved)
 
 
 def decide_item_release(
@@ -434,30 +420,43 @@ def decide_complete(
     return ItemDecision(Decision(ended, events), done, (transfer,), (event,), done)
 
 
+def _refuse_act(
+    item: Item, who: Principal, act: str, reason: str, allowed: bool
+) -> ItemDecision | None:
+    """Why an act of authority (cancel, reassign) on ``item`` is refused, if it is."""
+    key = item_key(item.id)
+    if item.status in CLOSED:
+        return _refuse(Conflict(f"item {item.id!r} is {item.status}", key=key, field="status"))
+    if not allowed:
+        error = Forbidden(f"{who.name!r} may not {act}", key=key, actor=who.name, reason=reason)
+        return _refuse(error)
+    return None
+
+
+def _stop_claim(
+    rec: KeyRecord | None, who: Principal, reason: str, now: int
+) -> tuple[KeyRecord | None, tuple[EventDraft, ...]]:
+    """End the item's live claim by ``who``'s act (``released`` if it is its own, else
+    ``force_released``) and kill its epoch for progress and completion."""
+    record, events = settle(rec, now)
+    if record is not None and record.ended is None:
+        ending = "released" if record.holder == who.name else "force_released"
+        events = (*events, ending_event(record, ending, now, who.name, reason))
+        record = record.update(ended=ending, fence_open=False)
+    elif record is not None:
+        record = record.update(fence_open=False)
+    return record, events
+
+
 def decide_cancel(
     item: Item | None, rec: KeyRecord | None, who: Principal, reason: str, allowed: bool, now: int
 ) -> ItemDecision:
     if item is None:
         return _refuse(_missing(""))
-    key = item_key(item.id)
-    if item.status in CLOSED:
-        return _refuse(Conflict(f"item {item.id!r} is {item.status}", key=key, field="status"))
-    if not allowed:
-        return _refuse(
-            Forbidden(
-                f"{who.name!r} may not cancel item {item.id!r}",
-                key=key,
-                actor=who.name,
-                reason=reason,
-            )
-        )
-    record, events = settle(rec, now)
-    if record is not None and record.ended is None:
-        ending = "released" if record.holder == who.name else "force_released"
-        record = record.update(ended=ending, fence_open=False)
-        events = (*events, ending_event(record, ending, now, who.name, reason))
-    elif record is not None:
-        record = record.update(fence_open=False)
+    refusal = _refuse_act(item, who, f"cancel item {item.id!r}", reason, allowed)
+    if refusal is not None:
+        return refusal
+    record, events = _stop_claim(rec, who, reason, now)
     cancelled = item.update(status="cancelled", assignee=None, updated_at=now)
     transfer = Transfer(
         item.id, item.assignee, None, item.epoch, "cancelled", who.name, now, reason
