@@ -24,6 +24,7 @@ from tenure.core.decide import (
     decide_write,
     may_force_release,
 )
+from tenure.core.items import ITEM_PREFIX
 from tenure.core.models import (
     ENDINGS,
     Event,
@@ -47,7 +48,6 @@ from tenure.stats import StatsView
 from tenure.store.base import KeyTx, Store
 
 MAX_ANCESTRY = 64
-ITEM_PREFIX = "items/"
 #: what to use instead of a generic lease verb on an item's key (``{id}``: the item)
 ITEM_VERBS = {
     "acquire": "claim the item (POST /v1/items/{id}/claim; tenure claim {id})",
@@ -408,7 +408,7 @@ class Service:
             limit=v.check_limit(limit),
         )
         if item is not None:
-            item_key = "items/" + v.check_text("item", item, 256)
+            item_key = ITEM_PREFIX + v.check_text("item", item, 256)
             if query.key is not None and query.key != item_key:
                 return []  # both filters apply: no event is of two keys
             query = replace(query, key=item_key)

@@ -401,6 +401,7 @@ class WorkQueue(QueueViews):
             op_id = v.check_text("op_id", op_id, v.MAX_OP_ID_CHARS)
         drafts = () if follow_ups is None else follow_up_drafts(me, follow_ups, item_id)
         duplicate: list[Any] = []
+        made: list[Item] = []  # the follow-ups this completion created
 
         def decide(tx: KeyTx, item: Item) -> ItemDecision:
             first = tx.find_item_op(item.id, op_id) if op_id is not None else None
@@ -415,13 +416,15 @@ class WorkQueue(QueueViews):
                 ids = [c.id for c in created]
                 tx.save_item_op(item.id, op_id, {"epoch": epoch, "by": me.name, "follow_ups": ids})
             events = (*decision.events, *(created_event(c, me) for c in created))
+            made[:] = created
             return replace(decision, created=created, events=events)
 
         done: Item = self._fenced(item_id, decide)
         self.service.count_write("duplicate" if duplicate else "accepted")
-        ids = duplicate[0].get("follow_ups", []) if duplicate else [d.id for d in drafts]
-        made = tuple(x for x in (self.store.get_item(i) for i in ids) if x is not None)
-        return Completion(done, bool(duplicate), made)
+        if duplicate:  # the follow-ups of the first completion, as they are now
+            ids = duplicate[0].get("follow_ups", [])
+            made[:] = [x for x in (self.store.get_item(i) for i in ids) if x is not None]
+        return Completion(done, bool(duplicate), tuple(made))
 
     def cancel(self, who: Who, item_id: str, reason: str) -> Item:
         me = self._who(who)

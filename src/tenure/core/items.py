@@ -51,8 +51,11 @@ REASONS: tuple[str, ...] = (
 DEFAULT_PRIORITY = 2
 
 
+ITEM_PREFIX = "items/"  # the keys of items' claims; the generic lease verbs refuse them
+
+
 def item_key(item_id: str) -> str:
-    return f"items/{item_id}"
+    return ITEM_PREFIX + item_id
 
 
 @dataclass(frozen=True)

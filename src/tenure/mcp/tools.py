@@ -19,11 +19,11 @@ from mcp_types import ToolAnnotations
 from pydantic import Field
 
 from tenure import __version__
+from tenure.core.items import ITEM_PREFIX
 from tenure.errors import InvalidRequest
 from tenure.mcp import models as m
 from tenure.mcp.backend import Backend
 from tenure.mcp.failures import reported
-from tenure.service import ITEM_PREFIX
 
 T = TypeVar("T")
 Resolver = Callable[[Context], Backend]
