@@ -16,7 +16,7 @@ What it does (see bench/README.md):
    four workloads against it with the runner's own ``loadgen.py`` and its ``http`` backend
    (``--http-session``): all 16 clients share one bearer token, as replicas of one service
    would, and each sends its own name as its ``session``, so they exclude each other as the
-   peers' owners do (SPEC §1 session, invariant 8);
+   peers' owners do;
 4. measures what the runner does not: expiry lag of a ``wait_ms`` long-poll waiter (holder and
    waiter: two sessions of the same token), one ``renew-all`` of one session over 10,000 and
    100,000 live leases and the server's resident memory;
@@ -24,7 +24,7 @@ What it does (see bench/README.md):
 6. direct mode (``tenure.Client("sqlite:///…")``) cycle ops/s in one thread;
 7. the cycle ratios again as a median of alternated rounds (bench/pairs.py): the row-lease,
    tenure on SQLite and tenure on PostgreSQL back to back, five times;
-8. prints the runner's tables, then one table of the targets of issue 9 with tenure's figure,
+8. prints the runner's tables, then one table of the performance targets with tenure's figure,
    the peers' and the ratios, all from this run, then the alternated rounds.
 
 Every server it starts binds 127.0.0.1 and is stopped by its PID at the end; every loop is
@@ -691,7 +691,7 @@ def main(argv: list[str] | None = None) -> int:
     if recs and PEERS_PY.exists():
         print(f"## Runner tables ({out})\n", flush=True)
         subprocess.run([str(PEERS_PY), str(PEERS / "loadgen.py"), "report", str(out)], check=False)
-    print(f"## tenure vs targets (issue 9) - {started}, {os.cpu_count()} cores, C=16\n")
+    print(f"## tenure vs performance targets - {started}, {os.cpu_count()} cores, C=16\n")
     print(render(targets(recs, extra)))
     if "pairs" in extra:
         print(f"\n## Cycle, alternated: {args.rounds} rounds, the median ratio (bench/pairs.py)\n")
