@@ -3,8 +3,6 @@ by update, and dispatch — on both backends."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import pytest
 
 import tenure
@@ -13,14 +11,7 @@ from tenure.core.items import Transfer
 from tenure.core.models import ENDINGS
 from tenure.principals import hash_token
 
-from ._items import ADMIN, ALICE, BOB, lapse, org, refused_and_counted, snapshot
-
-
-@pytest.fixture
-def svc(make_service: Callable[..., Service]) -> Service:
-    service = org(make_service)
-    service.items.create(ALICE, "write the report", id="job")
-    return service
+from ._items import ADMIN, ALICE, BOB, lapse, refused_and_counted, snapshot
 
 
 def test_a_claim_writes_the_edge_and_the_lease_and_returns_the_epoch(

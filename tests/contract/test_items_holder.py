@@ -4,22 +4,12 @@ someone's work force-releases it first, which advances the epoch."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import pytest
 
 import tenure
 from tenure import NotHolder, Principal, Service, StaleToken
 
-from ._items import ADMIN, AGENT, ALICE, BOB, SUPERVISOR, lapse, org, snapshot
-
-
-@pytest.fixture
-def svc(make_service: Callable[..., Service]) -> Service:
-    service = org(make_service)
-    service.items.create(ALICE, "write the report", id="job")
-    return service
-
+from ._items import ADMIN, AGENT, ALICE, BOB, SUPERVISOR, lapse, snapshot
 
 NON_HOLDERS = [BOB, ADMIN, SUPERVISOR, ALICE]  # alice: the parent of the agent holding it
 

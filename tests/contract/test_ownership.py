@@ -24,13 +24,6 @@ from tenure.principals import Principals, hash_token
 from ._items import ADMIN, AGENT, ALICE, BOB, CAROL, SUB, SUPERVISOR, lapse, org, snapshot
 
 
-@pytest.fixture
-def svc(make_service: Callable[..., Service]) -> Service:
-    service = org(make_service)
-    service.items.create(ALICE, "write the report", id="job")
-    return service
-
-
 # item keys belong to items ------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("verb", "hint"),

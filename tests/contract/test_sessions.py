@@ -6,14 +6,12 @@ replica; re-acquiring renews only for the same principal *and* session.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import pytest
 
 import tenure
 from tenure import LeaseHeld, NotHolder, Service
 
-from ._items import ALICE, BOB, lapse, org, snapshot
+from ._items import ALICE, BOB, lapse, snapshot
 
 
 def test_another_session_of_the_holder_is_refused_and_relabels_nothing(
@@ -148,13 +146,6 @@ def test_a_bad_session_is_refused_and_changes_nothing(
 
 
 # item claims ------------------------------------------------------------------------------------
-@pytest.fixture
-def svc(make_service: Callable[..., Service]) -> Service:
-    service = org(make_service)
-    service.items.create(ALICE, "write the report", id="job")
-    return service
-
-
 def test_a_claim_from_another_session_is_lease_held_and_changes_nothing(svc: Service) -> None:
     first = svc.items.claim(ALICE, "job", ttl_ms=10_000, task="t1", session="s1")
     assert first.lease.session == "s1"
