@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from tenure.core import validate as v
-from tenure.core.claims import Briefing, Claim, Completion, Dispatch, ItemRelease
+from tenure.core.claims import Briefing, Claim, Completion, Dispatch, ItemRelease, ReadyView
 from tenure.core.decide import Decision, decide_force_release
 from tenure.core.items import (
     CLOSED,
@@ -70,6 +70,7 @@ __all__ = [  # the results live in tenure.core.claims; imported from here by old
     "Completion",
     "Dispatch",
     "ItemRelease",
+    "ReadyView",
     "WorkQueue",
     "check_item_id",
     "check_labels",

@@ -9,9 +9,17 @@ import re
 from typing import TYPE_CHECKING
 
 from tenure.core import validate as v
-from tenure.core.claims import Briefing
-from tenure.core.items import CLOSED, STATUSES, Item, ItemView, item_key, lease_state
-from tenure.core.models import Event, EventQuery, Principal
+from tenure.core.claims import Briefing, ReadyView
+from tenure.core.items import (
+    CLOSED,
+    ITEM_PREFIX,
+    STATUSES,
+    Item,
+    ItemView,
+    item_key,
+    lease_state,
+)
+from tenure.core.models import Event, EventQuery, Lease, Principal
 from tenure.core.policy import PolicySet
 from tenure.errors import InvalidRequest, NotFound
 from tenure.store.base import Store
@@ -29,6 +37,27 @@ BRIEFING_EVENTS = (
     "reassigned",
     "stalled",
 )
+
+
+def lapsed_claim(view: ItemView) -> bool:
+    """Whether ``view``'s claim lapsed: its holder (still the assignee) let the lease run out;
+    nobody released, force-released or reassigned it. Such work waits for a takeover."""
+    lease = view.lease
+    return (
+        view.lease_state == "lapsed"
+        and lease is not None
+        and lease.holder == view.item.assignee
+        and lease.state == "expired"
+    )
+
+
+def lease_matches(lease: Lease, prefix: str | None, holder: str | None, task: str | None) -> bool:
+    """Whether ``lease`` passes the filters of a lease listing (``None``: any)."""
+    return (
+        (prefix is None or lease.key.startswith(prefix))
+        and (holder is None or lease.holder == holder)
+        and (task is None or lease.task == task)
+    )
 
 
 def check_item_id(item_id: object, field: str = "id") -> str:
@@ -101,6 +130,69 @@ class QueueViews:
         """Open, unassigned, unleased items by priority, then age."""
         return self.store.ready_items(self.store.now_ms(), v.check_limit(limit))
 
+    def lapsed(self, limit: int = 50) -> builtins.list[ItemView]:
+        """The claims that lapsed (:func:`lapsed_claim`), by priority then age: work whose
+        holder stopped. Its assignee claims it again; anyone else takes it over with a reason."""
+        limit = v.check_limit(limit)
+        now = self.store.now_ms()
+        live = {r.key for r in self.store.live(now, ITEM_PREFIX)}  # one read, not one per item
+        out: builtins.list[ItemView] = []
+        for item in self._assigned():
+            if item.revoked or item_key(item.id) in live:
+                continue
+            view = self._view(item, now)
+            if lapsed_claim(view):
+                out.append(view)
+                if len(out) == limit:
+                    break
+        return out
+
+    def lapsed_leases(
+        self, prefix: str | None = None, holder: str | None = None, task: str | None = None
+    ) -> builtins.list[Lease]:
+        """The leases of the claims that lapsed, filtered as the live leases are listed."""
+        leases = [x.lease for x in self.lapsed(v.MAX_LIMIT) if x.lease is not None]
+        return sorted(
+            (x for x in leases if lease_matches(x, prefix, holder, task)), key=lambda x: x.key
+        )
+
+    def ready_view(self, limit: int = 50) -> ReadyView:
+        """The ready queue (up to ``limit`` open items), then up to ``limit`` lapsed claims."""
+        limit = v.check_limit(limit)
+        return ReadyView(tuple(self.ready(limit)), tuple(self.lapsed(limit)))
+
+    def _assigned(self) -> builtins.list[Item]:
+        """The assigned items in progress or blocked (at most :data:`v.MAX_LIMIT` of each), by
+        priority then age: the ones a claim may hold."""
+        items = [
+            item
+            for status in ("in_progress", "blocked")
+            for item in self.store.list_items(status, limit=v.MAX_LIMIT)
+            if item.assignee
+        ]
+        return sorted(items, key=lambda i: (i.priority, i.created_at, i.id))
+
+    def _claimed(self) -> builtins.list[ItemView]:
+        """:meth:`_assigned`, with their lease state."""
+        now = self.store.now_ms()
+        return [self._view(item, now) for item in self._assigned()]
+
+    def _supervised(
+        self, me: Principal, skip: set[str]
+    ) -> tuple[builtins.list[ItemView], builtins.list[ItemView]]:
+        """The lapsed and the stalled claims of those ``me`` is an authority over by role (an
+        admin: everyone; a supervisor: every non-admin), but for the items in ``skip``."""
+        if not (me.is_admin or me.is_supervisor):
+            return [], []
+        admins = (
+            set() if me.is_admin else {p.name for p in self.store.list_principals() if p.is_admin}
+        )
+        found = [
+            x for x in self._claimed() if x.item.id not in skip and x.item.assignee not in admins
+        ]
+        stalled = [x for x in found if x.lease_state == "stalled"]
+        return [x for x in found if lapsed_claim(x)], stalled
+
     def briefing(self, who: Who, ready: int = 5) -> Briefing:
         """What I carry, what lapsed, what happened to my work since my last briefing."""
         me = self._who(who)
@@ -114,13 +206,16 @@ class QueueViews:
         happened = [e for e in self._events_since(since) if e.id <= upto and self._concerns(me, e)]
         if window:
             self.store.set_cursor(me.name, "briefing", upto)
+        # A supervisor (or an admin) also sees the lapsed and stalled claims of those it
+        # supervises; an ancestor sees its agents' through its queue.
+        others_lapsed, others_stalled = self._supervised(me, {x.item.id for x in mine})
         return Briefing(
             me.name,
             tuple(x for x in mine if x.lease_state in ("live", "stalled")),
-            tuple(x for x in mine if x.lease_state in ("lapsed", "revoked")),
+            (*(x for x in mine if x.lease_state in ("lapsed", "revoked")), *others_lapsed),
             tuple(happened),
             tuple(self.ready(ready)),
-            tuple(x for x in mine if x.lease_state == "stalled"),
+            (*(x for x in mine if x.lease_state == "stalled"), *others_stalled),
         )
 
     def _events_since(self, after: int) -> builtins.list[Event]:

@@ -39,6 +39,9 @@ TOOLS = {
     "list_leases",
     "force_release",
     "heartbeat",
+    "list_items",
+    "update_item",
+    "cancel_item",
 }
 
 
@@ -82,7 +85,7 @@ def in_process(service: tenure.Service) -> Agent:
     ) -> AsyncIterator[Client]:
         me = Principals(service.store).bootstrap(name, kind, roles, parent).principal
         sid = f"mcp-{next(numbers)}" if session is None else session
-        server = build_server(lambda ctx: ServiceBackend(service, me, session=sid))
+        server = build_server(lambda ctx: ServiceBackend(service, me, session=sid), service.policy)
         async with Client(server) as client:
             yield client
 

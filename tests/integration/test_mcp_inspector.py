@@ -5,6 +5,7 @@ read the JSON it prints (a tool error is a result with ``isError``), not only it
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -148,3 +149,34 @@ def test_reassign_over_stdio(live_server: LiveServer, inspector: Inspector) -> N
     missing = inspector.run(*env, *nobody, "--", TENURE, "mcp").json()
     assert missing["isError"] is True
     assert missing["content"][0]["text"].startswith("not_found: to: no principal named 'nobody'")
+
+
+def test_the_queue_tools_and_lapsed_work(live_server: LiveServer, inspector: Inspector) -> None:
+    """list_items, update_item and cancel_item, and a lapsed claim in ready, through the
+    Inspector over HTTP and stdio."""
+    url = f"{live_server.url}/mcp"
+    boss = live_server.token_for("boss", kind="human", roles=("supervisor",))
+    http = (url, "--transport", "http", "--header", f"Authorization: Bearer {boss}")
+    stdio = ("-e", f"TENURE_URL={live_server.url}", "-e", f"TENURE_TOKEN={boss}")
+    with tenure.Client(live_server.url, token=live_server.token_for("agent1")) as agent1:
+        agent1.items.create("fix login", id="login", labels=["auth"])
+        agent1.items.create("write docs", id="docs")
+        agent1.items.claim("login", ttl_ms=1000)
+    time.sleep(1.1)  # agent1's claim lapses
+
+    ready = inspector.run(*http, *tool_call("ready")).json()["structuredContent"]
+    assert [i["id"] for i in ready["items"]] == ["docs"]
+    assert [(x["item"]["id"], x["holder"]) for x in ready["lapsed"]] == [("login", "agent1")]
+    listed = inspector.run(*http, *tool_call("list_items", label="auth"))
+    assert [i["id"] for i in listed.json()["structuredContent"]["items"]] == ["login"]
+    edited = inspector.run(*stdio, *tool_call("update_item", item_id="docs", priority="0"),
+                           "--", TENURE, "mcp")  # fmt: skip
+    assert edited.code == 0, edited.err
+    assert edited.json()["structuredContent"]["item"]["priority"] == 0
+    bad = inspector.run(*http, *tool_call("update_item", item_id="docs", owner="x")).json()
+    assert bad["isError"] is True
+    assert bad["content"][0]["text"].startswith("invalid_request: ")
+    gone = inspector.run(*stdio, *tool_call("cancel_item", item_id="login", reason="obsolete"),
+                         "--", TENURE, "mcp")  # fmt: skip
+    assert gone.code == 0, gone.err
+    assert gone.json()["structuredContent"]["item"]["status"] == "cancelled"

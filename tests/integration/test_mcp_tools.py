@@ -109,7 +109,9 @@ async def test_a_conflict_names_the_holder_task_and_expiry(agent: Agent) -> None
         text = await refused(kim, "claim", "lease_held", item_id="login")
         held = f"held by jo/agent-3 (session {lease['session']}, task fix-login) until "
         assert held + hms(lease["expires_at"]) in text
-        assert "pick another item" in text and "do not take it over" in text
+        assert "Do not wait on a held item: pick another" in text
+        assert "come back later only if nothing else is ready" in text
+        assert "Do not take it over" in text
         assert (await call(kim, "ready"))["items"] == []
         text = await refused(kim, "renew", "not_holder", item_id="login")
         assert "held by jo/agent-3" in text
@@ -152,7 +154,7 @@ async def test_renew_extend_release(agent: Agent, clock: tenure.FakeClock) -> No
         assert released["item"]["assignee"] is None
         assert (await call(jo, "release", item_id="a"))["released"] is False  # idempotent
         text = await refused(jo, "renew", "lease_lost", item_id="a", epoch=epoch)
-        assert "released" in text and "claim or acquire it again" in text
+        assert "released" in text and "claim the item again (tool claim)" in text
 
 
 async def test_queue_and_briefing(agent: Agent, clock: tenure.FakeClock) -> None:
@@ -217,16 +219,25 @@ async def test_force_release(agent: Agent) -> None:
         await refused(root, "force_release", "not_found", key="deploy/prod", reason="again")
 
 
-async def test_every_call_is_a_heartbeat(agent: Agent, clock: tenure.FakeClock) -> None:
+async def test_every_write_call_is_a_heartbeat(agent: Agent, clock: tenure.FakeClock) -> None:
+    """A tool that is not read-only renews the caller's leases first; a read-only one changes
+    nothing, not even that (its readOnlyHint is honest)."""
     async with agent("jo") as jo, agent("kim") as kim:
         await call(jo, "create_item", title="t", id="a")
         await call(jo, "claim", item_id="a", ttl_ms=3000)
         await call(jo, "acquire_lock", key="k", ttl_ms=3000)
-        for _ in range(4):  # 8 s in all, well past the 3 s ttl, with a call every 2 s
+        for n in range(4):  # 8 s in all, well past the 3 s ttl, with a call every 2 s
             clock.advance(2000)
-            await call(jo, "ready")
+            await call(jo, "create_item", title=f"more {n}")
         held = {x["key"]: x["holder"] for x in (await call(kim, "list_leases"))["leases"]}
         assert held == {"items/a": "jo", "k": "jo"}
+        before = (await call(jo, "show_item", item_id="a"))["lease"]
+        for tool, args in (("ready", {}), ("queue", {}), ("whoami", {}), ("list_leases", {})):
+            await call(jo, tool, **args)
+        after = (await call(jo, "show_item", item_id="a"))["lease"]
+        assert (after["expires_at"], after["renewals"]) == (
+            before["expires_at"], before["renewals"],
+        )  # fmt: skip
         clock.advance(2000)
         beat = await call(jo, "heartbeat")
         assert sorted(x["key"] for x in beat["renewed"]) == ["items/a", "k"]
@@ -261,9 +272,9 @@ async def test_each_connection_is_a_session(agent: Agent, clock: tenure.FakeCloc
         assert mine["lease"]["session"] == "B"
         assert [x["key"] for x in (await call(b, "heartbeat"))["renewed"]] == ["items/y"]
 
-        for _ in range(3):  # 6 s, a call of A's every 2 s: A's leases stay live, B's lapse
+        for _ in range(3):  # 6 s, a write of A's every 2 s: A's leases stay live, B's lapse
             clock.advance(2000)
-            await call(a, "ready")
+            await call(a, "briefing")
         leases = (await call(a, "list_leases"))["leases"]
         assert {(x["key"], x["session"]) for x in leases} == {("items/x", "A"), ("k", "A")}
         assert (await call(a, "show_item", item_id="y"))["lease_state"] == "lapsed"

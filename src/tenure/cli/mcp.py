@@ -9,6 +9,8 @@ from tenure.cli.context import Cli, cli_of, verb
 from tenure.client import Client
 from tenure.client._session import new_session
 from tenure.client._shared import DIRECT_SCHEMES
+from tenure.core.policy import PolicySet
+from tenure.settings import Settings
 
 
 @click.group()
@@ -47,9 +49,16 @@ def mcp(db: str | None, principal: str | None) -> None:
         from tenure.mcp.tools import build_server
 
         backend = ClientBackend(client)
-        build_server(lambda ctx: backend).run("stdio")
+        build_server(lambda ctx: backend, direct_policy(db)).run("stdio")
     finally:
         client.close()
+
+
+def direct_policy(db: str | None) -> PolicySet | None:
+    """The policy of direct mode (this process's settings), which bounds the tools' input
+    schemas; on a server's URL the policy is the server's, which checks it."""
+    url = db or cli_of().url
+    return Settings.from_env().policy if url.startswith(DIRECT_SCHEMES) else None
 
 
 def stdio_session(run: Cli) -> str:

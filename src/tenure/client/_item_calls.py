@@ -26,7 +26,7 @@ from tenure.client._shared import (
     segment,
     to_millis,
 )
-from tenure.core.claims import Briefing, Claim, Completion, Dispatch, ItemRelease
+from tenure.core.claims import Briefing, Claim, Completion, Dispatch, ItemRelease, ReadyView
 from tenure.core.items import Item, ItemView, Transfer
 from tenure.core.models import ExtendResult, Lease, Principal
 
@@ -249,6 +249,10 @@ def ready(limit: int = 50) -> Call[list[Item]]:
     return Call("ready", "GET", "/v1/ready", items_reply, params={"limit": limit})
 
 
+def ready_view(limit: int = 50) -> Call[ReadyView]:
+    return Call("ready_view", "GET", "/v1/ready", ready_view_reply, params={"limit": limit})
+
+
 def briefing(ready: int = 5) -> Call[Briefing]:
     # Not repeated after an ambiguous failure: a briefing moves the caller's cursor, so a
     # repeat would answer "nothing happened" for what the lost reply carried.
@@ -303,6 +307,11 @@ def item_view_from(data: Any) -> ItemView:
 
 def item_views_reply(data: Any) -> list[ItemView]:
     return [item_view_from(x) for x in data["items"]]
+
+
+def ready_view_reply(data: Any) -> ReadyView:
+    lapsed = tuple(item_view_from(x) for x in data.get("lapsed") or ())
+    return ReadyView(tuple(item_from(x) for x in data["items"]), lapsed)
 
 
 def claim_reply(data: Any) -> Claim:

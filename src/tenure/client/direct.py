@@ -236,7 +236,8 @@ class DirectBackend:
                 "item": items.reassign(me, a["id"], a["to"], a["reason"]).to_dict()
             },
             "queue": queue,
-            "ready": lambda me, a: {"items": [x.to_dict() for x in items.ready(a["limit"])]},
+            "ready": lambda me, a: items.ready_view(a["limit"]).to_dict(),
+            "ready_view": lambda me, a: items.ready_view(a["limit"]).to_dict(),
             "briefing": lambda me, a: items.briefing(me, a["ready"]).to_dict(),
         }
 

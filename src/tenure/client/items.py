@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 from tenure.client import _item_calls as ic
 from tenure.client._item_calls import FollowUp
 from tenure.client.work import AsyncWorkHandle, WorkHandle
-from tenure.core.claims import Briefing, Claim, Completion, Dispatch, ItemRelease
+from tenure.core.claims import Briefing, Claim, Completion, Dispatch, ItemRelease, ReadyView
 from tenure.core.items import Item, ItemView
 from tenure.core.models import ExtendResult, Lease
 
@@ -203,6 +203,11 @@ class Items:
     def ready(self, limit: int = 50) -> builtins.list[Item]:
         """Open, unassigned, unleased items, by priority then age."""
         return self._client._call(ic.ready(limit))
+
+    def ready_view(self, limit: int = 50) -> ReadyView:
+        """The ready items (``items``), then the claims that lapsed (``lapsed``: work whose
+        holder stopped, to take over with ``takeover=True`` and a reason), ``limit`` of each."""
+        return self._client._call(ic.ready_view(limit))
 
     def briefing(self, ready: int = 5) -> Briefing:
         """What you carry, what lapsed, what happened since your last briefing, what is ready."""
@@ -382,6 +387,11 @@ class AsyncItems:
     async def ready(self, limit: int = 50) -> builtins.list[Item]:
         """Open, unassigned, unleased items, by priority then age."""
         return await self._client._call(ic.ready(limit))
+
+    async def ready_view(self, limit: int = 50) -> ReadyView:
+        """The ready items (``items``), then the claims that lapsed (``lapsed``: work whose
+        holder stopped, to take over with ``takeover=True`` and a reason), ``limit`` of each."""
+        return await self._client._call(ic.ready_view(limit))
 
     async def briefing(self, ready: int = 5) -> Briefing:
         """What you carry, what lapsed, what happened since your last briefing, what is ready."""

@@ -76,3 +76,19 @@ class Briefing:
             "ready": [i.to_dict() for i in self.ready],
             "stalled": [x.to_dict() for x in self.stalled],
         }
+
+
+@dataclass(frozen=True)
+class ReadyView:
+    """The ready queue: open items nobody has (by priority, then age), then the claims that
+    lapsed (assigned items whose holder's lease ran out: anyone may take them over, with
+    takeover and a reason)."""
+
+    items: tuple[Item, ...]
+    lapsed: tuple[ItemView, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "items": [i.to_dict() for i in self.items],
+            "lapsed": [x.to_dict() for x in self.lapsed],
+        }

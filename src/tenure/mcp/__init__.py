@@ -1,6 +1,12 @@
 """tenure's MCP server (SPEC §7): the work-queue and lease verbs as MCP tools for agents.
 
-- :mod:`.tools`: the tools, their descriptions, and :func:`build_server`.
+- :mod:`.tools`: the instructions, :func:`build_server` and the tools that look at the queue;
+  :mod:`.tools_claims` (an agent's item verbs), :mod:`.tools_locks` (locks, leases, heartbeat)
+  and :mod:`.tools_queue` (finding and editing items) the others; :mod:`.acting` what they
+  share (how a tool acts, its hints).
+- :mod:`.server`: the SDK's server with strict arguments (unknown ones refused, the REST limits
+  and the policy's enforced, refusals in the house form).
+- :mod:`.inputs`: the tools' argument types, the REST API's own.
 - :mod:`.backend`: the one interface the tools call: the service as an authenticated principal
   (on the server) or a :class:`tenure.Client` (under stdio).
 - :mod:`.models`: the pydantic models the tools return (``structuredContent``).

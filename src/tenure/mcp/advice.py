@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from tenure.core.items import ItemView
-from tenure.mcp.failures import REVOKED_STEP, utc
+from tenure.mcp.failures import REVOKED_STEP, since
 
 
 def advise(view: ItemView, me: str | None = None) -> str | None:
@@ -23,26 +23,27 @@ def advise(view: ItemView, me: str | None = None) -> str | None:
             f"on purpose. {REVOKED_STEP}"
         )
     if state == "lapsed":
+        at = f" at {since(view.lease.expires_at)}" if view.lease is not None else ""
         if yours:
             return (
                 f"{item.id} lapsed: it is assigned to you and nobody holds its claim (your lease "
                 "ran out, or it was reassigned to you): claim it to go on (a new epoch)."
             )
         return (
-            f"{item.id} lapsed: {whose} ran out (it stopped). Its assignee claims it again to "
+            f"{item.id} lapsed{at}: {whose} ran out (it stopped). Its assignee claims it again to "
             "go on; anyone else only with takeover=true and a reason, or an authority "
             "reassigns it."
         )
     if state == "stalled" and view.lease is not None:
-        since = utc(max(view.lease.acquired_at, item.progress_at or 0))
+        quiet = since(max(view.lease.acquired_at, item.progress_at or 0))
         if yours:
             return (
                 f"{item.id} is stalled: your claim is live but reported no progress since "
-                f"{since}: report progress (tool progress) as you go, or release it if you "
+                f"{quiet}: report progress (tool progress) as you go, or release it if you "
                 "are stuck."
             )
         return (
-            f"{item.id} is stalled: {whose} is live but reported no progress since {since}: "
+            f"{item.id} is stalled: {whose} is live but reported no progress since {quiet}: "
             "check on it; if it is stuck, its authority may force_release or reassign it."
         )
     return None

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from tenure.client import Client
+from tenure.core.claims import ReadyView
 from tenure.core.items import Item, ItemView, item_key
 from tenure.core.models import (
     ExtendResult,
@@ -31,8 +32,10 @@ from tenure.core.models import (
     ReleaseResult,
     RenewAllResult,
 )
+from tenure.core.validate import MAX_LIMIT
 from tenure.service import Service
 from tenure.work import Briefing, Claim, Completion, ItemRelease
+from tenure.work_views import lease_matches
 
 
 class Backend(Protocol):
@@ -47,7 +50,12 @@ class Backend(Protocol):
     def me(self) -> Principal: ...
     def heartbeat(self, keys: list[str] | None = None) -> RenewAllResult: ...
     def briefing(self, ready: int) -> Briefing: ...
-    def ready(self, limit: int) -> list[Item]: ...
+    def ready(self, limit: int) -> ReadyView: ...
+    def list_items(
+        self, status: str | None, assignee: str | None, label: str | None, limit: int
+    ) -> list[Item]: ...
+    def update_item(self, item_id: str, changes: dict[str, Any]) -> ItemView: ...
+    def cancel_item(self, item_id: str, reason: str) -> Item: ...
     def queue(self, principal: str | None) -> list[ItemView]: ...
     def show_item(self, item_id: str) -> ItemView: ...
     def create_item(
@@ -91,7 +99,7 @@ class Backend(Protocol):
     def renew_lock(self, key: str, token: int, ttl_ms: int | None) -> Lease: ...
     def release_lock(self, key: str, token: int | None) -> ReleaseResult: ...
     def list_leases(
-        self, prefix: str | None, holder: str | None, task: str | None
+        self, prefix: str | None, holder: str | None, task: str | None, lapsed: bool = False
     ) -> list[Lease]: ...
     def force_release(self, key: str, reason: str) -> ForceReleaseResult: ...
     def force_release_item(self, item_id: str, reason: str) -> Claim: ...
@@ -127,8 +135,21 @@ class ServiceBackend:
     def briefing(self, ready: int) -> Briefing:
         return self.items.briefing(self.principal, ready)
 
-    def ready(self, limit: int) -> list[Item]:
-        return self.items.ready(limit)
+    def ready(self, limit: int) -> ReadyView:
+        return self.items.ready_view(limit)
+
+    def list_items(
+        self, status: str | None, assignee: str | None, label: str | None, limit: int
+    ) -> list[Item]:
+        return self.items.list(status, assignee, label, limit)
+
+    def update_item(self, item_id: str, changes: dict[str, Any]) -> ItemView:
+        return self.items.update(self.principal, item_id, **changes)
+
+    def cancel_item(self, item_id: str, reason: str) -> Item:
+        item = self.items.cancel(self.principal, item_id, reason)
+        self._notify(item_key(item_id))
+        return item
 
     def queue(self, principal: str | None) -> list[ItemView]:
         return self.items.queue(self.principal.name if principal is None else principal)
@@ -219,8 +240,11 @@ class ServiceBackend:
             self._notify(key)
         return result
 
-    def list_leases(self, prefix: str | None, holder: str | None, task: str | None) -> list[Lease]:
-        return self.service.list(prefix, holder, task)
+    def list_leases(
+        self, prefix: str | None, holder: str | None, task: str | None, lapsed: bool = False
+    ) -> list[Lease]:
+        live = self.service.list(prefix, holder, task)
+        return [*live, *self.items.lapsed_leases(prefix, holder, task)] if lapsed else live
 
     def force_release(self, key: str, reason: str) -> ForceReleaseResult:
         result = self.service.force_release(self.principal, key, reason)
@@ -254,8 +278,19 @@ class ClientBackend:
     def briefing(self, ready: int) -> Briefing:
         return self.items.briefing(ready)
 
-    def ready(self, limit: int) -> list[Item]:
-        return self.items.ready(limit)
+    def ready(self, limit: int) -> ReadyView:
+        return self.items.ready_view(limit)
+
+    def list_items(
+        self, status: str | None, assignee: str | None, label: str | None, limit: int
+    ) -> list[Item]:
+        return self.items.list(status, assignee, label, limit)
+
+    def update_item(self, item_id: str, changes: dict[str, Any]) -> ItemView:
+        return self.items.update(item_id, **changes)
+
+    def cancel_item(self, item_id: str, reason: str) -> Item:
+        return self.items.cancel(item_id, reason)
 
     def queue(self, principal: str | None) -> list[ItemView]:
         return self.items.queue(principal)
@@ -327,8 +362,15 @@ class ClientBackend:
     def release_lock(self, key: str, token: int | None) -> ReleaseResult:
         return self.client.release(key, token)
 
-    def list_leases(self, prefix: str | None, holder: str | None, task: str | None) -> list[Lease]:
-        return self.client.list_leases(prefix, holder, task)
+    def list_leases(
+        self, prefix: str | None, holder: str | None, task: str | None, lapsed: bool = False
+    ) -> list[Lease]:
+        live = self.client.list_leases(prefix, holder, task)
+        if not lapsed:
+            return live
+        found = [x.lease for x in self.items.ready_view(MAX_LIMIT).lapsed if x.lease is not None]
+        ended = [x for x in found if lease_matches(x, prefix, holder, task)]
+        return [*live, *sorted(ended, key=lambda x: x.key)]
 
     def force_release(self, key: str, reason: str) -> ForceReleaseResult:
         return self.client.force_release(key, reason)

@@ -44,6 +44,7 @@ from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
 from tenure.core.models import Principal
+from tenure.core.policy import PolicySet
 from tenure.core.validate import check_session
 from tenure.errors import TenureError, Unauthenticated
 from tenure.mcp.backend import ServiceBackend
@@ -147,8 +148,8 @@ async def handshake_required(version: str, scope: Scope, receive: Receive, send:
 class McpEndpoint:
     """The ASGI app of ``/mcp``: authenticate, then hand the request to the SDK."""
 
-    def __init__(self, host: str) -> None:
-        self.server = build_server(self.backend_for)
+    def __init__(self, host: str, policy: PolicySet | None = None) -> None:
+        self.server = build_server(self.backend_for, policy)
         # Builds the SDK's session manager; its Starlette app is not used (this is the app).
         self.server.streamable_http_app(stateless_http=True, json_response=True, host=host)
         self._service: Service | None = None

@@ -2,14 +2,16 @@
 tool an output schema. They mirror the REST replies (SPEC §4) field for field; instants are
 epoch milliseconds (UTC). Each is built from the service's own models' ``to_dict()``. One
 addition: ``briefing`` and ``queue`` carry ``advice``, a line of what to do per lapsed, revoked
-or stalled claim (:mod:`tenure.mcp.advice`). :class:`FollowUpIn` is the one structured input (a
-completion's follow-ups)."""
+or stalled claim (:mod:`tenure.mcp.advice`); each lease carries ``expires_in_ms`` beside
+``expires_at``. :class:`FollowUpIn` is the one structured input (a completion's follow-ups),
+with the REST API's field types."""
 
 from __future__ import annotations
 
-from typing import Any
+import time
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tenure.core.items import Item, ItemView
 from tenure.core.models import (
@@ -21,6 +23,7 @@ from tenure.core.models import (
     RenewAllResult,
 )
 from tenure.mcp.advice import advice
+from tenure.server import item_schemas as rest
 from tenure.work import Briefing, Claim, Completion, ItemRelease
 
 JSON_VALUE: dict[str, Any] = {"type": ["object", "array", "string", "number", "boolean", "null"]}
@@ -71,9 +74,22 @@ class LeaseOut(Out):
     acquired_at: int
     renewed_at: int
     expires_at: int
+    expires_in_ms: int = Field(
+        0, description="milliseconds left until expires_at when this reply was made (0: past)"
+    )
     renewals: int
     meta: dict[str, Any] = Field(default_factory=dict)
     state: str = Field(description="live, released, expired, force_released or taken_over")
+
+    @model_validator(mode="before")
+    @classmethod
+    def time_left(cls, data: Any) -> Any:
+        """``expires_in_ms`` from ``expires_at`` and the wall clock, unless given."""
+        if isinstance(data, dict) and "expires_in_ms" not in data:
+            ends = data.get("expires_at")
+            if isinstance(ends, int):
+                return {**data, "expires_in_ms": max(0, ends - int(time.time() * 1000))}
+        return data
 
     @classmethod
     def of(cls, lease: Lease) -> LeaseOut:
@@ -319,13 +335,15 @@ class HeartbeatOut(Out):
 class FollowUpIn(Out):
     """An item to create under the one being completed, with the completion."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
-    title: str = Field(description="one line saying what is to be done")
-    body: str | None = Field(None, description="details, in Markdown")
-    priority: int | None = Field(None, description="0 most urgent; default 2")
-    labels: list[str] | None = Field(None, description="labels to filter by")
-    id: str | None = Field(None, description="an id of your choice (default it-…)")
+    title: Annotated[rest.Title, Field(description="one line saying what is to be done")]
+    body: Annotated[rest.ItemBody | None, Field(description="details, in Markdown")] = None
+    priority: Annotated[rest.Priority | None, Field(description="0 most urgent; default 2")] = None
+    labels: Annotated[rest.Labels | None, Field(description="labels, e.g. area/auth")] = None
+    id: Annotated[rest.ItemId | None, Field(description="an id of your choice (default it-…)")] = (
+        None
+    )
 
     def fields(self) -> dict[str, Any]:
         """The fields given, as the service takes them."""

@@ -115,7 +115,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     settings = settings or Settings.from_env()
     from tenure.mcp.http import McpEndpoint  # it imports the server's problem responses
 
-    mcp = McpEndpoint(settings.host)
+    mcp = McpEndpoint(settings.host, settings.policy)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:  # (the app is ``app`` below)

@@ -342,6 +342,20 @@ class ItemViewsReply(Out):
     items: list[ItemViewOut]
 
 
+class ReadyReply(Out):
+    items: Annotated[
+        list[ItemOut], Field(description="open items nobody has, by priority then age")
+    ]
+    lapsed: Annotated[
+        list[ItemViewOut],
+        Field(
+            description="claims that lapsed (the holder's lease ran out; nobody released, "
+            "force-released or reassigned it), by priority then age: the assignee claims it "
+            "again, anyone else with `takeover` and a `reason`"
+        ),
+    ]
+
+
 class ClaimReply(Out):
     item: ItemOut
     lease: LeaseOut

@@ -302,12 +302,13 @@ def add_view_routes(app: FastAPI) -> None:
         """The items of `principal` and of the agents it dispatched."""
         return {"items": [view.to_dict() for view in st.service.items.queue(principal)]}
 
-    @app.get("/v1/ready", response_model=i.ItemsReply, tags=VIEWS, responses=P(401, 422))
+    @app.get("/v1/ready", response_model=i.ReadyReply, tags=VIEWS, responses=P(401, 422))
     def ready_items(
         me: Caller, st: St, limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = 50
     ) -> dict[str, Any]:
-        """Open, unassigned, unleased items, by priority then age."""
-        return {"items": [item.to_dict() for item in st.service.items.ready(limit)]}
+        """Open, unassigned, unleased items, by priority then age (`items`); then the claims
+        that lapsed (`lapsed`): work whose holder stopped, to take over with a reason."""
+        return st.service.items.ready_view(limit).to_dict()
 
     @app.get("/v1/briefing", response_model=i.BriefingReply, tags=VIEWS, responses=P(401, 422))
     def briefing(
@@ -318,5 +319,6 @@ def add_view_routes(app: FastAPI) -> None:
         ] = 5,
     ) -> dict[str, Any]:
         """What you carry, what lapsed, what happened to your work since your last briefing
-        (this call moves that cursor), and the top of the ready queue."""
+        (this call moves that cursor), and the top of the ready queue. A supervisor's (or an
+        admin's) `lapsed` and `stalled` also list the claims of those it supervises."""
         return st.service.items.briefing(me, ready).to_dict()

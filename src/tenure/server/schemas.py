@@ -22,6 +22,7 @@ from tenure.core.validate import (
 
 MAX_INT = 2**63 - 1
 MAX_WAIT_MS = 300_000
+MAX_RENEW_KEYS = 1000  # keys one renew-all may name
 LIMIT = "x-tenure-limit"  # marks a bound that openapi.py takes from the policy
 
 # What the service accepts, as ECMA-262 regular expressions (the dialect of JSON Schema).
@@ -151,7 +152,7 @@ class RenewIn(Body):
 
 
 class RenewAllIn(Body):
-    keys: Annotated[list[Key], Field(max_length=1000)] | None = None
+    keys: Annotated[list[Key], Field(max_length=MAX_RENEW_KEYS)] | None = None
     session: Annotated[
         Session | None,
         Field(description="renew only this session's leases (default: every session's)"),
