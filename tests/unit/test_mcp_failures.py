@@ -45,7 +45,8 @@ def test_instants_are_utc_with_the_time_left() -> None:
         (
             tenure.NotHolder("x", key="k", holder="jo", session="mcp-1f2e", task=None,
                              expires_at=1_700_000_000_000),
-            "not_holder: k held by jo (session mcp-1f2e) until 2023-11-14T22:13:20Z, ",
+            "not_holder: k held by jo (session mcp-1f2e) until 2023-11-14T22:13:20Z. "
+            "You do not hold it",
         ),
         (
             tenure.AssignedToOther("x", key="items/42", assignee="jo", lease_state="expired",
@@ -68,7 +69,7 @@ def test_instants_are_utc_with_the_time_left() -> None:
         ),
         (
             tenure.InvalidRequest("key: too long", key="jobs/x", field="key"),
-            "invalid_request: jobs/x key: too long (field key). Fix the argument",
+            "invalid_request: field key: too long. Fix the argument",
         ),
         (
             tenure.StaleToken("x", key="items/42", token=3, current_token=5, holder="kim"),
@@ -77,7 +78,7 @@ def test_instants_are_utc_with_the_time_left() -> None:
         ),
         (
             tenure.LeaseLost("x", key="k", reason="expired", token=3),
-            "lease_lost: k lease lost (expired). Your lease is gone",
+            "lease_lost: k lease lost (expired). Your lock is gone",
         ),
         (tenure.NotFound("no item 'x'", what="item"), "not_found: no item 'x'. Check the id"),
         (
@@ -86,7 +87,7 @@ def test_instants_are_utc_with_the_time_left() -> None:
         ),
         (
             tenure.InvalidRequest("ttl_ms: too short", field="ttl_ms"),
-            "invalid_request: ttl_ms: too short (field ttl_ms). Fix the argument",
+            "invalid_request: field ttl_ms: too short. Fix the argument",
         ),
         (
             TransportError("connection refused", method="POST", path="/v1/me", sent=False),
@@ -101,9 +102,11 @@ def test_error_texts_name_the_code_and_the_facts(err: tenure.TenureError, expect
     assert result.is_error and result.content[0].text == text  # type: ignore[union-attr]
 
 
-def test_a_held_lease_says_to_pick_other_work() -> None:
-    err = tenure.LeaseHeld("x", holder="jo", expires_at=now_ms() + 5000)
-    assert "pick another item" in error_text(err) and "do not take it over" in error_text(err)
+def test_a_held_item_says_to_pick_other_work_and_a_held_lock_to_wait_or_use_another_key() -> None:
+    item = tenure.LeaseHeld("x", key="items/42", holder="jo", expires_at=now_ms() + 5000)
+    assert "pick another" in error_text(item) and "Do not take it over" in error_text(item)
+    lock = tenure.LeaseHeld("x", key="jobs/x", holder="jo", expires_at=now_ms() + 5000)
+    assert "use another key" in error_text(lock) and "item" not in error_text(lock)
 
 
 @pytest.mark.parametrize(
@@ -186,8 +189,9 @@ def view(state: str, assignee: str = "jo", progress_at: int | None = None) -> It
     ("state", "me", "starts", "says", "never"),
     [
         ("lapsed", "jo", "a lapsed: it is assigned to you", "claim it to go on", "Do not"),
-        ("lapsed", None, "a lapsed: the claim of jo ran out", "takeover=true and a reason",
-         "Do not"),
+        ("lapsed", None, "a lapsed at ",
+         "the claim of jo ran out (it stopped). Its assignee claims it again to go on; anyone "
+         "else only with takeover=true and a reason", "Do not"),
         ("revoked", "jo", "a is revoked: an authority force-released your claim",
          "Do not claim it again, not even with takeover", "go on"),
         ("revoked", "kim", "a is revoked: an authority force-released the claim of jo",
