@@ -10,7 +10,16 @@ from typing import TYPE_CHECKING
 
 from tenure.core import validate as v
 from tenure.core.claims import Briefing
-from tenure.core.items import CLOSED, STATUSES, Item, ItemView, item_key, lease_state
+from tenure.core.items import (
+    CLOSED,
+    STATUSES,
+    Item,
+    ItemCursor,
+    ItemSummary,
+    ItemView,
+    item_key,
+    lease_state,
+)
 from tenure.core.models import Event, EventQuery, Principal
 from tenure.core.policy import PolicySet
 from tenure.errors import InvalidRequest, NotFound
@@ -62,10 +71,29 @@ class QueueViews:
         assignee: str | None = None,
         label: str | None = None,
         limit: int = 100,
+        after: ItemCursor | None = None,
     ) -> builtins.list[Item]:
+        """Items by priority, then age; ``after``: the page after the one that ended there."""
+        return self.store.list_items(*self._filters(status, assignee, label, limit), after)
+
+    def summaries(
+        self,
+        status: str | None = None,
+        assignee: str | None = None,
+        label: str | None = None,
+        limit: int = 100,
+        after: ItemCursor | None = None,
+    ) -> builtins.list[ItemSummary]:
+        """:meth:`list` without bodies, results and progress data (they stay in the store)."""
+        filters = self._filters(status, assignee, label, limit)
+        return self.store.list_item_summaries(*filters, after)
+
+    def _filters(
+        self, status: str | None, assignee: str | None, label: str | None, limit: int
+    ) -> tuple[str | None, str | None, str | None, int]:
         if status is not None and status not in STATUSES:
             raise InvalidRequest(f"status: one of {', '.join(STATUSES)}", field="status")
-        return self.store.list_items(
+        return (
             status,
             None if assignee is None else v.check_text("assignee", assignee, 256),
             None if label is None else v.check_text("label", label, 64),
@@ -100,6 +128,10 @@ class QueueViews:
     def ready(self, limit: int = 50) -> builtins.list[Item]:
         """Open, unassigned, unleased items by priority, then age."""
         return self.store.ready_items(self.store.now_ms(), v.check_limit(limit))
+
+    def ready_summaries(self, limit: int = 50) -> builtins.list[ItemSummary]:
+        """:meth:`ready` as summaries."""
+        return self.store.ready_item_summaries(self.store.now_ms(), v.check_limit(limit))
 
     def briefing(self, who: Who, ready: int = 5) -> Briefing:
         """What I carry, what lapsed, what happened to my work since my last briefing."""

@@ -334,12 +334,55 @@ class ItemReply(Out):
     item: ItemOut
 
 
-class ItemsReply(Out):
-    items: list[ItemOut]
+class ItemSummaryOut(Out):
+    """An item in a list: without its `body`, `result` and progress `data` (`GET
+    /v1/items/{id}` has them)."""
+
+    id: str
+    title: str
+    body_chars: Annotated[int, Field(description="the length of its body, in characters")]
+    status: Literal["open", "in_progress", "blocked", "done", "cancelled"]
+    priority: int
+    labels: list[str]
+    parent: str | None
+    assignee: str | None
+    epoch: int
+    progress: Annotated[
+        dict[str, Any] | None, Field(description="its last progress, without `data`")
+    ]
+    progress_at: int | None
+    has_result: Annotated[bool, Field(description="whether it has a result")]
+    created_by: str
+    created_at: int
+    updated_at: int
+    revoked: bool
 
 
-class ItemViewsReply(Out):
-    items: list[ItemViewOut]
+Truncated = Annotated[
+    bool,
+    Field(description="the reply stopped early: its JSON reached the server's list budget"),
+]
+
+
+class ItemSummariesReply(Out):
+    items: list[ItemSummaryOut]
+    truncated: Truncated
+    next: Annotated[
+        str | None,
+        Field(description="the cursor of the next page (pass it as `after`); null at the end"),
+    ]
+
+
+class ItemViewSummaryOut(Out):
+    item: ItemSummaryOut
+    lease: LeaseOut | None
+    lease_state: LeaseState
+    transfers: list[TransferOut]
+
+
+class ItemViewSummariesReply(Out):
+    items: list[ItemViewSummaryOut]
+    truncated: Truncated
 
 
 class ClaimReply(Out):
