@@ -172,6 +172,26 @@ class Unavailable(TenureError):
     code, status, title = "unavailable", 503, "service unavailable"
 
 
+class TooManyWaits(TenureError):
+    """The caller already has as many long-polls and event streams open as the server allows
+    one principal. Nothing was done; the reply's ``Retry-After`` says when to try again (the
+    client retries on it within its budget)."""
+
+    code, status, title = "too_many_waits", 429, "too many open waits"
+    fields = ("limit",)
+    limit: int | None
+
+
+class RateLimited(TenureError):
+    """Too many failed authentications came from the caller's address: for a moment it is
+    refused without a look at its token. Nothing was done; the reply's ``Retry-After`` (and
+    ``retry_after_s``) says when to try again."""
+
+    code, status, title = "rate_limited", 429, "too many failed authentications"
+    fields = ("retry_after_s",)
+    retry_after_s: int | None
+
+
 __all__ = [
     "AssignedToOther",
     "Conflict",
@@ -182,9 +202,11 @@ __all__ = [
     "LeaseLost",
     "NotFound",
     "NotHolder",
+    "RateLimited",
     "StaleToken",
     "TenureError",
     "TooLarge",
+    "TooManyWaits",
     "Unauthenticated",
     "Unavailable",
 ]

@@ -10,11 +10,14 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
 
 from tenure.core.models import KINDS, ROLES, Principal
 from tenure.errors import Forbidden, InvalidRequest, NotFound, Unauthenticated
-from tenure.store.base import Store
+from tenure.store.base import Credential, Store
 
 TOKEN_RE = re.compile(r"^tnr_([0-9a-f]{12})_([A-Za-z0-9_-]{43})$")
 TOKEN_ID_RE = re.compile(r"^[0-9a-f]{12}$")
@@ -28,6 +31,15 @@ class IssuedToken:
     principal: Principal
     token_id: str
     token: str
+    expires_at: int | None = None  # ms since the epoch; None: never
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "principal": self.principal.to_dict(),
+            "token": self.token,
+            "token_id": self.token_id,
+            "expires_at": self.expires_at,
+        }
 
 
 def new_token() -> tuple[str, str]:
@@ -56,11 +68,34 @@ def check_principal(name: object, kind: object, roles: object, parent: object) -
     return Principal(name, kind, tuple(dict.fromkeys(roles)), parent)  # type: ignore[arg-type]
 
 
+def check_ttl(ttl_ms: object) -> int | None:
+    """A token lifetime in ms (``None``: the token never expires), or :class:`InvalidRequest`."""
+    if ttl_ms is None:
+        return None
+    if type(ttl_ms) is not int or not 1000 <= ttl_ms <= MAX_TOKEN_TTL_MS:
+        raise InvalidRequest(
+            f"ttl_ms: a token lifetime of 1000 to {MAX_TOKEN_TTL_MS} ms (10 years); leave it "
+            "out for a token that does not expire",
+            field="ttl_ms",
+        )
+    return ttl_ms
+
+
+def moment(ms: int) -> str:
+    """``2026-11-25T18:00:00Z``: an instant in ms since the epoch, for messages."""
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+MAX_TOKEN_TTL_MS = 10 * 366 * 86_400_000
+
+
 class Principals:
     """Create, authenticate and revoke principals over one store."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
+        #: called after this object revoked a token (a server forgets the principals it knew)
+        self.on_revoke: list[Callable[[], None]] = []
 
     def bootstrap(
         self,
@@ -69,27 +104,37 @@ class Principals:
         roles: tuple[str, ...] | list[str] = (),
         parent: str | None = None,
         actor: str | None = None,
+        ttl_ms: int | None = None,
     ) -> IssuedToken:
         """Create a principal with a first token, trusting the caller (CLI on the database);
-        ``actor``: who asked (recorded with the events)."""
+        ``actor``: who asked (recorded with the events); ``ttl_ms``: the token expires that
+        long from now (``None``: never)."""
         principal = check_principal(name, kind, list(roles), parent)
+        ttl_ms = check_ttl(ttl_ms)
         if self.store.get_principal(principal.name) is not None:
-            return self._token_for(principal.name, actor)
+            return self._token_for(principal.name, actor, ttl_ms)
         if parent is not None and self.store.get_principal(parent) is None:
             # Well-formed, but naming nobody: like any reference to a missing resource, 404.
             raise NotFound(f"parent: no principal named {parent!r}", what="principal")
         token_id, token = new_token()
-        self.store.add_principal(principal, hash_token(token), token_id, actor)
-        return IssuedToken(principal, token_id, token)
+        expires_at = self._expiry(ttl_ms)
+        self.store.add_principal(principal, hash_token(token), token_id, actor, expires_at)
+        return IssuedToken(principal, token_id, token, expires_at)
 
-    def _token_for(self, name: str, actor: str | None = None) -> IssuedToken:
+    def _expiry(self, ttl_ms: int | None) -> int | None:
+        return None if ttl_ms is None else self.store.now_ms() + ttl_ms
+
+    def _token_for(
+        self, name: str, actor: str | None = None, ttl_ms: int | None = None
+    ) -> IssuedToken:
         """An extra token for an existing principal."""
         principal = self.store.get_principal(name)
         if principal is None:
             raise NotFound(f"no principal named {name!r}", what="principal")
         token_id, token = new_token()
-        self.store.add_token(name, token_id, hash_token(token), actor)
-        return IssuedToken(principal, token_id, token)
+        expires_at = self._expiry(ttl_ms)
+        self.store.add_token(name, token_id, hash_token(token), actor, expires_at)
+        return IssuedToken(principal, token_id, token, expires_at)
 
     def create(
         self,
@@ -98,21 +143,29 @@ class Principals:
         kind: str = "agent",
         roles: list[str] | None = None,
         parent: str | None = None,
+        ttl_ms: int | None = None,
     ) -> IssuedToken:
         """An admin creates a principal (or a new token for an existing one)."""
         if not actor.is_admin:
             raise Forbidden(
                 "only admins create principals", actor=actor.name, reason="admin role required"
             )
-        return self.bootstrap(name, kind, roles or [], parent, actor.name)
+        return self.bootstrap(name, kind, roles or [], parent, actor.name, ttl_ms)
 
     def authenticate(self, token: str | None) -> Principal:
+        return self.credential(token).principal
+
+    def credential(self, token: str | None) -> Credential:
+        """The live token ``token`` names, or :class:`Unauthenticated` (missing, malformed,
+        unknown, revoked or expired: the detail says which)."""
         if not token or not TOKEN_RE.fullmatch(token):
             raise Unauthenticated("a valid bearer token is required")
-        principal = self.store.principal_by_token(hash_token(token))
-        if principal is None:
+        found = self.store.token_by_hash(hash_token(token))
+        if found is None:
             raise Unauthenticated("unknown or revoked token")
-        return principal
+        if found.expires_at is not None and found.expired(self.store.now_ms()):
+            raise expired(found.expires_at)
+        return found
 
     def revoke(self, actor: Principal, name: str, token_id: str) -> None:
         """Revoke one token of ``name``: admins anyone's, principals their own, and a principal
@@ -131,9 +184,19 @@ class Principals:
             )
         if not self.store.revoke_token(name, token_id, actor.name):
             raise NotFound(f"no live token {token_id!r} of {name!r}", what="token")
+        for listener in self.on_revoke:
+            listener()
 
     def ancestors(self, name: str) -> tuple[str, ...]:
         return ancestors(self.store, name)
+
+
+def expired(expires_at: int) -> Unauthenticated:
+    """The refusal of a token that expired at ``expires_at``."""
+    return Unauthenticated(
+        f"token expired at {moment(expires_at)}. Use a new token (an admin makes one with "
+        "tenure principal add NAME, or POST /v1/principals)."
+    )
 
 
 def ancestors(store: Store, name: str, limit: int = 64) -> tuple[str, ...]:

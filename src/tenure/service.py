@@ -398,14 +398,17 @@ class Service:
         type: str | None = None,
         limit: int = 100,
         item: str | None = None,
+        upto: int | None = None,
     ) -> builtins.list[Event]:
-        """Events after the cursor ``after``, oldest first; ``item`` is short for its key."""
+        """Events after the cursor ``after``, oldest first; ``item`` is short for its key;
+        ``upto``: only ids up to it (a bounded window of the log)."""
         query = EventQuery(
             after=v.check_cursor(after),
             key=None if key is None else self._check_key(key),
             holder=None if holder is None else v.check_text("holder", holder, 256),
             type=None if type is None else v.check_text("type", type, 64),
             limit=v.check_limit(limit),
+            upto=upto,
         )
         if item is not None:
             item_key = ITEM_PREFIX + v.check_text("item", item, 256)

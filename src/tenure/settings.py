@@ -25,8 +25,9 @@
   for every key, whatever the policy says. Unset (the default), the policy's ``stall_after``
   decides, per key prefix (10 minutes unless ``TENURE_POLICY`` says otherwise).
 - ``TENURE_EVENTS_MAX``, ``TENURE_EVENTS_MAX_AGE_MS``: event retention. The server keeps at
-  most this many events (1,000,000) and none older than this (30 days); older ones are pruned
-  in batches, their counts kept in the all-time totals of ``/v1/stats``.
+  most this many events besides the endings (1,000,000) and none older than this (30 days): the
+  endings (``released``, ``expired``, ``force_released``, …) go by age only. Older ones are
+  pruned in batches, their counts kept in the all-time totals of ``/v1/stats``.
 - ``TENURE_POLICY``: the policy as JSON,
   ``{"default": {"default_ttl": 30000, …}, "prefixes": {"jobs/": {"max_ttl": 600000}}}``.
 """
@@ -120,6 +121,8 @@ class Settings:
     session: str | None = None  # TENURE_SESSION
     login_session: str | None = None  # the session saved with the login
     handed: Mapping[str, int] = field(default_factory=dict)  # see handed_tokens()
+    limits: Limits = field(default_factory=lambda: Limits())  # see Limits, at the end
+    auth: AuthSettings = field(default_factory=lambda: AuthSettings())  # at the end
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -150,6 +153,8 @@ class Settings:
             session=env_session(env),
             login_session=login.get("session") or None,
             handed=handed_tokens(env),
+            limits=Limits.from_env(env),
+            auth=AuthSettings.from_env(env),
         )
         given = {k: v for k, v in overrides.items() if v is not None}
         return replace(settings, **given) if given else settings
@@ -195,3 +200,85 @@ def parse_policy(raw: str | None) -> PolicySet:
     except TypeError as err:
         raise ValueError(f"TENURE_POLICY: {err}") from None
     return policies
+
+
+# Limits on the work one request may cause (each documented in docs/operations.md, "Limits").
+DEFAULT_LIST_BYTES = 1 << 20
+DEFAULT_LEASES_PAGE = 1000
+DEFAULT_EVENT_SCAN = 100_000
+DEFAULT_MAX_WAITS = 32
+DEFAULT_METRICS_CACHE_MS = 5000
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds on the work of one authenticated request, read from the environment:
+
+    - ``TENURE_LIST_BYTES``: the JSON a list reply may carry before it stops early with
+      ``truncated: true`` and a ``next`` cursor (1 MiB).
+    - ``TENURE_LEASES_PAGE``: the largest ``limit`` of ``GET /v1/leases`` (1,000).
+    - ``TENURE_EVENT_SCAN``: event ids one read of the event log examines at most (100,000);
+      a filtered reader that found nothing still moves its cursor past them.
+    - ``TENURE_MAX_WAITS``: open long-polls and event streams per principal (32); past it
+      ``429 too_many_waits`` with ``Retry-After``.
+    - ``TENURE_METRICS_CACHE_MS``: how long ``/metrics`` reuses the database's figures (5 s).
+    - ``TENURE_METRICS_TOKEN``: when set, ``/metrics`` wants ``Authorization: Bearer <it>``.
+    """
+
+    list_bytes: int = DEFAULT_LIST_BYTES
+    leases_page: int = DEFAULT_LEASES_PAGE
+    event_scan: int = DEFAULT_EVENT_SCAN
+    max_waits: int = DEFAULT_MAX_WAITS
+    metrics_cache_ms: int = DEFAULT_METRICS_CACHE_MS
+    metrics_token: str | None = None
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Limits:
+        env = os.environ if env is None else env
+        return cls(
+            list_bytes=_int(env, "TENURE_LIST_BYTES", DEFAULT_LIST_BYTES),
+            leases_page=_int(env, "TENURE_LEASES_PAGE", DEFAULT_LEASES_PAGE),
+            event_scan=_int(env, "TENURE_EVENT_SCAN", DEFAULT_EVENT_SCAN),
+            max_waits=_int(env, "TENURE_MAX_WAITS", DEFAULT_MAX_WAITS),
+            metrics_cache_ms=_int(env, "TENURE_METRICS_CACHE_MS", DEFAULT_METRICS_CACHE_MS),
+            metrics_token=env.get("TENURE_METRICS_TOKEN") or None,
+        )
+
+
+# Authentication: caches and the rate limit on failures (docs/server.md, "Security model").
+DEFAULT_AUTH_CACHE_MS = 1000
+DEFAULT_AUTH_NEGATIVE_MS = 10_000
+DEFAULT_AUTH_FAILURES_PER_S = 10
+DEFAULT_AUTH_FAILURES_BURST = 50
+
+
+@dataclass(frozen=True)
+class AuthSettings:
+    """How the server authenticates bearer tokens, read from the environment:
+
+    - ``TENURE_AUTH_CACHE_MS``: how long the server trusts what it knows of the tokens it has
+      seen (1,000 ms) before it asks the database whether any principal or token changed: a
+      revocation made through another server, or by the reaper, takes effect within this time
+      (one made through this server, at once).
+    - ``TENURE_AUTH_NEGATIVE_MS``: how long an unknown token is answered ``401`` without asking
+      the database again (10,000 ms; at most 10,000 such tokens are remembered).
+    - ``TENURE_AUTH_FAILURES_PER_S``, ``TENURE_AUTH_FAILURES_BURST``: failed authentications
+      one client address may make, per second (10) and in a burst (50); past them the address
+      gets ``429 rate_limited`` with ``Retry-After``, a second late (tokens it used
+      successfully still work).
+    """
+
+    cache_ms: int = DEFAULT_AUTH_CACHE_MS
+    negative_ms: int = DEFAULT_AUTH_NEGATIVE_MS
+    failures_per_s: float = DEFAULT_AUTH_FAILURES_PER_S
+    failures_burst: int = DEFAULT_AUTH_FAILURES_BURST
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> AuthSettings:
+        env = os.environ if env is None else env
+        return cls(
+            cache_ms=_int(env, "TENURE_AUTH_CACHE_MS", DEFAULT_AUTH_CACHE_MS),
+            negative_ms=_int(env, "TENURE_AUTH_NEGATIVE_MS", DEFAULT_AUTH_NEGATIVE_MS),
+            failures_per_s=_int(env, "TENURE_AUTH_FAILURES_PER_S", DEFAULT_AUTH_FAILURES_PER_S),
+            failures_burst=_int(env, "TENURE_AUTH_FAILURES_BURST", DEFAULT_AUTH_FAILURES_BURST),
+        )

@@ -1,8 +1,9 @@
 """Statistics of the fleet, from the database, so every server sharing it reports the same.
 
 All-time counts come from the event log (plus the totals that retention folded away), kept as
-a running tally that only reads the events newer than the last look. Windowed figures (the last
-hour, the last day) are counted from the events in the window.
+a running tally that only reads the events newer than the last look; but conflicts, whose events
+count a window of refusals each (``repeats``), come from the keys' own counters. Windowed
+figures (the last hour, the last day) are counted from the events in the window.
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ class StatsView:
             "now": now,
             "endings": endings(totals),
             "acquisitions": totals.get("acquired", 0),
-            "conflicts": totals.get("conflict", 0),
+            "conflicts": self.store.conflict_total(),  # (the log coalesces refusals)
             "live_leases": leases,
             "live_claims": claims,
             "stalled_claims": self.store.count_stalled(now),

@@ -495,7 +495,10 @@ class WorkQueue(QueueViews):
             )
             if decision.error is not None or decision.lease.error is not None or not decision.item:
                 return decision
-            tx.add_principal(child, hash_token(token), token_id, dispatched_for=item.id)
+            # the agent's token ends with its claim (the reaper revokes it), or at the latest
+            # when the claim could last no longer: the policy's max_lease from now
+            lifetime = self.service.policy.for_key(item_key(item.id)).max_lease
+            tx.add_principal(child, hash_token(token), token_id, item.id, tx.now + lifetime)
             return dispatched(decision, me, child, token_id, reason)
 
         lease: Lease = self._run(item_id, decide, create=True)

@@ -15,6 +15,8 @@ from tenure.core.items import (
     ITEM_PREFIX,
     STATUSES,
     Item,
+    ItemCursor,
+    ItemSummary,
     ItemView,
     item_key,
     lease_state,
@@ -91,10 +93,29 @@ class QueueViews:
         assignee: str | None = None,
         label: str | None = None,
         limit: int = 100,
+        after: ItemCursor | None = None,
     ) -> builtins.list[Item]:
+        """Items by priority, then age; ``after``: the page after the one that ended there."""
+        return self.store.list_items(*self._filters(status, assignee, label, limit), after)
+
+    def summaries(
+        self,
+        status: str | None = None,
+        assignee: str | None = None,
+        label: str | None = None,
+        limit: int = 100,
+        after: ItemCursor | None = None,
+    ) -> builtins.list[ItemSummary]:
+        """:meth:`list` without bodies, results and progress data (they stay in the store)."""
+        filters = self._filters(status, assignee, label, limit)
+        return self.store.list_item_summaries(*filters, after)
+
+    def _filters(
+        self, status: str | None, assignee: str | None, label: str | None, limit: int
+    ) -> tuple[str | None, str | None, str | None, int]:
         if status is not None and status not in STATUSES:
             raise InvalidRequest(f"status: one of {', '.join(STATUSES)}", field="status")
-        return self.store.list_items(
+        return (
             status,
             None if assignee is None else v.check_text("assignee", assignee, 256),
             None if label is None else v.check_text("label", label, 64),
@@ -192,6 +213,10 @@ class QueueViews:
         ]
         stalled = [x for x in found if x.lease_state == "stalled"]
         return [x for x in found if lapsed_claim(x)], stalled
+
+    def ready_summaries(self, limit: int = 50) -> builtins.list[ItemSummary]:
+        """:meth:`ready` as summaries."""
+        return self.store.ready_item_summaries(self.store.now_ms(), v.check_limit(limit))
 
     def briefing(self, who: Who, ready: int = 5) -> Briefing:
         """What I carry, what lapsed, what happened to my work since my last briefing."""

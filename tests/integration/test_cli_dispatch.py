@@ -82,7 +82,7 @@ def test_agent_sees_its_token_and_epoch_and_the_claim_is_kept_alive(
 ) -> None:
     new_item(http, "fix")
     doc, out = dispatch(alice, tmp_path, "fix", "--ttl", "2s")
-    assert doc["agent"] == {"name": "alice/bot"} and "token" not in json.dumps(doc["agent"])
+    assert doc["agent"]["name"] == "alice/bot" and set(doc["agent"]) == {"name", "token_id"}
     assert Path(doc["log"]).exists()
     seen = wait_for(lambda: out.exists() and json.loads(out.read_text()))
     env = seen["env"]
@@ -90,6 +90,9 @@ def test_agent_sees_its_token_and_epoch_and_the_claim_is_kept_alive(
     assert env["TENURE_URL"] == live_server.url and env["TENURE_AGENT"] == "alice/bot"
     assert env["TENURE_SESSION"] == doc["lease"]["session"]  # the agent's own session
     assert env["TENURE_SESSION"].startswith("agent:")
+    # the secret went to the agent only; its id (to revoke it) is shown
+    assert env["TENURE_TOKEN"] not in json.dumps(doc)
+    assert env["TENURE_TOKEN"].startswith(f"tnr_{doc['agent']['token_id']}_")
     assert set(env) == {
         "TENURE_URL", "TENURE_TOKEN", "TENURE_SESSION", "TENURE_AGENT", "TENURE_ITEM",
         "TENURE_EPOCH",

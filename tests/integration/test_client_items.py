@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import pytest
@@ -54,7 +55,7 @@ def test_every_item_verb_round_trips(
     view = alice.items.get("job")
     assert isinstance(view, ItemView) and view.item == item
     assert (view.lease, view.lease_state, view.transfers) == (None, "none", ())
-    assert alice.items.list(label="x") == [item]
+    assert alice.items.list(label="x") == [replace(item, body="")]  # summaries: get() has it
     assert alice.items.list(status="done") == []
     edited = alice.items.update("job", title="write it", labels=("z",))
     assert (edited.item.title, edited.item.labels) == ("write it", ("z",))

@@ -17,9 +17,7 @@ from typing import Any
 
 import pytest
 
-from tenure import LeaseHeld, Principal, Service
-from tenure.errors import Unauthenticated
-from tenure.principals import Principals
+from tenure import LeaseHeld, Service
 from tenure.server import executor as executor_module
 from tenure.server.executor import GroupExecutor
 from tenure.server.syncer import SyncProcess
@@ -182,42 +180,6 @@ def test_a_group_waits_for_another_thread_that_writes(sqlite_service: Service) -
     finally:
         executor.close()
     assert svc.get("held-by-thread").holder == "bob"
-
-
-def test_known_tokens_skip_the_lookup_until_a_principal_or_token_changes(
-    sqlite_service: Service,
-) -> None:
-    svc = sqlite_service
-    store = svc.store
-    assert isinstance(store, SqliteStore)
-    principals = Principals(store)
-    issued = principals.bootstrap("alice", "service")
-    executor = GroupExecutor(svc)
-    lookups: list[str] = []
-
-    def authenticate() -> Any:
-        lookups.append(issued.token)
-        return principals.authenticate(issued.token)
-
-    async def who() -> str:
-        return (await executor.run(lambda: executor.principal(issued.token, authenticate))).name
-
-    async def main() -> list[Any]:
-        first = await asyncio.gather(*(who() for _ in range(8)))  # one group
-        again = await who()  # a later group: still known
-        principals.bootstrap("bob", "service")  # a principal changed: start over
-        after_change = await who()
-        principals.revoke(Principal("root", roles=("admin",)), "alice", issued.token_id)
-        with pytest.raises(Unauthenticated):  # a revoked token is refused by the next group
-            await executor.run(lambda: executor.principal(issued.token, authenticate))
-        return [first, again, after_change]
-
-    try:
-        first, again, after_change = asyncio.run(main())
-    finally:
-        executor.close()
-    assert first == ["alice"] * 8 and again == after_change == "alice"
-    assert len(lookups) == 3  # the first group, after bob was added, after the revocation
 
 
 def test_a_group_that_cannot_begin_fails_its_calls_and_the_next_one_works(

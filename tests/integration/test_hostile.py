@@ -226,7 +226,7 @@ def test_path_traversal_in_keys_and_item_ids_stays_in_its_route(
     before = Snapshot(http)
     resp = http.get(path)
     if path.startswith("/v1/queue/"):  # the queue of a principal named "../root": empty
-        assert resp.status_code == 200 and resp.json() == {"items": []}, resp.text
+        assert resp.status_code == 200 and resp.json()["items"] == [], resp.text
         body = {}
     else:
         body = refused(resp, 404, 413, 422)
@@ -343,10 +343,12 @@ def test_a_thousand_concurrent_long_polls_end_in_time(
     results = asyncio.run(run())
     took = time.monotonic() - started
     statuses = sorted({s for s, _ in results})
-    assert statuses == [200, 409], statuses
-    held = [t for s, t in results if s == 409]
-    assert len(held) == count // 2
-    assert all(t >= wait_ms / 1000 - 0.05 for t in held), min(held)
+    # One principal may hold only so many waits open at once (TENURE_MAX_WAITS, 32): the rest
+    # are refused at once with 429 instead of tying up the server.
+    assert set(statuses) <= {200, 409, 429} and 429 in statuses, statuses
+    assert sum(s == 429 for s, _ in results) >= count // 2
+    waited = [t for s, t in results if s != 429]  # each admitted wait ran its whole wait_ms
+    assert waited and all(t >= wait_ms / 1000 - 0.05 for t in waited), min(waited)
     assert took < 90, took
     assert http.get("/healthz").status_code == 200
     after = Snapshot(http)

@@ -119,7 +119,8 @@ def test_admin_creates_a_principal_whose_token_works(live_server: LiveServer) ->
         )
         assert resp.status_code == 201, resp.text
         out = resp.json()
-        assert set(out) == {"principal", "token", "token_id"}
+        assert set(out) == {"principal", "token", "token_id", "expires_at"}
+        assert out["expires_at"] is None  # no ttl_ms: the token never expires
         assert out["principal"] == {
             "name": "jo",
             "kind": "human",

@@ -360,11 +360,12 @@ def test_a_stalled_claim_is_recorded_once_and_counted(live_server: LiveServer) -
     """A server whose policy stalls item claims after 300 ms without progress."""
     from conftest import LiveServer as Server
     from tenure.core.policy import PolicySet
-    from tenure.settings import Settings
+    from tenure.settings import Limits, Settings
 
     live_server.stop()
     policy = PolicySet().with_prefix("items/", stall_after=300)
-    settings = Settings(db=live_server.db, port=live_server.port, policy=policy)
+    fresh = Limits(metrics_cache_ms=1)  # /metrics reads the database on every scrape here
+    settings = Settings(db=live_server.db, port=live_server.port, policy=policy, limits=fresh)
     quick = Server(live_server.db, settings).start()
     try:
         with quick.http(quick.token_for("carol", kind="human")) as carol:

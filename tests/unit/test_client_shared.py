@@ -141,7 +141,7 @@ def test_replies_parse_into_the_frozen_models() -> None:
     theirs = replace(LEASE, session="py:web-1:42:ab")
     assert theirs.to_dict()["session"] == "py:web-1:42:ab"
     assert ok(sh.get_lease("k"), {"lease": theirs.to_dict()}) == theirs
-    assert ok(sh.list_leases(), {"leases": [LEASE.to_dict()]}) == [LEASE]
+    assert ok(sh.list_leases(), {"leases": [LEASE.to_dict()]}).entries == [LEASE]
     both = RenewAllResult((LEASE,), (lost,))
     assert ok(sh.renew_all(), both.to_dict()) == both
     ext = ExtendResult(LEASE, True, False, 5, 6)

@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from tenure.cli.context import Cli, cli_of, verb
+from tenure.cli.durations import DURATION
 from tenure.cli.render import ERROR, USAGE, Output, exit_code, held_by, pairs, when
 from tenure.errors import LeaseLost, TenureError
 from tenure.settings import Settings
@@ -113,9 +114,13 @@ def serve(
     run_server(settings, log_level=log_level, access_log=access_log)
 
 
-@cli.group(epilog="\b\nExamples:\n  tenure principal add jo --role admin")
+@cli.group(
+    epilog="\b\nExamples:\n  tenure principal add jo --role admin\n"
+    "  tenure principal revoke jo/agent-1a2b3c 0123456789ab"
+)
 def principal() -> None:
-    """Manage principals (on the database directly)."""
+    """Manage principals: add them on the database directly, revoke tokens through the
+    server."""
 
 
 @verb(
@@ -123,7 +128,8 @@ def principal() -> None:
     "add",
     summary="Create a principal and print a new token.",
     example="tenure principal add jo --role admin\n"
-    "tenure principal add jo/reviewer --kind agent --parent jo",
+    "tenure principal add jo/reviewer --kind agent --parent jo\n"
+    "tenure principal add ci --kind service --ttl 30d",
 )
 @click.argument("name")
 @click.option(
@@ -131,27 +137,52 @@ def principal() -> None:
 )
 @click.option("--role", "roles", multiple=True, type=click.Choice(["admin", "supervisor"]))
 @click.option("--parent", help="The principal that dispatched this one.")
+@click.option(
+    "--ttl",
+    type=DURATION,
+    help="The token expires this long from now (30d, 12h; default: never).",
+)
 @click.option("--db", help="The database (default: $TENURE_DB).")
 def principal_add(
-    name: str, kind: str, roles: tuple[str, ...], parent: str | None, db: str | None
+    name: str,
+    kind: str,
+    roles: tuple[str, ...],
+    parent: str | None,
+    ttl: int | None,
+    db: str | None,
 ) -> None:
     """Create a principal (or a new token for an existing one) directly on the database and
     print the token on stdout. Works without a running server: use it to bootstrap the first
-    admin."""
+    admin. With --ttl the token expires (then it is refused as unknown: make a new one)."""
     from tenure.principals import Principals
     from tenure.store.open import open_store
 
     store = open_store(Settings.from_env(db=db).db)
     try:
-        issued = Principals(store).bootstrap(name, kind, roles, parent)
+        issued = Principals(store).bootstrap(name, kind, roles, parent, ttl_ms=ttl)
     finally:
         store.close()
-    doc = {
-        "principal": issued.principal.to_dict(),
-        "token": issued.token,
-        "token_id": issued.token_id,
-    }
-    cli_of().out.emit(doc, issued.token)
+    cli_of().out.emit(issued.to_dict(), issued.token)
+
+
+@verb(
+    principal,
+    "revoke",
+    summary="Revoke a token of NAME: yours, your agents', or anyone's as an admin.",
+    example="tenure principal revoke jo/agent-1a2b3c 0123456789ab\n"
+    "tenure principal revoke jo 0123456789ab --json",
+)
+@click.argument("name")
+@click.argument("token_id")
+def principal_revoke(name: str, token_id: str) -> None:
+    """Revoke the token TOKEN_ID of NAME, through the server, as you: your own tokens, those
+    of the agents you dispatched (and theirs), or anyone's as an admin (others: exit 1). It
+    stops authenticating at once on the server that revoked it (within a second on others
+    sharing the database), and its open event streams end. The token id is the 12 hex digits
+    after tnr_ in the token, and `tenure dispatch` prints its agent's."""
+    run = cli_of()
+    run.client.revoke_token(name, token_id)
+    run.out.emit({"name": name, "token_id": token_id}, f"revoked token {token_id} of {name}")
 
 
 @verb(

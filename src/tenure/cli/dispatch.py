@@ -7,6 +7,7 @@ supervisor heartbeats and CMD inherits as ``TENURE_SESSION``."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -33,7 +34,10 @@ def log_path(run: Cli, item: str, agent: str, given: str | None) -> Path:
 def start_supervisor(orders: dict[str, object], log: Path) -> int:
     """The detached supervisor (own session, output to ``log``); returns its pid."""
     log.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    with open(log, "ab") as out:
+    fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)  # the agent's output
+    with open(fd, "ab") as out:
+        if os.fstat(fd).st_uid == os.getuid():
+            os.fchmod(fd, 0o600)  # a log of ours that existed: ours alone too
         proc = subprocess.Popen(
             [sys.executable, "-m", "tenure.cli.agent"],
             stdin=subprocess.PIPE,
@@ -110,13 +114,14 @@ def dispatch(
     }  # fmt: skip
     pid = start_supervisor(orders, log)
     doc = {**granted.to_dict(), "supervisor_pid": pid, "log": str(log)}
-    doc["agent"] = {"name": granted.agent.name}  # the token went to the agent only
+    token_id = granted.token.split("_")[1]  # tnr_<id>_<secret>: to revoke it
+    doc["agent"] = {"name": granted.agent.name, "token_id": token_id}  # the token: agent only
     run.out.emit(
         doc,
         lambda: pairs(
             [
                 ("item", item),
-                ("agent", granted.agent.name),
+                ("agent", f"{granted.agent.name} (token {token_id})"),
                 ("takeover", reason if takeover else None),
                 ("session", session),
                 ("epoch", granted.lease.token),

@@ -16,6 +16,7 @@ from typing import Any
 
 from tenure.client._shared import (
     Call,
+    Page,
     Safety,
     _drop_none,
     _listed,
@@ -74,9 +75,11 @@ def list_items(
     assignee: str | None = None,
     label: str | None = None,
     limit: int = 100,
-) -> Call[list[Item]]:
-    params = _drop_none(status=status, assignee=assignee, label=label, limit=limit)
-    return Call("list_items", "GET", "/v1/items", items_reply, params=params)
+    after: str | None = None,
+) -> Call[Page[Item]]:
+    """A page of item summaries (``body`` empty, ``result`` None: ``get_item`` has them)."""
+    params = _drop_none(status=status, assignee=assignee, label=label, limit=limit, after=after)
+    return Call("list_items", "GET", "/v1/items", items_page_reply, params=params)
 
 
 def update_item(
@@ -263,6 +266,7 @@ def briefing(ready: int = 5) -> Call[Briefing]:
 
 
 # replies ------------------------------------------------------------------------------------
+SUMMARY_DEFAULTS: dict[str, Any] = {"body": "", "result": None}
 ITEM_FIELDS = (
     "id", "title", "body", "status", "priority", "parent", "assignee", "epoch", "progress",
     "progress_at", "result", "created_by", "created_at", "updated_at",
@@ -270,7 +274,8 @@ ITEM_FIELDS = (
 
 
 def item_from(data: Any) -> Item:
-    values = {name: data[name] for name in ITEM_FIELDS}
+    """The item of a reply; a list's summary has no ``body`` or ``result`` (empty here)."""
+    values = {name: data.get(name, SUMMARY_DEFAULTS.get(name)) for name in ITEM_FIELDS}
     return Item(**values, labels=tuple(data["labels"]), revoked=bool(data.get("revoked", False)))
 
 
@@ -280,6 +285,10 @@ def item_reply(data: Any) -> Item:
 
 def items_reply(data: Any) -> list[Item]:
     return [item_from(x) for x in data["items"]]
+
+
+def items_page_reply(data: Any) -> Page[Item]:
+    return Page(items_reply(data), data.get("next"), bool(data.get("truncated")))
 
 
 def transfer_from(data: Any) -> Transfer:

@@ -144,6 +144,7 @@ class IssuedToken:
     principal: Principal
     token_id: str
     token: str
+    expires_at: int | None = None  # ms since the epoch; None: it never expires
 
 
 # requests -----------------------------------------------------------------------------------
@@ -229,11 +230,19 @@ def get_lease(key: str) -> Call[Lease]:
     return Call("get_lease", "GET", path, lease_reply, path_args={"key": key})
 
 
+LIST_LIMIT = 1000  # what one list_leases() returns at most, over pages
+
+
 def list_leases(
-    prefix: str | None = None, holder: str | None = None, task: str | None = None
-) -> Call[list[Lease]]:
-    params = _drop_none(prefix=prefix, holder=holder, task=task)
-    return Call("list_leases", "GET", "/v1/leases", leases_reply, params=params)
+    prefix: str | None = None,
+    holder: str | None = None,
+    task: str | None = None,
+    after: str | None = None,
+    limit: int | None = None,
+) -> Call[Page[Lease]]:
+    """A page of live leases (``limit``: the server's default, 1,000, when not given)."""
+    params = _drop_none(prefix=prefix, holder=holder, task=task, after=after, limit=limit)
+    return Call("list_leases", "GET", "/v1/leases", leases_page_reply, params=params)
 
 
 def fenced_write(key: str, token: int, value: Any, op_id: str | None = None) -> Call[FencedWrite]:
@@ -271,9 +280,16 @@ def events(
 
 def follow_page(
     after: int, key: str | None, holder: str | None, type: str | None, item: str | None
-) -> Call[list[Event]]:
-    """One long-poll of a follower of the event log."""
-    return events(after, key, holder, type, FOLLOW_LIMIT, item, FOLLOW_WAIT_MS)
+) -> Call[tuple[list[Event], int]]:
+    """One long-poll of a follower of the event log: its events, and the cursor to go on from
+    (the server's ``next``: past every event it examined, matched or not)."""
+    call = events(after, key, holder, type, FOLLOW_LIMIT, item, FOLLOW_WAIT_MS)
+
+    def parse(data: Any) -> tuple[list[Event], int]:
+        found = events_reply(data)
+        return found, int(data.get("next") or (found[-1].id if found else after))
+
+    return Call(call.op, call.method, call.path, parse, params=call.params, wait_s=call.wait_s)
 
 
 def stats() -> Call[dict[str, Any]]:
@@ -300,8 +316,9 @@ def add_principal(
     kind: str = "agent",
     roles: tuple[str, ...] | list[str] = (),
     parent: str | None = None,
+    ttl_ms: int | None = None,
 ) -> Call[IssuedToken]:
-    body = _drop_none(name=name, kind=kind, roles=_listed(roles), parent=parent)
+    body = _drop_none(name=name, kind=kind, roles=_listed(roles), parent=parent, ttl_ms=ttl_ms)
     return Call("add_principal", "POST", "/v1/principals", issued_reply, body, safety=Safety.UNSAFE)
 
 
@@ -356,6 +373,24 @@ def lease_reply(data: Any) -> Lease:
 
 def leases_reply(data: Any) -> list[Lease]:
     return [lease_from(item) for item in data["leases"]]
+
+
+@dataclass(frozen=True)
+class Page(Generic[T]):
+    """One page of a list: its entries, and where the next page starts when the server cut
+    this one short (``truncated``: its list budget or page cap; ``next``: the cursor)."""
+
+    entries: list[T]
+    next: str | None = None
+    truncated: bool = False
+
+    @property
+    def more(self) -> bool:
+        return self.truncated and self.next is not None
+
+
+def leases_page_reply(data: Any) -> Page[Lease]:
+    return Page(leases_reply(data), data.get("next"), bool(data.get("truncated")))
 
 
 def renew_all_reply(data: Any) -> RenewAllResult:
@@ -423,7 +458,8 @@ def me_reply(data: Any) -> Principal:
 
 
 def issued_reply(data: Any) -> IssuedToken:
-    return IssuedToken(principal_from(data["principal"]), data["token_id"], data["token"])
+    principal = principal_from(data["principal"])
+    return IssuedToken(principal, data["token_id"], data["token"], data.get("expires_at"))
 
 
 def no_reply(data: Any) -> None:

@@ -221,8 +221,18 @@ class AsyncClient:
     async def list_leases(
         self, prefix: str | None = None, holder: str | None = None, task: str | None = None
     ) -> list[Lease]:
-        """Live leases, by key."""
-        return await self._call(sh.list_leases(prefix, holder, task))
+        """Live leases, by key (up to 1,000; the pages the server cut short are fetched)."""
+        found: list[Lease] = []
+        after = None
+        while True:
+            call = sh.list_leases(
+                prefix, holder, task, after, sh.LIST_LIMIT - len(found) if found else None
+            )
+            page = await self._call(call)
+            found += page.entries
+            if not page.more or len(found) >= sh.LIST_LIMIT:
+                return found
+            after = page.next
 
     def lease(
         self,
@@ -290,9 +300,11 @@ class AsyncClient:
         kind: str = "agent",
         roles: tuple[str, ...] | list[str] = (),
         parent: str | None = None,
+        ttl_ms: int | None = None,
     ) -> IssuedToken:
-        """Create a principal (admins only) and return its first token (or a new one)."""
-        return await self._call(sh.add_principal(name, kind, roles, parent))
+        """Create a principal (admins only) and return its first token (or a new one);
+        ``ttl_ms``: the token expires that long from now (``None``: never)."""
+        return await self._call(sh.add_principal(name, kind, roles, parent, ttl_ms))
 
     async def revoke_token(self, name: str, token_id: str) -> None:
         """Revoke one token of ``name`` (your own, or anyone's as an admin)."""
@@ -343,7 +355,7 @@ class AsyncEvents:
             return
         after, key, holder, type, item = self._follow
         while True:
-            page = await self._client._call(sh.follow_page(after, key, holder, type, item))
+            call = sh.follow_page(after, key, holder, type, item)
+            page, after = await self._client._call(call)
             for event in page:
                 yield event
-            after = page[-1].id if page else after

@@ -149,14 +149,11 @@ class DirectBackend:
             pause = min(pause * 2, POLL_MAX_S)
 
     def _add_principal(self, me: Principal, a: dict[str, Any]) -> dict[str, Any]:
+        roles = list(a.get("roles") or [])
         issued = self.principals.create(
-            me, a["name"], a.get("kind", "agent"), list(a.get("roles") or []), a.get("parent")
+            me, a["name"], a.get("kind", "agent"), roles, a.get("parent"), a.get("ttl_ms")
         )
-        return {
-            "principal": issued.principal.to_dict(),
-            "token": issued.token,
-            "token_id": issued.token_id,
-        }
+        return issued.to_dict()
 
     def _revoke_token(self, me: Principal, a: dict[str, Any]) -> None:
         self.principals.revoke(me, a["name"], a["token_id"])

@@ -83,8 +83,17 @@ class Items:
         label: str | None = None,
         limit: int = 100,
     ) -> builtins.list[Item]:
-        """Items, filtered by status, assignee and label."""
-        return self._client._call(ic.list_items(status, assignee, label, limit))
+        """Items, filtered by status, assignee and label, as summaries: ``body`` empty and
+        ``result`` None (:meth:`get` has them). The pages the server cut short are fetched."""
+        found: builtins.list[Item] = []
+        after = None
+        while True:
+            call = ic.list_items(status, assignee, label, limit - len(found), after)
+            page = self._client._call(call)
+            found += page.entries
+            if not page.more or len(found) >= limit:
+                return found
+            after = page.next
 
     def update(
         self,
@@ -264,8 +273,17 @@ class AsyncItems:
         label: str | None = None,
         limit: int = 100,
     ) -> builtins.list[Item]:
-        """Items, filtered by status, assignee and label."""
-        return await self._client._call(ic.list_items(status, assignee, label, limit))
+        """Items, filtered by status, assignee and label, as summaries: ``body`` empty and
+        ``result`` None (:meth:`get` has them). The pages the server cut short are fetched."""
+        found: builtins.list[Item] = []
+        after = None
+        while True:
+            call = ic.list_items(status, assignee, label, limit - len(found), after)
+            page = await self._client._call(call)
+            found += page.entries
+            if not page.more or len(found) >= limit:
+                return found
+            after = page.next
 
     async def update(
         self,

@@ -223,8 +223,19 @@ class Client:
     def list_leases(
         self, prefix: str | None = None, holder: str | None = None, task: str | None = None
     ) -> list[Lease]:
-        """Live leases, by key."""
-        return self._call(sh.list_leases(prefix, holder, task))
+        """Live leases, by key (up to 1,000; the pages the server cut short are fetched)."""
+        found: list[Lease] = []
+        after = None
+        while True:
+            page = self._call(
+                sh.list_leases(
+                    prefix, holder, task, after, sh.LIST_LIMIT - len(found) if found else None
+                )
+            )
+            found += page.entries
+            if not page.more or len(found) >= sh.LIST_LIMIT:
+                return found
+            after = page.next
 
     def lease(
         self,
@@ -306,9 +317,8 @@ class Client:
         self, after: int, key: str | None, holder: str | None, type: str | None, item: str | None
     ) -> Iterator[Event]:
         while True:
-            page = self._call(sh.follow_page(after, key, holder, type, item))
+            page, after = self._call(sh.follow_page(after, key, holder, type, item))
             yield from page
-            after = page[-1].id if page else after
 
     def stats(self) -> dict[str, Any]:
         """``GET /v1/stats``: endings, expired share over 1 h and 24 h, contention, hold times."""
@@ -328,9 +338,11 @@ class Client:
         kind: str = "agent",
         roles: tuple[str, ...] | list[str] = (),
         parent: str | None = None,
+        ttl_ms: int | None = None,
     ) -> IssuedToken:
-        """Create a principal (admins only) and return its first token (or a new one)."""
-        return self._call(sh.add_principal(name, kind, roles, parent))
+        """Create a principal (admins only) and return its first token (or a new one);
+        ``ttl_ms``: the token expires that long from now (``None``: never)."""
+        return self._call(sh.add_principal(name, kind, roles, parent, ttl_ms))
 
     def revoke_token(self, name: str, token_id: str) -> None:
         """Revoke one token of ``name`` (your own, or anyone's as an admin)."""

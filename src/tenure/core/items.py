@@ -92,6 +92,24 @@ class Item:
 
 
 @dataclass(frozen=True)
+class ItemSummary:
+    """An item as a list shows it: ``item`` without its body (empty), result (``None``) and
+    progress ``data``, which can be large; how long the body is and whether there is a result."""
+
+    item: Item
+    body_chars: int
+    has_result: bool
+
+
+#: Where a page of items ended: the last item's (priority, created_at, id), their sort order.
+ItemCursor = tuple[int, int, str]
+
+
+def item_cursor(item: Item) -> ItemCursor:
+    return (item.priority, item.created_at, item.id)
+
+
+@dataclass(frozen=True)
 class Transfer:
     """One change of owner or epoch: ``from_`` → ``to`` at ``epoch``, and why."""
 

@@ -208,6 +208,8 @@ class EventQuery:
     type: str | None = None
     token: int | None = None
     limit: int = 100
+    #: only events with ids up to this one (a bounded window of the log); ``None``: no bound
+    upto: int | None = None
 
 
 @dataclass(frozen=True)

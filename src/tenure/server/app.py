@@ -24,13 +24,16 @@ from tenure.principals import Principals
 from tenure.reaper import Reaper
 from tenure.server import dashboard, openapi, problems
 from tenure.server import schemas as s
+from tenure.server.auth import Authenticator
 from tenure.server.executor import Executor, GroupExecutor, PgGroupExecutor
 from tenure.server.feed import Bell
 from tenure.server.problems import BodyLimit, JsonByDefault
+from tenure.server.scrape import StatsCache
+from tenure.server.summaries import leases_page
 from tenure.server.timing import Timing
-from tenure.server.waiters import Waiters
+from tenure.server.waiters import Slots, Waiters
 from tenure.service import Service
-from tenure.settings import Settings
+from tenure.settings import Limits, Settings
 from tenure.store.open import open_store
 from tenure.store.sqlite import SqliteStore
 
@@ -49,6 +52,13 @@ class State:
     reaper: Reaper
     bell: Bell
     executor: Executor
+    limits: Limits
+    #: open long-polls and event streams per principal (``limits.max_waits`` each)
+    slots: Slots
+    #: the database's figures behind ``/metrics``, read at most every few seconds
+    scrape: StatsCache
+    #: every route's authentication (tenure.server.auth)
+    auth: Authenticator
 
 
 async def state(request: Request) -> State:
@@ -57,11 +67,13 @@ async def state(request: Request) -> State:
     return st
 
 
-def caller(
+async def caller(
     request: Request, creds: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
 ) -> Principal:
+    """Async: a known token costs no worker thread (an unknown one is looked up in one)."""
     st: State = request.app.tenure
-    return st.principals.authenticate(creds.credentials if creds else None)
+    client = request.client.host if request.client else None
+    return await st.auth.authenticate(creds.credentials if creds else None, client)
 
 
 Caller = Annotated[Principal, Depends(caller)]
@@ -131,7 +143,14 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
         unlisten = store.listen(bell.ring, waiters.notify)
         sqlite = isinstance(store, SqliteStore)
         executor = GroupExecutor(service) if sqlite else PgGroupExecutor(service)
-        app.tenure = st = State(service, Principals(store), waiters, reaper, bell, executor)
+        limits = settings.limits
+        principals = Principals(store)
+        slots = Slots(limits.max_waits)
+        scrape = StatsCache(service.stats, limits.metrics_cache_ms)
+        app.tenure = st = State(
+            service, principals, waiters, reaper, bell, executor, limits, slots, scrape,
+            Authenticator(principals, settings.auth, (clock or SystemClock()).now_ms),
+        )  # fmt: skip
         # Everything built so far lives as long as the server: keep it out of the cyclic
         # collector's full passes, which otherwise walked it all every few hundred requests
         # (70-300 ms pauses; a third of the CPU under load).
@@ -206,7 +225,10 @@ def add_lease_routes(app: FastAPI) -> None:
                 )
             )
 
-        lease = await st.waiters.acquire(body.key, attempt, body.wait_ms or 0)
+        if not body.wait_ms:
+            return reply({"lease": lease_out(await attempt())})
+        with st.slots.hold(me.name):  # a long-poll: one of the caller's open waits
+            lease = await st.waiters.acquire(body.key, attempt, body.wait_ms)
         return reply({"lease": lease_out(lease)})
 
     @app.post(
@@ -277,9 +299,17 @@ def add_lease_routes(app: FastAPI) -> None:
             str | None, text_query(1024, "only keys sorting after this one (the next page)")
         ] = None,
     ) -> dict[str, Any]:
-        """Live leases, by key; page with `after` set to the last key of the previous page."""
-        leases = st.service.list(prefix, holder, task, limit, after)
-        return {"leases": [lease_out(lease) for lease in leases]}
+        """Live leases, by key; page with `after` set to the previous page's `next`.
+
+        A page holds at most the server's page cap of leases (1,000 unless configured) and
+        stops early once its JSON reaches the server's list budget: either way `truncated:
+        true`, and `next` is the key to go on after."""
+        page = min(limit, st.limits.leases_page)
+        leases = st.service.list(prefix, holder, task, page, after)
+        out = leases_page(leases, st.limits.list_bytes)
+        if not out["truncated"] and page < limit and len(leases) >= page:
+            out.update(truncated=True, next=leases[-1].key)  # cut by the page cap
+        return out
 
     @app.get(
         "/v1/leases/{key:path}",
@@ -329,12 +359,10 @@ def add_other_routes(app: FastAPI) -> None:
         responses={**P(400, 401, 403, 404, 413, 422), 201: openapi.PRINCIPAL_LINKS},
     )
     def add_principal(body: s.PrincipalIn, me: Caller, st: St) -> dict[str, Any]:
-        issued = st.principals.create(me, body.name, body.kind, list(body.roles), body.parent)
-        return {
-            "principal": issued.principal.to_dict(),
-            "token": issued.token,
-            "token_id": issued.token_id,
-        }
+        issued = st.principals.create(
+            me, body.name, body.kind, list(body.roles), body.parent, body.ttl_ms
+        )
+        return issued.to_dict()
 
     @app.delete(
         "/v1/principals/{name:path}/tokens/{token_id}",

@@ -45,17 +45,18 @@ from typing import Any, Protocol, TypeVar
 
 import psycopg
 
-from tenure.core.models import EventDraft, Principal
+from tenure.core.models import EventDraft
 from tenure.errors import LeaseHeld
 from tenure.server.committer import Committer
 from tenure.server.syncer import SyncProcess
 from tenure.service import Service
+from tenure.store import durability
 from tenure.store.postgres import PostgresStore
 from tenure.store.sqlite import SqliteStore
 
 T = TypeVar("T")
 log = logging.getLogger("tenure.server")
-MAX_KNOWN = 10_000  # tokens whose principal the executor keeps (then it starts over)
+MAX_KNOWN = 10_000  # contended keys the executor keeps (then it starts over)
 MAX_GROUP = 128  # calls of one group, at most (the rest wait for the next one)
 MAX_PG_GROUP = 64  # calls of one group on PostgreSQL
 MAX_SYNCS = 16  # syncs in a row in the committer thread, at most (then: a turn of the loop)
@@ -86,10 +87,6 @@ class Executor(Protocol):
         acquires ``key`` (it may wait behind the holder's calls while the key is contended)."""
         ...
 
-    def principal(self, token: str, authenticate: Callable[[], Principal]) -> Principal:
-        """Inside a call: the principal of ``token``, ``authenticate()`` unless known."""
-        ...
-
     def close(self) -> None: ...
 
 
@@ -110,20 +107,12 @@ class _Calls:
         return await self.submit(call, key)
 
 
-class _Known(threading.local):
-    """A group thread's known tokens (token -> principal) at the auth version it read last."""
-
-    def __init__(self) -> None:
-        self.version = -1
-        self.tokens: dict[str, Principal] = {}
-
-
 class PgGroupExecutor(_Calls):
     """Group commits for the hot verbs on PostgreSQL, in one group thread: it takes the call
     that arrives and every call queued behind it (up to :data:`MAX_PG_GROUP`) and runs them
     one after the other in one transaction on one connection (:meth:`PostgresStore.group`).
     Its first round trip locks the keys of its calls (one statement, in key order) and reads
-    the instant and the auth version; its last sends every lease saved (one statement), the
+    the instant; its last sends every lease saved (one statement), the
     notices, the events (one statement) and the ``COMMIT``: two round trips and one fsync for
     the whole group. The thread hands the outcomes to the loop, which sends the replies, and
     takes the calls that queued meanwhile at once, without waiting for the loop (busy reading
@@ -137,7 +126,6 @@ class PgGroupExecutor(_Calls):
         self._queue: queue.SimpleQueue[_Queued | None] = queue.SimpleQueue()  # None: stop
         self._closed = False
         self._closing = threading.Lock()  # no call is queued once close() has begun
-        self._known = _Known()
         self._thread: threading.Thread | None = None
 
     def call(
@@ -152,16 +140,6 @@ class PgGroupExecutor(_Calls):
                 )
                 self._thread.start()
             self._queue.put(((call, answer, None), key, asyncio.get_running_loop()))
-
-    def principal(self, token: str, authenticate: Callable[[], Principal]) -> Principal:
-        """As :meth:`GroupExecutor.principal` (the group thread keeps the known tokens)."""
-        tokens = self._known.tokens
-        known = tokens.get(token)
-        if known is None:
-            if len(tokens) >= MAX_KNOWN:
-                tokens.clear()
-            known = tokens[token] = authenticate()
-        return known
 
     def close(self) -> None:
         """Refuse new calls, run those queued and running (from another thread): the group
@@ -209,10 +187,11 @@ class PgGroupExecutor(_Calls):
 
     def _run_group(self, jobs: list[Job], keys: list[str]) -> list[tuple[bool, Any]]:
         """In the group thread: the calls in one transaction, or each alone if it fails. The
-        group's first round trip locks ``keys`` (in key order) and reads the auth version."""
+        group's first round trip locks ``keys`` (in key order). Its calls' principals were
+        authenticated before they were queued (:mod:`tenure.server.auth`): no token is looked
+        up while the group holds its locks."""
         try:
             with self._service.deferring() as events, self._store.group(keys):
-                self._check_auth()
                 outcomes = [_outcome(call) for call, _, _ in jobs]
         except Exception as exc:  # the group's transaction is lost: nothing of it happened
             unreachable = _unreachable(exc)
@@ -221,12 +200,6 @@ class PgGroupExecutor(_Calls):
             return [_outcome(call) for call, _, _ in jobs]  # each commits (and announces)
         self._service.committed(events)
         return outcomes
-
-    def _check_auth(self) -> None:
-        version = self._store.auth_version()  # read in the group's first round trip
-        if version != self._known.version:
-            self._known.tokens.clear()
-            self._known.version = version
 
 
 def _unreachable(exc: BaseException) -> psycopg.Error | None:
@@ -297,10 +270,8 @@ class GroupExecutor(_Calls):
         self._closed = False
         self._idle = threading.Event()
         self._idle.set()
-        self._known: dict[str, Principal] = {}  # token -> principal, at _auth_version
         self._contended: dict[str, float] = {}  # key -> when it last refused an acquisition
         self._ahead = 0  # the last group that went ahead of contenders (they wait for its sync)
-        self._auth_version = -1
         self._committer = Committer()
 
     def call(
@@ -313,17 +284,6 @@ class GroupExecutor(_Calls):
         if not self._busy and not self._flushing:
             self._flushing = True  # after this turn of the loop: the moment's requests
             asyncio.get_running_loop().call_soon(self._flush)
-
-    def principal(self, token: str, authenticate: Callable[[], Principal]) -> Principal:
-        """Known tokens skip the hash and the lookup while no principal or token changed
-        (the store's ``auth_version``, read once per group: a revocation committed before a
-        group began is seen by all of it). Refusals are not remembered."""
-        known = self._known.get(token)
-        if known is None:
-            if len(self._known) >= MAX_KNOWN:
-                self._known.clear()
-            known = self._known[token] = authenticate()
-        return known
 
     def close(self) -> None:
         """Refuse new calls, wait for those queued and running (from another thread)."""
@@ -444,10 +404,6 @@ class GroupExecutor(_Calls):
                 self._contended[key] = now = now or time.monotonic()
 
     def _run_jobs(self, jobs: list[Job]) -> list[tuple[bool, Any]]:
-        version = self._store.auth_version()
-        if version != self._auth_version:
-            self._known.clear()
-            self._auth_version = version
         outcomes: list[tuple[bool, Any]] = []
         for call, _, _ in jobs:
             try:
@@ -510,6 +466,8 @@ class GroupExecutor(_Calls):
 
     def _synced_by_process(self, upto: int, ok: bool) -> None:
         """On the loop: the syncer process covered every group up to ``upto``."""
+        if not ok:  # a server exits here, before answering anything the sync covered
+            durability.lost(f"the sync of {self._wal.path} (by the syncer process)", "failed")
         if upto >= self._requested:
             self._syncing = False
         failed = None if ok else sqlite3.OperationalError("syncing the commit failed")

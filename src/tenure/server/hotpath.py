@@ -4,16 +4,18 @@ Through FastAPI a call costs about a millisecond of the event loop's CPU (middle
 dependency resolution with two worker-thread hops, pydantic parsing, response validation), far
 more than the database's share. This ASGI middleware serves the *ordinary* request of those
 three routes itself: one JSON parse, the same type checks as the route's strict pydantic model,
-authentication and the service call as one job of the server's executor (:func:`job`), the
-reply's JSON built once. ``tenure serve`` goes one step further for most of these requests and
-serves them from uvicorn's protocol without ASGI (:mod:`tenure.server.protocol`), with the same
-functions of this module; this middleware serves the rest (``--access-log``, long-polls, a
-pipelined request).
+authentication (:mod:`tenure.server.auth`, before the call joins a group), the service call as
+one job of the server's executor (:func:`job`), the reply's JSON built once. ``tenure serve``
+goes one step further for most of these requests and serves them from uvicorn's protocol
+without ASGI (:mod:`tenure.server.protocol`), with the same functions of this module; this
+middleware serves the rest (``--access-log``, long-polls, a pipelined request).
 
 Everything else goes on to FastAPI unchanged, before any side effect: another route or method,
 a query string, a body that is not small JSON, a field of the wrong type or out of bounds, an
-unknown field, a missing or unknown token. So every bad input still gets FastAPI's own 4xx
-problem response, and the OpenAPI document (the routes are still declared there) stays true.
+unknown field, a missing token. So every bad input still gets FastAPI's own 4xx problem
+response, and the OpenAPI document (the routes are still declared there) stays true. A token
+that does not authenticate is refused here as FastAPI would (``401`` with its challenge, or
+``429`` with ``Retry-After``), cheaply: a flood of them must not cost what a call costs.
 Errors of the service itself (``lease_held``, ``lease_lost``, …, raised after the transaction)
 are rendered by the app's own handlers in :mod:`tenure.server.problems`.
 """
@@ -34,7 +36,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tenure.core.models import Lease, Principal
-from tenure.errors import TenureError, Unauthenticated
+from tenure.errors import InvalidRequest, TenureError
 from tenure.server import problems
 from tenure.server.app import State
 from tenure.server.schemas import MAX_INT, MAX_WAIT_MS
@@ -149,66 +151,73 @@ class HotPath:
             await self.app(scope, receive, send)
             return
         path = scope["path"]
-        raw, receive = await _read(receive)
+        try:
+            raw, receive = await _read(receive, content_length(scope) or 0)
+        except InvalidRequest as err:  # more bytes than its Content-Length said: 400
+            await _send_json(send, 400, dumps({**err.to_problem(), "status": 400}))
+            return
         if raw is None:
             return  # the client went away
         started = time.perf_counter()
         body = parse(path, raw)
         token = bearer(scope)
+        headers = None
         try:
             if body is None or token is None:
                 raise Fallback
-            status, content = 200, await self._serve(st, path, token, body)
+            status, content = 200, await self._serve(st, path, token, body, client_of(scope))
         except Fallback:
             await self.app(scope, receive, send)
             return
-        except TenureError as err:
+        except TenureError as err:  # the service's refusal, or the token's (401, 429)
             status, content = err.status, dumps(err.to_problem())
+            headers = problems.error_headers(err, f"Bearer {token}")
         except Exception as err:
             status, content = await render_error(err, path, scope, receive, send), None
         if content is not None:
-            await _send_json(send, status, content)
+            await _send_json(send, status, content, headers)
         observe(st, path, status, started)
 
-    async def _serve(self, st: State, path: str, token: str, body: dict[str, Any]) -> bytes:
-        call = job(st, path, token, body)
-        if path == ACQUIRE:  # a long-poll waits its turn in the key's queue
-            attempt = lambda: st.executor.run(call, body["key"])  # noqa: E731
-            return await st.waiters.acquire(body["key"], attempt, body.get("wait_ms") or 0)
+    async def _serve(
+        self, st: State, path: str, token: str, body: dict[str, Any], client: str | None
+    ) -> bytes:
+        me = await st.auth.authenticate(token, client)  # before the call joins a group
+        call = job(st, path, me, body)
+        if path == ACQUIRE and body.get("wait_ms"):  # a long-poll waits its turn in the
+            attempt = lambda: st.executor.run(call, body["key"])  # noqa: E731  (key's queue)
+            with st.slots.hold(me.name):  # one of the caller's open waits (past them: 429)
+                return await st.waiters.acquire(body["key"], attempt, body["wait_ms"])
         return await st.executor.run(call, body["key"])
 
 
-def job(st: State, path: str, token: str, body: dict[str, Any]) -> Callable[[], bytes]:
-    """The call as one job of the server's executor: authentication, the service call and the
-    reply's JSON. A token it does not know raises :class:`Fallback` (nothing changed)."""
+def client_of(scope: Scope) -> str | None:
+    """The client's address (what failed authentications are counted by)."""
+    client = scope.get("client")
+    return client[0] if client else None
+
+
+def job(st: State, path: str, me: Principal, body: dict[str, Any]) -> Callable[[], bytes]:
+    """The call of authenticated ``me`` as one job of the server's executor: the service call
+    and the reply's JSON."""
     service, key = st.service, body["key"]
-
-    def authenticate() -> Principal:
-        try:
-            return st.principals.authenticate(token)
-        except Unauthenticated:
-            raise Fallback from None  # FastAPI answers 401, with its challenge
-
-    def caller() -> Principal:
-        return st.executor.principal(token, authenticate)
 
     if path == ACQUIRE:
         ttl_ms, task, meta = body.get("ttl_ms"), body.get("task"), body.get("meta")
         session = body.get("session")
 
         def acquire() -> bytes:
-            return lease_reply(service.acquire(caller(), key, ttl_ms, task, meta, session))
+            return lease_reply(service.acquire(me, key, ttl_ms, task, meta, session))
 
         return acquire
     if path == RENEW:
 
         def renew() -> bytes:
-            return lease_reply(service.renew(caller(), key, body["token"], body.get("ttl_ms")))
+            return lease_reply(service.renew(me, key, body["token"], body.get("ttl_ms")))
 
         return renew
 
     def release() -> bytes:
-        result = service.release(caller(), key, body.get("token"), body.get("session"))
+        result = service.release(me, key, body.get("token"), body.get("session"))
         if result.released:
             st.waiters.notify(key)
         lease = "null" if result.lease is None else lease_json(result.lease)
@@ -280,22 +289,32 @@ async def _send(
     return response.status_code
 
 
-async def _send_json(send: Send, status: int, content: bytes) -> None:
+async def _send_json(
+    send: Send, status: int, content: bytes, extra: dict[str, str] | None = None
+) -> None:
     kind = PROBLEM_TYPE if status >= 400 else JSON_TYPE
     headers = [(b"content-length", str(len(content)).encode()), (b"content-type", kind)]
+    headers += [(k.lower().encode(), v.encode()) for k, v in (extra or {}).items()]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": content})
 
 
-async def _read(receive: Receive) -> tuple[bytes | None, Receive]:
+async def _read(receive: Receive, length: int) -> tuple[bytes | None, Receive]:
     """The whole body (``None`` if the client left), and a ``receive`` that hands it out again
-    (for the ordinary path)."""
+    (for the ordinary path). Counts the bytes: more than ``length`` (the request's
+    ``Content-Length``, at most the hot path's limit) is refused as soon as it arrives, so no
+    more than that is ever held."""
     chunks = []
+    seen = 0
     while True:
         message = await receive()
         if message["type"] != "http.request":
             return None, receive
-        chunks.append(message.get("body", b""))
+        chunk = message.get("body", b"")
+        seen += len(chunk)
+        if seen > length:
+            raise overrun(length, seen)
+        chunks.append(chunk)
         if not message.get("more_body", False):
             break
     raw = b"".join(chunks)
@@ -309,3 +328,12 @@ async def _read(receive: Receive) -> tuple[bytes | None, Receive]:
         return await receive()
 
     return raw, again
+
+
+def overrun(length: int, seen: int) -> InvalidRequest:
+    """``400 invalid_request``: the body goes on past the length its header announced."""
+    return InvalidRequest(
+        f"body: {seen} bytes or more arrived, more than the {length} of its Content-Length."
+        " Send a Content-Length equal to the body's size.",
+        field="body",
+    )

@@ -334,26 +334,71 @@ class ItemReply(Out):
     item: ItemOut
 
 
-class ItemsReply(Out):
-    items: list[ItemOut]
+class ItemSummaryOut(Out):
+    """An item in a list: without its `body`, `result` and progress `data` (`GET
+    /v1/items/{id}` has them)."""
+
+    id: str
+    title: str
+    body_chars: Annotated[int, Field(description="the length of its body, in characters")]
+    status: Literal["open", "in_progress", "blocked", "done", "cancelled"]
+    priority: int
+    labels: list[str]
+    parent: str | None
+    assignee: str | None
+    epoch: int
+    progress: Annotated[
+        dict[str, Any] | None, Field(description="its last progress, without `data`")
+    ]
+    progress_at: int | None
+    has_result: Annotated[bool, Field(description="whether it has a result")]
+    created_by: str
+    created_at: int
+    updated_at: int
+    revoked: bool
 
 
-class ItemViewsReply(Out):
-    items: list[ItemViewOut]
+Truncated = Annotated[
+    bool,
+    Field(description="the reply stopped early: its JSON reached the server's list budget"),
+]
+
+
+class ItemSummariesReply(Out):
+    items: list[ItemSummaryOut]
+    truncated: Truncated
+    next: Annotated[
+        str | None,
+        Field(description="the cursor of the next page (pass it as `after`); null at the end"),
+    ]
+
+
+class ItemViewSummaryOut(Out):
+    item: ItemSummaryOut
+    lease: LeaseOut | None
+    lease_state: LeaseState
+    transfers: list[TransferOut]
+
+
+class ItemViewSummariesReply(Out):
+    items: list[ItemViewSummaryOut]
+    truncated: Truncated
 
 
 class ReadyReply(Out):
     items: Annotated[
-        list[ItemOut], Field(description="open items nobody has, by priority then age")
+        list[ItemSummaryOut], Field(description="open items nobody has, by priority then age")
     ]
     lapsed: Annotated[
-        list[ItemViewOut],
+        list[ItemViewSummaryOut],
         Field(
             description="claims that lapsed (the holder's lease ran out; nobody released, "
             "force-released or reassigned it), by priority then age: the assignee claims it "
             "again, anyone else with `takeover` and a `reason`"
         ),
     ]
+    truncated: Truncated
+    next: Annotated[None, Field(description="always null: the top of the queue is what is ready")]
 
 
 class ClaimReply(Out):

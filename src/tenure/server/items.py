@@ -19,6 +19,7 @@ from tenure.server import item_schemas as i
 from tenure.server import openapi
 from tenure.server import schemas as s
 from tenure.server.app import Caller, St, text_query
+from tenure.server.summaries import decode_cursor, items_page, views_page
 from tenure.work import Dispatch
 
 P = openapi.problem_responses
@@ -37,6 +38,8 @@ PrincipalParam = Annotated[
     ),
 ]
 ITEMS: list[str | Enum] = ["items"]
+#: a page's end in ``GET /v1/items``: ``priority:created_at:id``
+CURSOR_PATTERN = r"^-?[0-9]{1,19}:-?[0-9]{1,19}:[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 VIEWS: list[str | Enum] = ["queue"]
 
 
@@ -81,7 +84,7 @@ def add_item_crud_routes(app: FastAPI) -> None:
         )
         return {"item": st.service.items.create(me, body.title, **fields).to_dict()}
 
-    @app.get("/v1/items", response_model=i.ItemsReply, tags=ITEMS, responses=P(401, 422))
+    @app.get("/v1/items", response_model=i.ItemSummariesReply, tags=ITEMS, responses=P(401, 422))
     def list_items(
         me: Caller,
         st: St,
@@ -91,10 +94,22 @@ def add_item_crud_routes(app: FastAPI) -> None:
         assignee: Annotated[str | None, text_query(256, "assigned to")] = None,
         label: Annotated[str | None, text_query(64, "with this label")] = None,
         limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = 100,
+        after: Annotated[
+            str | None,
+            Query(
+                description="the `next` of the previous page: the page after it",
+                json_schema_extra={"maxLength": 180, "pattern": CURSOR_PATTERN},
+            ),
+        ] = None,
     ) -> dict[str, Any]:
-        """Items, filtered by status, assignee and label."""
-        found = st.service.items.list(status, assignee, label, limit)
-        return {"items": [item.to_dict() for item in found]}
+        """Items by priority then age, filtered by status, assignee and label, as summaries
+        (no `body`, `result` or progress `data`: `GET /v1/items/{id}` has them).
+
+        A reply stops early once its JSON reaches the server's list budget (`truncated:
+        true`); `next` is the cursor of the following page whenever there may be one."""
+        cursor = decode_cursor(after)
+        found = st.service.items.summaries(status, assignee, label, limit, cursor)
+        return items_page(found, limit, st.limits.list_bytes)
 
     @app.get(
         "/v1/items/{id}",
@@ -287,28 +302,34 @@ def add_claim_routes(app: FastAPI) -> None:
 
 
 def add_view_routes(app: FastAPI) -> None:
-    @app.get("/v1/queue", response_model=i.ItemViewsReply, tags=VIEWS, responses=P(401))
+    @app.get("/v1/queue", response_model=i.ItemViewSummariesReply, tags=VIEWS, responses=P(401))
     def my_queue(me: Caller, st: St) -> dict[str, Any]:
-        """Your items and your agents', with lease state `live`, `stalled` or `lapsed`."""
-        return {"items": [view.to_dict() for view in st.service.items.queue(me.name)]}
+        """Your items and your agents', with lease state `live`, `stalled` or `lapsed` (item
+        summaries, within the server's list budget)."""
+        return views_page(st.service.items.queue(me.name), st.limits.list_bytes)
 
     @app.get(
         "/v1/queue/{principal:path}",
-        response_model=i.ItemViewsReply,
+        response_model=i.ItemViewSummariesReply,
         tags=VIEWS,
         responses=P(401, 404, 422),  # 404: a name with a line break matches no route
     )
     def queue_of(principal: PrincipalParam, me: Caller, st: St) -> dict[str, Any]:
-        """The items of `principal` and of the agents it dispatched."""
-        return {"items": [view.to_dict() for view in st.service.items.queue(principal)]}
+        """The items of `principal` and of the agents it dispatched (as `/v1/queue`)."""
+        return views_page(st.service.items.queue(principal), st.limits.list_bytes)
 
     @app.get("/v1/ready", response_model=i.ReadyReply, tags=VIEWS, responses=P(401, 422))
     def ready_items(
         me: Caller, st: St, limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = 50
     ) -> dict[str, Any]:
-        """Open, unassigned, unleased items, by priority then age (`items`); then the claims
-        that lapsed (`lapsed`): work whose holder stopped, to take over with a reason."""
-        return st.service.items.ready_view(limit).to_dict()
+        """Open, unassigned, unleased items, by priority then age (`items`, summaries as in
+        `/v1/items`; `next` is always null: the top of the queue is what is ready); then the
+        claims that lapsed (`lapsed`): work whose holder stopped, to take over with a reason."""
+        budget = st.limits.list_bytes
+        page = items_page(st.service.items.ready_summaries(limit), MAX_LIMIT + 1, budget)
+        lapsed = views_page(st.service.items.lapsed(limit), budget)
+        truncated = page["truncated"] or lapsed["truncated"]
+        return {**page, "lapsed": lapsed["items"], "truncated": truncated, "next": None}
 
     @app.get("/v1/briefing", response_model=i.BriefingReply, tags=VIEWS, responses=P(401, 422))
     def briefing(

@@ -7,17 +7,16 @@ import time
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
-import anyio
 from fastapi import FastAPI, Header, Query, Request
 from fastapi.responses import PlainTextResponse, StreamingResponse
 
-from tenure.core.models import Event
 from tenure.core.validate import MAX_LIMIT
 from tenure.server import openapi
 from tenure.server import ops_schemas as o
 from tenure.server import schemas as s
 from tenure.server.app import Caller, St, State, text_query
-from tenure.server.feed import RECHECK_S
+from tenure.server.feed import RECHECK_S, Filters, HeldStream, Page, read_page_async
+from tenure.server.scrape import check_token
 
 P = openapi.problem_responses
 MAX_WAIT_MS = 300_000  # as for acquire
@@ -59,16 +58,17 @@ def add_ops_routes(app: FastAPI) -> None:
     ) -> dict[str, Any]:
         """Events after the cursor `after`, oldest first; `next` is the cursor to go on from.
 
-        With `wait_ms`, an empty answer waits (long-poll) until a matching event is recorded
-        or the wait ends."""
-        deadline = time.monotonic() + wait_ms / 1000
-        while True:
-            seen = st.bell.rung
-            found = await _read(st, after, key, item, holder, type, limit)
-            left = deadline - time.monotonic()
-            if found or left <= 0 or st.bell.closing:
-                return {"events": [e.to_dict() for e in found], "next": _next(found, after)}
-            await st.bell.wait(seen, min(left, RECHECK_S))
+        One read examines a bounded stretch of the log: `next` moves past every event it
+        examined, matched or not, so a filtered reader always advances (an empty page with a
+        larger `next` means: ask again at once). With `wait_ms`, once the log is read to its
+        end an empty answer waits (long-poll) until a matching event is recorded or the wait
+        ends; each principal may hold a limited number of waits open (else `429`)."""
+        filters = Filters(key, item, holder, type)
+        if not wait_ms:
+            page = await _page(st, after, filters, limit)
+            return {"events": [e.to_dict() for e in page.events], "next": page.next}
+        with st.slots.hold(me.name):
+            return await _long_poll(st, after, filters, limit, wait_ms)
 
     @app.get(
         "/v1/events/stream",
@@ -97,10 +97,18 @@ def add_ops_routes(app: FastAPI) -> None:
     ) -> StreamingResponse:
         """Follow the event log as server-sent events, from `after` (or `Last-Event-ID`)."""
         start = int(last_event_id) if last_event_id is not None else after
-        await _read(st, start, key, item, holder, type, 1)  # bad filters: 422 before streaming
-        frames = _frames(st, start, key, item, holder, type)
+        filters = Filters(key, item, holder, type)
+        await read_page_async(st.service, start, filters, 1, 1)  # bad filters: 422 now
+        st.slots.take(me.name)  # one of the caller's open waits (past the cap: 429) ...
+        token = request.headers.get("authorization", "").partition(" ")[2]  # it authenticated
+        frames = _frames(st, start, filters, token)
         headers = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
-        return StreamingResponse(frames, media_type="text/event-stream", headers=headers)
+        return HeldStream(  # ... until the stream ends
+            frames,
+            lambda: st.slots.give_back(me.name),
+            media_type="text/event-stream",
+            headers=headers,
+        )
 
     @app.get("/v1/stats", response_model=o.StatsReply, tags=["operations"], responses=P(401))
     def stats(me: Caller, st: St) -> dict[str, Any]:
@@ -129,52 +137,55 @@ def add_ops_routes(app: FastAPI) -> None:
         response_class=PlainTextResponse,
         responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}}},
     )
-    def metrics(st: St) -> PlainTextResponse:
-        """Prometheus metrics (text format 0.0.4); no token needed, as scrapers expect."""
-        text = st.service.metrics.render(st.service.stats())
+    def metrics(
+        st: St, authorization: Annotated[str | None, Header(include_in_schema=False)] = None
+    ) -> PlainTextResponse:
+        """Prometheus metrics (text format 0.0.4). No principal's token needed, as scrapers
+        expect; the server may want its own metrics token. The database's figures are
+        refreshed every few seconds, not on every scrape."""
+        check_token(authorization, st.limits.metrics_token)
+        text = st.service.metrics.render(st.scrape.get())
         return PlainTextResponse(text, media_type="text/plain; version=0.0.4; charset=utf-8")
 
 
-async def _read(
-    st: State,
-    after: int,
-    key: str | None,
-    item: str | None,
-    holder: str | None,
-    type: str | None,
-    limit: int,
-) -> list[Event]:
-    return await anyio.to_thread.run_sync(
-        lambda: st.service.events(after, key, holder, type, limit, item)
-    )
+async def _page(st: State, after: int, filters: Filters, limit: int) -> Page:
+    return await read_page_async(st.service, after, filters, limit, st.limits.event_scan)
 
 
-def _next(found: list[Event], after: int) -> int:
-    return found[-1].id if found else after
+async def _long_poll(
+    st: State, after: int, filters: Filters, limit: int, wait_ms: int
+) -> dict[str, Any]:
+    deadline = time.monotonic() + wait_ms / 1000
+    while True:
+        seen = st.bell.rung
+        page = await _page(st, after, filters, limit)
+        left = deadline - time.monotonic()
+        if page.events or not page.caught_up or left <= 0 or st.bell.closing:
+            return {"events": [e.to_dict() for e in page.events], "next": page.next}
+        after = page.next  # read to the end: wait from there
+        await st.bell.wait(seen, min(left, RECHECK_S))
 
 
-async def _frames(
-    st: State,
-    after: int,
-    key: str | None,
-    item: str | None,
-    holder: str | None,
-    type: str | None,
-) -> AsyncIterator[str]:
+async def _frames(st: State, after: int, filters: Filters, token: str) -> AsyncIterator[str]:
+    """The stream's frames; it ends when ``token`` stops authenticating (revoked, expired),
+    checked before every read, so at least every second (``RECHECK_S``)."""
     yield "retry: 1000\n\n"
     quiet_since = time.monotonic()
     while not st.bell.closing:
+        if not await st.auth.still_valid(token):
+            yield ": the token no longer authenticates (revoked or expired)\n\n"
+            return
         seen = st.bell.rung
-        found = await _read(st, after, key, item, holder, type, STREAM_BATCH)
-        for event in found:
+        page = await _page(st, after, filters, STREAM_BATCH)
+        for event in page.events:
             data = json.dumps(event.to_dict(), separators=(",", ":"))
             yield f"id: {event.id}\nevent: {event.type}\ndata: {data}\n\n"
-        after = _next(found, after)
-        if found:
+        after = page.next
+        if page.events:
             quiet_since = time.monotonic()
-            if len(found) == STREAM_BATCH:
-                continue
-        elif time.monotonic() - quiet_since >= KEEPALIVE_S:
+        if not page.caught_up:
+            continue
+        if not page.events and time.monotonic() - quiet_since >= KEEPALIVE_S:
             yield ": keep-alive\n\n"
             quiet_since = time.monotonic()
         await st.bell.wait(seen, RECHECK_S)

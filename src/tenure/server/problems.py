@@ -59,7 +59,21 @@ def challenge(request: Request) -> dict[str, str]:
 
 async def on_tenure_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, TenureError)
-    return problem_response(exc, headers=challenge(request) if exc.status == 401 else None)
+    return problem_response(exc, headers=error_headers(exc, request.headers.get("authorization")))
+
+
+def error_headers(exc: TenureError, authorization: str | None) -> dict[str, str] | None:
+    """The headers of ``exc``'s reply: a 401's challenge (naming a rejected bearer token), a
+    429's ``Retry-After`` (its ``retry_after_s``, else a second)."""
+    if exc.status == 401:
+        rejected = (authorization or "").lower().startswith("bearer ")
+        return {"WWW-Authenticate": CHALLENGES[rejected]}
+    if exc.status == 429:
+        return {"Retry-After": str(getattr(exc, "retry_after_s", None) or RETRY_AFTER_S)}
+    return None
+
+
+CHALLENGES = {True: 'Bearer realm="tenure", error="invalid_token"', False: 'Bearer realm="tenure"'}
 
 
 async def on_validation_error(request: Request, exc: Exception) -> JSONResponse:

@@ -9,16 +9,19 @@ transport from the job's completion callback.
 
 It takes only the plainest case and gives everything else to the app unchanged, before any side
 effect: what :func:`tenure.server.hotpath.eligible` and :func:`~tenure.server.hotpath.parse`
-refuse, a long-poll (``wait_ms``), ``Expect: 100-continue``, a pipelined request, an unknown
-token, and errors other than the service's own (those are rendered by the app's handlers, as
-on the ASGI path). Keep-alive, graceful shutdown (``connection: close`` on the in-flight reply)
-and the pipeline queue are uvicorn's, through the request's own ``RequestResponseCycle``.
+refuse, a long-poll (``wait_ms``), ``Expect: 100-continue``, a pipelined request, a token
+the server's memory cannot answer for (:meth:`tenure.server.auth.Authenticator.quick`: the app
+asks the database), and errors other than the service's own (those are rendered by the app's
+handlers, as on the ASGI path). Keep-alive, graceful shutdown (``connection: close`` on the
+in-flight reply) and the pipeline queue are uvicorn's, through the request's own
+``RequestResponseCycle``.
 
 The server uses it unless the access log is on (uvicorn writes that line on the ASGI path).
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from functools import partial
 from typing import Any, cast
@@ -30,9 +33,10 @@ from uvicorn.protocols.http.httptools_impl import (
     RequestResponseCycle,
 )
 
-from tenure.errors import TenureError
-from tenure.server import hotpath
+from tenure.errors import RateLimited, TenureError
+from tenure.server import hotpath, problems
 from tenure.server.app import FALLBACK, State, TenureApp
+from tenure.server.auth import TARPIT_S
 
 Held = tuple[RequestResponseCycle, Any]
 
@@ -80,12 +84,30 @@ class HotProtocol(HttpToolsProtocol):
             super()._start_asgi_task(cycle, app)
             return
         started = time.perf_counter()
+        me = st.auth.quick(token, hotpath.client_of(cast(Scope, cycle.scope)))
+        if me is None:  # the database must be asked: the ASGI path awaits it
+            super()._start_asgi_task(cycle, app)
+            return
+        if isinstance(me, TenureError):  # refused from memory: 401, or 429 a second late
+            refuse = partial(self._refuse, cycle, st, me, token, started)
+            if isinstance(me, RateLimited):
+                asyncio.get_running_loop().call_later(TARPIT_S, refuse)
+            else:
+                refuse()
+            return
         answer = partial(self._done, cycle, app, st, started)
         try:
-            call = hotpath.job(st, path, token, body)
+            call = hotpath.job(st, path, me, body)
             st.executor.call(call, body["key"], answer, acquire=path == hotpath.ACQUIRE)
         except RuntimeError:  # the executor is closed: the server is stopping
             super()._start_asgi_task(cycle, app)
+
+    def _refuse(
+        self, cycle: RequestResponseCycle, st: State, err: TenureError, token: str, started: float
+    ) -> None:
+        headers = problems.error_headers(err, f"Bearer {token}")
+        self._reply(cycle, err.status, hotpath.dumps(err.to_problem()), headers)
+        hotpath.observe(st, cycle.scope["path"], err.status, started)
 
     def _done(
         self,
@@ -113,7 +135,13 @@ class HotProtocol(HttpToolsProtocol):
         self._reply(cycle, status, content)
         hotpath.observe(st, path, status, started)
 
-    def _reply(self, cycle: RequestResponseCycle, status: int, content: bytes) -> None:
+    def _reply(
+        self,
+        cycle: RequestResponseCycle,
+        status: int,
+        content: bytes,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         """What ``cycle.send`` writes for a JSON reply of known length, in one write."""
         if cycle.disconnected or self.transport.is_closing():
             return  # (a pipelined request behind this one holds self.cycle: check both)
@@ -123,6 +151,8 @@ class HotProtocol(HttpToolsProtocol):
             out += [name, b": ", value, b"\r\n"]
         out += [b"content-length: ", str(len(content)).encode(), b"\r\n"]
         out += [b"content-type: ", kind, b"\r\n"]
+        for field, text in (headers or {}).items():
+            out += [field.lower().encode(), b": ", text.encode(), b"\r\n"]
         if not cycle.keep_alive:
             out.append(b"connection: close\r\n")
         out += [b"\r\n", content]

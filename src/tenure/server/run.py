@@ -18,6 +18,7 @@ import uvicorn
 from tenure.server.app import TenureApp, create_app
 from tenure.server.protocol import hot_protocol
 from tenure.settings import Settings
+from tenure.store import durability
 from tenure.store.open import open_store
 
 
@@ -72,6 +73,7 @@ def serve(
     settings: Settings, log_level: str = "info", *, access_log: bool = False, **options: Any
 ) -> None:
     """Run the server until SIGTERM or SIGINT (see :func:`config` for ``access_log``)."""
+    durability.exit_on_failure()  # a failed sync or an I/O error at commit: exit, not 5xx
     app = create_app(settings)
     server = _Server(
         config(

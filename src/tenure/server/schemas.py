@@ -19,6 +19,7 @@ from tenure.core.validate import (
     MAX_SESSION_BYTES,
     MAX_TASK_CHARS,
 )
+from tenure.principals import MAX_TOKEN_TTL_MS
 
 MAX_INT = 2**63 - 1
 MAX_WAIT_MS = 300_000
@@ -207,6 +208,14 @@ class PrincipalIn(Body):
     kind: Literal["human", "agent", "service"] = "agent"
     roles: Annotated[list[Literal["admin", "supervisor"]], Field(max_length=2)] = []
     parent: Name | None = None
+    ttl_ms: (
+        Annotated[
+            int,
+            Field(ge=1000, le=MAX_TOKEN_TTL_MS, description="the token expires this long from now"),
+            Whole,
+        ]
+        | None
+    ) = None
 
 
 # responses -----------------------------------------------------------------------------------
@@ -237,6 +246,14 @@ class LeaseReply(Out):
 
 class LeasesReply(Out):
     leases: list[LeaseOut]
+    truncated: Annotated[
+        bool,
+        Field(
+            description="the reply stopped early (the page cap or the server's list budget): "
+            "go on with `after` set to `next`"
+        ),
+    ]
+    next: Annotated[str | None, Field(description="the key to pass as `after` next; or null")]
 
 
 class LostOut(Out):
@@ -300,7 +317,10 @@ class EventOut(Out):
 
 class EventsReply(Out):
     events: list[EventOut]
-    next: int
+    next: Annotated[
+        int,
+        Field(description="the cursor to go on from: past every event examined, matched or not"),
+    ]
 
 
 class PrincipalOut(Out):
@@ -318,6 +338,7 @@ class PrincipalReply(Out):
     principal: PrincipalOut
     token: str
     token_id: str
+    expires_at: int | None = Field(description="when the token expires (null: never)")
 
 
 class Problem(BaseModel):

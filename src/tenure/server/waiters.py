@@ -17,10 +17,10 @@ import asyncio
 import contextlib
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import TypeVar
 
-from tenure.errors import LeaseHeld
+from tenure.errors import LeaseHeld, TooManyWaits
 
 T = TypeVar("T")
 SLACK_S = 0.005  # past the holder's deadline, so the store's clock agrees it lapsed
@@ -99,6 +99,49 @@ class Waiters:
                 queue[0].set()
             elif self._queues.get(key) is queue:
                 del self._queues[key]
+
+
+class Slots:
+    """Open waits per principal (long-polls and event streams), at most ``limit`` each, so one
+    caller cannot hold the server's connections and memory open at will. Used on the event
+    loop only (no lock). A wait holds no worker thread while it sleeps: only its short reads
+    and attempts run in the pool."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._open: dict[str, int] = {}
+
+    def open(self, who: str) -> int:
+        return self._open.get(who, 0)
+
+    @contextlib.contextmanager
+    def hold(self, who: str) -> Iterator[None]:
+        """One wait of ``who`` while the block runs; past the limit :class:`TooManyWaits`."""
+        self.take(who)
+        try:
+            yield
+        finally:
+            self.give_back(who)
+
+    def take(self, who: str) -> None:
+        held = self._open.get(who, 0)
+        if held >= self.limit:
+            raise TooManyWaits(
+                f"{who} has {held} long-polls or event streams open, the most one principal"
+                f" may. Close one, or retry after {RETRY_AFTER_S} s.",
+                limit=self.limit,
+            )
+        self._open[who] = held + 1
+
+    def give_back(self, who: str) -> None:
+        held = self._open.get(who, 0) - 1
+        if held > 0:
+            self._open[who] = held
+        else:
+            self._open.pop(who, None)
+
+
+RETRY_AFTER_S = 1
 
 
 async def _sleep_on(event: asyncio.Event, seconds: float) -> None:

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from typing import Any, Protocol
 
-from tenure.core.items import Item, Transfer
+from tenure.core.items import Item, ItemCursor, ItemSummary, Transfer
 from tenure.core.models import (
     Event,
     EventDraft,
@@ -27,6 +28,19 @@ from tenure.core.models import (
 
 #: the reason recorded when a dispatched agent's tokens end with its claim
 ENDED = "its claim ended"
+
+
+@dataclass(frozen=True)
+class Credential:
+    """An unrevoked token as the store has it: whose it is, its id, and when it expires
+    (``None``: never). Expired or not is the caller's to decide, with its clock."""
+
+    principal: Principal
+    token_id: str
+    expires_at: int | None
+
+    def expired(self, now: int) -> bool:
+        return self.expires_at is not None and self.expires_at <= now
 
 
 class KeyTx(Protocol):
@@ -68,9 +82,11 @@ class KeyTx(Protocol):
         token_hash: str,
         token_id: str,
         dispatched_for: str | None = None,
+        expires_at: int | None = None,
     ) -> None:
         """Create a principal in this transaction (dispatch claims for it atomically);
-        ``dispatched_for``: the item it was dispatched for (its tokens end with that claim)."""
+        ``dispatched_for``: the item it was dispatched for (its tokens end with that claim);
+        ``expires_at``: when its token expires (``None``: never)."""
         ...
 
 
@@ -139,13 +155,20 @@ class Store(Protocol):
         token_hash: str | None = None,
         token_id: str | None = None,
         actor: str | None = None,
+        expires_at: int | None = None,
     ) -> None:
-        """Create ``principal`` (and, given ``token_hash``, its first token) in one transaction,
-        with its events (``principal_created``, ``token_issued``; ``actor`` made it)."""
+        """Create ``principal`` (and, given ``token_hash``, its first token, which expires at
+        ``expires_at`` unless ``None``) in one transaction, with its events
+        (``principal_created``, ``token_issued``; ``actor`` made it)."""
         ...
 
     def add_token(
-        self, name: str, token_id: str, token_hash: str, actor: str | None = None
+        self,
+        name: str,
+        token_id: str,
+        token_hash: str,
+        actor: str | None = None,
+        expires_at: int | None = None,
     ) -> None: ...
 
     def revoke_token(
@@ -165,7 +188,17 @@ class Store(Protocol):
 
     def get_principal(self, name: str) -> Principal | None: ...
 
-    def principal_by_token(self, token_hash: str) -> Principal | None: ...
+    def auth_version(self) -> int:
+        """A counter that moves whenever a principal or a token changes, whoever changes it."""
+        ...
+
+    def principal_by_token(self, token_hash: str) -> Principal | None:
+        """The principal of an unrevoked, unexpired token (at :meth:`now_ms`)."""
+        ...
+
+    def token_by_hash(self, token_hash: str) -> Credential | None:
+        """The unrevoked token of ``token_hash``, expired or not."""
+        ...
 
     def create_item(self, item: Item) -> bool:
         """Insert ``item``; ``False`` if its id is taken."""
@@ -179,9 +212,26 @@ class Store(Protocol):
         assignee: str | None = None,
         label: str | None = None,
         limit: int = 100,
-    ) -> list[Item]: ...
+        after: ItemCursor | None = None,
+    ) -> list[Item]:
+        """Items by priority, then age, then id; ``after``: only those sorting after it."""
+        ...
 
     def ready_items(self, now: int, limit: int) -> list[Item]: ...
+
+    def list_item_summaries(
+        self,
+        status: str | None = None,
+        assignee: str | None = None,
+        label: str | None = None,
+        limit: int = 100,
+        after: ItemCursor | None = None,
+    ) -> list[ItemSummary]:
+        """:meth:`list_items` as summaries: bodies, results and progress data stay in the
+        database."""
+        ...
+
+    def ready_item_summaries(self, now: int, limit: int) -> list[ItemSummary]: ...
 
     def stalled_claims(self, now: int, before: int, limit: int) -> list[str]:
         """The items of live claims idle (no acquisition, no progress) since ``before`` whose
@@ -222,9 +272,21 @@ class Store(Protocol):
         """``(slot, ending, count)``: endings since ``start`` by slot of ``bucket_ms``."""
         ...
 
+    def last_event_id(self) -> int:
+        """The newest event's id (0 for none): every event up to it is committed."""
+        ...
+
+    def conflict_total(self) -> int:
+        """Every refusal ever counted (the keys' own counters: the log coalesces refusals
+        and retention drops events)."""
+        ...
+
     def prune_events(self, max_count: int, before: int, batch: int) -> int:
-        """Fold into the totals and delete up to ``batch`` of the oldest events that are
-        beyond the newest ``max_count`` or older than ``before``; the number deleted."""
+        """Fold into the totals the oldest batch of up to ``batch`` events that are beyond
+        the newest ``max_count`` or older than ``before``, and delete them, except the endings
+        (:data:`tenure.store.retention.ENDINGS`) not older than ``before``: retention by count
+        keeps those. Also delete up to ``batch`` of the endings kept so, once older than
+        ``before``. The number deleted."""
         ...
 
     def listen(

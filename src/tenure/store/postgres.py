@@ -25,7 +25,7 @@ from psycopg_pool import ConnectionPool
 
 from tenure.core.clock import Clock
 from tenure.core.decide import reaped_event
-from tenure.core.items import Item, Transfer
+from tenure.core.items import Item, ItemCursor, ItemSummary, Transfer
 from tenure.core.models import (
     Event,
     EventDraft,
@@ -36,8 +36,9 @@ from tenure.core.models import (
     principal_created,
     token_event,
 )
+from tenure.store import postgres_session as session
 from tenure.store import rows
-from tenure.store.base import ENDED
+from tenure.store.base import ENDED, Credential
 from tenure.store.postgres_listen import Listener, notices
 from tenure.store.postgres_stats import PostgresStats
 from tenure.store.postgres_tx import SAVEPOINT, Batch, Group, KeyTx, record
@@ -89,7 +90,8 @@ class PostgresStore(PostgresStats):
             timeout=timeout,
             # No automatic prepared statements: psycopg would DEALLOCATE ALL at every ROLLBACK,
             # the key transactions' too (tenure.store.postgres_tx prepares those itself).
-            kwargs={"autocommit": True, "prepare_threshold": None},
+            kwargs={"autocommit": True, "prepare_threshold": None, **session.OPTIONS},
+            configure=session.configure,
             open=False,
             name="tenure",
         )
@@ -334,18 +336,8 @@ class PostgresStore(PostgresStats):
         return rows.register_from(row) if row else None
 
     def events(self, query: EventQuery) -> list[Event]:
-        params = {
-            "after": query.after,
-            "key": query.key,
-            "holder": query.holder,
-            "type": query.type,
-            "token": query.token,
-            "limit": query.limit,
-        }
-        return [
-            rows.event_from(r)
-            for r in self._all(Q["list_events" if query.key is None else "list_key_events"], params)
-        ]
+        name, params = rows.event_reading(query)
+        return [rows.event_from(r) for r in self._all(Q[name], params)]
 
     def reap(self, limit: int) -> list[Event]:
         with self._tx() as cur:
@@ -364,6 +356,7 @@ class PostgresStore(PostgresStats):
         token_hash: str | None = None,
         token_id: str | None = None,
         actor: str | None = None,
+        expires_at: int | None = None,
     ) -> None:
         with self._tx() as cur:
             now = self._now(cur)
@@ -371,18 +364,24 @@ class PostgresStore(PostgresStats):
             events = [principal_created(principal, actor)]
             if token_hash is not None:
                 tid = token_id or token_hash[:12]
-                token = {"id": tid, "principal": principal.name, "token_hash": token_hash}
-                cur.execute(Q["add_token"], {**token, "now": now})
+                token = rows.token_params(principal.name, tid, token_hash, now, expires_at)
+                cur.execute(Q["add_token"], token)
                 events.append(token_event("token_issued", principal.name, tid, actor))
             insert_events(cur, events, now)
 
     def add_token(
-        self, name: str, token_id: str, token_hash: str, actor: str | None = None
+        self,
+        name: str,
+        token_id: str,
+        token_hash: str,
+        actor: str | None = None,
+        expires_at: int | None = None,
     ) -> None:
         with self._tx() as cur:
             now = self._now(cur)
-            params = {"id": token_id, "principal": name, "token_hash": token_hash, "now": now}
-            cur.execute(Q["add_token"], params)
+            cur.execute(
+                Q["add_token"], rows.token_params(name, token_id, token_hash, now, expires_at)
+            )
             insert_events(cur, [token_event("token_issued", name, token_id, actor)], now)
 
     def revoke_token(
@@ -415,8 +414,14 @@ class PostgresStore(PostgresStats):
         return rows.principal_from(row) if row else None
 
     def principal_by_token(self, token_hash: str) -> Principal | None:
-        row = self._read("principal_by_token", {"token_hash": token_hash})
-        return rows.principal_from(row) if row else None
+        found = self.token_by_hash(token_hash)
+        if found is None or (found.expires_at is not None and found.expired(self.now_ms())):
+            return None
+        return found.principal
+
+    def token_by_hash(self, token_hash: str) -> Credential | None:
+        row = self._one(Q["token_by_hash"], {"token_hash": token_hash})
+        return rows.credential_from(row) if row else None
 
     def create_item(self, item: Item) -> bool:
         with self._tx() as cur:
@@ -426,14 +431,32 @@ class PostgresStore(PostgresStats):
         row = self._one(Q["get_item"], {"id": item_id})
         return rows.item_from(row) if row else None
 
+    def list_item_summaries(
+        self,
+        status: str | None = None,
+        assignee: str | None = None,
+        label: str | None = None,
+        limit: int = 100,
+        after: ItemCursor | None = None,
+    ) -> list[ItemSummary]:
+        params = {"status": status, "assignee": assignee, "label": label, "limit": limit}
+        params.update(rows.item_cursor_params(after))
+        return [rows.summary_from(r) for r in self._all(Q["list_item_summaries"], params)]
+
+    def ready_item_summaries(self, now: int, limit: int) -> list[ItemSummary]:
+        params = {"now": now, "limit": limit}
+        return [rows.summary_from(r) for r in self._all(Q["ready_item_summaries"], params)]
+
     def list_items(
         self,
         status: str | None = None,
         assignee: str | None = None,
         label: str | None = None,
         limit: int = 100,
+        after: ItemCursor | None = None,
     ) -> list[Item]:
         params = {"status": status, "assignee": assignee, "label": label, "limit": limit}
+        params.update(rows.item_cursor_params(after))
         return [rows.item_from(r) for r in self._all(Q["list_items"], params)]
 
     def stalled_claims(self, now: int, before: int, limit: int) -> list[str]:

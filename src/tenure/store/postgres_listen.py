@@ -76,7 +76,9 @@ class Listener:
         pause = 0.1
         while not self._stop.is_set():
             try:
-                with psycopg.connect(self.url, autocommit=True, connect_timeout=5) as conn:
+                with psycopg.connect(
+                    self.url, autocommit=True, connect_timeout=5, client_encoding="UTF8"
+                ) as conn:
                     conn.execute(f"LISTEN {CHANNEL}")
                     self.connected.set()
                     pause = 0.1

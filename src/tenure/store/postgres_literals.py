@@ -5,11 +5,12 @@ Every value is a quoted literal of unknown type (or ``NULL``), which PostgreSQL 
 type of the prepared statement's parameter with that type's input function, as it does the text
 parameters of the extended protocol: ``'42'`` for a bigint, ``'{"a","b"}'`` for a ``text[]``.
 A quote inside is doubled, which is the whole of the escaping once
-``standard_conforming_strings`` is on (the batch makes sure it is: backslashes are then plain
-characters). Inside an array literal each text element is double-quoted, its backslashes and
-double quotes escaped with a backslash, so ``NULL`` stays a string and only ``None`` is NULL.
-A NUL character cannot be in a PostgreSQL text and would cut the query short: refused, as
-psycopg refuses it.
+``standard_conforming_strings`` is on and the connection reads UTF-8 (the batch makes sure of
+both, :mod:`tenure.store.postgres_session`: backslashes are then plain characters, and no
+character's bytes hold a quote or a backslash). Inside an array literal each text element is
+double-quoted, its backslashes and double quotes escaped with a backslash, so ``NULL`` stays a
+string and only ``None`` is NULL. A NUL character cannot be in a PostgreSQL text and would cut
+the query short: refused, as psycopg refuses it.
 
 This replaces ``psycopg.ClientCursor.mogrify``, which adapts each value through its dumpers
 (for the arrays of a group's statements, 120-220 µs of CPU a group of 8 calls; this: tens).

@@ -11,6 +11,7 @@ import psycopg
 from psycopg_pool import ConnectionPool
 
 from tenure.core.models import EventTally
+from tenure.store.retention import CONFLICT_WINDOW_MS
 from tenure.store.sqlfiles import queries
 from tenure.store.stats_reads import StatsReads
 
@@ -26,8 +27,14 @@ class PostgresStats(StatsReads):
     def _all(self, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
         raise NotImplementedError
 
+    def _now(self, cur: psycopg.Cursor[Any]) -> int:
+        raise NotImplementedError
+
     def _rows(self, name: str, **params: Any) -> Iterator[Any]:
         return iter(self._all(Q[name], params))
+
+    def last_event_id(self) -> int:
+        return int(self._all(Q["max_event_id"], {})[0][0])
 
     def tally_events(self, after: int) -> EventTally:
         with self.pool.connection() as conn:
@@ -50,17 +57,26 @@ class PostgresStats(StatsReads):
         return EventTally(upto, counts, base)
 
     def prune_events(self, max_count: int, before: int, batch: int) -> int:
+        """As :meth:`tenure.store.sqlite_stats.SqliteStats.prune_events`."""
         with self._tx() as cur:
             cur.execute(Q["serialize_pruning"])
+            pruned = int(_first(cur.execute(Q["pruned_upto"])))
             newest = int(_first(cur.execute(Q["max_event_id"])))
-            params = {"batch": batch, "over_count": newest - max_count, "before": before}
-            upto = _first(cur.execute(Q["prune_upto"], params))
+            window = {"pruned": pruned, "batch": batch, "before": before}
+            params = {**window, "over_count": newest - max_count}
+            deleted = cur.execute(Q["delete_aged_endings"], window).rowcount
+            closed = self._now(cur) - CONFLICT_WINDOW_MS
+            cur.execute(Q["close_conflict_windows"], {"since": closed})
+            upto = _first(cur.execute(Q["prune_next_upto"], params))
             if upto is None:
-                return 0
-            cur.execute(Q["fold_events"], {"upto": upto})
-            deleted = cur.execute(Q["delete_events"], {"upto": upto}).rowcount
+                return int(deleted)
+            cur.execute(Q["fold_range"], {**params, "upto": upto})
+            deleted += cur.execute(Q["delete_range"], {**params, "upto": upto}).rowcount
             cur.execute(Q["set_pruned"], {"upto": upto})
             return int(deleted)
+
+    def conflict_total(self) -> int:
+        return int(self._all(Q["conflict_total"], {})[0][0])
 
 
 def _first(cur: psycopg.Cursor[Any]) -> Any:

@@ -32,14 +32,15 @@ from psycopg.pq.abc import PGresult
 
 from tenure.core.items import Item, Transfer
 from tenure.core.models import EventDraft, FencedValue, FencedWrite, KeyRecord, Principal
+from tenure.store import postgres_session as session
 from tenure.store import rows
 from tenure.store.postgres_listen import notices
 from tenure.store.postgres_literals import literals
+from tenure.store.retention import coalesced, window_params
 from tenure.store.sqlfiles import queries
 
 Q = queries("postgres")
 SAVEPOINT = "tenure_call"
-_SCS = b"standard_conforming_strings"
 TUPLES_OK, FATAL_ERROR = ExecStatus.TUPLES_OK, ExecStatus.FATAL_ERROR
 
 #: The statements sent through a :class:`Batch`, by name: each is prepared as
@@ -72,6 +73,7 @@ HOT = (
     "insert_events",
     "lock_leases",
     "notify_all",
+    "record_conflict",
 )
 _PARAM = re.compile(r"%\((\w+)\)s")
 
@@ -98,6 +100,7 @@ PARAMS = {name: order for name, (_, order) in _STATEMENTS.items()}
 PREPARE_ALL = ";".join(
     [
         "SET standard_conforming_strings = on",
+        "SET client_encoding = 'UTF8'",
         "DEALLOCATE ALL",
         *(p for p, _ in _STATEMENTS.values()),
     ]
@@ -115,11 +118,12 @@ class Batch:
     """Statements queued on one connection, sent together as one simple query."""
 
     def __init__(self, conn: psycopg.Connection[Any]) -> None:
-        # Once per connection, outside any transaction; again if something turned
-        # standard_conforming_strings off (the server reports its changes to the client).
-        if conn not in _prepared or conn.pgconn.parameter_status(_SCS) != b"on":
+        # Once per connection, outside any transaction; again if something changed
+        # client_encoding or standard_conforming_strings (the server reports those changes).
+        if conn not in _prepared or not session.literals_safe(conn):
             conn.execute(PREPARE_ALL)
             _prepared.add(conn)
+            session.check_literals(conn)  # (the encoding or the strings could not be set)
         self.conn = conn
         self._loader = Transformer(conn)
         self._sql: list[str] = []
@@ -209,10 +213,21 @@ class Batch:
         else:
             self.add("notify_all", {"payloads": payloads})
         self.add("serialize_events")  # ids are handed out after this, under the event lock
-        params = [rows.event_params(e, now, rows.dumps(e.data)) for e, now in events]
+        run: list[dict[str, Any]] = []  # events to insert, in one statement
+        for e, now in events:
+            params = rows.event_params(e, now, rows.dumps(e.data))
+            if coalesced(e):  # a refusal: in its window (tenure.store.retention), in order
+                self._insert(run)
+                run = []
+                self.add("record_conflict", {**params, **window_params(e, now)})
+            else:
+                run.append(params)
+        self._insert(run)
+
+    def _insert(self, params: list[dict[str, Any]]) -> None:
         if len(params) == 1:
             self.add("insert_event", params[0])
-        else:
+        elif params:
             self.add("insert_events", columns(params))
 
     def commit(self) -> None:
@@ -319,15 +334,11 @@ class KeyTx:
         token_hash: str,
         token_id: str,
         dispatched_for: str | None = None,
+        expires_at: int | None = None,
     ) -> None:
         params = rows.principal_params(principal, self.now, dispatched_for)
         self.batch.add("add_principal", params)
-        token = {
-            "id": token_id,
-            "principal": principal.name,
-            "token_hash": token_hash,
-            "now": self.now,
-        }
+        token = rows.token_params(principal.name, token_id, token_hash, self.now, expires_at)
         self.batch.add("add_token", token)
 
 

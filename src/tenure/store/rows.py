@@ -7,8 +7,17 @@ from collections.abc import Callable, Sequence
 from json.encoder import encode_basestring as _text  # what json.dumps writes for a str (C)
 from typing import Any
 
-from tenure.core.items import Item, Transfer
-from tenure.core.models import Event, EventDraft, FencedValue, FencedWrite, KeyRecord, Principal
+from tenure.core.items import Item, ItemCursor, ItemSummary, Transfer
+from tenure.core.models import (
+    Event,
+    EventDraft,
+    EventQuery,
+    FencedValue,
+    FencedWrite,
+    KeyRecord,
+    Principal,
+)
+from tenure.store.base import Credential
 
 Loads = Callable[[Any], Any]
 
@@ -100,6 +109,33 @@ def event_params(event: EventDraft, at: int, data: Any) -> dict[str, Any]:
     }
 
 
+MAX_EVENT_ID = (1 << 63) - 1
+
+
+def item_cursor_params(after: ItemCursor | None) -> dict[str, Any]:
+    """The ``:after_*`` parameters of ``list_items`` (all ``None``: from the first item)."""
+    priority, at, item_id = after if after is not None else (None, None, None)
+    return {"after_priority": priority, "after_at": at, "after_id": item_id}
+
+
+def event_reading(query: EventQuery) -> tuple[str, dict[str, Any]]:
+    """The query (by its name) that reads ``query`` along the index of its most selective
+    filter, and its parameters."""
+    params = {
+        "after": query.after,
+        "upto": MAX_EVENT_ID if query.upto is None else query.upto,
+        "key": query.key,
+        "holder": query.holder,
+        "type": query.type,
+        "token": query.token,
+        "limit": query.limit,
+    }
+    for field in ("key", "holder", "type"):
+        if params[field] is not None:
+            return f"list_{field}_events", params
+    return "list_events", params
+
+
 def event_from(row: Sequence[Any], loads: Loads = loads_text) -> Event:
     id_, at, type_, key, holder, task, token, actor, reason, data = row
     return Event(id_, at, type_, key, holder, task, token, actor, reason, loads(data))
@@ -133,6 +169,25 @@ def principal_from(row: Sequence[Any], loads: Loads = loads_text) -> Principal:
     return Principal(name, kind, tuple(loads(roles)), parent)
 
 
+def token_params(
+    name: str, token_id: str, token_hash: str, now: int, expires_at: int | None = None
+) -> dict[str, Any]:
+    """The row of a new token of ``name`` (``expires_at``: ``None``, it never expires)."""
+    return {
+        "id": token_id,
+        "principal": name,
+        "token_hash": token_hash,
+        "now": now,
+        "expires_at": expires_at,
+    }
+
+
+def credential_from(row: Sequence[Any], loads: Loads = loads_text) -> Credential:
+    """A :class:`Credential` from a row of the ``token_by_hash`` query."""
+    principal = principal_from(row[:4], loads)
+    return Credential(principal, row[4], None if row[5] is None else int(row[5]))
+
+
 def item_params(item: Item) -> dict[str, Any]:
     params = item.to_dict()
     params["stalled_epoch"] = item.stalled_epoch
@@ -140,6 +195,11 @@ def item_params(item: Item) -> dict[str, Any]:
     params["progress"] = None if item.progress is None else dumps(item.progress)
     params["result"] = dumps(item.result)
     return params
+
+
+def summary_from(row: Sequence[Any], loads: Loads = loads_text) -> ItemSummary:
+    """A row of ``list_item_summaries``: an item's columns, its body's length, has a result."""
+    return ItemSummary(item_from(row[:-2], loads), int(row[-2]), bool(row[-1]))
 
 
 def item_from(row: Sequence[Any], loads: Loads = loads_text) -> Item:

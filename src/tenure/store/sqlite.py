@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 import sqlite3
 import threading
-import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
@@ -23,10 +22,12 @@ from tenure.core.models import (
     KeyRecord,
     Principal,
 )
-from tenure.store import rows
+from tenure.store import durability, rows, sqlite_conflicts
+from tenure.store.files import prepare_database, tighten_database
 from tenure.store.sqlfiles import migrations, queries
 from tenure.store.sqlite_checkpoint import BACKSTOP_PAGES, Checkpointer
-from tenure.store.sqlite_records import SqliteRecords, insert_event, insert_events
+from tenure.store.sqlite_locks import is_busy, retry_locked
+from tenure.store.sqlite_records import SqliteRecords, insert_events
 from tenure.store.sqlite_stats import SqliteStats
 from tenure.store.sqlite_sync import WalSync
 
@@ -89,8 +90,7 @@ class _SqliteKeyTx:
             self.conn.execute(Q["save_op"], {**params, "op_id": op_id, "writer": write.writer})
 
     def append(self, events: Sequence[EventDraft]) -> None:
-        for event in events:  # (no Event objects: nobody reads them here; hot path)
-            insert_event(self.conn, event, self.now)
+        sqlite_conflicts.append(self.conn, events, self.now)  # (no Event objects: hot path)
 
     def item(self, item_id: str) -> Item | None:
         row = self.conn.execute(Q["get_item"], {"id": item_id}).fetchone()
@@ -120,15 +120,11 @@ class _SqliteKeyTx:
         token_hash: str,
         token_id: str,
         dispatched_for: str | None = None,
+        expires_at: int | None = None,
     ) -> None:
         params = rows.principal_params(principal, self.now, dispatched_for)
         self.conn.execute(Q["add_principal"], params)
-        token = {
-            "id": token_id,
-            "principal": principal.name,
-            "token_hash": token_hash,
-            "now": self.now,
-        }
+        token = rows.token_params(principal.name, token_id, token_hash, self.now, expires_at)
         self.conn.execute(Q["add_token"], token)
 
 
@@ -196,6 +192,8 @@ class SqliteStore(SqliteRecords, SqliteStats):
         self._synchronous = synchronous.upper()
         self.clock = clock or SystemClock()
         self._busy_s = busy_timeout_ms / 1000
+        self._busy_ms = int(busy_timeout_ms)
+        self._writer_busy_ms = self._busy_ms  # the writer connection's busy timeout now
         self._pragmas = (
             f"PRAGMA busy_timeout = {int(busy_timeout_ms)}",
             "PRAGMA journal_mode = WAL",
@@ -212,8 +210,14 @@ class SqliteStore(SqliteRecords, SqliteStats):
         self._closed = False
         self._checkpointer: Checkpointer | None = None
         self.wal_sync: WalSync | None = None  # deferred mode (defer_sync)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        on_disk = str(path) != ":memory:"
+        # SQLite's WAL is beside the file a link names
+        self.real_path = self.path.resolve() if on_disk else self.path
+        if on_disk:
+            prepare_database(self.real_path)
         self._migrate()
+        if on_disk:
+            tighten_database(self.real_path)  # the WAL and shared memory existed or now exist
 
     # connections -------------------------------------------------------------------------
     def _conn(self) -> sqlite3.Connection:
@@ -230,7 +234,7 @@ class SqliteStore(SqliteRecords, SqliteStats):
             raise RuntimeError("the store is closed")
         conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         for pragma in self._pragmas:
-            _retry_locked(conn, pragma, self._busy_s)
+            retry_locked(conn, pragma, self._busy_s)
         with self._lock:
             self._all.append(conn)
         return conn
@@ -239,6 +243,7 @@ class SqliteStore(SqliteRecords, SqliteStats):
         """The one connection every write of this process goes through (under ``_writer``)."""
         if self._wconn is None:
             self._wconn = self._connect()
+            self._writer_busy_ms = self._busy_ms
             if self._checkpointer is not None:
                 self._wconn.execute(f"PRAGMA wal_autocheckpoint = {BACKSTOP_PAGES}")
             if self.wal_sync is not None and self.wal_sync.needed:
@@ -254,7 +259,9 @@ class SqliteStore(SqliteRecords, SqliteStats):
                 conn = self._writer_conn()
                 wal = conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
                 # not in WAL mode (a filesystem without shared memory): COMMIT keeps syncing
-                self.wal_sync = WalSync(self.path, needed=wal and self._synchronous != "NORMAL")
+                self.wal_sync = WalSync(
+                    self.real_path, needed=wal and self._synchronous != "NORMAL"
+                )
                 if self.wal_sync.needed:
                     conn.execute("PRAGMA synchronous = NORMAL")
             return self.wal_sync
@@ -292,7 +299,7 @@ class SqliteStore(SqliteRecords, SqliteStats):
         try:
             conn = self._writer_conn()
             if self._batch is None:
-                conn.execute("BEGIN IMMEDIATE")
+                self._begin(conn, wait=True)
                 self._batch = Batch()
             batch = self._batch
             if batch.done is None:
@@ -340,24 +347,42 @@ class SqliteStore(SqliteRecords, SqliteStats):
         self.end_group(batch, commit=True)
 
     def try_group(self) -> Batch | None:
-        """Open a group if no other thread is writing now (this never waits for one): the
-        write lock is taken and the group's transaction begun. Then :meth:`joined` puts a
+        """Open a group if no other thread is writing now and no other process holds SQLite's
+        write lock (this never waits for either: ``None`` then): the write lock is taken and
+        the group's transaction begun. Then :meth:`joined` puts a
         thread's writes into it and :meth:`end_group` (from any thread) commits it. The
         server's event loop opens groups this way and commits them in another thread."""
         if self._queued or not self._writer.acquire(blocking=False):
             return None  # (threads queued for the lock go first: no starving them)
-        return self._begin_group()
+        try:
+            return self._begin_group(wait=False)
+        except sqlite3.OperationalError as exc:
+            if not is_busy(exc):
+                raise
+            return None  # another process holds SQLite's write lock: wait in a thread
 
-    def _begin_group(self) -> Batch:
-        """Under the write lock: the group's batch (released with the lock if this fails)."""
+    def _begin_group(self, *, wait: bool = True) -> Batch:
+        """Under the write lock: the group's batch (released with the lock if this fails).
+        ``wait=False``: if another process holds SQLite's write lock, fail at once (busy)
+        instead of waiting up to the busy timeout."""
         try:
             if self._batch is None:  # else: a batch left for the next writer, ours to commit
-                self._writer_conn().execute("BEGIN IMMEDIATE")
+                self._begin(self._writer_conn(), wait)
                 self._batch = Batch()
             return self._batch
         except BaseException:
             self._writer.release()
             raise
+
+    def _begin(self, conn: sqlite3.Connection, wait: bool) -> None:
+        """``BEGIN IMMEDIATE`` on the writer connection, waiting for another process's write
+        lock up to the busy timeout, or (``wait=False``) not at all. Once begun, nothing of the
+        transaction waits for a lock: the busy timeout matters only here."""
+        timeout = self._busy_ms if wait else 0
+        if self._writer_busy_ms != timeout:
+            conn.execute(f"PRAGMA busy_timeout = {timeout}")
+            self._writer_busy_ms = timeout
+        conn.execute("BEGIN IMMEDIATE")
 
     @contextmanager
     def joined(self, batch: Batch) -> Iterator[None]:
@@ -399,6 +424,8 @@ class SqliteStore(SqliteRecords, SqliteStats):
         try:
             conn.execute("COMMIT")
         except BaseException as exc:
+            if durability.is_io_error(exc):
+                durability.lost(f"a commit to {self.path}", exc)  # a server exits here
             batch.error = sqlite3.OperationalError(f"the commit failed: {exc}")
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
@@ -504,20 +531,8 @@ class SqliteStore(SqliteRecords, SqliteStats):
         return rows.register_from(row) if row else None
 
     def events(self, query: EventQuery) -> list[Event]:
-        params = {
-            "after": query.after,
-            "key": query.key,
-            "holder": query.holder,
-            "type": query.type,
-            "token": query.token,
-            "limit": query.limit,
-        }
-        return [
-            rows.event_from(r)
-            for r in self._conn().execute(
-                Q["list_events" if query.key is None else "list_key_events"], params
-            )
-        ]
+        name, params = rows.event_reading(query)
+        return [rows.event_from(r) for r in self._conn().execute(Q[name], params)]
 
     def reap(self, limit: int) -> list[Event]:
         with self._write() as conn:
@@ -559,22 +574,6 @@ class SqliteStore(SqliteRecords, SqliteStats):
 def _meta(value: Any) -> Any:
     """``meta`` of a row: most leases have none, and parsing ``{}`` thousands of times shows."""
     return {} if value == "{}" else rows.loads_text(value)
-
-
-def _retry_locked(conn: sqlite3.Connection, sql: str, budget_s: float) -> None:
-    """Run ``sql``, retrying while the file is locked: switching a new file to WAL needs the
-    write lock, and SQLite does not apply ``busy_timeout`` to it."""
-    deadline = time.monotonic() + budget_s
-    delay = 0.001
-    while True:
-        try:
-            conn.execute(sql)
-            return
-        except sqlite3.OperationalError as err:
-            if "locked" not in str(err) or time.monotonic() > deadline:
-                raise
-            time.sleep(delay)
-            delay = min(delay * 2, 0.05)
 
 
 def _statements(sql: str) -> list[str]:

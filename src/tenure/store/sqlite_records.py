@@ -8,10 +8,10 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 
 from tenure.core.clock import Clock
-from tenure.core.items import Item, Transfer
+from tenure.core.items import Item, ItemCursor, ItemSummary, Transfer
 from tenure.core.models import Event, EventDraft, Principal, principal_created, token_event
 from tenure.store import rows
-from tenure.store.base import ENDED
+from tenure.store.base import ENDED, Credential
 from tenure.store.sqlfiles import queries
 
 Q = queries("sqlite")
@@ -49,6 +49,7 @@ class SqliteRecords:
         token_hash: str | None = None,
         token_id: str | None = None,
         actor: str | None = None,
+        expires_at: int | None = None,
     ) -> None:
         with self._write() as conn:
             now = self.clock.now_ms()
@@ -56,18 +57,24 @@ class SqliteRecords:
             events = [principal_created(principal, actor)]
             if token_hash is not None:
                 tid = token_id or token_hash[:12]
-                token = {"id": tid, "principal": principal.name, "token_hash": token_hash}
-                conn.execute(Q["add_token"], {**token, "now": now})
+                token = rows.token_params(principal.name, tid, token_hash, now, expires_at)
+                conn.execute(Q["add_token"], token)
                 events.append(token_event("token_issued", principal.name, tid, actor))
             insert_events(conn, events, now)
 
     def add_token(
-        self, name: str, token_id: str, token_hash: str, actor: str | None = None
+        self,
+        name: str,
+        token_id: str,
+        token_hash: str,
+        actor: str | None = None,
+        expires_at: int | None = None,
     ) -> None:
         with self._write() as conn:
             now = self.clock.now_ms()
-            params = {"id": token_id, "principal": name, "token_hash": token_hash, "now": now}
-            conn.execute(Q["add_token"], params)
+            conn.execute(
+                Q["add_token"], rows.token_params(name, token_id, token_hash, now, expires_at)
+            )
             insert_events(conn, [token_event("token_issued", name, token_id, actor)], now)
 
     def revoke_token(
@@ -106,8 +113,12 @@ class SqliteRecords:
         return int(self._conn().execute(Q["auth_version"]).fetchone()[0])
 
     def principal_by_token(self, token_hash: str) -> Principal | None:
-        row = self._conn().execute(Q["principal_by_token"], {"token_hash": token_hash}).fetchone()
-        return rows.principal_from(row) if row else None
+        found = self.token_by_hash(token_hash)
+        return None if found is None or found.expired(self.clock.now_ms()) else found.principal
+
+    def token_by_hash(self, token_hash: str) -> Credential | None:
+        row = self._conn().execute(Q["token_by_hash"], {"token_hash": token_hash}).fetchone()
+        return rows.credential_from(row) if row else None
 
     def create_item(self, item: Item) -> bool:
         with self._write() as conn:
@@ -117,14 +128,34 @@ class SqliteRecords:
         row = self._conn().execute(Q["get_item"], {"id": item_id}).fetchone()
         return rows.item_from(row) if row else None
 
+    def list_item_summaries(
+        self,
+        status: str | None = None,
+        assignee: str | None = None,
+        label: str | None = None,
+        limit: int = 100,
+        after: ItemCursor | None = None,
+    ) -> list[ItemSummary]:
+        params = {"status": status, "assignee": assignee, "label": label, "limit": limit}
+        params.update(rows.item_cursor_params(after))
+        found = self._conn().execute(Q["list_item_summaries"], params)
+        return [rows.summary_from(r) for r in found]
+
+    def ready_item_summaries(self, now: int, limit: int) -> list[ItemSummary]:
+        params = {"now": now, "limit": limit}
+        found = self._conn().execute(Q["ready_item_summaries"], params)
+        return [rows.summary_from(r) for r in found]
+
     def list_items(
         self,
         status: str | None = None,
         assignee: str | None = None,
         label: str | None = None,
         limit: int = 100,
+        after: ItemCursor | None = None,
     ) -> list[Item]:
         params = {"status": status, "assignee": assignee, "label": label, "limit": limit}
+        params.update(rows.item_cursor_params(after))
         return [rows.item_from(r) for r in self._conn().execute(Q["list_items"], params)]
 
     def stalled_claims(self, now: int, before: int, limit: int) -> list[str]:

@@ -8,7 +8,9 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from typing import Any
 
+from tenure.core.clock import Clock
 from tenure.core.models import EventTally
+from tenure.store.retention import CONFLICT_WINDOW_MS
 from tenure.store.sqlfiles import queries
 from tenure.store.stats_reads import StatsReads
 
@@ -16,6 +18,8 @@ Q = queries("sqlite")
 
 
 class SqliteStats(StatsReads):
+    clock: Clock
+
     def _conn(self) -> sqlite3.Connection:
         raise NotImplementedError
 
@@ -28,6 +32,9 @@ class SqliteStats(StatsReads):
             if start in params:
                 params["first_id"] = _first_event_at(conn, params[start])
         return iter(conn.execute(Q[name], params).fetchall())
+
+    def last_event_id(self) -> int:
+        return int(self._conn().execute(Q["max_event_id"]).fetchone()[0])
 
     def tally_events(self, after: int) -> EventTally:
         conn = self._conn()
@@ -47,16 +54,27 @@ class SqliteStats(StatsReads):
         return EventTally(upto, counts, base)
 
     def prune_events(self, max_count: int, before: int, batch: int) -> int:
+        """Fold the next batch over the count or past the age into the totals and delete it,
+        but the endings not past the age (retention by count keeps those); delete the oldest
+        endings past the age; close the refusal windows that ended."""
         with self._write() as conn:
+            pruned = int(conn.execute(Q["pruned_upto"]).fetchone()[0])
             newest = int(conn.execute(Q["max_event_id"]).fetchone()[0])
-            params = {"batch": batch, "over_count": newest - max_count, "before": before}
-            upto = conn.execute(Q["prune_upto"], params).fetchone()[0]
+            window = {"pruned": pruned, "batch": batch, "before": before}
+            params = {**window, "over_count": newest - max_count}
+            deleted = conn.execute(Q["delete_aged_endings"], window).rowcount
+            closed = self.clock.now_ms() - CONFLICT_WINDOW_MS
+            conn.execute(Q["close_conflict_windows"], {"since": closed})
+            upto = conn.execute(Q["prune_next_upto"], params).fetchone()[0]
             if upto is None:
-                return 0
-            conn.execute(Q["fold_events"], {"upto": upto})
-            deleted = conn.execute(Q["delete_events"], {"upto": upto}).rowcount
+                return int(deleted)
+            conn.execute(Q["fold_range"], {**params, "upto": upto})
+            deleted += conn.execute(Q["delete_range"], {**params, "upto": upto}).rowcount
             conn.execute(Q["set_pruned"], {"upto": upto})
             return int(deleted)
+
+    def conflict_total(self) -> int:
+        return int(self._conn().execute(Q["conflict_total"]).fetchone()[0])
 
 
 def _first_event_at(conn: sqlite3.Connection, at: int) -> int:

@@ -25,6 +25,8 @@ import os
 import threading
 from pathlib import Path
 
+from tenure.store import durability
+
 
 class WalSync:
     """``fdatasync`` of one database's WAL file, reopened if the file was replaced."""
@@ -43,7 +45,11 @@ class WalSync:
         if not self.needed:
             return
         with self._lock:  # syncs take turns; each covers what was written before it began
-            os.fdatasync(self._wal_fd())
+            try:
+                os.fdatasync(self._wal_fd())
+            except OSError as exc:
+                durability.lost(f"the sync of {self.path}", exc)  # a server exits here
+                raise
             self.syncs += 1
 
     def _wal_fd(self) -> int:

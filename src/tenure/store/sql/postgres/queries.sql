@@ -62,9 +62,11 @@ VALUES (%(at)s, %(type)s, %(key)s, %(holder)s, %(task)s, %(token)s, %(actor)s, %
 RETURNING id;
 
 -- name: list_events
+-- Events in the window of ids (after, upto], along the primary key: at most upto - after
+-- rows are examined.
 SELECT id, at, type, key, holder, task, token, actor, reason, data
 FROM tenure_events
-WHERE id > %(after)s
+WHERE id > %(after)s AND id <= %(upto)s
   AND (%(key)s::text IS NULL OR key = %(key)s::text)
   AND (%(holder)s::text IS NULL OR holder = %(holder)s::text)
   AND (%(type)s::text IS NULL OR type = %(type)s::text)
@@ -76,9 +78,31 @@ LIMIT %(limit)s;
 -- list_events of one key, along the key's index (key, id).
 SELECT id, at, type, key, holder, task, token, actor, reason, data
 FROM tenure_events
-WHERE key = %(key)s::text AND id > %(after)s
+WHERE key = %(key)s::text AND id > %(after)s AND id <= %(upto)s
   AND (%(holder)s::text IS NULL OR holder = %(holder)s::text)
   AND (%(type)s::text IS NULL OR type = %(type)s::text)
+  AND (%(token)s::bigint IS NULL OR token = %(token)s::bigint)
+ORDER BY id
+LIMIT %(limit)s;
+
+-- name: list_holder_events
+-- list_events of one holder, along the holder's index (holder, id).
+SELECT id, at, type, key, holder, task, token, actor, reason, data
+FROM tenure_events
+WHERE holder = %(holder)s::text AND id > %(after)s AND id <= %(upto)s
+  AND (%(key)s::text IS NULL OR key = %(key)s::text)
+  AND (%(type)s::text IS NULL OR type = %(type)s::text)
+  AND (%(token)s::bigint IS NULL OR token = %(token)s::bigint)
+ORDER BY id
+LIMIT %(limit)s;
+
+-- name: list_type_events
+-- list_events of one type, along the type's index (type, id).
+SELECT id, at, type, key, holder, task, token, actor, reason, data
+FROM tenure_events
+WHERE type = %(type)s::text AND id > %(after)s AND id <= %(upto)s
+  AND (%(key)s::text IS NULL OR key = %(key)s::text)
+  AND (%(holder)s::text IS NULL OR holder = %(holder)s::text)
   AND (%(token)s::bigint IS NULL OR token = %(token)s::bigint)
 ORDER BY id
 LIMIT %(limit)s;
@@ -123,8 +147,8 @@ INSERT INTO tenure_principals (name, kind, roles, parent, created_at, dispatched
 VALUES (%(name)s, %(kind)s, %(roles)s, %(parent)s, %(now)s, %(dispatched_for)s);
 
 -- name: add_token
-INSERT INTO tenure_tokens (id, principal, token_hash, created_at)
-VALUES (%(id)s, %(principal)s, %(token_hash)s, %(now)s);
+INSERT INTO tenure_tokens (id, principal, token_hash, created_at, expires_at)
+VALUES (%(id)s, %(principal)s, %(token_hash)s, %(now)s, %(expires_at)s);
 
 -- name: revoke_token
 UPDATE tenure_tokens SET revoked_at = %(now)s
@@ -138,6 +162,13 @@ SELECT name, kind, roles, parent FROM tenure_principals WHERE name = %(name)s;
 
 -- name: list_principals
 SELECT name, kind, roles, parent FROM tenure_principals ORDER BY name;
+
+-- name: token_by_hash
+-- The principal of an unrevoked token, the token's id and when it expires (NULL: never); the
+-- caller compares that with its clock (an expired token reads as unknown).
+SELECT p.name, p.kind, p.roles, p.parent, t.id, t.expires_at
+FROM tenure_tokens t JOIN tenure_principals p ON p.name = t.principal
+WHERE t.token_hash = %(token_hash)s AND t.revoked_at IS NULL;
 
 -- name: principal_by_token
 SELECT p.name, p.kind, p.roles, p.parent
@@ -179,12 +210,15 @@ UPDATE tenure_items SET title = %(title)s, body = %(body)s, status = %(status)s,
 WHERE id = %(id)s;
 
 -- name: list_items
+-- :after_* (all or none): only items sorting after that (priority, created_at, id), a page's end.
 SELECT id, title, body, status, priority, labels, parent, assignee, epoch, progress,
        progress_at, result, created_by, created_at, updated_at, revoked, stalled_epoch
 FROM tenure_items
 WHERE (%(status)s::text IS NULL OR status = %(status)s)
   AND (%(assignee)s::text IS NULL OR assignee = %(assignee)s)
   AND (%(label)s::text IS NULL OR (labels::jsonb ? %(label)s::text))
+  AND (%(after_id)s::text IS NULL OR (priority, created_at, id)
+       > (%(after_priority)s::bigint, %(after_at)s::bigint, %(after_id)s::text))
 ORDER BY priority, created_at, id
 LIMIT %(limit)s;
 
@@ -192,6 +226,36 @@ LIMIT %(limit)s;
 SELECT i.id, i.title, i.body, i.status, i.priority, i.labels, i.parent, i.assignee, i.epoch,
        i.progress, i.progress_at, i.result, i.created_by, i.created_at, i.updated_at,
        i.revoked, i.stalled_epoch
+FROM tenure_items i
+LEFT JOIN tenure_leases l ON l.key = 'items/' || i.id
+WHERE i.status = 'open' AND i.assignee IS NULL
+  AND NOT (l.key IS NOT NULL AND l.ended IS NULL AND l.expires_at > %(now)s)
+ORDER BY i.priority, i.created_at, i.id
+LIMIT %(limit)s;
+
+-- name: list_item_summaries
+-- list_items without what can be large: no body (its length instead), no result (whether
+-- there is one: a stored JSON null is none), the progress without its data.
+SELECT id, title, '', status, priority, labels, parent, assignee,
+       epoch, ((progress)::jsonb - 'data')::text, progress_at, NULL, created_by,
+       created_at, updated_at, revoked, stalled_epoch, char_length(body),
+       coalesce(result, 'null') <> 'null'
+FROM tenure_items
+WHERE (%(status)s::text IS NULL OR status = %(status)s)
+  AND (%(assignee)s::text IS NULL OR assignee = %(assignee)s)
+  AND (%(label)s::text IS NULL OR (labels::jsonb ? %(label)s::text))
+  AND (%(after_id)s::text IS NULL OR (priority, created_at, id)
+       > (%(after_priority)s::bigint, %(after_at)s::bigint, %(after_id)s::text))
+ORDER BY priority, created_at, id
+LIMIT %(limit)s;
+
+-- name: ready_item_summaries
+-- ready_items without what can be large: no body (its length instead), no result (whether
+-- there is one: a stored JSON null is none), the progress without its data.
+SELECT i.id, i.title, '', i.status, i.priority, i.labels, i.parent, i.assignee,
+       i.epoch, ((i.progress)::jsonb - 'data')::text, i.progress_at, NULL, i.created_by,
+       i.created_at, i.updated_at, i.revoked, i.stalled_epoch, char_length(i.body),
+       coalesce(i.result, 'null') <> 'null'
 FROM tenure_items i
 LEFT JOIN tenure_leases l ON l.key = 'items/' || i.id
 WHERE i.status = 'open' AND i.assignee IS NULL
@@ -227,14 +291,17 @@ WHERE excluded.event_id > tenure_cursors.event_id;
 -- name: count_events_after
 SELECT CASE WHEN type = 'released' AND reason = 'completed' THEN 'released:completed'
             ELSE type END AS kind,
-       count(*), max(id)
+       sum(CASE WHEN type = 'conflict' THEN coalesce((data::jsonb ->> 'repeats')::bigint, 1)
+                ELSE 1 END), max(id)
 FROM tenure_events WHERE id > %(after)s
 GROUP BY kind;
 
 -- name: count_events_since
+-- (a conflict event stands for its repeats)
 SELECT CASE WHEN type = 'released' AND reason = 'completed' THEN 'released:completed'
             ELSE type END AS kind,
-       count(*)
+       sum(CASE WHEN type = 'conflict' THEN coalesce((data::jsonb ->> 'repeats')::bigint, 1)
+                ELSE 1 END)
 FROM tenure_events WHERE at >= %(since)s
 GROUP BY kind;
 
@@ -249,7 +316,7 @@ SELECT count(*), count(*) FILTER (WHERE key >= 'items/' AND key < 'items0')
 FROM tenure_leases WHERE ended IS NULL AND expires_at > %(now)s AND token > 0;
 
 -- name: hot_keys
-SELECT key, count(*) AS n
+SELECT key, sum(coalesce((data::jsonb ->> 'repeats')::bigint, 1)) AS n
 FROM tenure_events WHERE type = 'conflict' AND at >= %(since)s AND key IS NOT NULL
 GROUP BY key ORDER BY n DESC, key LIMIT %(limit)s;
 
@@ -283,23 +350,6 @@ GROUP BY slot, kind;
 -- name: serialize_pruning
 -- One pruner at a time across servers, so no batch is folded into the totals twice.
 SELECT pg_advisory_xact_lock(7468, 2);
-
--- name: prune_upto
--- The newest event id of the oldest batch that is over the count or past the age.
-SELECT max(id) FROM (SELECT id, at FROM tenure_events ORDER BY id LIMIT %(batch)s) AS oldest
-WHERE id <= %(over_count)s OR at < %(before)s;
-
--- name: fold_events
-INSERT INTO tenure_event_totals (kind, n)
-SELECT CASE WHEN type = 'released' AND reason = 'completed' THEN 'released:completed'
-            ELSE type END AS kind,
-       count(*)
-FROM tenure_events WHERE id <= %(upto)s
-GROUP BY kind
-ON CONFLICT (kind) DO UPDATE SET n = tenure_event_totals.n + excluded.n;
-
--- name: delete_events
-DELETE FROM tenure_events WHERE id <= %(upto)s;
 
 -- name: set_pruned
 INSERT INTO tenure_event_pruned (one, upto) VALUES (1, %(upto)s)
@@ -453,3 +503,71 @@ FROM tenure_leases l JOIN tenure_items i ON i.id = substr(l.key, 7)
 WHERE l.ended IS NULL AND l.key >= 'items/' AND l.key < 'items0'
   AND l.expires_at > %(now)s AND i.epoch = l.token
   AND i.stalled_epoch = i.epoch AND i.status NOT IN ('done', 'cancelled');
+
+-- Refusals in windows (tenure.store.retention) ----------------------------------------------
+
+-- name: record_conflict
+-- A refusal: one more on the requester's open window's event on the key (if it is still there
+-- and the same lease refused), else a new event, which opens the window.
+WITH open AS (
+    SELECT event_id FROM tenure_conflict_windows
+    WHERE key = %(key)s::text AND actor = %(actor)s::text AND session = %(session)s::text
+      AND at > %(since)s::bigint
+), repeated AS (
+    UPDATE tenure_events e
+    SET data = (e.data::jsonb || jsonb_build_object(
+                    'repeats', coalesce((e.data::jsonb ->> 'repeats')::bigint, 1) + 1))::text
+    FROM open
+    WHERE e.id = open.event_id AND e.type = 'conflict'
+      AND e.holder IS NOT DISTINCT FROM %(holder)s::text
+      AND e.token IS NOT DISTINCT FROM %(token)s::bigint
+    RETURNING e.id
+), added AS (
+    INSERT INTO tenure_events (at, type, key, holder, task, token, actor, reason, data)
+    SELECT %(at)s::bigint, %(type)s::text, %(key)s::text, %(holder)s::text, %(task)s::text,
+           %(token)s::bigint, %(actor)s::text, %(reason)s::text, %(data)s::text
+    WHERE NOT EXISTS (SELECT 1 FROM repeated)
+    RETURNING id
+)
+INSERT INTO tenure_conflict_windows (key, actor, session, event_id, at)
+SELECT %(key)s::text, %(actor)s::text, %(session)s::text, id, %(at)s::bigint FROM added
+ON CONFLICT (key, actor, session) DO UPDATE SET event_id = excluded.event_id, at = excluded.at;
+
+-- name: close_conflict_windows
+DELETE FROM tenure_conflict_windows WHERE at <= %(since)s;
+
+-- name: conflict_total
+-- Every refusal ever counted, from the keys' own counters (not the log: it coalesces and
+-- retention drops events).
+SELECT coalesce(sum(conflicts), 0) FROM tenure_leases;
+
+-- name: prune_next_upto
+-- The newest event id of the oldest batch not yet folded that is over the count or past the
+-- age (the endings kept by count are folded already: below pruned).
+SELECT max(id) FROM (SELECT id, at FROM tenure_events WHERE id > %(pruned)s ORDER BY id
+                     LIMIT %(batch)s) AS oldest
+WHERE id <= %(over_count)s OR at < %(before)s;
+
+-- name: fold_range
+INSERT INTO tenure_event_totals (kind, n)
+SELECT CASE WHEN type = 'released' AND reason = 'completed' THEN 'released:completed'
+            ELSE type END AS kind,
+       sum(CASE WHEN type = 'conflict' THEN coalesce((data::jsonb ->> 'repeats')::bigint, 1)
+                ELSE 1 END)
+FROM tenure_events WHERE id > %(pruned)s AND id <= %(upto)s
+GROUP BY kind
+ON CONFLICT (kind) DO UPDATE SET n = tenure_event_totals.n + excluded.n;
+
+-- name: delete_range
+-- The folded batch, but the endings that are not past the age (retention by count keeps them).
+DELETE FROM tenure_events
+WHERE id > %(pruned)s AND id <= %(upto)s
+  AND (at < %(before)s OR type NOT IN ('released', 'expired', 'force_released', 'taken_over',
+                                       'reassigned', 'completed', 'cancelled'));
+
+-- name: delete_aged_endings
+-- Endings kept by count (folded already) once they are past the age.
+DELETE FROM tenure_events
+WHERE id IN (SELECT id FROM (SELECT id, at FROM tenure_events WHERE id <= %(pruned)s
+                             ORDER BY id LIMIT %(batch)s) AS oldest
+             WHERE at < %(before)s);

@@ -35,9 +35,11 @@ INSERT INTO tenure_events (at, type, key, holder, task, token, actor, reason, da
 VALUES (:at, :type, :key, :holder, :task, :token, :actor, :reason, :data);
 
 -- name: list_events
+-- Events in the window of ids (after, upto], along the primary key: at most upto - after
+-- rows are examined.
 SELECT id, at, type, key, holder, task, token, actor, reason, data
 FROM tenure_events
-WHERE id > :after
+WHERE id > :after AND id <= :upto
   AND (:key IS NULL OR key = :key)
   AND (:holder IS NULL OR holder = :holder)
   AND (:type IS NULL OR type = :type)
@@ -49,9 +51,31 @@ LIMIT :limit;
 -- list_events of one key, along the key's index (key, id).
 SELECT id, at, type, key, holder, task, token, actor, reason, data
 FROM tenure_events
-WHERE key = :key AND id > :after
+WHERE key = :key AND id > :after AND id <= :upto
   AND (:holder IS NULL OR holder = :holder)
   AND (:type IS NULL OR type = :type)
+  AND (:token IS NULL OR token = :token)
+ORDER BY id
+LIMIT :limit;
+
+-- name: list_holder_events
+-- list_events of one holder, along the holder's index (holder, id).
+SELECT id, at, type, key, holder, task, token, actor, reason, data
+FROM tenure_events
+WHERE holder = :holder AND id > :after AND id <= :upto
+  AND (:key IS NULL OR key = :key)
+  AND (:type IS NULL OR type = :type)
+  AND (:token IS NULL OR token = :token)
+ORDER BY id
+LIMIT :limit;
+
+-- name: list_type_events
+-- list_events of one type, along the type's index (type, id).
+SELECT id, at, type, key, holder, task, token, actor, reason, data
+FROM tenure_events
+WHERE type = :type AND id > :after AND id <= :upto
+  AND (:key IS NULL OR key = :key)
+  AND (:holder IS NULL OR holder = :holder)
   AND (:token IS NULL OR token = :token)
 ORDER BY id
 LIMIT :limit;
@@ -92,8 +116,8 @@ INSERT INTO tenure_principals (name, kind, roles, parent, created_at, dispatched
 VALUES (:name, :kind, :roles, :parent, :now, :dispatched_for);
 
 -- name: add_token
-INSERT INTO tenure_tokens (id, principal, token_hash, created_at)
-VALUES (:id, :principal, :token_hash, :now);
+INSERT INTO tenure_tokens (id, principal, token_hash, created_at, expires_at)
+VALUES (:id, :principal, :token_hash, :now, :expires_at);
 
 -- name: revoke_token
 UPDATE tenure_tokens SET revoked_at = :now
@@ -110,6 +134,13 @@ SELECT name, kind, roles, parent FROM tenure_principals ORDER BY name;
 
 -- name: auth_version
 SELECT version FROM tenure_auth_version WHERE id = 1;
+
+-- name: token_by_hash
+-- The principal of an unrevoked token, the token's id and when it expires (NULL: never); the
+-- caller compares that with its clock (an expired token reads as unknown).
+SELECT p.name, p.kind, p.roles, p.parent, t.id, t.expires_at
+FROM tenure_tokens t JOIN tenure_principals p ON p.name = t.principal
+WHERE t.token_hash = :token_hash AND t.revoked_at IS NULL;
 
 -- name: principal_by_token
 SELECT p.name, p.kind, p.roles, p.parent
@@ -150,12 +181,14 @@ UPDATE tenure_items SET title = :title, body = :body, status = :status, priority
 WHERE id = :id;
 
 -- name: list_items
+-- :after_* (all or none): only items sorting after that (priority, created_at, id), a page's end.
 SELECT id, title, body, status, priority, labels, parent, assignee, epoch, progress,
        progress_at, result, created_by, created_at, updated_at, revoked, stalled_epoch
 FROM tenure_items
 WHERE (:status IS NULL OR status = :status)
   AND (:assignee IS NULL OR assignee = :assignee)
   AND (:label IS NULL OR EXISTS (SELECT 1 FROM json_each(labels) WHERE value = :label))
+  AND (:after_id IS NULL OR (priority, created_at, id) > (:after_priority, :after_at, :after_id))
 ORDER BY priority, created_at, id
 LIMIT :limit;
 
@@ -163,6 +196,35 @@ LIMIT :limit;
 SELECT i.id, i.title, i.body, i.status, i.priority, i.labels, i.parent, i.assignee, i.epoch,
        i.progress, i.progress_at, i.result, i.created_by, i.created_at, i.updated_at,
        i.revoked, i.stalled_epoch
+FROM tenure_items i
+LEFT JOIN tenure_leases l ON l.key = 'items/' || i.id
+WHERE i.status = 'open' AND i.assignee IS NULL
+  AND NOT (l.key IS NOT NULL AND l.ended IS NULL AND l.expires_at > :now)
+ORDER BY i.priority, i.created_at, i.id
+LIMIT :limit;
+
+-- name: list_item_summaries
+-- list_items without what can be large: no body (its length instead), no result (whether
+-- there is one: a stored JSON null is none), the progress without its data.
+SELECT id, title, '', status, priority, labels, parent, assignee,
+       epoch, json_remove(progress, '$.data'), progress_at, NULL, created_by,
+       created_at, updated_at, revoked, stalled_epoch, length(body),
+       coalesce(result, 'null') <> 'null'
+FROM tenure_items
+WHERE (:status IS NULL OR status = :status)
+  AND (:assignee IS NULL OR assignee = :assignee)
+  AND (:label IS NULL OR EXISTS (SELECT 1 FROM json_each(labels) WHERE value = :label))
+  AND (:after_id IS NULL OR (priority, created_at, id) > (:after_priority, :after_at, :after_id))
+ORDER BY priority, created_at, id
+LIMIT :limit;
+
+-- name: ready_item_summaries
+-- ready_items without what can be large: no body (its length instead), no result (whether
+-- there is one: a stored JSON null is none), the progress without its data.
+SELECT i.id, i.title, '', i.status, i.priority, i.labels, i.parent, i.assignee,
+       i.epoch, json_remove(i.progress, '$.data'), i.progress_at, NULL, i.created_by,
+       i.created_at, i.updated_at, i.revoked, i.stalled_epoch, length(i.body),
+       coalesce(i.result, 'null') <> 'null'
 FROM tenure_items i
 LEFT JOIN tenure_leases l ON l.key = 'items/' || i.id
 WHERE i.status = 'open' AND i.assignee IS NULL
@@ -200,14 +262,15 @@ WHERE excluded.event_id > tenure_cursors.event_id;
 -- name: count_events_after
 SELECT CASE WHEN type = 'released' AND reason = 'completed' THEN 'released:completed'
             ELSE type END AS kind,
-       count(*), max(id)
+       sum(CASE WHEN type = 'conflict' THEN coalesce(json_extract(data, '$.repeats'), 1) ELSE 1 END), max(id)
 FROM tenure_events WHERE id > :after
 GROUP BY kind;
 
 -- name: count_events_since
+-- (a conflict event stands for its repeats)
 SELECT CASE WHEN type = 'released' AND reason = 'completed' THEN 'released:completed'
             ELSE type END AS kind,
-       count(*)
+       sum(CASE WHEN type = 'conflict' THEN coalesce(json_extract(data, '$.repeats'), 1) ELSE 1 END)
 FROM tenure_events WHERE id >= :first_id AND at >= :since
 GROUP BY kind;
 
@@ -228,7 +291,7 @@ SELECT count(*), coalesce(sum(key >= 'items/' AND key < 'items0'), 0)
 FROM tenure_leases WHERE ended IS NULL AND expires_at > :now;
 
 -- name: hot_keys
-SELECT key, count(*) AS n
+SELECT key, sum(coalesce(json_extract(data, '$.repeats'), 1)) AS n
 FROM tenure_events
 WHERE id >= :first_id AND at >= :since AND type = 'conflict' AND key IS NOT NULL
 GROUP BY key ORDER BY n DESC, key LIMIT :limit;
@@ -258,23 +321,6 @@ WHERE id >= :first_id AND at >= :start AND type IN ('released', 'expired', 'forc
 GROUP BY slot, kind;
 
 -- Retention --------------------------------------------------------------------------------
-
--- name: prune_upto
--- The newest event id of the oldest batch that is over the count or past the age.
-SELECT max(id) FROM (SELECT id, at FROM tenure_events ORDER BY id LIMIT :batch)
-WHERE id <= :over_count OR at < :before;
-
--- name: fold_events
-INSERT INTO tenure_event_totals (kind, n)
-SELECT CASE WHEN type = 'released' AND reason = 'completed' THEN 'released:completed'
-            ELSE type END AS kind,
-       count(*)
-FROM tenure_events WHERE id <= :upto
-GROUP BY kind
-ON CONFLICT (kind) DO UPDATE SET n = tenure_event_totals.n + excluded.n;
-
--- name: delete_events
-DELETE FROM tenure_events WHERE id <= :upto;
 
 -- name: set_pruned
 INSERT INTO tenure_event_pruned (one, upto) VALUES (1, :upto)
@@ -369,3 +415,60 @@ FROM tenure_leases l JOIN tenure_items i ON i.id = substr(l.key, 7)
 WHERE l.ended IS NULL AND l.key >= 'items/' AND l.key < 'items0'
   AND l.expires_at > :now AND i.epoch = l.token
   AND i.stalled_epoch = i.epoch AND i.status NOT IN ('done', 'cancelled');
+
+-- Refusals in windows (tenure.store.retention) ----------------------------------------------
+
+-- name: conflict_window
+-- The event of the requester's open window on the key, if any.
+SELECT event_id FROM tenure_conflict_windows
+WHERE key = :key AND actor = :actor AND session = :session AND at > :since;
+
+-- name: repeat_conflict
+-- One refusal more on the window's event, if it is still there and the same lease refused.
+UPDATE tenure_events
+SET data = json_set(data, '$.repeats', coalesce(json_extract(data, '$.repeats'), 1) + 1)
+WHERE id = :id AND type = 'conflict' AND holder IS :holder AND token IS :token;
+
+-- name: open_conflict_window
+INSERT INTO tenure_conflict_windows (key, actor, session, event_id, at)
+VALUES (:key, :actor, :session, :event_id, :at)
+ON CONFLICT (key, actor, session) DO UPDATE SET event_id = excluded.event_id, at = excluded.at;
+
+-- name: close_conflict_windows
+DELETE FROM tenure_conflict_windows WHERE at <= :since;
+
+-- name: conflict_total
+-- Every refusal ever counted, from the keys' own counters (not the log: it coalesces and
+-- retention drops events).
+SELECT coalesce(sum(conflicts), 0) FROM tenure_leases;
+
+-- name: prune_next_upto
+-- The newest event id of the oldest batch not yet folded that is over the count or past the
+-- age (the endings kept by count are folded already: below :pruned).
+SELECT max(id) FROM (SELECT id, at FROM tenure_events WHERE id > :pruned ORDER BY id
+                     LIMIT :batch)
+WHERE id <= :over_count OR at < :before;
+
+-- name: fold_range
+INSERT INTO tenure_event_totals (kind, n)
+SELECT CASE WHEN type = 'released' AND reason = 'completed' THEN 'released:completed'
+            ELSE type END AS kind,
+       sum(CASE WHEN type = 'conflict'
+                THEN coalesce(json_extract(data, '$.repeats'), 1) ELSE 1 END)
+FROM tenure_events WHERE id > :pruned AND id <= :upto
+GROUP BY kind
+ON CONFLICT (kind) DO UPDATE SET n = tenure_event_totals.n + excluded.n;
+
+-- name: delete_range
+-- The folded batch, but the endings that are not past the age (retention by count keeps them).
+DELETE FROM tenure_events
+WHERE id > :pruned AND id <= :upto
+  AND (at < :before OR type NOT IN ('released', 'expired', 'force_released', 'taken_over',
+                                    'reassigned', 'completed', 'cancelled'));
+
+-- name: delete_aged_endings
+-- Endings kept by count (folded already) once they are past the age.
+DELETE FROM tenure_events
+WHERE id IN (SELECT id FROM (SELECT id, at FROM tenure_events WHERE id <= :pruned
+                             ORDER BY id LIMIT :batch)
+             WHERE at < :before);
