@@ -29,7 +29,7 @@ def test_peers_runs_tenures_own_measurements(tmp_path: Path) -> None:
     stdout = run(
         "bench/peers.py", "--quick", "--only", "hold,inproc,lag", "--no-phys", "--out", str(out)
     )
-    assert "tenure vs targets (issue 9)" in stdout
+    assert "tenure vs performance targets" in stdout
     (line,) = [json.loads(text) for text in out.read_text().splitlines()]
     (hold,) = line["hold"]
     assert (hold["status"], hold["renewed"], hold["lost"]) == (200, hold["n"], 0)
