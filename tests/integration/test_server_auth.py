@@ -105,6 +105,18 @@ def test_malformed_and_unknown_tokens_are_401(live_server: LiveServer) -> None:
         assert admin.get("/v1/events", params={"after": after}).json()["events"] == []
 
 
+def test_every_front_reads_the_bearer_header_the_same_way(live_server: LiveServer) -> None:
+    """A lower-case scheme and blanks before the token: the routes, the hot path and /mcp all
+    accept it (they used to disagree: the routes kept the blanks in the token)."""
+    token = live_server.token_for("blanks")
+    headers = {"Authorization": f"bearer   {token}"}
+    with httpx.Client(base_url=live_server.url, timeout=30, headers=headers) as client:
+        assert client.get("/v1/me").json()["principal"]["name"] == "blanks"
+        acquired = client.post("/v1/leases/acquire", json={"key": "blanks/k"})
+        assert acquired.status_code == 200, acquired.text
+        assert acquired.json()["lease"]["holder"] == "blanks"
+
+
 def test_a_rejected_bearer_token_is_named_in_the_challenge(live_server: LiveServer) -> None:
     with live_server.http(FAKE_TOKEN) as client:
         resp = client.get("/v1/me")

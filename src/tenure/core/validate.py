@@ -166,3 +166,12 @@ def check_cursor(after: object) -> int:
         raise _invalid("after", "must be a non-negative integer")
     assert isinstance(after, int)
     return after
+
+
+def bearer_token(authorization: str | None) -> str | None:
+    """The token of an ``Authorization: Bearer <token>`` header value (the scheme in any case,
+    blanks around the token ignored); ``None`` for another scheme or no token. The one reading
+    of the header for every front: REST routes, the hot path, the event stream, ``/mcp``."""
+    scheme, _, token = (authorization or "").strip().partition(" ")
+    token = token.strip()
+    return token if scheme.lower() == "bearer" and token else None

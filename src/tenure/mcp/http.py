@@ -45,7 +45,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from tenure.core.models import Principal
 from tenure.core.policy import PolicySet
-from tenure.core.validate import check_session
+from tenure.core.validate import bearer_token, check_session
 from tenure.errors import TenureError, Unauthenticated
 from tenure.mcp.backend import ServiceBackend
 from tenure.mcp.tools import build_server
@@ -71,10 +71,7 @@ def header(scope: Scope, name: bytes) -> str | None:
 
 def bearer(scope: Scope) -> str | None:
     """The token of an ``Authorization: Bearer …`` header, as the REST API reads it."""
-    scheme, _, token = (header(scope, b"authorization") or "").partition(" ")
-    if scheme.lower() == "bearer" and token.strip():
-        return token.strip()
-    return None
+    return bearer_token(header(scope, b"authorization"))
 
 
 def session_of(scope: Scope) -> str:

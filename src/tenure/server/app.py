@@ -20,6 +20,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from tenure import __version__
 from tenure.core.clock import Clock, SystemClock
 from tenure.core.models import Lease, Principal
+from tenure.core.validate import bearer_token
 from tenure.principals import Principals
 from tenure.reaper import Reaper
 from tenure.server import dashboard, openapi, problems
@@ -73,7 +74,9 @@ async def caller(
     """Async: a known token costs no worker thread (an unknown one is looked up in one)."""
     st: State = request.app.tenure
     client = request.client.host if request.client else None
-    return await st.auth.authenticate(creds.credentials if creds else None, client)
+    # ``creds`` only puts the scheme in the OpenAPI document: the header is read as everywhere
+    token = bearer_token(request.headers.get("authorization"))
+    return await st.auth.authenticate(token, client)
 
 
 Caller = Annotated[Principal, Depends(caller)]

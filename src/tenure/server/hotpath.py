@@ -36,6 +36,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tenure.core.models import Lease, Principal
+from tenure.core.validate import bearer_token
 from tenure.errors import InvalidRequest, TenureError
 from tenure.server import problems
 from tenure.server.app import State
@@ -100,11 +101,10 @@ def parse(path: str, raw: bytes) -> dict[str, Any] | None:
 
 
 def bearer(scope: Scope) -> str | None:
-    """The token of ``Authorization: Bearer <token>``, as FastAPI's HTTPBearer reads it."""
+    """The token of ``Authorization: Bearer <token>`` (as ``bearer_token`` reads it)."""
     for name, value in scope["headers"]:
         if name == b"authorization":
-            scheme, _, token = value.decode("latin-1").partition(" ")
-            return token if scheme.lower() == "bearer" and token else None
+            return bearer_token(value.decode("latin-1"))
     return None
 
 

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 from fastapi import FastAPI, Header, Query, Request
 from fastapi.responses import PlainTextResponse, StreamingResponse
 
-from tenure.core.validate import MAX_LIMIT
+from tenure.core.validate import MAX_LIMIT, bearer_token
 from tenure.server import openapi
 from tenure.server import ops_schemas as o
 from tenure.server import schemas as s
@@ -100,7 +100,7 @@ def add_ops_routes(app: FastAPI) -> None:
         filters = Filters(key, item, holder, type)
         await read_page_async(st.service, start, filters, 1, 1)  # bad filters: 422 now
         st.slots.take(me.name)  # one of the caller's open waits (past the cap: 429) ...
-        token = request.headers.get("authorization", "").partition(" ")[2]  # it authenticated
+        token = bearer_token(request.headers.get("authorization")) or ""  # it authenticated
         frames = _frames(st, start, filters, token)
         headers = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
         return HeldStream(  # ... until the stream ends

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from tenure.core.validate import bearer_token
 from tenure.errors import Unauthenticated
 
 
@@ -48,8 +49,8 @@ def check_token(authorization: str | None, expected: str | None) -> None:
     token is configured)."""
     if expected is None:
         return
-    scheme, _, given = (authorization or "").partition(" ")
-    if scheme.lower() != "bearer" or not hmac.compare_digest(given.encode(), expected.encode()):
+    given = bearer_token(authorization)
+    if given is None or not hmac.compare_digest(given.encode(), expected.encode()):
         raise Unauthenticated(
             "/metrics wants the metrics token: send Authorization: Bearer <TENURE_METRICS_TOKEN>"
         )
