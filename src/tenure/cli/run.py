@@ -46,9 +46,9 @@ from tenure.cli.supervise import (
 )
 from tenure.client import Client
 from tenure.client._session import new_session
-from tenure.client._shared import MAX_WAIT_MS
 from tenure.client.lease import LeaseHandle
 from tenure.core.models import Lease
+from tenure.core.validate import MAX_WAIT_MS
 from tenure.errors import LeaseHeld, LeaseLost
 
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)

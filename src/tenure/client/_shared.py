@@ -60,7 +60,6 @@ from tenure.settings import Settings
 
 T = TypeVar("T")
 
-MAX_WAIT_MS = 300_000  # the server's ceiling for one long poll
 RETRY_ANYWAY = frozenset({429, 503})  # the server says it did nothing: retry any call
 RETRY_IDEMPOTENT = frozenset({500, 502, 504})  # it may have acted: retry idempotent calls only
 # unauthenticated: the token was revoked (a dispatched agent's ends with its claim): no renewal

@@ -29,10 +29,11 @@ from typing import Any
 import psycopg
 import psycopg_pool
 
-from tenure.client._shared import MAX_WAIT_MS, Call, Reply, TransportError, transport_error
+from tenure.client._shared import Call, Reply, TransportError, transport_error
 from tenure.core import validate as v
 from tenure.core.models import Principal
 from tenure.core.policy import PolicySet
+from tenure.core.validate import MAX_WAIT_MS
 from tenure.errors import InvalidRequest, LeaseHeld
 from tenure.principals import Principals
 from tenure.service import Service

@@ -49,8 +49,9 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
 from tenure.client import _shared as sh
-from tenure.client._shared import MAX_WAIT_MS, Call, RetryPolicy
+from tenure.client._shared import Call, RetryPolicy
 from tenure.core.models import Lease, ReleaseResult
+from tenure.core.validate import MAX_WAIT_MS
 from tenure.errors import InvalidRequest, LeaseHeld, LeaseLost, NotHolder, TenureError
 
 if TYPE_CHECKING:

@@ -20,6 +20,8 @@ MAX_REASON_CHARS = 1024
 MAX_OP_ID_CHARS = 256
 MAX_SESSION_BYTES = 128
 MAX_LIMIT = 1000
+#: the longest one long-poll may wait (`wait_ms` of acquire and of the event log)
+MAX_WAIT_MS = 300_000
 
 
 def _invalid(field: str, why: str) -> InvalidRequest:

@@ -36,11 +36,11 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tenure.core.models import Lease, Principal
-from tenure.core.validate import bearer_token
+from tenure.core.validate import MAX_WAIT_MS, bearer_token
 from tenure.errors import InvalidRequest, TenureError
 from tenure.server import problems
 from tenure.server.app import State
-from tenure.server.schemas import MAX_INT, MAX_WAIT_MS
+from tenure.server.schemas import MAX_INT
 
 log = logging.getLogger("tenure.server")
 JSON_TYPE = b"application/json"

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 from fastapi import FastAPI, Header, Query, Request
 from fastapi.responses import PlainTextResponse, StreamingResponse
 
-from tenure.core.validate import MAX_LIMIT, bearer_token
+from tenure.core.validate import MAX_LIMIT, MAX_WAIT_MS, bearer_token
 from tenure.server import openapi
 from tenure.server import ops_schemas as o
 from tenure.server import schemas as s
@@ -19,7 +19,6 @@ from tenure.server.feed import RECHECK_S, Filters, HeldStream, Page, read_page_a
 from tenure.server.scrape import check_token
 
 P = openapi.problem_responses
-MAX_WAIT_MS = 300_000  # as for acquire
 KEEPALIVE_S = 15.0
 STREAM_BATCH = 500
 EVENT_TYPES = (

@@ -18,11 +18,11 @@ from tenure.core.validate import (
     MAX_REASON_CHARS,
     MAX_SESSION_BYTES,
     MAX_TASK_CHARS,
+    MAX_WAIT_MS,
 )
 from tenure.principals import MAX_TOKEN_TTL_MS
 
 MAX_INT = 2**63 - 1
-MAX_WAIT_MS = 300_000
 MAX_RENEW_KEYS = 1000  # keys one renew-all may name
 LIMIT = "x-tenure-limit"  # marks a bound that openapi.py takes from the policy
 
