@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+from datetime import UTC, datetime
 
 from tenure.errors import LeaseHeld, StaleToken
 from tenure.service import Service
 from tenure.settings import Settings
+from tenure.store.dburl import masked
 from tenure.store.open import open_store
 
 
@@ -22,10 +24,11 @@ def main(argv: list[str] | None = None) -> int:
     store = open_store(db)
     service = Service(store)
     say = print
-    say(f"database: {store.url} (schema {store.schema_version()})")
+    say(f"database: {masked(store.url)} (schema {store.schema_version()})")
     key = "demo/nightly-report"
+    start = store.last_event_id()  # this run's events come after it
     a = service.acquire("alice", key, ttl_ms=5_000, task="run-1")
-    say(f"alice acquired {key}: token {a.token}, expires_at {a.expires_at}")
+    say(f"alice acquired {key}: token {a.token}, expires {clock_time(a.expires_at)} (in 5s)")
     try:
         service.acquire("bob", key, task="run-2")
     except LeaseHeld as err:
@@ -45,10 +48,24 @@ def main(argv: list[str] | None = None) -> int:
             f"current_token={err.current_token}"
         )
     service.release("bob", key, b.token)
-    for event in service.events(key=key, limit=1000)[-5:]:
-        say(f"  event {event.id}: {event.type} holder={event.holder} token={event.token}")
+    say("the events of this run:")
+    for event in service.events(after=start, key=key, limit=1000):
+        say(
+            f"  event {event.id} at {clock_time(event.at)}: {event.type} "
+            f"holder={event.holder} token={event.token}{by(event.actor, event.holder)}"
+        )
     store.close()
     return 0
+
+
+def by(actor: str | None, holder: str | None) -> str:
+    return f" by {actor}" if actor and actor != holder else ""
+
+
+def clock_time(ms: int) -> str:
+    """``19:20:05.123 UTC``: an instant in ms since the epoch, readable."""
+    moment = datetime.fromtimestamp(ms / 1000, UTC)
+    return moment.strftime("%H:%M:%S.") + f"{moment.microsecond // 1000:03d} UTC"
 
 
 if __name__ == "__main__":

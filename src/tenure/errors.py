@@ -143,9 +143,15 @@ class AssignedToOther(TenureError):
 
 
 class InvalidRequest(TenureError):
+    """``field`` names the input at fault; a value out of range also carries the range it must
+    be in (``minimum``, ``maximum``, in the field's own units: milliseconds for a ``*_ms``)."""
+
     code, status, title = "invalid_request", 422, "invalid request"
-    fields = ("field",)
+    fields = ("field", "minimum", "maximum")
+    optional = ("minimum", "maximum")
     field: str | None
+    minimum: int | None
+    maximum: int | None
 
 
 class Conflict(InvalidRequest):

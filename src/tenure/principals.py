@@ -16,8 +16,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from tenure.core.models import KINDS, ROLES, Principal
-from tenure.errors import Forbidden, InvalidRequest, NotFound, Unauthenticated
-from tenure.store.base import Credential, Store
+from tenure.errors import Conflict, Forbidden, InvalidRequest, NotFound, Unauthenticated
+from tenure.store.base import Credential, Removal, Store, TokenInfo
 
 TOKEN_RE = re.compile(r"^tnr_([0-9a-f]{12})_([A-Za-z0-9_-]{43})$")
 TOKEN_ID_RE = re.compile(r"^[0-9a-f]{12}$")
@@ -111,7 +111,9 @@ class Principals:
         long from now (``None``: never)."""
         principal = check_principal(name, kind, list(roles), parent)
         ttl_ms = check_ttl(ttl_ms)
-        if self.store.get_principal(principal.name) is not None:
+        existing = self.store.get_principal(principal.name)
+        if existing is not None:
+            refuse_changes(existing, principal, bool(roles), parent is not None)
             return self._token_for(principal.name, actor, ttl_ms)
         if parent is not None and self.store.get_principal(parent) is None:
             # Well-formed, but naming nobody: like any reference to a missing resource, 404.
@@ -189,6 +191,107 @@ class Principals:
 
     def ancestors(self, name: str) -> tuple[str, ...]:
         return ancestors(self.store, name)
+
+    def listed(self, actor: Principal | None) -> list[Principal]:
+        """Every principal for an admin (and ``None``: the CLI on the database, trusted); for
+        anyone else itself and the agents it dispatched (and theirs)."""
+        everyone = self.store.list_principals()
+        if actor is None or actor.is_admin:
+            return everyone
+        return [p for p in everyone if p.name == actor.name or actor.name in self.ancestors(p.name)]
+
+    def show(self, actor: Principal | None, name: str) -> tuple[Principal, list[TokenInfo]]:
+        """``name`` and its tokens (ids and times): for admins, itself and its ancestors."""
+        found = self._existing(name)
+        self._may_see(actor, name)
+        return found, self.store.list_tokens(name)
+
+    def set_roles(self, actor: Principal | None, name: str, roles: list[str]) -> Principal:
+        """Replace the roles of ``name`` (admins only; recorded as ``principal_roles_set``)."""
+        self._existing(name)
+        if not isinstance(roles, list | tuple) or any(r not in ROLES for r in roles):
+            raise InvalidRequest(f"roles: a list of {', '.join(ROLES)}", field="roles")
+        if actor is not None and not actor.is_admin:
+            raise Forbidden("only admins set roles", actor=actor.name, reason="admin role required")
+        who = None if actor is None else actor.name
+        changed = self.store.set_roles(name, tuple(dict.fromkeys(roles)), who)
+        if changed is None:
+            raise NotFound(f"no principal named {name!r}", what="principal")
+        self._changed()
+        return changed
+
+    def remove(self, actor: Principal | None, name: str) -> tuple[Principal, Removal]:
+        """Remove ``name`` and revoke its tokens (admins, and its ancestors); refused while it
+        holds a live lease or is assigned an open item (``409 conflict`` naming them)."""
+        found = self._existing(name)
+        if actor is not None and not (actor.is_admin or actor.name in self.ancestors(name)):
+            raise Forbidden(
+                "only admins and its ancestors remove a principal",
+                actor=actor.name,
+                reason="admin role or ancestry required",
+            )
+        removal = self.store.remove_principal(name, None if actor is None else actor.name)
+        if removal is None:
+            raise NotFound(f"no principal named {name!r}", what="principal")
+        if not removal.removed:
+            raise Conflict(still_holds(name, removal), field="name")
+        self._changed()
+        return found, removal
+
+    def _existing(self, name: str) -> Principal:
+        if not isinstance(name, str) or not NAME_RE.fullmatch(name):
+            raise InvalidRequest("name: not a principal name", field="name")
+        found = self.store.get_principal(name)
+        if found is None:
+            raise NotFound(f"no principal named {name!r}", what="principal")
+        return found
+
+    def _may_see(self, actor: Principal | None, name: str) -> None:
+        if actor is None:
+            return
+        if not (actor.is_admin or actor.name == name or actor.name in self.ancestors(name)):
+            raise Forbidden(
+                "only admins, the principal itself and its ancestors see its tokens",
+                actor=actor.name,
+                reason="admin role or ancestry required",
+            )
+
+    def _changed(self) -> None:
+        for listener in self.on_revoke:
+            listener()
+
+
+def refuse_changes(existing: Principal, asked: Principal, roles: bool, parent: bool) -> None:
+    """Adding an existing principal only makes a new token: asking for other roles or another
+    parent is refused, never silently ignored."""
+    if roles and set(asked.roles) != set(existing.roles):
+        have = ", ".join(existing.roles) or "no roles"
+        raise Conflict(
+            f"{existing.name} exists with {have}: adding it again only makes a new token. "
+            f"Change its roles with tenure principal set-roles {existing.name} "
+            f"{' '.join(asked.roles)} (or PATCH /v1/principals/{existing.name}).",
+            field="roles",
+        )
+    if parent and asked.parent != existing.parent:
+        raise Conflict(
+            f"{existing.name} exists with parent {existing.parent or 'none'}: a principal's "
+            "parent does not change. Add it under another name.",
+            field="parent",
+        )
+
+
+def still_holds(name: str, removal: Removal) -> str:
+    """Why ``name`` cannot be removed yet, and what to do."""
+    held = []
+    if removal.leases:
+        held.append(f"holds live leases on {', '.join(removal.leases)}")
+    if removal.items:
+        held.append(f"is assigned open items {', '.join(removal.items)}")
+    if removal.children:
+        held.append(f"has dispatched principals {', '.join(removal.children)}")
+    todo = "Release or reassign them first (tenure lock force-release KEY, tenure reassign ITEM "
+    todo += "PRINCIPAL; remove its principals before it: tenure principal remove NAME), then "
+    return f"{name} {' and '.join(held)}. {todo}remove it."
 
 
 def expired(expires_at: int) -> Unauthenticated:

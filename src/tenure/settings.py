@@ -8,7 +8,8 @@
 - ``TENURE_URL``: the server the client and CLI talk to (else the URL ``tenure login`` saved,
   else ``http://127.0.0.1:7676``).
 - ``TENURE_TOKEN``: the bearer token of the client and CLI (else the token ``tenure login``
-  saved for that URL). Always a bearer token, never a fencing token.
+  saved for that server, however its URL is spelled: ``localhost`` or ``127.0.0.1``, a trailing
+  slash). Always a bearer token, never a fencing token.
 - ``TENURE_SESSION``: the session the client and the CLI's one-shot commands act in (one
   running holder under a principal; else a random one per client object, and for the CLI the
   one saved with the login). ``tenure run`` and ``tenure dispatch`` set it for their command.
@@ -40,6 +41,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from tenure.core.policy import Policy, PolicySet
 
@@ -77,6 +79,26 @@ def read_login(config_dir: Path) -> dict[str, str]:
     if not isinstance(doc, dict):
         raise ValueError(f"{path} is not a JSON object")
     return {k: str(doc[k]) for k in ("url", "token", "session") if isinstance(doc.get(k), str)}
+
+
+def normal_url(url: str) -> str:
+    """``url`` spelled one way: lower-case scheme and host, ``localhost`` as ``127.0.0.1``, the
+    scheme's default port written out, no trailing slash (to find the login saved for it)."""
+    parts = urlsplit(url.strip())
+    host = (parts.hostname or "").lower()
+    host = "127.0.0.1" if host == "localhost" else host
+    try:
+        port = parts.port or {"http": 80, "https": 443}.get(parts.scheme.lower())
+    except ValueError:  # not a port: compare the text as it is
+        return url.strip().rstrip("/")
+    netloc = f"[{host}]" if ":" in host else host
+    netloc += f":{port}" if port else ""
+    return urlunsplit((parts.scheme.lower(), netloc, parts.path.rstrip("/"), parts.query, ""))
+
+
+def same_server(a: str | None, b: str | None) -> bool:
+    """Whether two server URLs name the same server, however spelled (see :func:`normal_url`)."""
+    return a is not None and b is not None and normal_url(a) == normal_url(b)
 
 
 def env_session(env: Mapping[str, str] | None = None) -> str | None:
@@ -120,6 +142,9 @@ class Settings:
     state_dir: Path = Path(".")
     session: str | None = None  # TENURE_SESSION
     login_session: str | None = None  # the session saved with the login
+    login_url: str | None = None  # the server and token saved by ``tenure login``
+    login_token: str | None = None
+    env_token: str | None = None  # TENURE_TOKEN
     handed: Mapping[str, int] = field(default_factory=dict)  # see handed_tokens()
     limits: Limits = field(default_factory=lambda: Limits())  # see Limits, at the end
     auth: AuthSettings = field(default_factory=lambda: AuthSettings())  # at the end
@@ -135,7 +160,7 @@ class Settings:
         config_dir = _home_dir(env, "TENURE_CONFIG_DIR", "XDG_CONFIG_HOME", ".config")
         login = read_login(config_dir)
         url = env.get("TENURE_URL") or login.get("url") or f"http://{host}:{port}"
-        login_token = login.get("token") if login.get("url") == url else None
+        login_token = login.get("token") if same_server(login.get("url"), url) else None
         settings = cls(
             db=db,
             data_dir=data_dir,
@@ -152,6 +177,9 @@ class Settings:
             state_dir=_home_dir(env, "TENURE_STATE_DIR", "XDG_STATE_HOME", ".local/state"),
             session=env_session(env),
             login_session=login.get("session") or None,
+            login_url=login.get("url") or None,
+            login_token=login.get("token") or None,
+            env_token=env.get("TENURE_TOKEN") or None,
             handed=handed_tokens(env),
             limits=Limits.from_env(env),
             auth=AuthSettings.from_env(env),

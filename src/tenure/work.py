@@ -34,6 +34,7 @@ from tenure.core.items import (
     item_key,
     lease_state,
     not_assignee,
+    refused_dispatch,
 )
 from tenure.core.models import (
     ExtendResult,
@@ -494,7 +495,7 @@ class WorkQueue(QueueViews):
                 item, tx.record, child, ttl, task, takeover, reason, tx.now, sid, stalled
             )
             if decision.error is not None or decision.lease.error is not None or not decision.item:
-                return decision
+                return refused_dispatch(decision, me)
             # the agent's token ends with its claim (the reaper revokes it), or at the latest
             # when the claim could last no longer: the policy's max_lease from now
             lifetime = self.service.policy.for_key(item_key(item.id)).max_lease

@@ -301,13 +301,13 @@ class Model:
     ) -> Any:
         rec = self.leases.get(key)
         if rec is None:
-            return ReleaseResult(False, None)
+            return ReleaseResult(False, None, "no_lease")
         if not rec.live(now):
-            return ReleaseResult(False, rec.view(now))
+            return ReleaseResult(False, rec.view(now), "ended")
         if rec.holder != who.name:
             return self.not_holder(rec)
         if token is not None and token != rec.token:
-            return ReleaseResult(False, rec.view(now))
+            return ReleaseResult(False, rec.view(now), "stale_token")
         if token is None and rec.session != (session or ""):  # no token: only its own session
             return self.not_holder(rec)
         rec.ended = "released"

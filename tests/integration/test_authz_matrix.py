@@ -114,6 +114,21 @@ TABLE: dict[tuple[str, str], tuple[Request, dict[str, Any]]] = {
         lambda c: ("DELETE", f"/v1/principals/{HOLDER}/tokens/{c.token_id}", None),
         expect(403, "forbidden", admin=204, holder=204, ancestor=204, sup_holder=204),
     ),
+    # everyone sees itself and its agents (an admin: everyone)
+    ("GET", "/v1/principals"): (lambda c: ("GET", "/v1/principals", None), expect(200)),
+    ("GET", "/v1/principals/{name}"): (
+        lambda c: ("GET", f"/v1/principals/{HOLDER}", None),
+        expect(403, "forbidden", admin=200, holder=200, ancestor=200, sup_holder=200),
+    ),
+    ("PATCH", "/v1/principals/{name}"): (
+        lambda c: ("PATCH", f"/v1/principals/{HOLDER}", {"roles": []}),
+        expect(403, "forbidden", admin=200),
+    ),
+    # admins and ancestors may remove it, but not while it holds the cell's lease
+    ("DELETE", "/v1/principals/{name}"): (
+        lambda c: ("DELETE", f"/v1/principals/{HOLDER}", None),
+        expect(403, None, admin=409, ancestor=409, sup_holder=409),
+    ),
     ("GET", "/healthz"): (lambda c: ("GET", "/healthz", None), {a: 200 for a in ACTORS}),
     ("GET", "/readyz"): (lambda c: ("GET", "/readyz", None), {a: 200 for a in ACTORS}),
     ("GET", "/metrics"): (lambda c: ("GET", "/metrics", None), {a: 200 for a in ACTORS}),
@@ -247,7 +262,9 @@ class Matrix:
         h, admin = self.clients["holder"], self.clients["admin"]
         token = epoch = 0
         spare = ""
-        if "{key}" in path or path.startswith(("/v1/leases/", "/v1/fenced/")):
+        if "{key}" in path or path.startswith(
+            ("/v1/leases/", "/v1/fenced/", "/v1/principals/{name}")
+        ):
             lease = h.post("/v1/leases/acquire", json={"key": key, "ttl_ms": 60_000})
             token = lease.json()["lease"]["token"]
             written = h.post("/v1/fenced/write", json={"key": key, "token": token, "value": 0})

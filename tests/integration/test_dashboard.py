@@ -546,3 +546,33 @@ def test_the_event_stream_parser_resumes_with_last_event_id(live_server, tabs):
     assert "after=0" in first["url"] and first["lastEventId"] is None
     assert "after=" not in second["url"] and second["lastEventId"] == "2"
     assert third["lastEventId"] == "3"
+
+
+def test_a_phone_wide_screen_shows_every_nav_link_and_sign_out(live_server, browser):
+    """At 390 px the top bar wraps: Events and Sign out are on screen, unclipped, and work."""
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    try:
+        page = context.new_page()
+        page.goto(live_server.url + "/")
+        page.fill("#signin-token", live_server.admin_token)
+        page.click("#signin-submit")
+        expect(page.locator("#whoami-name")).to_have_text("root")
+        for selector in ('#nav a[data-route="events"]', "#signout"):
+            box = page.locator(selector).bounding_box()
+            assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390, box
+            on_top = page.evaluate(
+                """s => { const e = document.querySelector(s), r = e.getBoundingClientRect();
+                          return document.elementFromPoint(r.x + r.width / 2, r.y + r.height / 2)
+                                 === e; }""",
+                selector,
+            )
+            assert on_top, f"{selector} is covered or clipped"
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SHOTS / "phone.png"))
+        page.click('#nav a[data-route="events"]', timeout=2_000)
+        expect(page.locator('#nav a[data-route="events"]')).to_have_class(re.compile("active"))
+        page.click("#signout", timeout=2_000)
+        expect(page.locator("#signin")).to_be_visible()
+    finally:
+        context.close()

@@ -180,7 +180,7 @@ def test_release_and_release_again(alice: httpx.Client, admin: httpx.Client) -> 
     again = ok(alice.post("/v1/leases/release", json={"key": "k", "token": token}))
     assert again["released"] is False and again["lease"]["state"] == "released"
     never = ok(alice.post("/v1/leases/release", json={"key": "never"}))
-    assert never == {"released": False, "lease": None}
+    assert never == {"released": False, "lease": None, "reason": "no_lease"}
     assert [e["type"] for e in events(admin, "k")] == ["acquired", "released"]
     # A new acquisition gets a larger token.
     fresh = ok(alice.post("/v1/leases/acquire", json={"key": "k"}))["lease"]

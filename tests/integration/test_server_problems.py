@@ -445,7 +445,7 @@ NOT_ALLOWED: list[tuple[str, str, set[str]]] = [
     ("PUT", "/v1/leases/acquire", {"POST"}),
     ("DELETE", "/v1/me", {"GET"}),
     ("POST", "/v1/leases/some/key", {"GET"}),
-    ("PATCH", "/v1/principals", {"POST"}),
+    ("PATCH", "/v1/principals", {"GET", "POST"}),
     ("GET", "/v1/principals/jo/tokens/0123456789ab", {"DELETE"}),
     ("POST", "/healthz", {"GET"}),
     ("OPTIONS", "/v1/leases", {"GET"}),

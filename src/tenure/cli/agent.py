@@ -18,8 +18,10 @@ end on its own before it is stopped.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -27,6 +29,7 @@ import time
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -66,7 +69,18 @@ class Orders:
             TENURE_ITEM=self.item,
             TENURE_EPOCH=str(self.epoch),
         )
+        return with_tenure_on_path(env)
+
+
+def with_tenure_on_path(env: dict[str, str]) -> dict[str, str]:
+    """``env`` with the directory of this installation's ``tenure`` command first on ``PATH``
+    when ``tenure`` is not found there (a virtualenv that was never activated), so that CMD's
+    ``tenure complete "$TENURE_ITEM"`` runs the tenure that dispatched it."""
+    here = Path(sys.executable).parent
+    if shutil.which("tenure", path=env.get("PATH")) or not (here / "tenure").is_file():
         return env
+    env["PATH"] = os.pathsep.join(x for x in (str(here), env.get("PATH")) if x)
+    return env
 
 
 def log(message: str) -> None:
@@ -124,13 +138,22 @@ def supervise(orders: Orders) -> int:
         except TenureError as err:
             log(f"claim lost before the command started ({err.code}: {err.detail})")
             return 1
-        code = run_command(client, orders, work, wakeup)
-    log(f"command ended with status {code}")
+        code, left_open = run_command(client, orders, work, wakeup)
+    if left_open:
+        log(
+            f"command ended with status {code} but did not complete items/{orders.item}: "
+            "it goes back to open"
+        )
+    else:
+        log(f"command ended with status {code}")
     return code
 
 
-def run_command(client: Client, orders: Orders, work: Dispatched, wakeup: Wakeup) -> int:
-    """Start CMD as the agent, hold the claim while it runs; CMD's exit status."""
+def run_command(
+    client: Client, orders: Orders, work: Dispatched, wakeup: Wakeup
+) -> tuple[int, bool]:
+    """Start CMD as the agent, hold the claim while it runs; CMD's exit status, and whether
+    the item went back to open because CMD ended without completing it."""
     proc = spawn_guarded(orders.cmd, orders.env())
     log(f"started pid {proc.pid} as {orders.agent} on item {orders.item} (epoch {orders.epoch})")
 
@@ -141,34 +164,69 @@ def run_command(client: Client, orders: Orders, work: Dispatched, wakeup: Wakeup
     signal.signal(signal.SIGINT, forward)
     hold(work, proc, wakeup)
     if proc.poll() is not None:
-        release(client, orders, work)
-        return exit_status(proc.wait())
+        code = exit_status(proc.wait())
+        return code, release(client, orders, work, code)
     status = finished(client, orders)
     if status is not None:
         log(f"the item is {status}; waiting for the command to end")
-        return exit_status(proc.wait())
+        return exit_status(proc.wait()), False
     if work.lost_reason in BY_ITSELF:
         why = REVOKED if work.lost_reason == "unauthenticated" else "the claim was released"
         log(f"{why}; the command has {orders.grace_s:g}s to end before it is stopped")
         try:
-            return exit_status(proc.wait(orders.grace_s))
+            return exit_status(proc.wait(orders.grace_s)), False
         except subprocess.TimeoutExpired:
             pass
     log(f"claim lost ({work.lost_reason}); stopping the command")
-    return stop(proc, orders.grace_s)
+    return stop(proc, orders.grace_s), False
 
 
-def release(client: Client, orders: Orders, work: Dispatched) -> None:
-    """Release the claim unless CMD completed (or cancelled) the item."""
-    if finished(client, orders):
-        return
+def release(client: Client, orders: Orders, work: Dispatched, code: int) -> bool:
+    """Release the claim unless CMD completed (or cancelled) the item or ended the claim itself;
+    whether it was released here, the item going back to open. Before it is, a progress report
+    on the item says so, for the dispatcher's queue and the item's page."""
+    state = claim_state(client, orders)
+    if state == "finished":
+        return False
+    if state == "ended":
+        log("the command ended the claim itself (released, or it was taken from it)")
+        return False
+    with contextlib.suppress(TenureError):  # the claim is gone already: the release says how
+        client.items.progress(orders.item, orders.epoch, left_open_message(code))
     try:
         work.release()
         log("claim released")
+        return True
     except Unauthenticated:
         log(f"{REVOKED} already (completed, released, taken over or force-released)")
     except TenureError as err:
         log(f"release failed ({err.code}); the claim will lapse on its own")
+    return False
+
+
+def claim_state(client: Client, orders: Orders) -> str:
+    """``finished`` (CMD completed or cancelled the item), ``held`` (the agent's claim is still
+    on: CMD left it), ``ended`` (the claim ended otherwise: CMD released it, or lost it), or
+    ``unknown`` (the item could not be read: the release decides)."""
+    try:
+        view = client.items.get(orders.item)
+    except Unauthenticated:  # the agent's token ends with its claim
+        return "ended"
+    except TenureError:
+        return "unknown"
+    if view.item.status in FINISHED:
+        return "finished"
+    mine = view.item.assignee == orders.agent and view.item.epoch == orders.epoch
+    on = view.lease is not None and view.lease.state in ("live", "expired")  # not ended by anyone
+    return "held" if mine and on else "ended"
+
+
+#: how a progress report left by the supervisor begins (``tenure queue`` looks for it)
+LEFT_OPEN = "the dispatched command ended with status"
+
+
+def left_open_message(code: int) -> str:
+    return f"{LEFT_OPEN} {code} without completing the item: it went back to open"
 
 
 def read_orders(doc: dict[str, Any]) -> Orders:

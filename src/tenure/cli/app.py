@@ -53,7 +53,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return USAGE if isinstance(err, click.UsageError) else err.exit_code
     except TenureError as err:
         if _invocation:
-            _invocation[-1].out.error(err, now_held(_invocation[-1], err))
+            report_error(_invocation[-1], err)
         else:
             Output().error(err)
         return exit_code(err)
@@ -65,6 +65,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return ERROR
+
+
+def report_error(run: Cli, err: TenureError) -> None:
+    """``err`` on stderr: in the words of :mod:`tenure.cli.problems` when they say more."""
+    from tenure.cli.problems import explain
+
+    said = None if run.out.json else explain(run, err)
+    if said is None:
+        run.out.error(err, now_held(run, err))
+    else:
+        run.out.err.print(f"tenure: {said}")
 
 
 def now_held(run: Cli, err: TenureError) -> str | None:
@@ -116,11 +127,15 @@ def serve(
 
 @cli.group(
     epilog="\b\nExamples:\n  tenure principal add jo --role admin\n"
-    "  tenure principal revoke jo/agent-1a2b3c 0123456789ab"
+    "  tenure principal ls\n"
+    "  tenure principal set-roles bob supervisor\n"
+    "  tenure principal revoke jo/agent-1a2b3c 0123456789ab\n"
+    "  tenure principal remove jo/agent-1a2b3c"
 )
 def principal() -> None:
-    """Manage principals: add them on the database directly, revoke tokens through the
-    server."""
+    """Manage principals: add them on the database directly (the first admin); list, show,
+    set roles and remove them through the server as you (or with --db on the database);
+    revoke tokens through the server."""
 
 
 @verb(
@@ -211,6 +226,7 @@ def login(login_url: str | None, login_token: str | None) -> None:
         login_token = sys.stdin.readline().strip()
     if not login_token:
         login_token = click.prompt("token", hide_input=True)
+    run.point_at(url, login_token)  # what an error names
     with Client(url, token=login_token) as client:
         me = client.me()
     path = run.save_login(url, login_token)

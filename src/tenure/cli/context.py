@@ -24,7 +24,7 @@ from tenure.cli.render import Output
 from tenure.client import Client
 from tenure.client._session import new_session
 from tenure.core import validate as v
-from tenure.settings import LOGIN_FILE, Settings
+from tenure.settings import LOGIN_FILE, Settings, normal_url, same_server
 
 F = TypeVar("F", bound=Callable[..., Any])
 TOKENS_FILE = "tokens.json"
@@ -38,6 +38,7 @@ class Cli:
         self, url: str | None = None, token: str | None = None, session: str | None = None
     ) -> None:
         self._url, self._token, self._session = url, token, session
+        self._token_from = "--token"
         self.out = Output()
 
     @cached_property
@@ -48,12 +49,28 @@ class Cli:
     def url(self) -> str:
         return self._url or self.settings.url
 
+    def point_at(self, url: str, token: str) -> None:
+        """Talk to ``url`` with ``token`` from now on (``tenure login``: errors name them)."""
+        self._url, self._token, self._token_from = url, token, "`tenure login --token`"
+
     @property
     def token(self) -> str | None:
-        """The bearer token: ``--token``, else ``$TENURE_TOKEN`` or the login's (for its URL)."""
-        if self._token is None and (self._url is None or self._url == self.settings.url):
-            return self.settings.token
-        return self._token
+        """The bearer token: ``--token``, else ``$TENURE_TOKEN``, else the login's when the
+        server is the login's (however its URL is spelled: ``localhost`` or ``127.0.0.1``, a
+        trailing slash)."""
+        return self.token_source[0]
+
+    @property
+    def token_source(self) -> tuple[str | None, str]:
+        """The bearer token and where it came from, in words (for a refused token)."""
+        if self._token is not None:
+            return self._token, self._token_from
+        settings = self.settings
+        if settings.env_token:
+            return settings.env_token, "$TENURE_TOKEN"
+        if settings.login_token and same_server(settings.login_url, self.url):
+            return settings.login_token, f"the login saved in {settings.config_dir / LOGIN_FILE}"
+        return None, "none"
 
     @cached_property
     def session(self) -> str:
@@ -117,7 +134,7 @@ class Cli:
         """Keep (or, with ``None``, forget) the token of a lease taken on this server. An
         item's epoch is the token of its key ``items/<id>``."""
         doc = self._tokens()
-        mine = doc.setdefault(self.url, {})
+        mine = doc.setdefault(normal_url(self.url), {})
         if token is None:
             mine.pop(key, None)
         else:
@@ -125,11 +142,16 @@ class Cli:
         write_private(self._tokens_path, doc)
 
     def remembered(self, key: str) -> int | None:
-        """The token remembered for ``key``, else the one a ``tenure run`` or ``tenure
-        dispatch`` handed this process for it (``$TENURE_LEASE_TOKEN`` for
-        ``$TENURE_LEASE_KEY``, ``$TENURE_EPOCH`` for ``items/$TENURE_ITEM``)."""
-        found = self._tokens().get(self.url, {}).get(key)
-        return found if isinstance(found, int) else self.settings.handed.get(key)
+        """The token remembered for ``key`` or the one a ``tenure run`` or ``tenure dispatch``
+        handed this process for it (``$TENURE_LEASE_TOKEN`` for ``$TENURE_LEASE_KEY``,
+        ``$TENURE_EPOCH`` for ``items/$TENURE_ITEM``), whichever is newer: tokens only grow, so
+        one the user remembers from an older claim of the same item never hides the epoch a
+        dispatched agent was handed."""
+        saved = self._tokens()
+        found = saved.get(normal_url(self.url), {}).get(key)
+        handed = self.settings.handed.get(key)
+        known = [x for x in (found, handed) if isinstance(x, int)]
+        return max(known) if known else None
 
     def token_for(self, key: str, given: int | None, option: str = "--token") -> int:
         """``given`` (the option) if set, else the remembered token; a usage error if neither."""

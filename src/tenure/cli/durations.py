@@ -37,6 +37,26 @@ def format_duration(ms: int) -> str:
     return "".join(f"{n}{u}" for n, u in parts[:2] if n) or "0s"
 
 
+def format_like(ms: int, typed: str | None) -> str:
+    """``ms`` in the unit style of ``typed``, a duration the user typed: in its largest unit
+    when that is exact (``600s`` for ``3600s``, ``600`` seconds for a bare ``3600``), else as
+    :func:`format_duration` (``10m`` for ``1h``)."""
+    raw = (typed or "").strip().lower()
+    if re.fullmatch(r"\d+(\.\d+)?", raw):
+        return f"{ms / 1000:g}s" if ms % 1000 else f"{ms // 1000}s"
+    units = [u for _, u in _PART.findall(raw)]
+    if units:
+        unit = max(units, key=lambda u: _UNITS[u])
+        if ms % _UNITS[unit] == 0:
+            return f"{ms // _UNITS[unit]}{unit}"
+    return format_duration(ms)
+
+
+#: the durations typed on this command line, by parameter name (``ttl`` → ``1h``), so that a
+#: refusal can be worded in the user's units
+TYPED: dict[str, str] = {}
+
+
 class Duration(click.ParamType[int, Any]):
     """A click parameter holding a duration, converted to milliseconds."""
 
@@ -45,6 +65,8 @@ class Duration(click.ParamType[int, Any]):
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
         if isinstance(value, int):
             return value
+        if param is not None and param.name:
+            TYPED[param.name] = str(value)
         try:
             ms = parse_duration(str(value))
         except ValueError as err:

@@ -345,12 +345,17 @@ def queue(principal: str | None) -> None:
     """The items assigned to PRINCIPAL (default: you) and to the agents it dispatched, with
     their lease state: live, stalled (live, but no progress for the policy's stall_after),
     lapsed (its holder stopped renewing) or revoked (force-released: a takeover needs a
-    reason)."""
+    reason). Below: the items your agents' commands left open lately (a `tenure dispatch`
+    whose command ended without completing its item), while they stay open."""
+    from tenure.cli.left_open import left_open, left_open_lines
+
     run = cli_of()
     views = run.client.items.queue(principal)
+    returned = left_open(run, principal)
+    shown = (views_table(views) if views else Text("nothing assigned"), left_open_lines(returned))
     run.out.emit(
-        {"items": [v.to_dict() for v in views]},
-        lambda: views_table(views) if views else "nothing assigned",
+        {"items": [v.to_dict() for v in views], "left_open": returned},
+        lambda: Group(*(x for x in shown if x)),
     )
 
 

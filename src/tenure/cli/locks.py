@@ -37,12 +37,22 @@ def lease_table(lease: Lease) -> Any:
             ("task", lease.task),
             ("token", lease.token),
             ("state", lease.state),
-            ("expires", when(lease.expires_at)),
+            *deadline(lease),
             ("acquired", when(lease.acquired_at)),
             ("renewals", lease.renewals),
             ("meta", json.dumps(lease.meta) if lease.meta else None),
         ]
     )
+
+
+def deadline(lease: Lease) -> list[tuple[str, str]]:
+    """When a live lease expires, when an expired one did; none for a lease ended otherwise
+    (released, force-released, taken over: its deadline no longer means anything)."""
+    if lease.state == "live":
+        return [("expires", when(lease.expires_at))]
+    if lease.state == "expired":
+        return [("expired", when(lease.expires_at))]
+    return []
 
 
 def leases_table(leases: list[Lease]) -> Any:

@@ -7,15 +7,19 @@ import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from types import FrameType
 from typing import Any
 
 import click
 
+from tenure.cli import eventlog
 from tenure.cli.app import cli
 from tenure.cli.completion import complete_keys
-from tenure.cli.context import cli_of, verb
-from tenure.cli.render import LOST, OK, clock, table, when
+from tenure.cli.context import Cli, cli_of, verb
+from tenure.cli.durations import parse_duration
+from tenure.cli.eventlog import Filter
+from tenure.cli.render import LOST, OK, clock, now_ms, table, when
 from tenure.core.models import Event
 
 _STOPS = (signal.SIGINT, signal.SIGTERM)
@@ -68,48 +72,104 @@ def stoppable() -> Iterator[None]:
 @verb(
     cli,
     "events",
-    summary="Show the event log (--follow: keep printing new events).",
-    example="tenure events --key jobs/nightly\n"
+    summary="Show the latest events (--follow: keep printing new ones).",
+    example="tenure events\n"
+    "tenure events --key jobs/nightly --since 10m\n"
     "tenure events --follow --type expired\n"
-    "tenure events --item 42 --json\n"
-    "tenure events --after 1200 --limit 50 --json",
+    "tenure events --from-start --limit 50 --json",
 )
-@click.option("--after", type=click.IntRange(0), default=0, help="Only events after this id.")
+@click.option("--since", help="Only events after this id, or of the last DURATION (10m, 2h).")
+@click.option("--after", type=click.IntRange(0), help="Only events after this id (the cursor).")
+@click.option("--from-start", is_flag=True, help="From the oldest event kept (replay).")
 @click.option("--key", help="Only events of this key.", shell_complete=complete_keys)
 @click.option("--holder", help="Only events of leases of this principal.")
 @click.option("--type", "kind", help="Only events of this type (acquired, expired, …).")
 @click.option(
     "--limit",
     type=click.IntRange(1, 1000),
-    default=100,
-    show_default=True,
-    help="At most this many events (per request with --follow).",
+    help="At most this many events (default: the latest 20; 100 with --after, --since ID or "
+    "--from-start).",
 )
 @click.option("--item", help="Only events of this item (its key is items/ID).")
 @click.option("--follow", "-f", is_flag=True, help="Keep printing new events until interrupted.")
 def events(
-    after: int,
+    since: str | None,
+    after: int | None,
+    from_start: bool,
     key: str | None,
     holder: str | None,
     kind: str | None,
-    limit: int,
+    limit: int | None,
     item: str | None,
     follow: bool,
 ) -> int:
-    """Events after the id --after, oldest first: acquired, renewed, extended, released,
-    expired, force_released, conflict, taken_over, claimed, completed, progress, dispatched, …
-    With --json, one document {"events": [...], "next": CURSOR}; pass CURSOR as --after to go
-    on from there. With --follow, one line per event as it happens (JSON lines with --json;
-    the server holds each request until there is news, so nothing polls) until Ctrl-C or
-    SIGTERM, which end it with exit 0."""
+    """The latest events, oldest first (the last 20, or --limit): acquired, renewed, extended,
+    released, expired, force_released, conflict, taken_over, claimed, completed, progress,
+    dispatched, … --since 10m shows those of the last ten minutes; --after ID (or --since ID)
+    those after an event id, and --from-start replays the log from its oldest event kept. With
+    --json, one document {"events": [...], "next": CURSOR}; pass CURSOR as --after to go on from
+    there. With --follow, one line per event as it happens, from now (or from --after, --since,
+    --from-start), JSON lines with --json (the server holds each request until there is news,
+    so nothing polls), until Ctrl-C or SIGTERM, which end it with exit 0."""
     run = cli_of()
-    if not follow:
-        found = run.client.events(after, key, holder, kind, limit, item)
-        cursor = found[-1].id if found else after
-        doc = {"events": [e.to_dict() for e in found], "next": cursor}
-        run.out.emit(doc, lambda: events_table(found))
-        return OK
-    feed = follow_in_background(run.client.events(after, key, holder, kind, item=item, follow=True))
+    f = Filter(key, holder, kind, item)
+    start = start_of(after, since, from_start)
+    if follow:
+        begin = start if isinstance(start, int) else eventlog.head(run.client)
+        if isinstance(start, Cutoff):
+            shown, begin = eventlog.latest(run.client, 1000, f, start.reached)
+            for event in start.keep(shown):
+                run.out.line(event.to_dict(), event_line(event))
+        return follow_events(run, begin, f)
+    if isinstance(start, int):
+        found = run.client.events(start, key, holder, kind, limit or 100, item)
+        cursor = found[-1].id if found else start
+    elif isinstance(start, Cutoff):
+        found, cursor = eventlog.latest(run.client, limit or 1000, f, start.reached)
+        found = start.keep(found)
+    else:
+        found, cursor = eventlog.latest(run.client, limit or LATEST, f)
+    doc = {"events": [e.to_dict() for e in found], "next": cursor}
+    run.out.emit(doc, lambda: events_table(found) if found else "no events")
+    return OK
+
+
+LATEST = 20
+
+
+@dataclass(frozen=True)
+class Cutoff:
+    """``--since DURATION``: the events at or after ``at`` (epoch ms)."""
+
+    at: int
+
+    def reached(self, found: list[Event]) -> bool:
+        return found[0].at < self.at
+
+    def keep(self, found: list[Event]) -> list[Event]:
+        return [e for e in found if e.at >= self.at]
+
+
+def start_of(after: int | None, since: str | None, from_start: bool) -> int | Cutoff | None:
+    """Where to read from: an event id, a moment, or ``None`` for the latest events."""
+    given = [x for x in (after is not None, since is not None, from_start) if x]
+    if len(given) > 1:
+        raise click.UsageError("--after, --since and --from-start exclude each other")
+    if from_start:
+        return 0
+    if since is None:
+        return after
+    if since.strip().isdigit():
+        return int(since)
+    try:
+        return Cutoff(now_ms() - parse_duration(since))
+    except ValueError as err:
+        raise click.BadParameter(f"{err}, or an event id", param_hint="--since") from None
+
+
+def follow_events(run: Cli, after: int, f: Filter) -> int:
+    events = run.client.events(after, f.key, f.holder, f.type, item=f.item, follow=True)
+    feed = follow_in_background(events)
     with stoppable():
         try:
             while True:

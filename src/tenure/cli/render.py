@@ -3,7 +3,9 @@ words on stderr; stable exit codes."""
 
 from __future__ import annotations
 
+import io
 import json
+import re
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -11,7 +13,9 @@ from datetime import datetime
 from typing import Any
 
 from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table
+from rich.text import Text
 
 from tenure.cli.durations import format_duration
 from tenure.errors import (
@@ -25,6 +29,10 @@ from tenure.errors import (
     StaleToken,
     TenureError,
 )
+
+_WIDEST = 10_000  # columns a table may take to show every cell whole
+#: spaces at the end of a line (before any closing style codes)
+_TRAILING = re.compile(r"[ \t]+((?:\x1b\[[0-9;]*m)*)$", re.MULTILINE)
 
 # Exit codes: stable, documented in docs/cli.md.
 OK, ERROR, USAGE, CONFLICT, LOST, NOT_FOUND = 0, 1, 2, 3, 4, 5
@@ -96,7 +104,7 @@ def describe(
     key = f"{err.key} " if err.key else ""
     if isinstance(err, LeaseHeld | NotHolder):
         holder = held_by(err.holder, err.session if sessions else None, err.task)
-        left = f" until {at(err.expires_at)} left" if err.expires_at else ""
+        left = f" until {at(err.expires_at)}" if err.expires_at else ""
         return f"{key}held by {holder}{left}".strip()
     if isinstance(err, AssignedToOther):
         if err.lease_state == "revoked":  # force-released: even its assignee takes it over
@@ -134,8 +142,10 @@ class Output:
     def __init__(self, as_json: bool = False) -> None:
         self.json = as_json
         # No markup or emoji codes: titles, keys and reasons are printed as they are.
+        # Long lines are not cut or wrapped by us: the terminal wraps them (a path or a message
+        # stays whole for copying), tables are as wide as their content needs.
         self.console = Console(soft_wrap=True, highlight=False, markup=False, emoji=False)
-        self.err = Console(stderr=True, highlight=False, markup=False, emoji=False)
+        self.err = Console(stderr=True, soft_wrap=True, highlight=False, markup=False, emoji=False)
         #: how the running command takes an item over, for a refusal that needs a takeover
         self.takeover = "claim with --takeover --reason … to take it over"
 
@@ -149,7 +159,31 @@ class Output:
         shown = human() if callable(human) else human
         if shown is None:
             shown = json.dumps(doc, indent=2, default=str)
-        self.console.print(shown)
+        if isinstance(shown, str):
+            self.console.print(shown)
+        else:
+            sys.stdout.write(self.render(shown))
+            sys.stdout.flush()
+
+    def render(self, shown: Any) -> str:
+        """A table (or a group of them) as text: never narrower than its content (no cell is
+        cut short), without trailing spaces."""
+        ours = self.console
+        unbounded = ours.options.update_width(_WIDEST)
+        width = max(ours.width, Measurement.get(ours, unbounded, shown).maximum)
+        buffer = io.StringIO()
+        console = Console(
+            file=buffer,
+            width=width,
+            force_terminal=ours.is_terminal,
+            color_system=ours.color_system,  # type: ignore[arg-type]
+            no_color=ours.no_color,
+            highlight=False,
+            markup=False,
+            emoji=False,
+        )
+        console.print(shown)
+        return _TRAILING.sub(r"\1", buffer.getvalue())
 
     def line(self, doc: Any, human: str) -> None:
         """One record of a stream: a JSON line, or a line of text."""
@@ -172,17 +206,22 @@ class Output:
 
 def table(columns: Sequence[str], rows: Iterable[Sequence[Any]], title: str | None = None) -> Table:
     """A plain table; ``-`` for empty cells."""
-    out = Table(*columns, title=title, box=None, header_style="bold", pad_edge=False)
+    out = Table(
+        *columns, title=title, title_justify="left", box=None, header_style="bold", pad_edge=False
+    )
     for row in rows:
         out.add_row(*("-" if v is None or v == "" else str(v) for v in row))
     return out
 
 
-def pairs(items: Iterable[tuple[str, Any]]) -> Table:
-    """A two-column ``name  value`` table for one record."""
-    out = Table(show_header=False, box=None, pad_edge=False)
-    out.add_column(style="bold")
-    out.add_column()
-    for name, value in items:
-        out.add_row(name, "-" if value is None or value == "" else str(value))
+def pairs(items: Iterable[tuple[str, Any]]) -> Text:
+    """``name  value`` lines for one record: the names aligned, each value whole on its line
+    (a path is never cut to fit a column)."""
+    rows = [(name, "-" if value is None or value == "" else str(value)) for name, value in items]
+    width = max((len(name) for name, _ in rows), default=0)
+    out = Text()
+    for index, (name, value) in enumerate(rows):
+        out.append("\n" if index else "")
+        out.append(name, style="bold")
+        out.append(" " * (width - len(name) + 2) + value.replace("\n", "\n" + " " * (width + 2)))
     return out

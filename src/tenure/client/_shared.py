@@ -410,7 +410,8 @@ def extend_reply(data: Any) -> ExtendResult:
 
 def release_reply(data: Any) -> ReleaseResult:
     lease = data.get("lease")
-    return ReleaseResult(bool(data["released"]), None if lease is None else lease_from(lease))
+    lease_out = None if lease is None else lease_from(lease)
+    return ReleaseResult(bool(data["released"]), lease_out, data.get("reason"))
 
 
 def force_release_reply(data: Any) -> ForceReleaseResult:

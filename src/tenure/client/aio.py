@@ -11,7 +11,9 @@ from typing import Any, TypeVar
 
 import httpx
 
+from tenure.client import _principal_calls as pc
 from tenure.client import _shared as sh
+from tenure.client._principal_calls import PrincipalInfo, RemovedPrincipal
 from tenure.client._session import client_session
 from tenure.client._shared import (
     AsyncTransport,
@@ -309,6 +311,23 @@ class AsyncClient:
     async def revoke_token(self, name: str, token_id: str) -> None:
         """Revoke one token of ``name`` (your own, or anyone's as an admin)."""
         await self._call(sh.revoke_token(name, token_id))
+
+    async def list_principals(self) -> list[Principal]:
+        """Every principal (as an admin), else yourself and the agents you dispatched."""
+        return await self._call(pc.list_principals())
+
+    async def get_principal(self, name: str) -> PrincipalInfo:
+        """``name`` and its tokens' ids and times (admins, itself, its ancestors)."""
+        return await self._call(pc.get_principal(name))
+
+    async def set_roles(self, name: str, roles: tuple[str, ...] | list[str]) -> Principal:
+        """Replace the roles of ``name`` (admins only); ``[]`` removes them all."""
+        return await self._call(pc.set_roles(name, roles))
+
+    async def remove_principal(self, name: str) -> RemovedPrincipal:
+        """Remove ``name`` and revoke its tokens (admins, its ancestors); refused (``Conflict``)
+        while it holds a live lease or is assigned an open item."""
+        return await self._call(pc.remove_principal(name))
 
     # lifecycle --------------------------------------------------------------------------------
     async def close(self) -> None:

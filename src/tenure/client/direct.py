@@ -30,6 +30,7 @@ import psycopg
 import psycopg_pool
 
 from tenure.client._shared import Call, Reply, TransportError, transport_error
+from tenure.client.direct_principals import principal_handlers
 from tenure.core import validate as v
 from tenure.core.models import Principal
 from tenure.core.policy import PolicySet
@@ -100,6 +101,7 @@ class DirectBackend:
             "me": lambda me, a: {"principal": me.to_dict()},
             "add_principal": self._add_principal,
             "revoke_token": self._revoke_token,
+            **principal_handlers(self.principals),
             **self._item_handlers(),
         }
 

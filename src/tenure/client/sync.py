@@ -10,7 +10,9 @@ from typing import Any, Literal, TypeVar, overload
 
 import httpx
 
+from tenure.client import _principal_calls as pc
 from tenure.client import _shared as sh
+from tenure.client._principal_calls import PrincipalInfo, RemovedPrincipal
 from tenure.client._session import client_session
 from tenure.client._shared import (
     Call,
@@ -347,6 +349,23 @@ class Client:
     def revoke_token(self, name: str, token_id: str) -> None:
         """Revoke one token of ``name`` (your own, or anyone's as an admin)."""
         self._call(sh.revoke_token(name, token_id))
+
+    def list_principals(self) -> list[Principal]:
+        """Every principal (as an admin), else yourself and the agents you dispatched."""
+        return self._call(pc.list_principals())
+
+    def get_principal(self, name: str) -> PrincipalInfo:
+        """``name`` and its tokens' ids and times (admins, itself, its ancestors)."""
+        return self._call(pc.get_principal(name))
+
+    def set_roles(self, name: str, roles: tuple[str, ...] | list[str]) -> Principal:
+        """Replace the roles of ``name`` (admins only); ``[]`` removes them all."""
+        return self._call(pc.set_roles(name, roles))
+
+    def remove_principal(self, name: str) -> RemovedPrincipal:
+        """Remove ``name`` and revoke its tokens (admins, its ancestors); refused (``Conflict``)
+        while it holds a live lease or is assigned an open item."""
+        return self._call(pc.remove_principal(name))
 
     # lifecycle --------------------------------------------------------------------------------
     def close(self) -> None:

@@ -260,9 +260,10 @@ def decide_release(
     session's lease of ``who`` is refused like a stranger's."""
     rec, events = settle(before, now)
     if rec is None:
-        return Decision(None, (), ReleaseResult(False, None))
+        return Decision(None, (), ReleaseResult(False, None, "no_lease"))
     if not rec.is_live(now) or (rec.holder == who.name and token not in (None, rec.token)):
-        return Decision(_changed(before, rec), events, ReleaseResult(False, rec.lease(now)))
+        why = "stale_token" if rec.is_live(now) else "ended"
+        return Decision(_changed(before, rec), events, ReleaseResult(False, rec.lease(now), why))
     if rec.holder != who.name or (token is None and rec.session != session):
         return Decision(_changed(before, rec), events, None, _not_holder(rec))
     done = rec.update(ended="released")

@@ -539,6 +539,19 @@ def dispatched(
     return replace(decision, transfers=transfers, events=(*decision.events, *made))
 
 
+def refused_dispatch(decision: ItemDecision, dispatcher: Principal) -> ItemDecision:
+    """A dispatch refused: the agent it would have made is never created, so the events the
+    refusal records (a ``conflict``) name the dispatcher as the actor, the agent in ``data``."""
+    lease = decision.lease
+    events = tuple(
+        replace(e, actor=dispatcher.name, data={**e.data, "agent": e.actor})
+        if e.type == "conflict"
+        else e
+        for e in lease.events
+    )
+    return replace(decision, lease=replace(lease, events=events))
+
+
 def decide_stall(item: Item, rec: KeyRecord | None, now: int, stall_ms: int) -> ItemDecision:
     """Record once per claim that it is alive but made no progress for ``stall_ms``."""
     if item.stalled_epoch == item.epoch or lease_state(item, rec, now, stall_ms) != "stalled":

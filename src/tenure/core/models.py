@@ -266,11 +266,17 @@ class ExtendResult:
 
 @dataclass(frozen=True)
 class ReleaseResult:
+    """``reason`` says why nothing was released: ``no_lease`` (none was ever granted on the
+    key), ``ended`` (the lease is over: ``lease.state`` says how), ``stale_token`` (your lease
+    lives on under a newer token: ``lease.token``); None when it was released."""
+
     released: bool
     lease: Lease | None = None
+    reason: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"released": self.released, "lease": self.lease and self.lease.to_dict()}
+        lease = self.lease and self.lease.to_dict()
+        return {"released": self.released, "lease": lease, "reason": self.reason}
 
 
 @dataclass(frozen=True)

@@ -84,7 +84,12 @@ def check_ttl(ttl_ms: object, policy: Policy, field: str = "ttl_ms") -> int:
         raise _invalid(field, "must be an integer number of milliseconds")
     assert isinstance(ttl_ms, int)
     if not policy.min_ttl <= ttl_ms <= policy.max_ttl:
-        raise _invalid(field, f"must be between {policy.min_ttl} and {policy.max_ttl} ms")
+        raise InvalidRequest(
+            f"{field}: must be between {policy.min_ttl} and {policy.max_ttl} ms",
+            field=field,
+            minimum=policy.min_ttl,
+            maximum=policy.max_ttl,
+        )
     return ttl_ms
 
 

@@ -21,6 +21,7 @@ from tenure import __version__
 from tenure.core.clock import Clock, SystemClock
 from tenure.core.models import Lease, Principal
 from tenure.core.validate import bearer_token
+from tenure.errors import NotFound
 from tenure.principals import Principals
 from tenure.reaper import Reaper
 from tenure.server import dashboard, openapi, problems
@@ -192,6 +193,9 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     from tenure.server.ops import add_ops_routes  # it imports this module's dependencies
 
     add_ops_routes(app)
+    from tenure.server.principal_routes import add_principal_routes  # as for the items
+
+    add_principal_routes(app)  # after DELETE …/tokens/{token_id}: {name:path} matches it too
     dashboard.install(app)  # GET /: the web dashboard (tenure.server.dashboard)
     mcp.mount(app)  # /mcp: the MCP tools over streamable HTTP (tenure.mcp.http)
     return app
@@ -273,7 +277,7 @@ def add_lease_routes(app: FastAPI) -> None:
     )
     def release(body: s.ReleaseIn, me: Caller, st: St) -> Response:
         """End your lease: the lease of `token` (any session of yours), else your `session`'s.
-        `released: false` when there is nothing of yours to end."""
+        `released: false` when there is nothing of yours to end, with the `reason`."""
         result = st.service.release(me, body.key, body.token, body.session)
         if result.released:
             st.waiters.notify(body.key)
@@ -320,9 +324,14 @@ def add_lease_routes(app: FastAPI) -> None:
         tags=["leases"],
         responses=P(401, 404, 413, 422),
     )
-    def get_lease(key: KeyParam, me: Caller, st: St) -> dict[str, Any]:
-        """The latest lease on `key` (URL-encoded) with its `state`, live or not."""
-        return {"lease": lease_out(st.service.get(key))}
+    def get_lease(key: KeyParam, request: Request, me: Caller, st: St) -> dict[str, Any]:
+        """The latest lease on `key` (URL-encoded) with its `state`, live or not. A key that
+        names a POST route (`acquire`, `release`, …) and was never leased: `405`."""
+        try:
+            return {"lease": lease_out(st.service.get(key))}
+        except NotFound:
+            problems.refuse_other_method(request)
+            raise
 
 
 def add_other_routes(app: FastAPI) -> None:
@@ -347,8 +356,13 @@ def add_other_routes(app: FastAPI) -> None:
         tags=["fenced"],
         responses=P(401, 404, 413, 422),
     )
-    def fenced_read(key: KeyParam, me: Caller, st: St) -> dict[str, Any]:
-        return st.service.read(key).to_dict()
+    def fenced_read(key: KeyParam, request: Request, me: Caller, st: St) -> dict[str, Any]:
+        """The last value accepted under `key`; `GET /v1/fenced/write` (never written): `405`."""
+        try:
+            return st.service.read(key).to_dict()
+        except NotFound:
+            problems.refuse_other_method(request)
+            raise
 
     @app.get("/v1/me", response_model=s.MeReply, tags=["principals"], responses=P(401))
     def whoami(me: Caller) -> dict[str, Any]:
@@ -359,7 +373,7 @@ def add_other_routes(app: FastAPI) -> None:
         response_model=s.PrincipalReply,
         tags=["principals"],
         status_code=201,
-        responses={**P(400, 401, 403, 404, 413, 422), 201: openapi.PRINCIPAL_LINKS},
+        responses={**P(400, 401, 403, 404, 409, 413, 422), 201: openapi.PRINCIPAL_LINKS},
     )
     def add_principal(body: s.PrincipalIn, me: Caller, st: St) -> dict[str, Any]:
         issued = st.principals.create(

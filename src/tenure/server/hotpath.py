@@ -221,7 +221,9 @@ def job(st: State, path: str, me: Principal, body: dict[str, Any]) -> Callable[[
         if result.released:
             st.waiters.notify(key)
         lease = "null" if result.lease is None else lease_json(result.lease)
-        return f'{{"released":{"true" if result.released else "false"},"lease":{lease}}}'.encode()
+        why = "null" if result.reason is None else f'"{result.reason}"'
+        done = "true" if result.released else "false"
+        return f'{{"released":{done},"lease":{lease},"reason":{why}}}'.encode()
 
     return release
 

@@ -24,7 +24,8 @@ STREAM_BATCH = 500
 EVENT_TYPES = (
     "acquired, released, expired, force_released, taken_over, conflict, extended, claimed, "
     "completed, progress, dispatched, reassigned, stalled, item_created, item_edited, "
-    "item_status, principal_created, token_issued, token_revoked, …"
+    "item_status, principal_created, principal_roles_set, principal_removed, token_issued, "
+    "token_revoked, …"
 )
 
 After = Annotated[int, Query(ge=0, le=s.MAX_INT, description="an event id (the cursor)")]

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Annotated, Literal
+
 from pydantic import Field
 
-from tenure.server.schemas import Out
+from tenure.server.schemas import Body, Out, PrincipalOut
 
 
 class Endings(Out):
@@ -71,3 +73,33 @@ class TimelineReply(Out):
     start: int
     end: int
     buckets: list[Bucket]
+
+
+# principals ---------------------------------------------------------------------------------
+class TokenOut(Out):
+    token_id: str
+    created_at: int
+    expires_at: int | None = Field(description="when it expires (null: never)")
+    revoked_at: int | None = Field(description="when it was revoked (null: it is not)")
+
+
+class PrincipalsReply(Out):
+    principals: list[PrincipalOut]
+
+
+class PrincipalShowReply(Out):
+    principal: PrincipalOut
+    tokens: list[TokenOut] = Field(description="its tokens, oldest first; never their secrets")
+
+
+class RolesIn(Body):
+    roles: Annotated[list[Literal["admin", "supervisor"]], Field(max_length=2)]
+
+
+class PrincipalRolesReply(Out):
+    principal: PrincipalOut
+
+
+class PrincipalRemovedReply(Out):
+    principal: PrincipalOut
+    revoked: list[str] = Field(description="the ids of the tokens removing it revoked")

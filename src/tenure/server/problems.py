@@ -139,6 +139,20 @@ def allowed_methods(request: Request) -> str:
     return ", ".join(sorted(methods))
 
 
+def refuse_other_method(request: Request) -> None:
+    """``405`` (with ``Allow``) when a route of another path template and other methods serves
+    exactly this path: a GET of ``/v1/leases/acquire`` also matches the GET of a key, whose
+    lookup then found nothing. (Other methods of the template that matched do not count.)"""
+    matched = getattr(request.scope.get("route"), "path", None)
+    others = [
+        r
+        for r in request.app.router.routes
+        if getattr(r, "path", None) != matched and r.matches(request.scope)[0] is Match.PARTIAL
+    ]
+    if others:
+        raise StarletteHTTPException(405)
+
+
 def unavailable(detail: str) -> JSONResponse:
     """``503 unavailable``: the server runs but cannot serve (its database is gone)."""
     body = {

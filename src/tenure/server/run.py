@@ -8,7 +8,9 @@ to stop a service, so the process then exits 0.
 
 from __future__ import annotations
 
+import errno
 import signal
+import socket
 import sys
 from types import FrameType
 from typing import Any
@@ -19,6 +21,7 @@ from tenure.server.app import TenureApp, create_app
 from tenure.server.protocol import hot_protocol
 from tenure.settings import Settings
 from tenure.store import durability
+from tenure.store.dburl import masked
 from tenure.store.open import open_store
 
 
@@ -48,9 +51,9 @@ def first_run_hint(settings: Settings) -> str | None:
     finally:
         store.close()
     return (
-        "no principals yet. Create an admin and get its token (shown once) with:\n"
-        f"  tenure principal add $USER --kind human --role admin --db '{settings.db}'\n"
-        "then: export TENURE_TOKEN=<that token>"
+        "no principals yet. Create an admin and keep its token (shown once) with:\n"
+        '  export TENURE_TOKEN=$(tenure principal add "${USER:-admin}" --kind human --role admin'
+        f" --db '{masked(settings.db)}')"
     )
 
 
@@ -72,8 +75,17 @@ def config(
 def serve(
     settings: Settings, log_level: str = "info", *, access_log: bool = False, **options: Any
 ) -> None:
-    """Run the server until SIGTERM or SIGINT (see :func:`config` for ``access_log``)."""
+    """Run the server until SIGTERM or SIGINT (see :func:`config` for ``access_log``).
+
+    Before anything starts: a port in use is one line and exit 1; a database that cannot be
+    opened raises :class:`~tenure.store.dburl.DatabaseUnreachable` (the CLI: exit 2)."""
     durability.exit_on_failure()  # a failed sync or an I/O error at commit: exit, not 5xx
+    sock = bind(settings.host, settings.port)
+    try:
+        hint = first_run_hint(settings)  # opens the database: a bad URL fails here, in seconds
+    except BaseException:
+        sock.close()
+        raise
     app = create_app(settings)
     server = _Server(
         config(
@@ -81,14 +93,35 @@ def serve(
         ),
         app,
     )
-    print(f"tenure {settings.db} on http://{settings.host}:{settings.port}", file=sys.stderr)
-    hint = first_run_hint(settings)
+    where = f"http://{settings.host}:{settings.port}"
+    print(f"tenure {masked(settings.db)} on {where}", file=sys.stderr)
     if hint:
         print(hint, file=sys.stderr)
     previous = signal.signal(signal.SIGTERM, _stopped)
     try:
-        server.run()
+        server.run(sockets=[sock])
     finally:
         signal.signal(signal.SIGTERM, previous)
+        sock.close()
     if not server.started:
         raise SystemExit(1)  # could not bind, or the startup (opening the database) failed
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """The server's listening socket, bound before anything starts; a port in use (or any
+    address that cannot be bound) is one line on stderr and exit 1."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as err:
+        sock.close()
+        if err.errno == errno.EADDRINUSE:
+            why = f"port {port} on {host} is in use: stop the other server or pass --port"
+        else:
+            why = f"cannot listen on {host}:{port} ({err.strerror}): pass another --host or --port"
+        print(f"tenure: {why}", file=sys.stderr)
+        raise SystemExit(1) from None
+    sock.set_inheritable(True)
+    return sock

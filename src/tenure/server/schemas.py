@@ -278,6 +278,15 @@ class ExtendReply(Out):
 class ReleaseReply(Out):
     released: bool
     lease: LeaseOut | None
+    reason: Annotated[
+        Literal["no_lease", "ended", "stale_token"] | None,
+        Field(
+            description="why nothing was released (null when it was): `no_lease` (none was "
+            "ever granted on the key), `ended` (the lease is over: `lease.state` says how), "
+            "`stale_token` (your lease lives on under a newer token: `lease.token`; release "
+            "that one)"
+        ),
+    ] = None
 
 
 class ForceReleaseReply(Out):

@@ -43,6 +43,39 @@ class Credential:
         return self.expires_at is not None and self.expires_at <= now
 
 
+@dataclass(frozen=True)
+class TokenInfo:
+    """A token of a principal as listed: its id and times (ms), never its secret or hash."""
+
+    token_id: str
+    created_at: int
+    expires_at: int | None
+    revoked_at: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "token_id": self.token_id,
+            "created_at": self.created_at,
+            "expires_at": self.expires_at,
+            "revoked_at": self.revoked_at,
+        }
+
+
+@dataclass(frozen=True)
+class Removal:
+    """What removing a principal did: ``removed``, with the ids of the tokens it revoked; or
+    not, because of the live leases it holds (``leases``, keys) and the open items assigned to
+    it (``items``, ids) or the principals it dispatched (``children``: their rights follow
+    its name, so a principal added later under that name would inherit them; each list cut at
+    10)."""
+
+    removed: bool
+    revoked: tuple[str, ...] = ()
+    leases: tuple[str, ...] = ()
+    items: tuple[str, ...] = ()
+    children: tuple[str, ...] = ()
+
+
 class KeyTx(Protocol):
     """One open transaction on one key."""
 
@@ -185,6 +218,21 @@ class Store(Protocol):
         ...
 
     def list_principals(self) -> list[Principal]: ...
+
+    def list_tokens(self, name: str) -> list[TokenInfo]:
+        """Every token of ``name``, revoked ones included, oldest first."""
+        ...
+
+    def set_roles(self, name: str, roles: tuple[str, ...], actor: str | None) -> Principal | None:
+        """Replace the roles of ``name`` and record ``principal_roles_set`` (from, to; ``actor``
+        did it); ``None`` if there is no such principal."""
+        ...
+
+    def remove_principal(self, name: str, actor: str | None) -> Removal | None:
+        """In one transaction: unless ``name`` holds a live lease or is assigned an open item,
+        revoke its live tokens (``token_revoked``), delete it, its tokens and its event cursors,
+        and record ``principal_removed``. ``None`` if there is no such principal."""
+        ...
 
     def get_principal(self, name: str) -> Principal | None: ...
 

@@ -37,8 +37,8 @@ from tenure.core.models import (
     token_event,
 )
 from tenure.store import postgres_session as session
-from tenure.store import rows
-from tenure.store.base import ENDED, Credential
+from tenure.store import principal_writes, rows
+from tenure.store.base import ENDED, Credential, Removal, TokenInfo
 from tenure.store.postgres_listen import Listener, notices
 from tenure.store.postgres_stats import PostgresStats
 from tenure.store.postgres_tx import SAVEPOINT, Batch, Group, KeyTx, record
@@ -408,6 +408,22 @@ class PostgresStore(PostgresStats):
 
     def list_principals(self) -> list[Principal]:
         return [rows.principal_from(r) for r in self._all(Q["list_principals"], {})]
+
+    def list_tokens(self, name: str) -> list[TokenInfo]:
+        return principal_writes.tokens_from(self._all(Q["list_tokens"], {"name": name}))
+
+    def set_roles(self, name: str, roles: tuple[str, ...], actor: str | None) -> Principal | None:
+        with self._tx() as cur:
+            principal, events = principal_writes.set_roles(cur, Q, name, roles, actor)
+            insert_events(cur, events, self._now(cur))
+            return principal
+
+    def remove_principal(self, name: str, actor: str | None) -> Removal | None:
+        with self._tx() as cur:
+            now = self._now(cur)
+            removal, events = principal_writes.remove(cur, Q, name, actor, now)
+            insert_events(cur, events, now)
+            return removal
 
     def get_principal(self, name: str) -> Principal | None:
         row = self._one(Q["get_principal"], {"name": name})

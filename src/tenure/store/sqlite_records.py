@@ -10,8 +10,8 @@ from contextlib import AbstractContextManager
 from tenure.core.clock import Clock
 from tenure.core.items import Item, ItemCursor, ItemSummary, Transfer
 from tenure.core.models import Event, EventDraft, Principal, principal_created, token_event
-from tenure.store import rows
-from tenure.store.base import ENDED, Credential
+from tenure.store import principal_writes, rows
+from tenure.store.base import ENDED, Credential, Removal, TokenInfo
 from tenure.store.sqlfiles import queries
 
 Q = queries("sqlite")
@@ -103,6 +103,23 @@ class SqliteRecords:
 
     def list_principals(self) -> list[Principal]:
         return [rows.principal_from(r) for r in self._conn().execute(Q["list_principals"])]
+
+    def list_tokens(self, name: str) -> list[TokenInfo]:
+        found = self._conn().execute(Q["list_tokens"], {"name": name}).fetchall()
+        return principal_writes.tokens_from(found)
+
+    def set_roles(self, name: str, roles: tuple[str, ...], actor: str | None) -> Principal | None:
+        with self._write() as conn:
+            principal, events = principal_writes.set_roles(conn, Q, name, roles, actor)
+            insert_events(conn, events, self.clock.now_ms())
+            return principal
+
+    def remove_principal(self, name: str, actor: str | None) -> Removal | None:
+        with self._write() as conn:
+            now = self.clock.now_ms()
+            removal, events = principal_writes.remove(conn, Q, name, actor, now)
+            insert_events(conn, events, now)
+            return removal
 
     def get_principal(self, name: str) -> Principal | None:
         row = self._conn().execute(Q["get_principal"], {"name": name}).fetchone()

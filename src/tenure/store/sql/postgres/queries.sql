@@ -155,7 +155,8 @@ UPDATE tenure_tokens SET revoked_at = %(now)s
 WHERE id = %(id)s AND principal = %(principal)s AND revoked_at IS NULL;
 
 -- name: list_tokens
-SELECT id, created_at, revoked_at FROM tenure_tokens WHERE principal = %(name)s ORDER BY created_at, id;
+SELECT id, created_at, expires_at, revoked_at FROM tenure_tokens WHERE principal = %(name)s
+ORDER BY created_at, id;
 
 -- name: get_principal
 SELECT name, kind, roles, parent FROM tenure_principals WHERE name = %(name)s;
@@ -571,3 +572,31 @@ DELETE FROM tenure_events
 WHERE id IN (SELECT id FROM (SELECT id, at FROM tenure_events WHERE id <= %(pruned)s
                              ORDER BY id LIMIT %(batch)s) AS oldest
              WHERE at < %(before)s);
+
+-- name: set_roles
+UPDATE tenure_principals SET roles = %(roles)s WHERE name = %(name)s;
+
+-- name: live_leases_of
+-- What keeps a principal from being removed: the live leases it holds ...
+SELECT key FROM tenure_leases
+WHERE holder = %(name)s AND ended IS NULL AND expires_at > %(now)s
+ORDER BY key LIMIT 10;
+
+-- name: open_items_of
+-- ... and the items assigned to it that are not done or cancelled.
+SELECT id FROM tenure_items
+WHERE assignee = %(name)s AND status NOT IN ('done', 'cancelled')
+ORDER BY id LIMIT 10;
+
+-- name: children_of
+-- ... and the principals it dispatched (their ancestry names it).
+SELECT name FROM tenure_principals WHERE parent = %(name)s ORDER BY name LIMIT 10;
+
+-- name: delete_tokens
+DELETE FROM tenure_tokens WHERE principal = %(name)s;
+
+-- name: delete_cursors
+DELETE FROM tenure_cursors WHERE principal = %(name)s;
+
+-- name: delete_principal
+DELETE FROM tenure_principals WHERE name = %(name)s;

@@ -124,7 +124,8 @@ UPDATE tenure_tokens SET revoked_at = :now
 WHERE id = :id AND principal = :principal AND revoked_at IS NULL;
 
 -- name: list_tokens
-SELECT id, created_at, revoked_at FROM tenure_tokens WHERE principal = :name ORDER BY created_at, id;
+SELECT id, created_at, expires_at, revoked_at FROM tenure_tokens WHERE principal = :name
+ORDER BY created_at, id;
 
 -- name: get_principal
 SELECT name, kind, roles, parent FROM tenure_principals WHERE name = :name;
@@ -472,3 +473,31 @@ DELETE FROM tenure_events
 WHERE id IN (SELECT id FROM (SELECT id, at FROM tenure_events WHERE id <= :pruned
                              ORDER BY id LIMIT :batch)
              WHERE at < :before);
+
+-- name: set_roles
+UPDATE tenure_principals SET roles = :roles WHERE name = :name;
+
+-- name: live_leases_of
+-- What keeps a principal from being removed: the live leases it holds ...
+SELECT key FROM tenure_leases
+WHERE holder = :name AND ended IS NULL AND expires_at > :now
+ORDER BY key LIMIT 10;
+
+-- name: open_items_of
+-- ... and the items assigned to it that are not done or cancelled.
+SELECT id FROM tenure_items
+WHERE assignee = :name AND status NOT IN ('done', 'cancelled')
+ORDER BY id LIMIT 10;
+
+-- name: children_of
+-- ... and the principals it dispatched (their ancestry names it).
+SELECT name FROM tenure_principals WHERE parent = :name ORDER BY name LIMIT 10;
+
+-- name: delete_tokens
+DELETE FROM tenure_tokens WHERE principal = :name;
+
+-- name: delete_cursors
+DELETE FROM tenure_cursors WHERE principal = :name;
+
+-- name: delete_principal
+DELETE FROM tenure_principals WHERE name = :name;
