@@ -366,7 +366,7 @@ def test_release_your_live_lease(token: int | None) -> None:
 
 def test_release_of_a_key_never_leased_says_false() -> None:
     d = decide_release(None, "k", ALICE, None, NOW)
-    assert d == Decision(None, (), ReleaseResult(False, None))
+    assert d == Decision(None, (), ReleaseResult(False, None, "no_lease"))
 
 
 @pytest.mark.parametrize("token", [1, 2, 4])
@@ -374,7 +374,7 @@ def test_release_with_another_token_of_your_key_says_false(token: int) -> None:
     rec = held()
     d = decide_release(rec, "k", ALICE, token, NOW)
     assert (d.record, d.events, d.error) == (None, (), None)
-    assert d.result == ReleaseResult(False, rec.lease(NOW))
+    assert d.result == ReleaseResult(False, rec.lease(NOW), "stale_token")
 
 
 def test_releasing_someone_elses_live_lease_is_refused() -> None:
@@ -390,7 +390,7 @@ def test_releasing_a_lapsed_lease_records_the_expiry_and_says_false() -> None:
         assert d.error is None
         assert d.record == rec.update(ended="expired")
         assert d.events == (expired_event(rec),)
-        assert d.result == ReleaseResult(False, rec.update(ended="expired").lease(NOW))
+        assert d.result == ReleaseResult(False, rec.update(ended="expired").lease(NOW), "ended")
 
 
 def test_releasing_twice_says_false_and_changes_nothing() -> None:
@@ -398,7 +398,7 @@ def test_releasing_twice_says_false_and_changes_nothing() -> None:
     assert first.record is not None
     second = decide_release(first.record, "k", ALICE, 3, NOW)
     assert (second.record, second.events, second.error) == (None, (), None)
-    assert second.result == ReleaseResult(False, first.record.lease(NOW))
+    assert second.result == ReleaseResult(False, first.record.lease(NOW), "ended")
 
 
 # force-release ----------------------------------------------------------------------------------
