@@ -18,6 +18,8 @@ from tenure.core.policy import Policy, PolicySet
 from tenure.errors import (
     AssignedToOther,
     Conflict,
+    FenceBusy,
+    FenceMisuse,
     Forbidden,
     IdempotencyConflict,
     InvalidRequest,
@@ -49,6 +51,8 @@ __all__ = [
     "Event",
     "ExtendResult",
     "FakeClock",
+    "FenceBusy",
+    "FenceMisuse",
     "FencedValue",
     "FencedWrite",
     "Forbidden",

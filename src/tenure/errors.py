@@ -163,6 +163,29 @@ class Conflict(InvalidRequest):
     code, status, title = "conflict", 409, "the request conflicts with the current state"
 
 
+class FenceMisuse(TenureError, ValueError):
+    """A fenced transaction was asked of a connection it cannot own: one already inside a
+    transaction or savepoint, one whose statements commit on their own, or a driver the fence
+    does not know. Nothing was done. Also a :class:`ValueError`; ``field`` is ``conn``,
+    ``driver`` names the connection's kind and ``state`` what is wrong with it."""
+
+    code, status, title = "fence_misuse", 422, "the fence cannot own this connection's transaction"
+    fields = ("field", "driver", "state")
+    driver: str | None
+    state: str | None
+
+
+class FenceBusy(TenureError):
+    """A fenced transaction lost a race with a concurrent one that was not a newer token (a
+    serialization failure, a deadlock, or a SQLite database locked past its timeout). It was
+    rolled back, so nothing was written; run it again. ``reason`` says which race it was."""
+
+    code, status, title = "fence_busy", 409, "a concurrent transaction got in the way; retry"
+    fields = ("token", "reason")
+    token: int | None
+    reason: str | None
+
+
 class TooLarge(TenureError):
     code, status, title = "too_large", 413, "value too large"
     fields = ("field", "limit", "size")
@@ -201,6 +224,8 @@ class RateLimited(TenureError):
 __all__ = [
     "AssignedToOther",
     "Conflict",
+    "FenceBusy",
+    "FenceMisuse",
     "Forbidden",
     "IdempotencyConflict",
     "InvalidRequest",

@@ -16,9 +16,17 @@ from fastapi import FastAPI, Request
 
 import tenure
 from procs import free_port
-from tenure.fence import ConnectedFence, KeyFence, MemoryFence, TokenFence, headers
+from tenure.fence import (
+    ConnectedFence,
+    KeyFence,
+    MemoryFence,
+    TokenFence,
+    headers,
+    key_from_header,
+)
 
 KEY = "reports/nightly"
+pytestmark = pytest.mark.filterwarnings("ignore:tenure.fence. this guard uses a MemoryFence")
 
 
 class Reports:
@@ -51,6 +59,7 @@ class Guarded:
     def __init__(self, fence: KeyFence, inner: Any = None, **options: Any) -> None:
         self.reports = Reports()
         self.url = f"http://127.0.0.1:{free_port()}"
+        options.setdefault("key", key_from_header)  # the header is opt-in
         app = TokenFence(inner or self.reports, fence=fence, **options)
         port = int(self.url.rsplit(":", 1)[1])
         config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import AsyncIterator, Callable, Generator
+from collections.abc import AsyncIterator, Callable, Generator, Iterable
 from datetime import datetime
 from types import TracebackType
 from typing import Any, TypeVar
@@ -13,6 +14,7 @@ import httpx
 
 from tenure.client import _principal_calls as pc
 from tenure.client import _shared as sh
+from tenure.client._fences import Admits, AsyncFencedLeaseHandle, admit_all_async, check_fences
 from tenure.client._principal_calls import PrincipalInfo, RemovedPrincipal
 from tenure.client._session import client_session
 from tenure.client._shared import (
@@ -187,10 +189,20 @@ class AsyncClient:
         task: str | None = None,
         meta: dict[str, Any] | None = None,
         wait_ms: int | None = None,
+        fences: Iterable[Admits] | None = None,
     ) -> Lease:
         """Acquire ``key`` for this client's session (or renew it if the session holds it);
-        ``wait_ms`` waits while it is held (also by another session of your principal)."""
-        return await self._call(sh.acquire(key, ttl_ms, task, meta, wait_ms, self.session))
+        ``wait_ms`` waits while it is held (also by another session of your principal).
+        ``fences`` admit the new token at once (see :meth:`lease`)."""
+        admits = check_fences(fences)
+        lease = await self._call(sh.acquire(key, ttl_ms, task, meta, wait_ms, self.session))
+        try:
+            await admit_all_async(admits, key, lease.token)
+        except BaseException:
+            with contextlib.suppress(Exception):  # the admission's error is the one to see
+                await self._call(sh.release(key, lease.token, self.session))
+            raise
+        return lease
 
     async def renew(self, key: str, token: int, ttl_ms: int | None = None) -> Lease:
         """Renew your lease ``token`` on ``key``; :class:`~tenure.LeaseLost` once it is gone."""
@@ -244,14 +256,19 @@ class AsyncClient:
         meta: dict[str, Any] | None = None,
         wait: float | None = None,
         on_lost: Callable[[AsyncLeaseHandle], object] | None = None,
+        fences: Iterable[Admits] | None = None,
     ) -> AsyncLeaseHandle:
         """An async context manager holding ``key``: acquires on entry (waiting up to ``wait``
         seconds), renews in a task every ``ttl``/3 seconds, releases on exit. If the lease is
         lost, the block is cancelled and leaving it raises :class:`~tenure.LeaseLost`.
 
         See :class:`~tenure.client.lease.AsyncLeaseHandle`.
+        ``fences``: each fence's ``admit(key, token)`` runs with the new token as soon as it is
+        granted, before the block (a refusal releases the lease and raises).
         """
-        return AsyncLeaseHandle(self, key, ttl, task, meta, wait, on_lost)
+        if fences is None:
+            return AsyncLeaseHandle(self, key, ttl, task, meta, wait, on_lost)
+        return AsyncFencedLeaseHandle(self, key, ttl, task, meta, wait, on_lost, fences=fences)
 
     # fenced register --------------------------------------------------------------------------
     async def fenced_write(

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from types import TracebackType
 from typing import Any, Literal, TypeVar, overload
@@ -12,6 +13,7 @@ import httpx
 
 from tenure.client import _principal_calls as pc
 from tenure.client import _shared as sh
+from tenure.client._fences import Admits, FencedLeaseHandle, admit_all, check_fences
 from tenure.client._principal_calls import PrincipalInfo, RemovedPrincipal
 from tenure.client._session import client_session
 from tenure.client._shared import (
@@ -189,10 +191,20 @@ class Client:
         task: str | None = None,
         meta: dict[str, Any] | None = None,
         wait_ms: int | None = None,
+        fences: Iterable[Admits] | None = None,
     ) -> Lease:
         """Acquire ``key`` for this client's session (or renew it if the session holds it);
-        ``wait_ms`` waits while it is held (also by another session of your principal)."""
-        return self._call(sh.acquire(key, ttl_ms, task, meta, wait_ms, self.session))
+        ``wait_ms`` waits while it is held (also by another session of your principal).
+        ``fences`` admit the new token at once (see :meth:`lease`)."""
+        admits = check_fences(fences)
+        lease = self._call(sh.acquire(key, ttl_ms, task, meta, wait_ms, self.session))
+        try:
+            admit_all(admits, key, lease.token)
+        except BaseException:
+            with contextlib.suppress(Exception):  # the admission's error is the one to see
+                self._call(sh.release(key, lease.token, self.session))
+            raise
+        return lease
 
     def renew(self, key: str, token: int, ttl_ms: int | None = None) -> Lease:
         """Renew your lease ``token`` on ``key``; :class:`~tenure.LeaseLost` once it is gone."""
@@ -247,13 +259,18 @@ class Client:
         meta: dict[str, Any] | None = None,
         wait: float | None = None,
         on_lost: Callable[[LeaseHandle], object] | None = None,
+        fences: Iterable[Admits] | None = None,
     ) -> LeaseHandle:
         """A context manager holding ``key``: acquires on entry (waiting up to ``wait``
         seconds), renews in a background thread every ``ttl``/3 seconds, releases on exit.
 
         See :class:`~tenure.client.lease.LeaseHandle` for how a lost lease is reported.
+        ``fences``: each fence's ``admit(key, token)`` runs with the new token as soon as it is
+        granted, before the block (a refusal releases the lease and raises).
         """
-        return LeaseHandle(self, key, ttl, task, meta, wait, on_lost)
+        if fences is None:
+            return LeaseHandle(self, key, ttl, task, meta, wait, on_lost)
+        return FencedLeaseHandle(self, key, ttl, task, meta, wait, on_lost, fences=fences)
 
     # fenced register --------------------------------------------------------------------------
     def fenced_write(

@@ -1,27 +1,56 @@
 """Let your own resources check tenure's fencing tokens.
 
-- :class:`TableFence`: inside your SQLite or PostgreSQL transaction, ``admit(conn, key,
-  token)`` refuses a token lower than one already admitted for the key, in one conditional
-  upsert, so the check commits with your write.
-- :class:`TokenFence`: ASGI middleware for your HTTP service that refuses a stale
-  ``Tenure-Token`` header with ``409 stale_token``; :func:`headers` builds the headers.
-- :class:`MemoryFence`, :class:`ConnectedFence`: the per-key stores the middleware uses.
+- :class:`TableFence`: ``with fence.transaction(conn, key, token):`` owns the transaction of
+  your guarded write in SQLite or PostgreSQL (sqlite3, psycopg 3, psycopg2, SQLAlchemy,
+  Django; ``atransaction`` for psycopg async, asyncpg, aiosqlite): it refuses a token lower
+  than one already admitted for the key, in one conditional upsert that commits with your
+  write. ``admit(conn, key, token)`` is the same check inside a transaction you manage.
+- :func:`fenced`: a FastAPI dependency per route (``Depends(fenced("orders/{order_id}"))``)
+  that refuses a stale ``Tenure-Token`` header with ``409 stale_token``; :class:`TokenFence`
+  is the same guard as ASGI middleware; :func:`headers` builds the headers.
+- :class:`SqliteFence`, :class:`ConnectedFence`, :class:`MemoryFence`: per-key stores with
+  ``admit(key, token)``; :class:`~tenure.fence.redis.RedisFence` keeps tokens in Redis.
+- :class:`CheckedFence`: checked mode, admits only the token tenure says is current and live.
 
 See docs/fencing.md for a worked example.
 """
 
-from tenure.fence.asgi import KEY_HEADER, TOKEN_HEADER, TokenFence, headers
-from tenure.fence.keyed import ConnectedFence, KeyFence, MemoryFence
+from tenure.errors import FenceBusy, FenceMisuse
+from tenure.fence.asgi import (
+    KEY_HEADER,
+    TOKEN_HEADER,
+    Admitted,
+    FenceRefused,
+    TokenFence,
+    fenced,
+    headers,
+    key_from_header,
+    problem_response,
+)
+from tenure.fence.checked import CheckedFence
+from tenure.fence.keyed import ConnectedFence, KeyFence, MemoryFence, SqliteFence, default_fence
+from tenure.fence.redis import RedisFence
 from tenure.fence.table import TableFence, dialect_of
 
 __all__ = [
     "KEY_HEADER",
     "TOKEN_HEADER",
+    "Admitted",
+    "CheckedFence",
     "ConnectedFence",
+    "FenceBusy",
+    "FenceMisuse",
+    "FenceRefused",
     "KeyFence",
     "MemoryFence",
+    "RedisFence",
+    "SqliteFence",
     "TableFence",
     "TokenFence",
+    "default_fence",
     "dialect_of",
+    "fenced",
     "headers",
+    "key_from_header",
+    "problem_response",
 ]

@@ -3,12 +3,20 @@ middleware): in memory for one process, or a :class:`TableFence` over connection
 
 from __future__ import annotations
 
+import logging
+import os
+import sqlite3
 import threading
+import warnings
 from collections.abc import Callable
 from typing import Any, Protocol
 
 from tenure.fence._args import check_key, check_token
-from tenure.fence.table import TableFence, stale
+from tenure.fence.table import TableFence, dialect_of, stale
+
+log = logging.getLogger("tenure.fence")
+DEFAULT_PATH_ENV = "TENURE_FENCE_DB"
+DEFAULT_PATH = "tenure-fence.sqlite"
 
 
 class KeyFence(Protocol):
@@ -69,6 +77,13 @@ class ConnectedFence:
         found: int | None = self._run(lambda conn: self.table.current(conn, key))
         return found
 
+    def reset(self, key: str | None = None) -> int:
+        """Forget ``key``'s token (every key's with ``None``); the number of keys forgotten.
+        For a fence that outlived a reset or a move of tenure's database."""
+        only = None if key is None else check_key(key)
+        forgot: int = self._run(lambda conn: reset_table(conn, self.table.table, only))
+        return forgot
+
     def _run(self, work: Callable[[Any], Any]) -> Any:
         conn = self.connect()
         try:
@@ -80,3 +95,51 @@ class ConnectedFence:
             raise
         finally:
             conn.close()
+
+
+def reset_table(conn: Any, table: str, key: str | None) -> int:
+    """Delete ``key``'s row (every row with ``None``) of the fence table ``table``."""
+    if key is None:
+        return int(conn.execute(f"DELETE FROM {table}").rowcount)
+    mark = "%s" if dialect_of(conn) == "postgres" else "?"
+    return int(conn.execute(f"DELETE FROM {table} WHERE key = {mark}", (key,)).rowcount)
+
+
+class SqliteFence(ConnectedFence):
+    """A :class:`ConnectedFence` on a SQLite file, its table created on first use: the
+    default store of the middleware and of :func:`~tenure.fence.fenced`."""
+
+    def __init__(self, path: str | os.PathLike[str], table: TableFence | None = None) -> None:
+        self.path = os.fspath(path)
+        super().__init__(self._connect, table)
+        self._installed = False
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, timeout=30)
+        if not self._installed:
+            with conn:
+                self.table.install(conn)
+            self._installed = True
+        return conn
+
+    def __repr__(self) -> str:
+        return f"<SqliteFence {self.path!r}>"
+
+
+def default_fence() -> SqliteFence:
+    """The persistent default: a :class:`SqliteFence` on ``$TENURE_FENCE_DB`` (else
+    ``tenure-fence.sqlite`` in the working directory)."""
+    return SqliteFence(os.environ.get(DEFAULT_PATH_ENV) or DEFAULT_PATH)
+
+
+def warn_if_memory(fence: object) -> None:
+    """Say loudly that an in-memory fence forgets on restart and is per process."""
+    if isinstance(fence, MemoryFence):
+        text = (
+            "tenure.fence: this guard uses a MemoryFence, which forgets every token on restart "
+            "and is not shared between worker processes: a stale holder's write can land after "
+            "a restart or on another worker. Use a persistent fence (SqliteFence, "
+            "ConnectedFence, RedisFence) outside tests."
+        )
+        log.warning(text)
+        warnings.warn(text, RuntimeWarning, stacklevel=3)

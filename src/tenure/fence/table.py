@@ -1,22 +1,26 @@
 """A table-backed fence for your own SQL database (SQLite or PostgreSQL).
 
-Call :meth:`TableFence.admit` inside the transaction that does the guarded write. It is one
-conditional upsert: it admits the token if it is the largest seen for the key (or equal to
-it) and raises :class:`tenure.StaleToken` otherwise, changing nothing. Because the admission
-is part of your transaction, the check and your write commit together.
+``with fence.transaction(conn, key, token):`` (``async with fence.atransaction(...)`` for
+asyncio drivers) owns the transaction of the guarded write: it begins it, admits the token,
+runs your block and commits, and refuses connections whose transaction it cannot own.
+:meth:`TableFence.admit` is the bare check for a transaction you manage yourself. Either way
+the admission is one conditional upsert: it admits the token if it is the largest seen for the
+key (or equal to it) and raises :class:`tenure.StaleToken` otherwise, changing nothing.
 """
 
 from __future__ import annotations
 
 import re
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from functools import cache
 from importlib import resources
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from tenure.errors import InvalidRequest, StaleToken
 from tenure.fence._args import check_key, check_table, check_token
 
 Dialect = Literal["sqlite", "postgres"]
+C = TypeVar("C")
 _NAME = re.compile(r"^--\s*name:\s*(\w+)\s*$", re.MULTILINE)
 
 
@@ -51,7 +55,9 @@ def stale(key: str, token: int, current: int | None) -> StaleToken:
 
 
 class TableFence:
-    """The largest token admitted per key, kept in a table of your database."""
+    """The largest token admitted per key, kept in a table of your database: guard a write
+    with :meth:`transaction` (or :meth:`atransaction`), or call :meth:`admit` inside a
+    transaction of your own."""
 
     def __init__(self, table: str = "tenure_fence") -> None:
         self.table = check_table(table)
@@ -60,6 +66,28 @@ class TableFence:
         """The named statement for ``dialect``, with the table and parameter marker in place."""
         text = _queries()[name].replace("{table}", self.table)
         return text.replace("?", "%s") if dialect == "postgres" else text
+
+    def transaction(self, conn: C, key: str, token: int) -> AbstractContextManager[C]:
+        """Own a transaction on ``conn`` fenced by ``token`` for ``key``; yields ``conn``.
+
+        Begins the transaction (``BEGIN IMMEDIATE`` on SQLite), admits the token as its first
+        statement (:class:`tenure.StaleToken` if a newer one was admitted), runs the block and
+        commits, or rolls back on any error. Refuses, changing nothing, a connection already
+        inside a transaction or savepoint, or one that commits every statement by itself
+        (:class:`tenure.FenceMisuse`). A lost race with a concurrent transaction is
+        :class:`tenure.StaleToken` if a newer token got in, else :class:`tenure.FenceBusy`.
+        Accepts :mod:`sqlite3`, psycopg 3, psycopg2, SQLAlchemy ``Connection`` and ``Session``
+        and Django connections.
+        """
+        from tenure.fence.transaction import guard
+
+        return guard(self, conn, key, token)
+
+    def atransaction(self, conn: C, key: str, token: int) -> AbstractAsyncContextManager[C]:
+        """:meth:`transaction` for psycopg 3 ``AsyncConnection``, asyncpg and aiosqlite."""
+        from tenure.fence.transaction import aguard
+
+        return aguard(self, conn, key, token)
 
     def install(self, conn: Any) -> None:
         """Create the fence table if it is missing (inside the caller's transaction)."""

@@ -1,0 +1,338 @@
+"""Adapters that let :meth:`TableFence.transaction` own a transaction on each blocking driver
+it accepts (the asyncio ones are in :mod:`tenure.fence.drivers_async`).
+
+Each adapter knows three things about its connection: whether a transaction can be owned
+right now (:meth:`refuse` raises :class:`tenure.FenceMisuse` if not), how to begin, commit
+and roll back one (:meth:`owned`), and how to run one statement and read its first row.
+Drivers are recognised by the module and name of the connection's class, so none of them is
+imported unless the caller already uses it: tenure requires none of them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+from typing import Any, Literal, Protocol
+
+from tenure.errors import FenceMisuse
+
+Dialect = Literal["sqlite", "postgres"]
+Row = tuple[Any, ...] | None
+_IDLE = 0  # libpq's PQTRANS_IDLE, as psycopg and psycopg2 report it
+_MARK = re.compile(r"\?")
+
+
+class Driver(Protocol):
+    """A blocking connection whose transaction the fence can own."""
+
+    name: str
+    dialect: Dialect
+
+    def refuse(self) -> None: ...
+
+    def owned(self, write: bool = True) -> AbstractContextManager[None]: ...
+
+    def fetchone(self, sql: str, params: tuple[Any, ...]) -> Row: ...
+
+
+def misuse(driver: str, state: str, facts: str, todo: str) -> FenceMisuse:
+    return FenceMisuse(f"conn: {facts}. {todo}.", field="conn", driver=driver, state=state)
+
+
+def in_transaction(driver: str) -> FenceMisuse:
+    return misuse(
+        driver,
+        "in_transaction",
+        f"this {driver} connection is already inside a transaction or savepoint (a statement "
+        "ran since its last commit, or a transaction block is open), so the fence could only "
+        "nest in it and its commit would not be the fence's",
+        "Commit or roll back first, or pass a connection that is idle",
+    )
+
+
+def autocommit(driver: str) -> FenceMisuse:
+    return misuse(
+        driver,
+        "autocommit",
+        f"this {driver} connection commits every statement on its own (AUTOCOMMIT isolation), "
+        "so the fence check and your write cannot commit together",
+        "Use a connection without AUTOCOMMIT isolation",
+    )
+
+
+def marks(sql: str, style: str) -> str:
+    """``sql`` written with ``?`` markers, in the driver's parameter style."""
+    counter = iter(range(1, 1000))
+    if style == "format":
+        return sql.replace("?", "%s")
+    if style == "dollar":
+        return _MARK.sub(lambda _: f"${next(counter)}", sql)
+    return _MARK.sub(lambda _: f":p{next(counter)}", sql)  # named
+
+
+def named(params: tuple[Any, ...]) -> dict[str, Any]:
+    return {f"p{i}": value for i, value in enumerate(params, 1)}
+
+
+@contextlib.contextmanager
+def _statements(run: Callable[[str], object], begin: str) -> Iterator[None]:
+    """BEGIN, then COMMIT on success or ROLLBACK on any error, as plain statements."""
+    run(begin)
+    try:
+        yield
+    except BaseException:
+        with contextlib.suppress(Exception):
+            run("ROLLBACK")
+        raise
+    try:
+        run("COMMIT")
+    except BaseException:
+        with contextlib.suppress(Exception):
+            run("ROLLBACK")
+        raise
+
+
+class Sqlite3:
+    """:mod:`sqlite3`: ``BEGIN IMMEDIATE`` takes the write lock before the fence is read."""
+
+    name = "sqlite3"
+    dialect: Dialect = "sqlite"
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+
+    def refuse(self) -> None:
+        if self.conn.in_transaction:
+            raise in_transaction(self.name)
+
+    def owned(self, write: bool = True) -> AbstractContextManager[None]:
+        return _statements(self.conn.execute, "BEGIN IMMEDIATE" if write else "BEGIN")
+
+    def fetchone(self, sql: str, params: tuple[Any, ...]) -> Row:
+        row = self.conn.execute(sql, params).fetchone()
+        return None if row is None else tuple(row)
+
+
+class Psycopg:
+    """psycopg 3 ``Connection``: its own outermost ``transaction()`` block."""
+
+    name = "psycopg"
+    dialect: Dialect = "postgres"
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+
+    def refuse(self) -> None:
+        if self.conn.closed:
+            raise misuse(self.name, "closed", "the connection is closed", "Open a new one")
+        if int(self.conn.info.transaction_status) != _IDLE:
+            raise in_transaction(self.name)
+
+    def owned(self, write: bool = True) -> AbstractContextManager[None]:
+        return self.conn.transaction()  # type: ignore[no-any-return]
+
+    def fetchone(self, sql: str, params: tuple[Any, ...]) -> Row:
+        row = self.conn.execute(marks(sql, "format"), params).fetchone()
+        return None if row is None else tuple(row)
+
+
+class Psycopg2:
+    """psycopg2: its implicit transaction, or an explicit ``BEGIN`` when in autocommit."""
+
+    name = "psycopg2"
+    dialect: Dialect = "postgres"
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+
+    def refuse(self) -> None:
+        if self.conn.closed:
+            raise misuse(self.name, "closed", "the connection is closed", "Open a new one")
+        if self.conn.get_transaction_status() != _IDLE:
+            raise in_transaction(self.name)
+
+    @contextlib.contextmanager
+    def owned(self, write: bool = True) -> Iterator[None]:
+        if self.conn.autocommit:
+            with _statements(self._run, "BEGIN"):
+                yield
+            return
+        try:
+            yield
+        except BaseException:
+            with contextlib.suppress(Exception):
+                self.conn.rollback()
+            raise
+        try:
+            self.conn.commit()
+        except BaseException:
+            with contextlib.suppress(Exception):
+                self.conn.rollback()
+            raise
+
+    def _run(self, sql: str) -> None:
+        with self.conn.cursor() as cur:
+            cur.execute(sql)
+
+    def fetchone(self, sql: str, params: tuple[Any, ...]) -> Row:
+        with self.conn.cursor() as cur:
+            cur.execute(marks(sql, "format"), params)
+            row = cur.fetchone()
+        return None if row is None else tuple(row)
+
+
+def _dialect(name: str, driver: str) -> Dialect:
+    if name == "sqlite":
+        return "sqlite"
+    if name == "postgresql":
+        return "postgres"
+    raise misuse(
+        driver,
+        "unsupported",
+        f"the fence keeps its table in SQLite or PostgreSQL, not {name}",
+        "Use a SQLite or PostgreSQL database",
+    )
+
+
+def _autocommit_level(conn: Any) -> bool:
+    """Whether SQLAlchemy put the driver connection under AUTOCOMMIT isolation."""
+    return getattr(conn.connection.dbapi_connection, "autocommit", False) is True
+
+
+class SQLAlchemyConnection:
+    """SQLAlchemy ``Connection``: ``begin()``, and ``BEGIN IMMEDIATE`` underneath on SQLite."""
+
+    name = "sqlalchemy"
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+        self.dialect = _dialect(conn.dialect.name, self.name)
+
+    def refuse(self) -> None:
+        if self.conn.closed:
+            raise misuse(self.name, "closed", "the connection is closed", "Open a new one")
+        if self.conn.in_transaction() or self.conn.in_nested_transaction():
+            raise in_transaction(self.name)
+        if _autocommit_level(self.conn):
+            raise autocommit(self.name)
+
+    @contextlib.contextmanager
+    def owned(self, write: bool = True) -> Iterator[None]:
+        with self.conn.begin():
+            _immediate(self.conn, self.dialect, write)
+            yield
+
+    def fetchone(self, sql: str, params: tuple[Any, ...]) -> Row:
+        return _sa_fetchone(self.conn, sql, params)
+
+
+class SQLAlchemySession:
+    """SQLAlchemy ORM ``Session``: ``session.begin()``; it flushes your objects at commit."""
+
+    name = "sqlalchemy"
+
+    def __init__(self, session: Any) -> None:
+        self.session = session
+        bind = session.get_bind()
+        self.dialect = _dialect(bind.dialect.name, self.name)
+
+    def refuse(self) -> None:
+        if self.session.in_transaction():
+            raise in_transaction("sqlalchemy Session")
+
+    @contextlib.contextmanager
+    def owned(self, write: bool = True) -> Iterator[None]:
+        with self.session.begin():
+            conn = self.session.connection()
+            if _autocommit_level(conn):
+                raise autocommit("sqlalchemy Session")
+            _immediate(conn, self.dialect, write)
+            yield
+
+    def fetchone(self, sql: str, params: tuple[Any, ...]) -> Row:
+        return _sa_fetchone(self.session, sql, params)
+
+
+def _immediate(conn: Any, dialect: Dialect, write: bool) -> None:
+    """On SQLite, take the write lock now (pysqlite itself begins lazily, deferred)."""
+    if dialect == "sqlite" and write and not conn.connection.driver_connection.in_transaction:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def _sa_fetchone(executor: Any, sql: str, params: tuple[Any, ...]) -> Row:
+    from sqlalchemy import text
+
+    row = executor.execute(text(marks(sql, "named")), named(params)).fetchone()
+    return None if row is None else tuple(row)
+
+
+class Django:
+    """A Django database connection: an outermost, durable ``transaction.atomic`` block."""
+
+    name = "django"
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+        self.dialect = _dialect(conn.vendor, self.name)
+
+    def refuse(self) -> None:
+        # Django's TestCase wraps each test in atomic blocks marked _from_testcase (and exempts
+        # durable blocks inside them): the guard nests there as it would in production.
+        outer = [b for b in self.conn.atomic_blocks if not getattr(b, "_from_testcase", False)]
+        if outer or (not self.conn.in_atomic_block and not self.conn.get_autocommit()):
+            raise in_transaction(self.name)
+
+    def owned(self, write: bool = True) -> AbstractContextManager[None]:
+        from django.db import transaction  # type: ignore[import-untyped]
+
+        block: AbstractContextManager[None] = transaction.atomic(
+            using=self.conn.alias, durable=True
+        )
+        return block
+
+    def fetchone(self, sql: str, params: tuple[Any, ...]) -> Row:
+        with self.conn.cursor() as cur:
+            cur.execute(marks(sql, "format"), params)
+            row = cur.fetchone()
+        return None if row is None else tuple(row)
+
+
+SYNC: dict[tuple[str, str], Callable[[Any], Driver]] = {
+    ("sqlite3", "Connection"): Sqlite3,
+    ("psycopg", "Connection"): Psycopg,
+    ("psycopg2", "connection"): Psycopg2,
+    ("sqlalchemy", "Connection"): SQLAlchemyConnection,
+    ("sqlalchemy", "Session"): SQLAlchemySession,
+    ("django", "BaseDatabaseWrapper"): Django,
+}
+
+
+def kind_of(conn: object, table: dict[tuple[str, str], Any]) -> Any:
+    for cls in type(conn).__mro__:
+        found = table.get((cls.__module__.partition(".")[0], cls.__name__))
+        if found is not None:
+            return found
+    return None
+
+
+def unknown(conn: object, wanted: str, other: str) -> FenceMisuse:
+    kind = type(conn).__name__
+    return misuse(
+        f"{type(conn).__module__}.{kind}",
+        "unsupported",
+        f"fence.{wanted} does not know {kind} connections",
+        f"Use fence.{other} for it" if other else "See docs/fencing.md for the drivers it accepts",
+    )
+
+
+def driver_of(conn: object) -> Driver:
+    """The blocking adapter for ``conn``, or :class:`FenceMisuse` naming what to use."""
+    make = kind_of(conn, SYNC)
+    if make is None:
+        from tenure.fence.drivers_async import ASYNC
+
+        other = "atransaction" if kind_of(conn, ASYNC) else ""
+        raise unknown(conn, "transaction", other)
+    return make(conn)  # type: ignore[no-any-return]
