@@ -36,6 +36,7 @@ from tenure.core.models import (
     principal_created,
     token_event,
 )
+from tenure.core.token_floor import TokenFloor, decide_floor
 from tenure.store import postgres_session as session
 from tenure.store import principal_writes, rows
 from tenure.store.base import ENDED, Credential, Removal, TokenInfo
@@ -46,6 +47,12 @@ from tenure.store.sqlfiles import migrations, queries
 
 Q = queries("postgres")
 MIGRATION_LOCK = (7468, 0)
+
+
+def _floor(cur: psycopg.Cursor[Any]) -> TokenFloor:
+    floor = cur.execute(Q["token_floor"]).fetchone()
+    most = cur.execute(Q["max_token"]).fetchone()
+    return TokenFloor(int(floor[0]) if floor else 0, int(most[0]) if most else 0)
 
 
 def insert_events(cur: psycopg.Cursor[Any], events: Sequence[EventDraft], now: int) -> list[Event]:
@@ -411,6 +418,18 @@ class PostgresStore(PostgresStats):
 
     def list_tokens(self, name: str) -> list[TokenInfo]:
         return principal_writes.tokens_from(self._all(Q["list_tokens"], {"name": name}))
+
+    def token_floor(self) -> TokenFloor:
+        with self._tx() as cur:
+            return _floor(cur)
+
+    def set_token_floor(self, floor: int, actor: str | None) -> TokenFloor:
+        with self._tx() as cur:
+            row = cur.execute(Q["token_floor_for_update"]).fetchone()
+            event = decide_floor(int(row[0]) if row else 0, floor, actor)
+            cur.execute(Q["set_token_floor"], {"floor": floor})
+            insert_events(cur, [event], self._now(cur))
+            return _floor(cur)
 
     def set_roles(self, name: str, roles: tuple[str, ...], actor: str | None) -> Principal | None:
         with self._tx() as cur:

@@ -74,6 +74,7 @@ HOT = (
     "lock_leases",
     "notify_all",
     "record_conflict",
+    "token_floor",
 )
 _PARAM = re.compile(r"%\((\w+)\)s")
 
@@ -277,6 +278,10 @@ class KeyTx:
     def register(self) -> FencedValue | None:
         row = self._ask("get_register", {"key": self.key})
         return rows.register_from(row) if row else None
+
+    def token_floor(self) -> int:
+        row = self._ask("token_floor", {})
+        return int(row[0]) if row else 0
 
     def find_op(self, token: int, op_id: str) -> FencedWrite | None:
         row = self._ask("find_op", {"key": self.key, "token": token, "op_id": op_id})
