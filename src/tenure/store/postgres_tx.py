@@ -250,9 +250,16 @@ class KeyTx:
     sends what is queued and itself and waits (one round trip)."""
 
     def __init__(
-        self, batch: Batch, key: str, now: int, record: KeyRecord | None, mark: int | None = None
+        self,
+        batch: Batch,
+        key: str,
+        now: int,
+        record: KeyRecord | None,
+        mark: int | None = None,
+        floor: int | None = None,
     ) -> None:
         self.batch, self.key, self.now, self.record = batch, key, now, record
+        self.floor = floor  # the token floor, when read with the lock
         self.events: list[EventDraft] = []
         self.saved: KeyRecord | None = None  # the last record saved
         self.mark = mark  # in a group: where this call's writes begin in the queue
@@ -280,6 +287,8 @@ class KeyTx:
         return rows.register_from(row) if row else None
 
     def token_floor(self) -> int:
+        if self.floor is not None:
+            return self.floor
         row = self._ask("token_floor", {})
         return int(row[0]) if row else 0
 
@@ -361,6 +370,7 @@ class Group:
         self.locked: dict[str, KeyRecord | None] = {}  # key -> its record, locked ahead
         self.now = 0  # the instant, read once the keys locked ahead were
         self.auth_version: int | None = None  # read in the same round trip
+        self.floor: int | None = None  # the token floor, read in the same round trip
 
     def commit(self) -> None:
         """One round trip: what is queued, every lease the group saved (one statement), the
