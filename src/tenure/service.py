@@ -46,6 +46,7 @@ from tenure.metrics import Metrics
 from tenure.principals import ancestors
 from tenure.stats import StatsView
 from tenure.store.base import KeyTx, Store
+from tenure.token_floors import floor_for
 
 MAX_ANCESTRY = 64
 #: what to use instead of a generic lease verb on an item's key (``{id}``: the item)
@@ -165,7 +166,9 @@ class Service:
         sid = v.check_session(session)
         lease: Lease = self._run(
             key,
-            lambda tx: decide_acquire(tx.record, key, me, ttl, task, meta, tx.now, sid),
+            lambda tx: decide_acquire(
+                tx.record, key, me, ttl, task, meta, tx.now, sid, floor_for(tx)
+            ),
             create=True,
         )
         return lease

@@ -47,6 +47,7 @@ from tenure.core.policy import Policy
 from tenure.errors import Conflict, Forbidden, InvalidRequest, NotFound, StaleToken
 from tenure.principals import hash_token, new_token
 from tenure.store.base import KeyTx
+from tenure.token_floors import floor_for
 from tenure.work_items import (
     MAX_BODY_CHARS,
     MAX_LABELS,
@@ -167,7 +168,9 @@ class WorkQueue(QueueViews):
             if edits and not self._may_edit(me, item):
                 return ItemDecision(Decision(None), error=not_assignee(item, me))
             if status == "in_progress":
-                decision = decide_claim(item, tx.record, me, ttl, None, False, None, tx.now)
+                decision = decide_claim(
+                    item, tx.record, me, ttl, None, False, None, tx.now, floor=floor_for(tx)
+                )
             elif status is not None:
                 decision = self._set_status(tx, item, me, status)
             elif item.status in CLOSED:
@@ -230,9 +233,9 @@ class WorkQueue(QueueViews):
         sid = v.check_session(session)
 
         def decide(tx: KeyTx, item: Item) -> ItemDecision:
-            stalled = self._stalled(item, tx.record, tx.now)
+            stalled, floor = self._stalled(item, tx.record, tx.now), floor_for(tx)
             return decide_claim(
-                item, tx.record, me, ttl, task, takeover, reason, tx.now, sid, stalled
+                item, tx.record, me, ttl, task, takeover, reason, tx.now, sid, stalled, floor
             )
 
         lease: Lease = self._run(item_id, decide, create=True)
@@ -490,9 +493,9 @@ class WorkQueue(QueueViews):
                     reason=reason,
                 )
                 return ItemDecision(Decision(None), error=error)
-            stalled = self._stalled(item, tx.record, tx.now)
+            stalled, floor = self._stalled(item, tx.record, tx.now), floor_for(tx)
             decision = decide_claim(
-                item, tx.record, child, ttl, task, takeover, reason, tx.now, sid, stalled
+                item, tx.record, child, ttl, task, takeover, reason, tx.now, sid, stalled, floor
             )
             if decision.error is not None or decision.lease.error is not None or not decision.item:
                 return refused_dispatch(decision, me)

@@ -129,6 +129,15 @@ TABLE: dict[tuple[str, str], tuple[Request, dict[str, Any]]] = {
         lambda c: ("DELETE", f"/v1/principals/{HOLDER}", None),
         expect(403, None, admin=409, ancestor=409, sup_holder=409),
     ),
+    # the token floor: admins only
+    ("GET", "/v1/admin/token-floor"): (
+        lambda c: ("GET", "/v1/admin/token-floor", None),
+        expect(403, "forbidden", admin=200),
+    ),
+    ("PUT", "/v1/admin/token-floor"): (
+        lambda c: ("PUT", "/v1/admin/token-floor", {"floor": 0}),
+        expect(403, "forbidden", admin=200),
+    ),
     ("GET", "/healthz"): (lambda c: ("GET", "/healthz", None), {a: 200 for a in ACTORS}),
     ("GET", "/readyz"): (lambda c: ("GET", "/readyz", None), {a: 200 for a in ACTORS}),
     ("GET", "/metrics"): (lambda c: ("GET", "/metrics", None), {a: 200 for a in ACTORS}),

@@ -72,7 +72,13 @@ def test_a_group_of_calls_on_keys_locked_ahead_is_two_round_trips(
         b = svc.acquire("bob", "b")
         assert pg.auth_version() >= 0  # read in the first round trip too
     assert len(round_trips) == 2, round_trips
-    assert round_trips[0].split() == ["BEGIN", "auth_version", "lock_leases", "now_ms"]
+    assert round_trips[0].split() == [
+        "BEGIN",
+        "auth_version",
+        "lock_leases",
+        "token_floor",
+        "now_ms",
+    ]
     # every lease the group saved in one statement, the events in order (a refusal is
     # recorded in its window, a statement of its own)
     events = ["insert_event", "record_conflict", "insert_event"]

@@ -2,13 +2,14 @@
 
 Commands live in modules named for what they do (``app``: serve, principal, login, whoami;
 ``locks``: ``lock …``; ``items``: the item verbs; ``ownership``: ``force-release`` and
-``reassign``; ``ops``: events, stats, heartbeat; ``run``;
+``reassign``; ``ops``: events, stats, heartbeat; ``admin``: the token floor; ``run``;
 ``dispatch``); importing them registers them on the :data:`cli` group. Helpers: ``problems``
 words errors for a person, ``eventlog`` reads the event log from its end, ``left_open`` finds
 dispatched items that went back to open. docs/cli.md is the reference.
 """
 
-from tenure.cli import dispatch as _dispatch  # noqa: F401  (registers commands)
+from tenure.cli import admin as _admin  # noqa: F401  (registers commands)
+from tenure.cli import dispatch as _dispatch  # noqa: F401
 from tenure.cli import fence as _fence  # noqa: F401
 from tenure.cli import items as _items  # noqa: F401
 from tenure.cli import locks as _locks  # noqa: F401

@@ -8,6 +8,7 @@ from typing import Any
 
 from tenure.client._shared import Call, Safety, _listed, principal_from, segment
 from tenure.core.models import Principal
+from tenure.core.token_floor import TokenFloor
 from tenure.store.base import TokenInfo
 
 
@@ -72,3 +73,15 @@ def _info(data: Any) -> PrincipalInfo:
 
 def _removed(data: Any) -> RemovedPrincipal:
     return RemovedPrincipal(principal_from(data["principal"]), tuple(data["revoked"]))
+
+
+def token_floor() -> Call[TokenFloor]:
+    return Call("token_floor", "GET", "/v1/admin/token-floor", _floor)
+
+
+def set_token_floor(floor: int) -> Call[TokenFloor]:
+    return Call("set_token_floor", "PUT", "/v1/admin/token-floor", _floor, {"floor": floor})
+
+
+def _floor(doc: Any) -> TokenFloor:
+    return TokenFloor(int(doc["floor"]), int(doc["max_token"]))

@@ -39,6 +39,7 @@ from tenure.core.models import (
     RenewAllResult,
 )
 from tenure.core.policy import PolicySet
+from tenure.core.token_floor import TokenFloor
 
 T = TypeVar("T")
 
@@ -336,6 +337,15 @@ class AsyncClient:
     async def get_principal(self, name: str) -> PrincipalInfo:
         """``name`` and its tokens' ids and times (admins, itself, its ancestors)."""
         return await self._call(pc.get_principal(name))
+
+    async def token_floor(self) -> TokenFloor:
+        """The token floor and the largest token ever granted (admins)."""
+        return await self._call(pc.token_floor())
+
+    async def set_token_floor(self, floor: int) -> TokenFloor:
+        """Raise the token floor (admins): every token granted from now on is larger than
+        ``floor``; floors only grow (a lower one is refused, ``InvalidRequest``)."""
+        return await self._call(pc.set_token_floor(floor))
 
     async def set_roles(self, name: str, roles: tuple[str, ...] | list[str]) -> Principal:
         """Replace the roles of ``name`` (admins only); ``[]`` removes them all."""

@@ -7,6 +7,7 @@ from typing import Any
 
 from tenure.core.models import Principal
 from tenure.principals import Principals
+from tenure.token_floors import set_floor, show_floor
 
 
 def principal_handlers(
@@ -26,7 +27,15 @@ def principal_handlers(
         principal, removal = principals.remove(me, a["name"])
         return {"principal": principal.to_dict(), "revoked": list(removal.revoked)}
 
+    def floor(me: Principal, a: dict[str, Any]) -> dict[str, Any]:
+        return show_floor(principals.store, me).to_dict()
+
+    def raise_floor(me: Principal, a: dict[str, Any]) -> dict[str, Any]:
+        return set_floor(principals.store, me, a["floor"]).to_dict()
+
     return {
+        "token_floor": floor,
+        "set_token_floor": raise_floor,
         "list_principals": listed,
         "get_principal": show,
         "set_roles": set_roles,

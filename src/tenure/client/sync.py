@@ -38,6 +38,7 @@ from tenure.core.models import (
     RenewAllResult,
 )
 from tenure.core.policy import PolicySet
+from tenure.core.token_floor import TokenFloor
 
 T = TypeVar("T")
 
@@ -374,6 +375,15 @@ class Client:
     def get_principal(self, name: str) -> PrincipalInfo:
         """``name`` and its tokens' ids and times (admins, itself, its ancestors)."""
         return self._call(pc.get_principal(name))
+
+    def token_floor(self) -> TokenFloor:
+        """The token floor and the largest token ever granted (admins)."""
+        return self._call(pc.token_floor())
+
+    def set_token_floor(self, floor: int) -> TokenFloor:
+        """Raise the token floor (admins): every token granted from now on is larger than
+        ``floor``; floors only grow (a lower one is refused, ``InvalidRequest``)."""
+        return self._call(pc.set_token_floor(floor))
 
     def set_roles(self, name: str, roles: tuple[str, ...] | list[str]) -> Principal:
         """Replace the roles of ``name`` (admins only); ``[]`` removes them all."""

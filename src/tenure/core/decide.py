@@ -125,9 +125,11 @@ def decide_acquire(
     meta: dict[str, Any] | None,
     now: int,
     session: str = "",
+    floor: int = 0,
 ) -> Decision:
     """Grant ``key`` to ``who``'s ``session``; the same principal and session renews its own
-    live lease (same token); anyone else, another session of ``who`` included, is refused."""
+    live lease (same token); anyone else, another session of ``who`` included, is refused. A
+    new token is above the key's last one and above the token ``floor``."""
     rec, events = settle(before, now)
     if rec is not None and rec.is_live(now):
         if rec.holder == who.name and rec.session == session:
@@ -160,7 +162,7 @@ def decide_acquire(
         return Decision(held, (*events, conflict), None, error)
     fresh = KeyRecord(
         key=key,
-        token=(rec.token if rec else 0) + 1,
+        token=max(rec.token if rec else 0, floor) + 1,
         holder=who.name,
         task=task,
         ttl_ms=ttl_ms,

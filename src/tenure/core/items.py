@@ -188,8 +188,9 @@ def decide_claim(
     now: int,
     session: str = "",
     stalled: bool = False,
+    floor: int = 0,
 ) -> ItemDecision:
-    """Claim ``item`` for ``who``'s ``session``.
+    """Claim ``item`` for ``who``'s ``session`` (a new epoch is above the token ``floor``).
 
     A live claim renews for its own session and is ``lease_held`` for anyone else, unless it is
     ``stalled`` (alive without progress) and this is a ``takeover``. A lapsed claim of someone
@@ -215,7 +216,7 @@ def decide_claim(
         # The lapsed (or stalled) lease ends by this deliberate takeover rather than by expiry.
         events = (ending_event(rec, "taken_over", now, actor=who.name, reason=reason),)
         rec = rec.update(ended="taken_over")
-    lease = decide_acquire(rec, key, who, ttl_ms, task, None, now, session)
+    lease = decide_acquire(rec, key, who, ttl_ms, task, None, now, session, floor)
     granted: Lease = lease.result
     claimed = item.update(
         assignee=who.name,

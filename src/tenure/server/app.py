@@ -196,6 +196,9 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     from tenure.server.principal_routes import add_principal_routes  # as for the items
 
     add_principal_routes(app)  # after DELETE …/tokens/{token_id}: {name:path} matches it too
+    from tenure.server.admin_routes import add_admin_routes  # as for the items
+
+    add_admin_routes(app)
     dashboard.install(app)  # GET /: the web dashboard (tenure.server.dashboard)
     mcp.mount(app)  # /mcp: the MCP tools over streamable HTTP (tenure.mcp.http)
     return app

@@ -25,6 +25,7 @@ from tenure.core.models import (
     KeyRecord,
     Principal,
 )
+from tenure.core.token_floor import TokenFloor
 
 #: the reason recorded when a dispatched agent's tokens end with its claim
 ENDED = "its claim ended"
@@ -83,6 +84,10 @@ class KeyTx(Protocol):
     record: KeyRecord | None
 
     def register(self) -> FencedValue | None: ...
+
+    def token_floor(self) -> int:
+        """Every token granted from now on is larger than this (0: no floor)."""
+        ...
 
     def find_op(self, token: int, op_id: str) -> FencedWrite | None:
         """The write ``op_id`` named under ``token`` of this key, if any."""
@@ -221,6 +226,15 @@ class Store(Protocol):
 
     def list_tokens(self, name: str) -> list[TokenInfo]:
         """Every token of ``name``, revoked ones included, oldest first."""
+        ...
+
+    def token_floor(self) -> TokenFloor:
+        """The token floor and the largest token ever granted in this database."""
+        ...
+
+    def set_token_floor(self, floor: int, actor: str | None) -> TokenFloor:
+        """Raise the token floor to ``floor`` (refused if lower: floors only grow), recorded as
+        ``token_floor_set``; in one transaction."""
         ...
 
     def set_roles(self, name: str, roles: tuple[str, ...], actor: str | None) -> Principal | None:

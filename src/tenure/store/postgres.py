@@ -36,6 +36,7 @@ from tenure.core.models import (
     principal_created,
     token_event,
 )
+from tenure.core.token_floor import TokenFloor, decide_floor
 from tenure.store import postgres_session as session
 from tenure.store import principal_writes, rows
 from tenure.store.base import ENDED, Credential, Removal, TokenInfo
@@ -46,6 +47,16 @@ from tenure.store.sqlfiles import migrations, queries
 
 Q = queries("postgres")
 MIGRATION_LOCK = (7468, 0)
+
+
+def _first_int(row: Any) -> int:
+    return int(row[0]) if row else 0
+
+
+def _floor(cur: psycopg.Cursor[Any]) -> TokenFloor:
+    floor = cur.execute(Q["token_floor"]).fetchone()
+    most = cur.execute(Q["max_token"]).fetchone()
+    return TokenFloor(int(floor[0]) if floor else 0, int(most[0]) if most else 0)
 
 
 def insert_events(cur: psycopg.Cursor[Any], events: Sequence[EventDraft], now: int) -> list[Event]:
@@ -169,8 +180,8 @@ class PostgresStore(PostgresStats):
                 batch.add_sql("BEGIN")
                 if create:
                     batch.add("create_lease_row", {"key": key})
-                row, now = self._lock(batch, key)
-                tx = KeyTx(batch, key, now, record(row))
+                row, now, floor = self._lock(batch, key)
+                tx = KeyTx(batch, key, now, record(row), floor=floor)
                 yield tx
                 batch.queue_events([(e, now) for e in tx.events])
                 batch.commit()
@@ -181,14 +192,18 @@ class PostgresStore(PostgresStats):
                 _rollback(conn)
                 raise
 
-    def _lock(self, batch: Batch, key: str) -> tuple[Any, int]:
-        """Send what is queued, the row lock and the instant: the row (or None), the instant."""
+    def _lock(self, batch: Batch, key: str) -> tuple[Any, int, int]:
+        """Send what is queued, the row lock, the token floor and the instant: the row (or
+        None), the instant, the floor (read in the same round trip: a new token costs no
+        round trip of its own)."""
         batch.add("lock_lease", {"key": key})
+        batch.add("token_floor")
         if self.clock is not None:
-            return batch.rows(1)[0], self.clock.now_ms()
+            row, floor = batch.rows(2)
+            return row, self.clock.now_ms(), _first_int(floor)
         batch.add("now_ms")
-        row, now = batch.rows(2)
-        return row, int(now[0])
+        row, floor, now = batch.rows(3)
+        return row, int(now[0]), _first_int(floor)
 
     @contextmanager
     def _joined(self, group: Group, key: str, *, create: bool) -> Iterator[KeyTx]:
@@ -196,19 +211,20 @@ class PostgresStore(PostgresStats):
         a new key's placeholder row costs a second round trip (and a savepoint, since it is
         written before the call could fail)."""
         batch = group.batch
+        floor: int | None = group.floor
         if key in group.locked:
             rec, now = group.locked[key], group.now
         else:
-            row, now = self._lock(batch, key)
+            row, now, floor = self._lock(batch, key)
             rec = record(row)
         savepoint = False
         if rec is None and create:
             batch.add_sql(f"SAVEPOINT {SAVEPOINT}")
             batch.add("create_lease_row", {"key": key})
-            row, now = self._lock(batch, key)
+            row, now, floor = self._lock(batch, key)
             rec = record(row)
             savepoint = True
-        tx = KeyTx(batch, key, now, rec, mark=batch.mark())
+        tx = KeyTx(batch, key, now, rec, mark=batch.mark(), floor=floor)
         tx.savepoint = savepoint
         try:
             yield tx
@@ -255,13 +271,15 @@ class PostgresStore(PostgresStats):
         batch = group.batch
         batch.add("auth_version")
         batch.add("lock_leases", {"keys": keys})
+        batch.add("token_floor")
         if self.clock is None:
             batch.add("now_ms")
-        got = batch.all_rows(3 if self.clock is None else 2)
+        got = batch.all_rows(4 if self.clock is None else 3)
         group.auth_version = int(got[0][0][0])
         group.locked = dict.fromkeys(keys)  # a key without a row: None
         group.locked.update((row[0], record(row)) for row in got[1])
-        group.now = int(got[2][0][0]) if self.clock is None else self.clock.now_ms()
+        group.floor = int(got[2][0][0]) if got[2] else 0
+        group.now = int(got[3][0][0]) if self.clock is None else self.clock.now_ms()
 
     def auth_version(self) -> int:
         """Moves whenever a principal or a token changes (migration 0004's triggers)."""
@@ -411,6 +429,18 @@ class PostgresStore(PostgresStats):
 
     def list_tokens(self, name: str) -> list[TokenInfo]:
         return principal_writes.tokens_from(self._all(Q["list_tokens"], {"name": name}))
+
+    def token_floor(self) -> TokenFloor:
+        with self._tx() as cur:
+            return _floor(cur)
+
+    def set_token_floor(self, floor: int, actor: str | None) -> TokenFloor:
+        with self._tx() as cur:
+            row = cur.execute(Q["token_floor_for_update"]).fetchone()
+            event = decide_floor(int(row[0]) if row else 0, floor, actor)
+            cur.execute(Q["set_token_floor"], {"floor": floor})
+            insert_events(cur, [event], self._now(cur))
+            return _floor(cur)
 
     def set_roles(self, name: str, roles: tuple[str, ...], actor: str | None) -> Principal | None:
         with self._tx() as cur:

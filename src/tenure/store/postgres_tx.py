@@ -74,6 +74,7 @@ HOT = (
     "lock_leases",
     "notify_all",
     "record_conflict",
+    "token_floor",
 )
 _PARAM = re.compile(r"%\((\w+)\)s")
 
@@ -249,9 +250,16 @@ class KeyTx:
     sends what is queued and itself and waits (one round trip)."""
 
     def __init__(
-        self, batch: Batch, key: str, now: int, record: KeyRecord | None, mark: int | None = None
+        self,
+        batch: Batch,
+        key: str,
+        now: int,
+        record: KeyRecord | None,
+        mark: int | None = None,
+        floor: int | None = None,
     ) -> None:
         self.batch, self.key, self.now, self.record = batch, key, now, record
+        self.floor = floor  # the token floor, when read with the lock
         self.events: list[EventDraft] = []
         self.saved: KeyRecord | None = None  # the last record saved
         self.mark = mark  # in a group: where this call's writes begin in the queue
@@ -277,6 +285,12 @@ class KeyTx:
     def register(self) -> FencedValue | None:
         row = self._ask("get_register", {"key": self.key})
         return rows.register_from(row) if row else None
+
+    def token_floor(self) -> int:
+        if self.floor is not None:
+            return self.floor
+        row = self._ask("token_floor", {})
+        return int(row[0]) if row else 0
 
     def find_op(self, token: int, op_id: str) -> FencedWrite | None:
         row = self._ask("find_op", {"key": self.key, "token": token, "op_id": op_id})
@@ -356,6 +370,7 @@ class Group:
         self.locked: dict[str, KeyRecord | None] = {}  # key -> its record, locked ahead
         self.now = 0  # the instant, read once the keys locked ahead were
         self.auth_version: int | None = None  # read in the same round trip
+        self.floor: int | None = None  # the token floor, read in the same round trip
 
     def commit(self) -> None:
         """One round trip: what is queued, every lease the group saved (one statement), the

@@ -61,6 +61,9 @@ class _SqliteKeyTx:
         row = conn.execute(Q["get_lease"], {"key": key}).fetchone()
         self.record: KeyRecord | None = rows.record_from(row) if row else None
 
+    def token_floor(self) -> int:
+        return int(self.conn.execute(Q["token_floor"]).fetchone()[0])
+
     def register(self) -> FencedValue | None:
         row = self.conn.execute(Q["get_register"], {"key": self.key}).fetchone()
         return rows.register_from(row) if row else None

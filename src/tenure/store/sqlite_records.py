@@ -10,6 +10,7 @@ from contextlib import AbstractContextManager
 from tenure.core.clock import Clock
 from tenure.core.items import Item, ItemCursor, ItemSummary, Transfer
 from tenure.core.models import Event, EventDraft, Principal, principal_created, token_event
+from tenure.core.token_floor import TokenFloor, decide_floor
 from tenure.store import principal_writes, rows
 from tenure.store.base import ENDED, Credential, Removal, TokenInfo
 from tenure.store.sqlfiles import queries
@@ -100,6 +101,18 @@ class SqliteRecords:
                     events.append(token_event("token_revoked", name, token_id, None, ENDED))
                 conn.execute(Q["swept_agent"], {"name": name})
             return insert_events(conn, events, now)
+
+    def token_floor(self) -> TokenFloor:
+        conn = self._conn()
+        floor = conn.execute(Q["token_floor"]).fetchone()[0]
+        return TokenFloor(int(floor), int(conn.execute(Q["max_token"]).fetchone()[0]))
+
+    def set_token_floor(self, floor: int, actor: str | None) -> TokenFloor:
+        with self._write() as conn:
+            event = decide_floor(int(conn.execute(Q["token_floor"]).fetchone()[0]), floor, actor)
+            conn.execute(Q["set_token_floor"], {"floor": floor})
+            insert_events(conn, [event], self.clock.now_ms())
+            return TokenFloor(floor, int(conn.execute(Q["max_token"]).fetchone()[0]))
 
     def list_principals(self) -> list[Principal]:
         return [rows.principal_from(r) for r in self._conn().execute(Q["list_principals"])]

@@ -600,3 +600,15 @@ DELETE FROM tenure_cursors WHERE principal = %(name)s;
 
 -- name: delete_principal
 DELETE FROM tenure_principals WHERE name = %(name)s;
+
+-- name: token_floor
+SELECT floor FROM tenure_token_floor;
+
+-- name: token_floor_for_update
+SELECT floor FROM tenure_token_floor FOR UPDATE;
+
+-- name: max_token
+SELECT coalesce(max(token), 0) FROM tenure_leases;
+
+-- name: set_token_floor
+UPDATE tenure_token_floor SET floor = %(floor)s;

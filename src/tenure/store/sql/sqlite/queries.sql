@@ -501,3 +501,12 @@ DELETE FROM tenure_cursors WHERE principal = :name;
 
 -- name: delete_principal
 DELETE FROM tenure_principals WHERE name = :name;
+
+-- name: token_floor
+SELECT floor FROM tenure_token_floor;
+
+-- name: max_token
+SELECT coalesce(max(token), 0) FROM tenure_leases;
+
+-- name: set_token_floor
+UPDATE tenure_token_floor SET floor = :floor;

@@ -1,0 +1,37 @@
+"""Who may read and raise the token floor (:mod:`tenure.core.token_floor`): admins, and the
+trusted CLI on the database directly (``actor`` ``None``)."""
+
+from __future__ import annotations
+
+from tenure.core.models import Principal
+from tenure.core.token_floor import TokenFloor
+from tenure.errors import Forbidden
+from tenure.store.base import KeyTx, Store
+
+
+def _check_admin(actor: Principal | None, what: str) -> None:
+    if actor is not None and not actor.is_admin:
+        raise Forbidden(
+            f"only admins {what} the token floor", actor=actor.name, reason="admin role required"
+        )
+
+
+def show_floor(store: Store, actor: Principal | None) -> TokenFloor:
+    """The floor and the largest token ever granted in this database."""
+    _check_admin(actor, "read")
+    return store.token_floor()
+
+
+def set_floor(store: Store, actor: Principal | None, floor: object) -> TokenFloor:
+    """Raise the floor to ``floor``: every token granted from now on is larger. Refused
+    (``conflict``, nothing changes) below the current floor; a live lease below it keeps
+    its token until it ends. Recorded as ``token_floor_set``."""
+    _check_admin(actor, "set")
+    return store.set_token_floor(floor, None if actor is None else actor.name)  # type: ignore[arg-type]
+
+
+def floor_for(tx: KeyTx) -> int:
+    """The token floor for an acquisition in ``tx``, read only when it may grant a new token
+    (a live lease renews or is refused: its token stays)."""
+    rec = tx.record
+    return 0 if rec is not None and rec.is_live(tx.now) else tx.token_floor()
