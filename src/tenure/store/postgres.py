@@ -33,7 +33,6 @@ from tenure.core.models import (
     FencedValue,
     KeyRecord,
     Principal,
-    principal_created,
     token_event,
 )
 from tenure.core.token_floor import TokenFloor, decide_floor
@@ -376,16 +375,10 @@ class PostgresStore(PostgresStats):
         actor: str | None = None,
         expires_at: int | None = None,
     ) -> None:
+        token = None if token_hash is None else (token_hash, token_id, expires_at)
         with self._tx() as cur:
             now = self._now(cur)
-            cur.execute(Q["add_principal"], rows.principal_params(principal, now))
-            events = [principal_created(principal, actor)]
-            if token_hash is not None:
-                tid = token_id or token_hash[:12]
-                token = rows.token_params(principal.name, tid, token_hash, now, expires_at)
-                cur.execute(Q["add_token"], token)
-                events.append(token_event("token_issued", principal.name, tid, actor))
-            insert_events(cur, events, now)
+            insert_events(cur, principal_writes.add(cur, Q, principal, token, actor, now), now)
 
     def add_token(
         self,
@@ -397,10 +390,9 @@ class PostgresStore(PostgresStats):
     ) -> None:
         with self._tx() as cur:
             now = self._now(cur)
-            cur.execute(
-                Q["add_token"], rows.token_params(name, token_id, token_hash, now, expires_at)
-            )
-            insert_events(cur, [token_event("token_issued", name, token_id, actor)], now)
+            events = principal_writes.add_token(cur, Q, name, token_id, token_hash, actor,
+                                                expires_at, now)  # fmt: skip
+            insert_events(cur, events, now)
 
     def revoke_token(
         self, name: str, token_id: str, actor: str | None = None, reason: str | None = None

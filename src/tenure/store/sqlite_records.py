@@ -9,7 +9,7 @@ from contextlib import AbstractContextManager
 
 from tenure.core.clock import Clock
 from tenure.core.items import Item, ItemCursor, ItemSummary, Transfer
-from tenure.core.models import Event, EventDraft, Principal, principal_created, token_event
+from tenure.core.models import Event, EventDraft, Principal, token_event
 from tenure.core.token_floor import TokenFloor, decide_floor
 from tenure.store import principal_writes, rows
 from tenure.store.base import ENDED, Credential, Removal, TokenInfo
@@ -52,16 +52,10 @@ class SqliteRecords:
         actor: str | None = None,
         expires_at: int | None = None,
     ) -> None:
+        token = None if token_hash is None else (token_hash, token_id, expires_at)
         with self._write() as conn:
             now = self.clock.now_ms()
-            conn.execute(Q["add_principal"], rows.principal_params(principal, now))
-            events = [principal_created(principal, actor)]
-            if token_hash is not None:
-                tid = token_id or token_hash[:12]
-                token = rows.token_params(principal.name, tid, token_hash, now, expires_at)
-                conn.execute(Q["add_token"], token)
-                events.append(token_event("token_issued", principal.name, tid, actor))
-            insert_events(conn, events, now)
+            insert_events(conn, principal_writes.add(conn, Q, principal, token, actor, now), now)
 
     def add_token(
         self,
@@ -73,10 +67,9 @@ class SqliteRecords:
     ) -> None:
         with self._write() as conn:
             now = self.clock.now_ms()
-            conn.execute(
-                Q["add_token"], rows.token_params(name, token_id, token_hash, now, expires_at)
-            )
-            insert_events(conn, [token_event("token_issued", name, token_id, actor)], now)
+            events = principal_writes.add_token(conn, Q, name, token_id, token_hash, actor,
+                                                expires_at, now)  # fmt: skip
+            insert_events(conn, events, now)
 
     def revoke_token(
         self, name: str, token_id: str, actor: str | None = None, reason: str | None = None
