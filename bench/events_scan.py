@@ -6,7 +6,8 @@ Fills a fresh database with ``--events`` events (1,000,000 by default: 200 holde
 - **before**: the listing as it was (``id > after`` and every filter as ``(:x IS NULL OR x = :x)``,
   which no index serves): a follower whose filter matches nothing walks the whole log on every
   read, and its cursor stays where it was, so the next bell walks it again;
-- **after**: one read as the server now does it (``tenure.server.feed.read_page``): along the
+- **after**: one read as the server now does it (``tenure.server.runtime.feed.read_page``): along
+the
   (holder, id) or (type, id) index, bounded to ``--scan`` ids, returning the cursor past them;
   and the number of reads a follower starting at 0 needs to reach the end of the log.
 
@@ -29,8 +30,8 @@ from pathlib import Path
 from typing import Any
 
 import tenure
-from tenure.server.feed import Filters, read_page
-from tenure.service import Service
+from tenure.server.runtime.feed import Filters, read_page
+from tenure.service.leases import Service
 
 HOLDERS = 200
 OLD_QUERY = """

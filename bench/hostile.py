@@ -44,7 +44,7 @@ from typing import Any
 import httpx
 
 import tenure
-from tenure.principals import Principals
+from tenure.service.principals import Principals
 
 HERE = Path(__file__).resolve().parent
 KEY = "bench/holder"

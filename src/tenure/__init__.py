@@ -35,8 +35,8 @@ from tenure.errors import (
     Unauthenticated,
     Unavailable,
 )
-from tenure.reaper import Reaper
-from tenure.service import Service
+from tenure.service.leases import Service
+from tenure.service.reaper import Reaper
 from tenure.store import Store, open_store
 
 __version__ = "0.1.0.dev0"

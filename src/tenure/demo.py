@@ -6,7 +6,7 @@ import argparse
 from datetime import UTC, datetime
 
 from tenure.errors import LeaseHeld, StaleToken
-from tenure.service import Service
+from tenure.service.leases import Service
 from tenure.settings import Settings
 from tenure.store.dburl import masked
 from tenure.store.open import open_store

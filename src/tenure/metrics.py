@@ -109,7 +109,7 @@ class Metrics:
                 self.observe("tenure_hold_seconds", held / 1000, (("ending", ending),))
 
     def render(self, db: dict[str, Any]) -> str:
-        """The exposition text: ``db`` is :meth:`tenure.stats.StatsView.stats` output."""
+        """The exposition text: ``db`` is :meth:`tenure.service.stats.StatsView.stats` output."""
         out: list[str] = []
         _family(out, "tenure_lease_endings_total", "counter")
         for ending, n in db["endings"].items():

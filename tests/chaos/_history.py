@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 
 import tenure
-from tenure.principals import Principals
+from tenure.service.principals import Principals
 
 WORKER = Path(__file__).with_name("_history_worker.py")
 

@@ -22,7 +22,7 @@ import pytest
 
 import tenure
 from procs import Serve, Shell, alive, read_int, wait_for
-from tenure.principals import Principals
+from tenure.service.principals import Principals
 
 KEY = "jobs/guarded"
 

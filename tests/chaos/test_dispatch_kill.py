@@ -34,7 +34,7 @@ from _history import all_events
 
 import tenure
 from procs import ServeAt, Shell, alive, wait_for
-from tenure.principals import Principals
+from tenure.service.principals import Principals
 
 pytestmark = pytest.mark.slow
 

@@ -22,7 +22,7 @@ import pytest
 
 import tenure
 from procs import Serve
-from tenure.principals import Principals
+from tenure.service.principals import Principals
 
 WORKER = Path(__file__).with_name("_item_worker.py")
 TTL_MS = 1000

@@ -9,7 +9,7 @@ import tenure
 from tenure import AssignedToOther, Conflict, LeaseHeld, LeaseLost, NotFound, Service
 from tenure.core.items import Transfer
 from tenure.core.models import ENDINGS
-from tenure.principals import hash_token
+from tenure.service.principals import hash_token
 
 from ._items import ADMIN, ALICE, BOB, lapse, refused_and_counted, snapshot
 

@@ -10,7 +10,7 @@ import pytest
 
 import tenure
 from tenure import Service
-from tenure.work import DEFAULT_STALL_MS
+from tenure.service.queue import DEFAULT_STALL_MS
 
 from ._items import ADMIN, AGENT, ALICE, BOB, CAROL, SUPERVISOR, lapse, org
 

@@ -19,7 +19,7 @@ from tenure import (
     Service,
     StaleToken,
 )
-from tenure.principals import Principals, hash_token
+from tenure.service.principals import Principals, hash_token
 
 from ._items import ADMIN, AGENT, ALICE, BOB, CAROL, SUB, SUPERVISOR, lapse, org, snapshot
 

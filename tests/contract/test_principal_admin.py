@@ -13,7 +13,7 @@ import pytest
 import tenure
 from tenure import Service
 from tenure.errors import Conflict, Forbidden, NotFound, Unauthenticated
-from tenure.principals import Principals
+from tenure.service.principals import Principals
 
 from ._items import ADMIN, AGENT, ALICE, BOB, SUB
 

@@ -12,8 +12,8 @@ from contract._items import ADMIN, ALICE, BOB, org
 from tenure import Service
 from tenure.errors import InvalidRequest
 from tenure.store.retention import ENDINGS
-from tenure.store.sqlite import SqliteStore
-from tenure.store.sqlite_stats import _first_event_at
+from tenure.store.sqlite.stats import _first_event_at
+from tenure.store.sqlite.store import SqliteStore
 
 HOUR = 3_600_000
 

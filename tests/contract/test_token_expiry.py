@@ -17,7 +17,7 @@ from tenure import Service
 from tenure.core.items import item_key
 from tenure.core.policy import Policy, PolicySet
 from tenure.errors import Forbidden, InvalidRequest, Unauthenticated
-from tenure.principals import Principals, hash_token
+from tenure.service.principals import Principals, hash_token
 
 from ._items import ALICE, BOB, org
 

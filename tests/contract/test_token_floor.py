@@ -10,7 +10,7 @@ import pytest
 import tenure
 from tenure import InvalidRequest, Service
 from tenure.core.models import EventQuery
-from tenure.token_floors import set_floor, show_floor
+from tenure.service.token_floors import set_floor, show_floor
 
 from ._items import ALICE
 

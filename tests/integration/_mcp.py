@@ -15,7 +15,7 @@ from mcp_types import CallToolResult, TextContent
 
 import tenure
 from tenure.mcp import ServiceBackend, build_server
-from tenure.principals import Principals
+from tenure.service.principals import Principals
 
 Agent = Callable[..., AbstractAsyncContextManager[Client]]
 

@@ -25,11 +25,11 @@ import uvicorn
 
 import tenure
 from procs import Shell, free_port
-from tenure.principals import Principals
 from tenure.server import create_app
 from tenure.server.run import config as server_config
+from tenure.service.principals import Principals
 from tenure.settings import Settings
-from tenure.store.postgres import PostgresStore
+from tenure.store.postgres.store import PostgresStore
 
 
 class LiveServer:

@@ -1,4 +1,4 @@
-"""The server's authentication (tenure.server.auth) over a real store, on each backend.
+"""The server's authentication (tenure.server.http.auth) over a real store, on each backend.
 
 Known tokens are answered from memory while no principal or token changed (a change through
 the same server is seen at once, one made elsewhere within ``cache_ms``); unknown tokens are
@@ -18,9 +18,9 @@ import pytest
 import tenure
 from tenure.core.models import Principal
 from tenure.errors import RateLimited, Unauthenticated
-from tenure.principals import Principals
-from tenure.server import auth
-from tenure.server.auth import Authenticator
+from tenure.server.http import auth
+from tenure.server.http.auth import Authenticator
+from tenure.service.principals import Principals
 from tenure.settings import AuthSettings
 
 ROOT = Principal("root", "human", roles=("admin",))

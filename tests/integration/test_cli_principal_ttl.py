@@ -34,7 +34,7 @@ def test_principal_add_with_a_ttl(store_url: str) -> None:
     assert before + 12 * 3_600_000 <= doc["expires_at"] <= time.time() * 1000 + 12 * 3_600_000
     store = tenure.open_store(store_url)
     try:
-        found = store.token_by_hash(tenure.principals.hash_token(token))
+        found = store.token_by_hash(tenure.service.principals.hash_token(token))
         assert found is not None and found.expires_at is not None
         assert before + 30 * DAY_MS <= found.expires_at <= time.time() * 1000 + 30 * DAY_MS
         forever = cli("principal", "add", "jo", "--db", store_url, "--json").stdout

@@ -8,7 +8,7 @@ import time
 import pytest
 
 import tenure
-from tenure.principals import Principals
+from tenure.service.principals import Principals
 
 TTL = 1.0
 

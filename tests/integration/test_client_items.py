@@ -13,7 +13,7 @@ import pytest
 
 import tenure
 from tenure.core.items import Item, ItemView, Transfer
-from tenure.work import Briefing, Claim, Completion, Dispatch, ItemRelease
+from tenure.service.queue import Briefing, Claim, Completion, Dispatch, ItemRelease
 
 if TYPE_CHECKING:
     from conftest import LiveServer

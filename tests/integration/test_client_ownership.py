@@ -16,7 +16,7 @@ import tenure
 from tenure.core.claims import Completion
 from tenure.core.items import Item
 from tenure.core.policy import Policy, PolicySet
-from tenure.principals import Principals
+from tenure.service.principals import Principals
 from tenure.settings import Settings
 
 if TYPE_CHECKING:

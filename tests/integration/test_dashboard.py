@@ -31,8 +31,8 @@ from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 import tenure
 from procs import free_port
-from tenure.principals import Principals
 from tenure.server import create_app
+from tenure.service.principals import Principals
 from tenure.settings import Settings
 
 CHROMIUM = "/usr/bin/chromium"

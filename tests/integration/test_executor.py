@@ -1,4 +1,4 @@
-"""The server's executors for the hot verbs (``tenure.server.executor``), on real databases.
+"""The server's executors for the hot verbs (``tenure.server.runtime.executor``), on real databases.
 
 ``GroupExecutor`` (SQLite): the calls waiting at one moment run in one group commit on the
 writer thread; each call's result or error reaches its own caller, and only once the group's
@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 
 from tenure import LeaseHeld, Service
-from tenure.server import executor as executor_module
-from tenure.server.executor import GroupExecutor
-from tenure.server.syncer import SyncProcess
-from tenure.store.sqlite import SqliteStore
+from tenure.server.runtime import executor as executor_module
+from tenure.server.runtime.executor import GroupExecutor
+from tenure.store.sqlite.store import SqliteStore
+from tenure.store.sqlite.syncer import SyncProcess
 
 
 @pytest.fixture
@@ -222,7 +222,7 @@ def test_the_server_freezes_what_it_built_at_start(tmp_path: Any) -> None:
 
     from fastapi.testclient import TestClient
 
-    from tenure.server.app import create_app
+    from tenure.server.http.app import create_app
     from tenure.settings import Settings
 
     gc.unfreeze()

@@ -18,9 +18,9 @@ import psycopg
 import pytest
 
 from tenure import LeaseHeld, NotHolder, Service, TenureError
-from tenure.server.executor import PgGroupExecutor
-from tenure.store import postgres_tx
-from tenure.store.postgres import PostgresStore
+from tenure.server.runtime.executor import PgGroupExecutor
+from tenure.store.postgres import tx as postgres_tx
+from tenure.store.postgres.store import PostgresStore
 
 pytestmark = pytest.mark.parametrize("backend", ["postgres"], indirect=True)
 

@@ -14,7 +14,7 @@ import pytest
 import tenure
 from procs import cli
 from tenure.fence import TableFence
-from tenure.principals import Principals
+from tenure.service.principals import Principals
 
 KEYS = ("reports/nightly", "reports/weekly")
 

@@ -17,7 +17,7 @@ import pytest
 import tenure
 from procs import Serve
 from tenure.fence import TableFence
-from tenure.principals import Principals
+from tenure.service.principals import Principals
 
 
 @pytest.fixture

@@ -13,8 +13,8 @@ from typing import Any
 from starlette.testclient import TestClient
 
 import tenure
-from tenure.principals import Principals
 from tenure.server import create_app
+from tenure.service.principals import Principals
 from tenure.settings import Settings
 
 CHUNK = b" " * 65_536

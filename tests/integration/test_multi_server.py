@@ -21,7 +21,7 @@ import pytest
 import tenure
 from conftest import LiveServer
 from procs import wait_for
-from tenure.server import ops
+from tenure.server.http import ops
 
 pytestmark = pytest.mark.parametrize("backend", ["postgres"], indirect=True)
 

@@ -19,8 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tenure import Service
-from tenure.store import postgres_tx
-from tenure.store.postgres import PostgresStore
+from tenure.store.postgres import tx as postgres_tx
+from tenure.store.postgres.store import PostgresStore
 
 # each ends in 0x5c (a backslash) in one of SJIS, BIG5, GBK; and what SQL text escapes
 TRICKY = "ソ表能予十功許乗圽媆" + "'\"\\{},; " + "aé€𝄞"

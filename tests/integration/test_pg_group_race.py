@@ -30,8 +30,8 @@ from tenure import (
     StaleToken,
 )
 from tenure.core.models import FencedWrite
-from tenure.server.executor import PgGroupExecutor
-from tenure.store.postgres import PostgresStore
+from tenure.server.runtime.executor import PgGroupExecutor
+from tenure.store.postgres.store import PostgresStore
 
 pytestmark = pytest.mark.parametrize("backend", ["postgres"], indirect=True)
 

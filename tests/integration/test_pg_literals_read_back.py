@@ -1,4 +1,4 @@
-"""The literals of :mod:`tenure.store.postgres_literals` read back by a real PostgreSQL as the
+"""The literals of :mod:`tenure.store.postgres.literals` read back by a real PostgreSQL as the
 values they were written from, and the store's text that needs escaping kept exactly."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tenure import Service
-from tenure.store import postgres_tx
-from tenure.store.postgres import PostgresStore
-from tenure.store.postgres_literals import literals
+from tenure.store.postgres import tx as postgres_tx
+from tenure.store.postgres.literals import literals
+from tenure.store.postgres.store import PostgresStore
 
 TEXT = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"))
 BIGINT = st.integers(-(2**63), 2**63 - 1)

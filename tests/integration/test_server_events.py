@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 import tenure
-from tenure.server import ops
+from tenure.server.http import ops
 
 if TYPE_CHECKING:
     from conftest import LiveServer

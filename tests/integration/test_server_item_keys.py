@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import pytest
 
-from tenure.server import hotpath
+from tenure.server.http import hotpath
 
 if TYPE_CHECKING:
     from conftest import LiveServer

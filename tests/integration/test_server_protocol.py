@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from conftest import LiveServer
-from tenure.server.app import TenureApp
+from tenure.server.http.app import TenureApp
 
 
 def request(path: str, body: dict[str, Any] | bytes, token: str, *extra: str) -> bytes:

@@ -1,4 +1,4 @@
-"""Background WAL checkpoints (``tenure.store.sqlite_checkpoint``) on a real SQLite file."""
+"""Background WAL checkpoints (``tenure.store.sqlite.checkpoint``) on a real SQLite file."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import time
 from pathlib import Path
 
 from tenure import Service
-from tenure.store.sqlite import SqliteStore
-from tenure.store.sqlite_checkpoint import BACKSTOP_PAGES
+from tenure.store.sqlite.checkpoint import BACKSTOP_PAGES
+from tenure.store.sqlite.store import SqliteStore
 
 
 def test_commits_leave_checkpoints_to_the_background_thread(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ import pytest
 
 from procs import Shell
 from tenure import Service
-from tenure.store.sqlite import SqliteStore
+from tenure.store.sqlite.store import SqliteStore
 
 if TYPE_CHECKING:
     from conftest import LiveServer

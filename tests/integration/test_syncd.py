@@ -1,4 +1,4 @@
-"""The WAL syncer helper (``tenure.server.syncd``) as the server runs it: a real process over
+"""The WAL syncer helper (``tenure.store.sqlite.syncd``) as the server runs it: a real process over
 real pipes and a real file. One answer per read of requests (the last number read), a failed
 sync says so, and it ends when its stdin closes, not on SIGTERM or SIGINT."""
 
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tenure.server import syncd
+from tenure.store.sqlite import syncd
 
 
 def _start(path: Path) -> subprocess.Popen[bytes]:

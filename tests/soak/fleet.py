@@ -34,7 +34,7 @@ import httpx
 
 import tenure
 from tenure.errors import TenureError
-from tenure.principals import Principals
+from tenure.service.principals import Principals
 
 from .checks import Verdict, check
 

@@ -6,7 +6,7 @@ import pytest
 
 from tenure.core.validate import bearer_token
 from tenure.mcp.http import bearer as mcp_bearer
-from tenure.server.hotpath import bearer as hot_bearer
+from tenure.server.http.hotpath import bearer as hot_bearer
 
 CASES = [
     ("Bearer tnr_abc", "tnr_abc"),

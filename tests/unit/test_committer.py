@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import threading
 
-from tenure.server.committer import Committer
+from tenure.server.runtime.committer import Committer
 
 
 def test_work_runs_in_order_in_its_thread_and_answers_on_the_loop() -> None:

@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 
 from tenure.core.models import Lease, Principal, ReleaseResult
 from tenure.errors import InvalidRequest
-from tenure.server.hotpath import bearer, dumps, job, json_body, lease_reply, parse
-from tenure.server.schemas import MAX_INT, MAX_WAIT_MS
-from tenure.service import Service
+from tenure.server.http.hotpath import bearer, dumps, job, json_body, lease_reply, parse
+from tenure.server.http.schemas import MAX_INT, MAX_WAIT_MS
+from tenure.service.leases import Service
 
 ACQUIRE, RENEW, RELEASE = "/v1/leases/acquire", "/v1/leases/renew", "/v1/leases/release"
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tenure.core.models import EventDraft
-from tenure.store.postgres_listen import MAX_PAYLOAD, Listener, notices
+from tenure.store.postgres.listen import MAX_PAYLOAD, Listener, notices
 
 
 def ev(kind: str, key: str) -> EventDraft:

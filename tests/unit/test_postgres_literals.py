@@ -5,7 +5,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from tenure.store.postgres_literals import array, literal, literals
+from tenure.store.postgres.literals import array, literal, literals
 
 
 @pytest.mark.parametrize(

@@ -20,8 +20,8 @@ def test_defaults_from_an_empty_environment() -> None:
 
 def test_the_stall_override_applies_only_when_set() -> None:
     from tenure.core.policy import MINUTE
-    from tenure.service import Service
-    from tenure.store.sqlite import SqliteStore
+    from tenure.service.leases import Service
+    from tenure.store.sqlite.store import SqliteStore
 
     policy = '{"prefixes": {"items/slow-": {"stall_after": 3600000}}}'
     for env, default, slow in (

@@ -9,8 +9,8 @@ from tenure.cli.app import cli
 from tenure.cli.context import cli_of, verb
 from tenure.cli.render import pairs
 from tenure.core.token_floor import TokenFloor
+from tenure.service.token_floors import set_floor, show_floor
 from tenure.settings import Settings
-from tenure.token_floors import set_floor, show_floor
 
 DB_HELP = "Work on this database directly, not through a server (trusted, like principal add)."
 

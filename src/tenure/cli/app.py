@@ -169,7 +169,7 @@ def principal_add(
     """Create a principal (or a new token for an existing one) directly on the database and
     print the token on stdout. Works without a running server: use it to bootstrap the first
     admin. With --ttl the token expires (then it is refused as unknown: make a new one)."""
-    from tenure.principals import Principals
+    from tenure.service.principals import Principals
     from tenure.store.open import open_store
 
     store = open_store(Settings.from_env(db=db).db)

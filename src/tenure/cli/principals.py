@@ -16,7 +16,7 @@ from tenure.cli.context import cli_of, verb
 from tenure.cli.render import clock, pairs, table, when
 from tenure.client._principal_calls import PrincipalInfo
 from tenure.core.models import Principal
-from tenure.principals import Principals
+from tenure.service.principals import Principals
 from tenure.settings import Settings
 
 T = TypeVar("T")

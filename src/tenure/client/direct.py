@@ -2,7 +2,8 @@
 
 ``Client("sqlite:///path/tenure.db", principal="cron")`` (or a ``postgresql://`` URL) opens the
 database and runs each call through :class:`tenure.Service` (and
-:class:`tenure.principals.Principals`), then reads the result with the same parsing as a server's
+:class:`tenure.service.principals.Principals`), then reads the result with the same parsing as a
+server's
 reply, so both modes return the same models and raise the same errors.
 
 **Direct mode trusts the principal name it is given.** There is no token and no
@@ -36,8 +37,8 @@ from tenure.core.models import Principal
 from tenure.core.policy import PolicySet
 from tenure.core.validate import MAX_WAIT_MS
 from tenure.errors import InvalidRequest, LeaseHeld
-from tenure.principals import Principals
-from tenure.service import Service
+from tenure.service.leases import Service
+from tenure.service.principals import Principals
 from tenure.settings import Settings
 from tenure.store.open import open_store
 

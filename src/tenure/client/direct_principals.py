@@ -6,8 +6,8 @@ from collections.abc import Callable
 from typing import Any
 
 from tenure.core.models import Principal
-from tenure.principals import Principals
-from tenure.token_floors import set_floor, show_floor
+from tenure.service.principals import Principals
+from tenure.service.token_floors import set_floor, show_floor
 
 
 def principal_handlers(

@@ -11,7 +11,8 @@ Each backend acts in one *session*: claims and locks are taken in it, a token-le
 only its own, and the heartbeat renews only its leases, so a sibling connection under the same
 principal neither keeps this one's leases alive nor is kept alive by it.
 
-Both are blocking and return the models of :mod:`tenure.core` and :mod:`tenure.work`; every rule
+Both are blocking and return the models of :mod:`tenure.core` and :mod:`tenure.service.queue`;
+every rule
 lives in the service. A verb that ends a lease wakes the server's long-polls on its key, as the
 REST routes do.
 """
@@ -33,9 +34,9 @@ from tenure.core.models import (
     RenewAllResult,
 )
 from tenure.core.validate import MAX_LIMIT
-from tenure.service import Service
-from tenure.work import Briefing, Claim, Completion, ItemRelease
-from tenure.work_views import lease_matches
+from tenure.service.leases import Service
+from tenure.service.queue import Briefing, Claim, Completion, ItemRelease
+from tenure.service.queue_views import lease_matches
 
 
 class Backend(Protocol):

@@ -1,7 +1,8 @@
 """``/mcp`` on ``tenure serve``: the MCP tools over streamable HTTP, behind the REST bearer tokens.
 
 Every request is authenticated by the one token check of the REST API,
-:meth:`tenure.principals.Principals.authenticate`, before the SDK sees it: no token, or an unknown
+:meth:`tenure.service.principals.Principals.authenticate`, before the SDK sees it: no token, or an
+unknown
 or revoked one, is refused with the REST API's ``401 unauthenticated`` problem. The principal is
 put in the request's ASGI scope, and each tool call acts as the principal of its own request
 through a :class:`~tenure.mcp.backend.ServiceBackend`: identity comes from authentication, never
@@ -49,9 +50,9 @@ from tenure.core.validate import bearer_token, check_session
 from tenure.errors import TenureError, Unauthenticated
 from tenure.mcp.backend import ServiceBackend
 from tenure.mcp.tools import build_server
-from tenure.principals import Principals
-from tenure.server.problems import on_tenure_error
-from tenure.service import Service
+from tenure.server.http.problems import on_tenure_error
+from tenure.service.leases import Service
+from tenure.service.principals import Principals
 
 PATH = "/mcp"
 SCOPE_KEY = "tenure.principal"

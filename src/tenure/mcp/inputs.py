@@ -1,7 +1,8 @@
-"""The arguments of the MCP tools: the REST API's own field types (:mod:`tenure.server.schemas`,
-:mod:`tenure.server.item_schemas`) with descriptions for agents, so a tool publishes and enforces
-the same limits as the route it mirrors (:mod:`tenure.mcp.strict` makes them binding, fills in
-the deployment's policy and refuses unknown arguments)."""
+"""The arguments of the MCP tools: the REST API's own field types
+(:mod:`tenure.server.http.schemas`, :mod:`tenure.server.http.item_schemas`) with descriptions for
+agents, so a tool publishes and enforces the same limits as the route it mirrors
+(:mod:`tenure.mcp.strict` makes them binding, fills in the deployment's policy and refuses unknown
+arguments)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ from typing import Annotated
 from pydantic import Field
 
 from tenure.core.validate import MAX_LIMIT
-from tenure.server import item_schemas as rest
-from tenure.server import schemas as wire
+from tenure.server.http import item_schemas as rest
+from tenure.server.http import schemas as wire
 
 ItemId = Annotated[rest.ItemId, Field(description="the item's id, e.g. it-1f2e3d4c5b")]
 #: a lock's key; an item's key (items/<id>) is refused with the way to its item tools

@@ -23,8 +23,8 @@ from tenure.core.models import (
     RenewAllResult,
 )
 from tenure.mcp.advice import advice
-from tenure.server import item_schemas as rest
-from tenure.work import Briefing, Claim, Completion, ItemRelease
+from tenure.server.http import item_schemas as rest
+from tenure.service.queue import Briefing, Claim, Completion, ItemRelease
 
 JSON_VALUE: dict[str, Any] = {"type": ["object", "array", "string", "number", "boolean", "null"]}
 

@@ -12,9 +12,9 @@ from tenure.mcp import inputs as a
 from tenure.mcp import models as m
 from tenure.mcp.acting import ENDS, ENDS_ONCE, SAFE_AGAIN, WRITE, Resolver, act
 from tenure.mcp.failures import reported
-from tenure.server import item_schemas as rest
-from tenure.server import schemas as wire
-from tenure.work_items import MAX_FOLLOW_UPS
+from tenure.server.http import item_schemas as rest
+from tenure.server.http import schemas as wire
+from tenure.service.queue_items import MAX_FOLLOW_UPS
 
 
 def add_claim_tools(server: MCPServer[Any], resolve: Resolver) -> None:

@@ -15,7 +15,7 @@ from tenure.mcp import inputs as a
 from tenure.mcp import summaries as sm
 from tenure.mcp.acting import ENDS_ONCE, READ, SAFE_AGAIN, Resolver, act
 from tenure.mcp.failures import reported
-from tenure.server import item_schemas as rest
+from tenure.server.http import item_schemas as rest
 
 Status = Literal["open", "in_progress", "blocked", "done", "cancelled"]
 EDITS = ("title", "body", "priority", "labels", "status")

@@ -2,15 +2,16 @@
 
 Through ASGI every request costs the event loop a task, a scope, ``receive``/``send`` messages
 and uvicorn's header checks on the reply: about a third of the server's CPU per acquire, renew
-or release once FastAPI is out of the way (:mod:`tenure.server.hotpath`). This subclass of
+or release once FastAPI is out of the way (:mod:`tenure.server.http.hotpath`). This subclass of
 uvicorn's httptools protocol holds back the ASGI task of a request that may be a hot call until
 its body is in, then hands the job straight to the executor and writes the reply to the
 transport from the job's completion callback.
 
 It takes only the plainest case and gives everything else to the app unchanged, before any side
-effect: what :func:`tenure.server.hotpath.eligible` and :func:`~tenure.server.hotpath.parse`
+effect: what :func:`tenure.server.http.hotpath.eligible` and
+:func:`~tenure.server.http.hotpath.parse`
 refuse, a long-poll (``wait_ms``), ``Expect: 100-continue``, a pipelined request, a token
-the server's memory cannot answer for (:meth:`tenure.server.auth.Authenticator.quick`: the app
+the server's memory cannot answer for (:meth:`tenure.server.http.auth.Authenticator.quick`: the app
 asks the database), and errors other than the service's own (those are rendered by the app's
 handlers, as on the ASGI path). Keep-alive, graceful shutdown (``connection: close`` on the
 in-flight reply) and the pipeline queue are uvicorn's, through the request's own
@@ -34,9 +35,9 @@ from uvicorn.protocols.http.httptools_impl import (
 )
 
 from tenure.errors import RateLimited, TenureError
-from tenure.server import hotpath, problems
-from tenure.server.app import FALLBACK, State, TenureApp
-from tenure.server.auth import TARPIT_S
+from tenure.server.http import hotpath, problems
+from tenure.server.http.app import FALLBACK, State, TenureApp
+from tenure.server.http.auth import TARPIT_S
 
 Held = tuple[RequestResponseCycle, Any]
 

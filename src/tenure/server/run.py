@@ -17,7 +17,7 @@ from typing import Any
 
 import uvicorn
 
-from tenure.server.app import TenureApp, create_app
+from tenure.server.http.app import TenureApp, create_app
 from tenure.server.protocol import hot_protocol
 from tenure.settings import Settings
 from tenure.store import durability

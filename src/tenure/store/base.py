@@ -310,7 +310,7 @@ class Store(Protocol):
 
     def set_cursor(self, principal: str, name: str, event_id: int) -> None: ...
 
-    # statistics and retention (see tenure.store.sqlite_stats) ------------------------------
+    # statistics and retention (see tenure.store.sqlite.stats) ------------------------------
     def tally_events(self, after: int) -> EventTally:
         """Counts by kind of the events after id ``after``, in one snapshot; when ``after`` is
         older than what retention folded away, the folded totals are included (``base``)."""

@@ -21,7 +21,7 @@ def open_store(url: str | Path, *, clock: Clock | None = None, **options: Any) -
     text = str(url)
     if text.startswith(("postgresql://", "postgres://")):
         from tenure.store.dburl import check_postgres
-        from tenure.store.postgres import PostgresStore
+        from tenure.store.postgres.store import PostgresStore
 
         check_postgres(text)
         return PostgresStore(text, clock=clock, **options)
@@ -37,7 +37,7 @@ def open_store(url: str | Path, *, clock: Clock | None = None, **options: Any) -
     import sqlite3
 
     from tenure.store.dburl import DatabaseUnreachable
-    from tenure.store.sqlite import SqliteStore
+    from tenure.store.sqlite.store import SqliteStore
 
     try:
         return SqliteStore(text, clock=clock, **options)

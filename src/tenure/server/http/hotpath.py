@@ -1,0 +1,341 @@
+"""A lean path for the hot lease verbs: ``POST /v1/leases/acquire``, ``/renew``, ``/release``.
+
+Through FastAPI a call costs about a millisecond of the event loop's CPU (middleware layers,
+dependency resolution with two worker-thread hops, pydantic parsing, response validation), far
+more than the database's share. This ASGI middleware serves the *ordinary* request of those
+three routes itself: one JSON parse, the same type checks as the route's strict pydantic model,
+authentication (:mod:`tenure.server.http.auth`, before the call joins a group), the service call as
+one job of the server's executor (:func:`job`), the reply's JSON built once. ``tenure serve``
+goes one step further for most of these requests and serves them from uvicorn's protocol
+without ASGI (:mod:`tenure.server.protocol`), with the same functions of this module; this
+middleware serves the rest (``--access-log``, long-polls, a pipelined request).
+
+Everything else goes on to FastAPI unchanged, before any side effect: another route or method,
+a query string, a body that is not small JSON, a field of the wrong type or out of bounds, an
+unknown field, a missing token. So every bad input still gets FastAPI's own 4xx problem
+response, and the OpenAPI document (the routes are still declared there) stays true. A token
+that does not authenticate is refused here as FastAPI would (``401`` with its challenge, or
+``429`` with ``Retry-After``), cheaply: a flood of them must not cost what a call costs.
+Errors of the service itself (``lease_held``, ``lease_lost``, …, raised after the transaction)
+are rendered by the app's own handlers in :mod:`tenure.server.http.problems`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+import time
+from collections.abc import Awaitable, Callable
+from json.encoder import encode_basestring as _text  # what dumps() writes for a str (C)
+from typing import Any
+
+import psycopg
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from tenure.core.models import Lease, Principal
+from tenure.core.validate import MAX_WAIT_MS, bearer_token
+from tenure.errors import InvalidRequest, TenureError
+from tenure.server.http import problems
+from tenure.server.http.app import State
+from tenure.server.http.schemas import MAX_INT
+
+log = logging.getLogger("tenure.server")
+JSON_TYPE = b"application/json"
+PROBLEM_TYPE = problems.PROBLEM.encode()
+MAX_FAST_BODY = 64 * 1024  # larger bodies take the ordinary path (and its body limit)
+POSITIVE = (1, MAX_INT)
+ACQUIRE, RENEW, RELEASE = "/v1/leases/acquire", "/v1/leases/renew", "/v1/leases/release"
+# per verb: required fields, and every allowed field with its JSON type and integer bounds
+FIELDS: dict[str, tuple[frozenset[str], dict[str, tuple[type, tuple[int, int] | None]]]] = {
+    ACQUIRE: (
+        frozenset({"key"}),
+        {
+            "key": (str, None),
+            "ttl_ms": (int, POSITIVE),
+            "task": (str, None),
+            "meta": (dict, None),
+            "wait_ms": (int, (0, MAX_WAIT_MS)),
+            "session": (str, None),
+        },
+    ),
+    RENEW: (
+        frozenset({"key", "token"}),
+        {"key": (str, None), "token": (int, POSITIVE), "ttl_ms": (int, POSITIVE)},
+    ),
+    RELEASE: (
+        frozenset({"key"}),
+        {"key": (str, None), "token": (int, POSITIVE), "session": (str, None)},
+    ),
+}
+
+
+class Fallback(Exception):
+    """Let FastAPI serve this request (nothing was changed)."""
+
+
+def parse(path: str, raw: bytes) -> dict[str, Any] | None:
+    """The body if it is exactly what the route's strict model accepts, else ``None``."""
+    required, fields = FIELDS[path]
+    if b"\\" in raw and b"\\ud" in raw.lower():
+        return None  # surrogate escapes (the model refuses lone ones): FastAPI decides
+    try:  # (a str: json.loads of bytes first guesses their encoding)
+        body = json.loads(raw.decode())
+    except (ValueError, RecursionError):  # FastAPI's route answers it (400; or not UTF-8)
+        return None
+    if type(body) is not dict or not required <= body.keys() or not body.keys() <= fields.keys():
+        return None
+    for name, value in body.items():
+        kind, bounds = fields[name]
+        if value is None:
+            if name in required:
+                return None
+            continue
+        if type(value) is not kind:  # bool is not int, 3.0 is not int here: FastAPI decides
+            return None
+        if bounds is not None and isinstance(value, int) and not bounds[0] <= value <= bounds[1]:
+            return None
+    return body
+
+
+def bearer(scope: Scope) -> str | None:
+    """The token of ``Authorization: Bearer <token>`` (as ``bearer_token`` reads it)."""
+    for name, value in scope["headers"]:
+        if name == b"authorization":
+            return bearer_token(value.decode("latin-1"))
+    return None
+
+
+def json_body(scope: Scope) -> bool:
+    """No content type or JSON (JsonByDefault reads a missing one as JSON)."""
+    for name, value in scope["headers"]:
+        if name == b"content-type":
+            return bool(value == b"application/json")
+    return True
+
+
+def content_length(scope: Scope) -> int | None:
+    for name, value in scope["headers"]:
+        if name == b"content-length":
+            return int(value) if value.isdigit() else None
+    return None
+
+
+def eligible(scope: Scope, limit: int) -> bool:
+    """What the request line and headers allow: a POST to one of the three paths with no query
+    string and a JSON body of a known length up to ``limit``."""
+    length = content_length(scope)
+    return (
+        scope["path"] in FIELDS
+        and scope["method"] == "POST"
+        and not scope.get("query_string")
+        and length is not None
+        and length <= limit
+        and json_body(scope)
+    )
+
+
+class HotPath:
+    """Outermost ASGI layer (outside FastAPI's own middleware): see the module's docstring."""
+
+    def __init__(self, app: ASGIApp, state: Callable[[], State | None], limit: int) -> None:
+        self.app = app
+        self.state = state
+        self.limit = limit  # beyond: BodyLimit's 413 on the ordinary path
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        st = self.state() if scope["type"] == "http" else None
+        if st is None or not eligible(scope, self.limit):
+            await self.app(scope, receive, send)
+            return
+        path = scope["path"]
+        try:
+            raw, receive = await _read(receive, content_length(scope) or 0)
+        except InvalidRequest as err:  # more bytes than its Content-Length said: 400
+            await _send_json(send, 400, dumps({**err.to_problem(), "status": 400}))
+            return
+        if raw is None:
+            return  # the client went away
+        started = time.perf_counter()
+        body = parse(path, raw)
+        token = bearer(scope)
+        headers = None
+        try:
+            if body is None or token is None:
+                raise Fallback
+            status, content = 200, await self._serve(st, path, token, body, client_of(scope))
+        except Fallback:
+            await self.app(scope, receive, send)
+            return
+        except TenureError as err:  # the service's refusal, or the token's (401, 429)
+            status, content = err.status, dumps(err.to_problem())
+            headers = problems.error_headers(err, f"Bearer {token}")
+        except Exception as err:
+            status, content = await render_error(err, path, scope, receive, send), None
+        if content is not None:
+            await _send_json(send, status, content, headers)
+        observe(st, path, status, started)
+
+    async def _serve(
+        self, st: State, path: str, token: str, body: dict[str, Any], client: str | None
+    ) -> bytes:
+        me = await st.auth.authenticate(token, client)  # before the call joins a group
+        call = job(st, path, me, body)
+        if path == ACQUIRE and body.get("wait_ms"):  # a long-poll waits its turn in the
+            attempt = lambda: st.executor.run(call, body["key"])  # noqa: E731  (key's queue)
+            with st.slots.hold(me.name):  # one of the caller's open waits (past them: 429)
+                return await st.waiters.acquire(body["key"], attempt, body["wait_ms"])
+        return await st.executor.run(call, body["key"])
+
+
+def client_of(scope: Scope) -> str | None:
+    """The client's address (what failed authentications are counted by)."""
+    client = scope.get("client")
+    return client[0] if client else None
+
+
+def job(st: State, path: str, me: Principal, body: dict[str, Any]) -> Callable[[], bytes]:
+    """The call of authenticated ``me`` as one job of the server's executor: the service call
+    and the reply's JSON."""
+    service, key = st.service, body["key"]
+
+    if path == ACQUIRE:
+        ttl_ms, task, meta = body.get("ttl_ms"), body.get("task"), body.get("meta")
+        session = body.get("session")
+
+        def acquire() -> bytes:
+            return lease_reply(service.acquire(me, key, ttl_ms, task, meta, session))
+
+        return acquire
+    if path == RENEW:
+
+        def renew() -> bytes:
+            return lease_reply(service.renew(me, key, body["token"], body.get("ttl_ms")))
+
+        return renew
+
+    def release() -> bytes:
+        result = service.release(me, key, body.get("token"), body.get("session"))
+        if result.released:
+            st.waiters.notify(key)
+        lease = "null" if result.lease is None else lease_json(result.lease)
+        why = "null" if result.reason is None else f'"{result.reason}"'
+        done = "true" if result.released else "false"
+        return f'{{"released":{done},"lease":{lease},"reason":{why}}}'.encode()
+
+    return release
+
+
+def lease_reply(lease: Lease) -> bytes:
+    """``dumps({"lease": lease.to_dict()})``."""
+    return f'{{"lease":{lease_json(lease)}}}'.encode()
+
+
+def lease_json(lease: Lease) -> str:
+    """``lease.to_dict()`` as :func:`dumps` writes it, field by field: the same text in a
+    sixth of the time (the strings through the JSON module's own C encoder)."""
+    task = "null" if lease.task is None else _text(lease.task)
+    meta = dumps(lease.meta).decode() if lease.meta else "{}"
+    return (
+        f'{{"key":{_text(lease.key)},"holder":{_text(lease.holder)},'
+        f'"session":{_text(lease.session)},"task":{task},'
+        f'"token":{int(lease.token)},"ttl_ms":{int(lease.ttl_ms)},'
+        f'"acquired_at":{int(lease.acquired_at)},"renewed_at":{int(lease.renewed_at)},'
+        f'"expires_at":{int(lease.expires_at)},"renewals":{int(lease.renewals)},'
+        f'"meta":{meta},"state":{_text(lease.state)}}}'
+    )
+
+
+def _route_labels(path: str, status_class: int) -> tuple[tuple[str, str], ...]:
+    return (("route", path), ("method", "POST"), ("code", f"{status_class}xx"))
+
+
+_LABELS = {(path, n): _route_labels(path, n) for path in FIELDS for n in (2, 4, 5)}
+
+
+def observe(st: State, path: str, status: int, started: float) -> None:
+    """The request's duration, as the ``Timing`` middleware counts the other routes'."""
+    labels = _LABELS.get((path, status // 100)) or _route_labels(path, status // 100)
+    elapsed = time.perf_counter() - started
+    st.service.metrics.observe("tenure_request_duration_seconds", elapsed, labels)
+
+
+def dumps(body: dict[str, Any]) -> bytes:
+    """What Starlette's JSONResponse (and :func:`tenure.server.http.app.reply`) would send."""
+    return json.dumps(body, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
+
+
+async def render_error(
+    err: Exception, path: str, scope: Scope, receive: Receive, send: Send
+) -> int:
+    """Send the app's own problem response for ``err``: a database error (``503`` while it is
+    down) or a bug (``500``, the traceback to the log). Its status."""
+    if isinstance(err, (sqlite3.OperationalError, psycopg.OperationalError)):
+        return await _send(problems.on_database_error, err, scope, receive, send)
+    log.error("%s failed", path, exc_info=err)
+    return await _send(problems.on_crash, err, scope, receive, send)
+
+
+async def _send(
+    handler: Callable[[Request, Exception], Awaitable[Response]],
+    err: Exception,
+    scope: Scope,
+    receive: Receive,
+    send: Send,
+) -> int:
+    """Render ``err`` with one of the app's own exception handlers; its status."""
+    response = await handler(Request(scope), err)
+    await response(scope, receive, send)
+    return response.status_code
+
+
+async def _send_json(
+    send: Send, status: int, content: bytes, extra: dict[str, str] | None = None
+) -> None:
+    kind = PROBLEM_TYPE if status >= 400 else JSON_TYPE
+    headers = [(b"content-length", str(len(content)).encode()), (b"content-type", kind)]
+    headers += [(k.lower().encode(), v.encode()) for k, v in (extra or {}).items()]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": content})
+
+
+async def _read(receive: Receive, length: int) -> tuple[bytes | None, Receive]:
+    """The whole body (``None`` if the client left), and a ``receive`` that hands it out again
+    (for the ordinary path). Counts the bytes: more than ``length`` (the request's
+    ``Content-Length``, at most the hot path's limit) is refused as soon as it arrives, so no
+    more than that is ever held."""
+    chunks = []
+    seen = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return None, receive
+        chunk = message.get("body", b"")
+        seen += len(chunk)
+        if seen > length:
+            raise overrun(length, seen)
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            break
+    raw = b"".join(chunks)
+    replayed = False
+
+    async def again() -> Message:
+        nonlocal replayed
+        if not replayed:
+            replayed = True
+            return {"type": "http.request", "body": raw, "more_body": False}
+        return await receive()
+
+    return raw, again
+
+
+def overrun(length: int, seen: int) -> InvalidRequest:
+    """``400 invalid_request``: the body goes on past the length its header announced."""
+    return InvalidRequest(
+        f"body: {seen} bytes or more arrived, more than the {length} of its Content-Length."
+        " Send a Content-Length equal to the body's size.",
+        field="body",
+    )

@@ -1,0 +1,498 @@
+"""The in-process service: every front (HTTP, CLI, MCP, dashboard) calls this.
+
+The caller's identity is an argument here; the server takes it from authentication.
+Each write is one short transaction on the key: lock, read the instant, decide (pure), save.
+"""
+
+from __future__ import annotations
+
+import builtins
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import replace
+from typing import Any
+
+from tenure.core import validate as v
+from tenure.core.decide import (
+    Decision,
+    decide_acquire,
+    decide_extend,
+    decide_force_release,
+    decide_release,
+    decide_renew,
+    decide_write,
+    may_force_release,
+)
+from tenure.core.items import ITEM_PREFIX
+from tenure.core.models import (
+    ENDINGS,
+    Event,
+    EventDraft,
+    EventQuery,
+    ExtendResult,
+    FencedValue,
+    FencedWrite,
+    ForceReleaseResult,
+    Lease,
+    LostLease,
+    Principal,
+    ReleaseResult,
+    RenewAllResult,
+)
+from tenure.core.policy import Policy, PolicySet
+from tenure.errors import InvalidRequest, LeaseLost, NotFound, StaleToken, TenureError
+from tenure.metrics import Metrics
+from tenure.service.principals import ancestors
+from tenure.service.stats import StatsView
+from tenure.service.token_floors import floor_for
+from tenure.store.base import KeyTx, Store
+
+MAX_ANCESTRY = 64
+#: what to use instead of a generic lease verb on an item's key (``{id}``: the item)
+ITEM_VERBS = {
+    "acquire": "claim the item (POST /v1/items/{id}/claim; tenure claim {id})",
+    "renew": "renew the claim (POST /v1/items/{id}/renew; tenure renew {id})",
+    "extend": "extend the claim (POST /v1/items/{id}/extend; tenure extend {id})",
+    "release": "release the claim (POST /v1/items/{id}/release; tenure release {id})",
+    "force_release": (
+        "force-release the claim (POST /v1/items/{id}/force-release; "
+        "tenure force-release {id} --reason)"
+    ),
+    "write": (
+        "report progress or complete the item (POST /v1/items/{id}/progress or "
+        "/v1/items/{id}/complete; tenure complete {id})"
+    ),
+}
+
+
+class _Deferred(threading.local):
+    """Per thread: the events of an open :meth:`Service.group`, announced at its commit."""
+
+    events: builtins.list[EventDraft] | None = None
+
+
+Who = Principal | str
+
+
+def as_principal(who: Who) -> Principal:
+    if isinstance(who, Principal):
+        return who
+    return Principal(v.check_text("principal", who, 256))
+
+
+class Service:
+    """Leases, the fenced register and the event log over one :class:`Store`."""
+
+    def __init__(
+        self, store: Store, policy: PolicySet | None = None, *, stall_ms: int | None = None
+    ) -> None:
+        """``stall_ms``: a live claim without progress for this long is ``stalled``, whatever
+        the policy's ``stall_after`` says (which is 10 minutes unless set)."""
+        self.store = store
+        self.policy = policy or PolicySet()
+        self.metrics = Metrics()
+        self.stats_view = StatsView(store)
+        #: Called (from the committing thread) after every commit that appended events.
+        self.listeners: builtins.list[Callable[[], None]] = []
+        self._deferred = _Deferred()
+        from tenure.service.queue import WorkQueue
+
+        self.items = WorkQueue(self, stall_ms)
+
+    def _run(self, key: str, decide: Callable[[KeyTx], Decision], *, create: bool = False) -> Any:
+        with self.store.key_tx(key, create=create) as tx:
+            decision = decide(tx)
+            if decision.record is not None:
+                tx.save(decision.record)
+            if decision.events:
+                tx.append(decision.events)
+        self.committed(decision.events)
+        return decision.raise_or_result()
+
+    @contextmanager
+    def group(self) -> Iterator[None]:
+        """Calls of this thread inside share one transaction (:meth:`Store.group`): each call
+        decides on what the ones before it wrote, and what they appended is announced (metrics,
+        listeners) once the group's commit is durable, not before."""
+        if self._deferred.events is not None:  # nested: the outer group announces
+            yield
+            return
+        with self.deferring() as deferred, self.store.group():
+            yield
+        self.committed(deferred)
+
+    @contextmanager
+    def deferring(self) -> Iterator[builtins.list[EventDraft]]:
+        """The events that calls of this thread inside commit are collected in the list it
+        gives, not announced: for a caller that commits them later (then: :meth:`committed`)."""
+        deferred: builtins.list[EventDraft] = []
+        self._deferred.events = deferred
+        try:
+            yield deferred
+        finally:
+            self._deferred.events = None
+
+    def committed(self, events: Sequence[EventDraft]) -> None:
+        """After a commit: count what ended and wake whoever follows the event log."""
+        if not events:
+            return
+        deferred = self._deferred.events
+        if deferred is not None:  # inside group(): not durable yet
+            deferred.extend(events)
+            return
+        self.metrics.observe_events(events)
+        for listener in self.listeners:
+            listener()
+
+    # leases ---------------------------------------------------------------------------------
+    def acquire(
+        self,
+        who: Who,
+        key: str,
+        ttl_ms: int | None = None,
+        task: str | None = None,
+        meta: dict[str, Any] | None = None,
+        session: str | None = None,
+    ) -> Lease:
+        """Grant ``key`` to ``who``'s ``session`` (``None``: the default session ``""``), or
+        renew it if that same session holds it already (same token). Another session of
+        ``who`` holding it is refused like anyone else (``LeaseHeld``)."""
+        me = as_principal(who)
+        policy = self._lease_policy(key, "acquire")
+        ttl = v.check_ttl(ttl_ms, policy)
+        task = v.check_task(task)
+        meta = v.check_meta(meta, policy)
+        sid = v.check_session(session)
+        lease: Lease = self._run(
+            key,
+            lambda tx: decide_acquire(
+                tx.record, key, me, ttl, task, meta, tx.now, sid, floor_for(tx)
+            ),
+            create=True,
+        )
+        return lease
+
+    def renew(self, who: Who, key: str, token: int, ttl_ms: int | None = None) -> Lease:
+        self._lease_policy(key, "renew")
+        return self._renew(who, key, token, ttl_ms)
+
+    def _renew(self, who: Who, key: str, token: int, ttl_ms: int | None = None) -> Lease:
+        """:meth:`renew` of any key, item claims included (the work queue's own verbs)."""
+        me = as_principal(who)
+        policy = self._policy(key)
+        token = v.check_token(token)
+        ttl = None if ttl_ms is None else v.check_ttl(ttl_ms, policy)
+        try:
+            lease: Lease = self._run(
+                key, lambda tx: decide_renew(tx.record, key, me, token, ttl, tx.now)
+            )
+        except LeaseLost as lost:
+            raise self._explain(lost, key) from None
+        self.metrics.inc("tenure_renewals_total")
+        return lease
+
+    def renew_all(
+        self, who: Who, keys: Iterable[str] | None = None, session: str | None = None
+    ) -> RenewAllResult:
+        """Renew every live lease of ``who`` (only those of its ``session`` when given; or those
+        in ``keys``), each with its own ttl.
+
+        One transaction renews every lease that is live; the keys it did not renew are then
+        looked at one by one, to name why each one is lost."""
+        me = as_principal(who)
+        sid = None if session is None else v.check_session(session)
+        wanted = None
+        if keys is not None:
+            wanted = list(dict.fromkeys(self._check_key(k) for k in _as_list(keys, "keys")))
+        now, records = self.store.renew_all(me.name, sid, wanted)
+        if records:
+            self.metrics.inc("tenure_renewals_total", by=len(records))
+        by_key = {r.key: r.lease(now) for r in records}
+        if wanted is None:
+            return RenewAllResult(tuple(by_key[k] for k in sorted(by_key)), ())
+        renewed, lost = [], []
+        for key in wanted:
+            if key in by_key:
+                renewed.append(by_key[key])
+                continue
+            rec = self.store.get(key)
+            if rec is None or rec.holder != me.name or sid not in (None, rec.session):
+                lost.append(LostLease(key, "not_held"))
+                continue
+            try:
+                renewed.append(self._renew(me, key, rec.token))
+            except TenureError as err:
+                reason = str(getattr(err, "reason", None) or err.code)
+                lost.append(LostLease(key, reason, rec.token))
+        return RenewAllResult(tuple(renewed), tuple(lost))
+
+    def renew_all_json(self, who: Who, session: str | None = None) -> bytes:
+        """``renew_all(who, session=session)`` (no ``keys``) as the JSON of its reply,
+        ``{"renewed": [...], "lost": []}``: equal, once parsed, to its ``to_dict()``. The
+        database writes the array of renewed leases, so no lease becomes a Python object (a
+        heartbeat over 100,000 leases: a 22 MB reply)."""
+        me = as_principal(who)
+        sid = None if session is None else v.check_session(session)
+        _, leases, count = self.store.renew_all_json(me.name, sid)
+        if count:
+            self.metrics.inc("tenure_renewals_total", by=count)
+        return b"".join((b'{"renewed":[', leases, b'],"lost":[]}'))
+
+    def extend(
+        self, who: Who, key: str, token: int, until: int | None = None, by_ms: int | None = None
+    ) -> ExtendResult:
+        """Push the deadline to ``until`` or now + ``by_ms``, capped at now + ``max_lease``."""
+        self._lease_policy(key, "extend")
+        return self._extend(who, key, token, until, by_ms)
+
+    def _extend(
+        self, who: Who, key: str, token: int, until: int | None = None, by_ms: int | None = None
+    ) -> ExtendResult:
+        """:meth:`extend` of any key, item claims included (the work queue's own verbs)."""
+        me = as_principal(who)
+        policy = self._policy(key)
+        token = v.check_token(token)
+        if (until is None) == (by_ms is None):
+            raise InvalidRequest("give exactly one of until and by_ms", key=key, field="until")
+        if until is not None:
+            until = v.check_instant("until", until)
+        else:
+            by_ms = v.check_positive("by_ms", by_ms)
+
+        def decide(tx: KeyTx) -> Decision:
+            wanted = until if until is not None else tx.now + (by_ms or 0)
+            return decide_extend(tx.record, key, me, token, wanted, policy.max_lease, tx.now)
+
+        try:
+            result: ExtendResult = self._run(key, decide)
+        except LeaseLost as lost:
+            raise self._explain(lost, key) from None
+        return result
+
+    def release(
+        self, who: Who, key: str, token: int | None = None, session: str | None = None
+    ) -> ReleaseResult:
+        """End your lease on ``key``. Releasing what you do not hold says ``released: False``.
+
+        With ``token``, the lease of that token (from any session of yours); without, the lease
+        of your ``session`` (``None``: the default session)."""
+        me = as_principal(who)
+        self._lease_policy(key, "release")
+        token = v.check_optional_token(token)
+        sid = v.check_session(session)
+        result: ReleaseResult = self._run(
+            key, lambda tx: decide_release(tx.record, key, me, token, tx.now, sid)
+        )
+        return result
+
+    def force_release(self, who: Who, key: str, reason: str) -> ForceReleaseResult:
+        """End someone's live lease as an authority; its token is dead for fenced writes."""
+        actor = as_principal(who)
+        self._lease_policy(key, "force_release")
+        reason = v.check_text("reason", reason, v.MAX_REASON_CHARS)
+
+        def decide(tx: KeyTx) -> Decision:
+            rec = tx.record
+            allowed = rec is not None and self._may_force(actor, rec.holder)
+            return decide_force_release(rec, key, actor, reason, allowed, tx.now)
+
+        result: ForceReleaseResult = self._run(key, decide)
+        return result
+
+    def _may_force(self, actor: Principal, holder_name: str) -> bool:
+        if actor.is_admin:
+            return True
+        holder = self.store.get_principal(holder_name)
+        return may_force_release(actor, holder, self.ancestors(holder_name))
+
+    def ancestors(self, name: str) -> tuple[str, ...]:
+        """The principals that dispatched ``name``, nearest first."""
+        return ancestors(self.store, name, MAX_ANCESTRY)
+
+    def get(self, key: str) -> Lease:
+        """The latest lease on ``key`` with its ``state`` (``live``, ``expired``, …)."""
+        self._check_key(key)
+        rec = self.store.get(key)
+        if rec is None:
+            raise NotFound(f"no lease was ever granted on {key!r}", key=key, what="lease")
+        return rec.lease(self.store.now_ms())
+
+    def list(
+        self,
+        prefix: str | None = None,
+        holder: str | None = None,
+        task: str | None = None,
+        limit: int | None = None,
+        after: str | None = None,
+    ) -> list[Lease]:
+        """Live leases, by key; ``after``: the keys sorting after this one (the next page)."""
+        for name, value in (("prefix", prefix), ("holder", holder), ("task", task)):
+            if value is not None:
+                v.check_text(name, value, 1024, required=False)
+        if after is not None:
+            v.check_text("after", after, 1024)
+        if limit is not None:
+            limit = v.check_positive("limit", limit, 100_000)
+        now = self.store.now_ms()
+        return [r.lease(now) for r in self.store.live(now, prefix, holder, task, limit, after)]
+
+    def contention(self, key: str) -> int:
+        """How many acquisitions of ``key`` were refused because someone held it."""
+        self._check_key(key)
+        rec = self.store.get(key)
+        return rec.conflicts if rec else 0
+
+    # fenced register ------------------------------------------------------------------------
+    def write(
+        self, who: Who, key: str, token: int, value: Any, op_id: str | None = None
+    ) -> FencedWrite:
+        """Store ``value`` under ``key`` if ``token`` is the key's current token and ``who``
+        holds it. ``op_id`` names one intended write under ``token``: repeating it answers the
+        first result; the same ``op_id`` under a newer token is a new write."""
+        me = as_principal(who)
+        policy = self._lease_policy(key, "write")
+        token = v.check_token(token)
+        v.check_value(value, policy)
+        if op_id is not None:
+            op_id = v.check_text("op_id", op_id, v.MAX_OP_ID_CHARS)
+
+        def decide(tx: KeyTx) -> Decision:
+            duplicate = tx.find_op(token, op_id) if op_id is not None else None
+            decision = decide_write(
+                tx.record,
+                None if duplicate else tx.register(),
+                duplicate,
+                key,
+                me,
+                token,
+                value,
+                tx.now,
+                op_id,
+            )
+            if isinstance(decision.result, FencedWrite) and not decision.result.duplicate:
+                tx.save_register(decision.result, op_id)
+            return decision
+
+        try:
+            result: FencedWrite = self._run(key, decide)
+        except StaleToken:
+            self.count_write("stale")
+            raise
+        self.count_write("duplicate" if result.duplicate else "accepted")
+        return result
+
+    def count_write(self, outcome: str) -> None:
+        self.metrics.inc("tenure_fenced_writes_total", (("outcome", outcome),))
+
+    def read(self, key: str) -> FencedValue:
+        self._check_key(key)
+        value = self.store.read_register(key)
+        if value is None:
+            raise NotFound(f"nothing was written to {key!r}", key=key, what="fenced value")
+        return value
+
+    # events and upkeep ----------------------------------------------------------------------
+    def events(
+        self,
+        after: int = 0,
+        key: str | None = None,
+        holder: str | None = None,
+        type: str | None = None,
+        limit: int = 100,
+        item: str | None = None,
+        upto: int | None = None,
+    ) -> builtins.list[Event]:
+        """Events after the cursor ``after``, oldest first; ``item`` is short for its key;
+        ``upto``: only ids up to it (a bounded window of the log)."""
+        query = EventQuery(
+            after=v.check_cursor(after),
+            key=None if key is None else self._check_key(key),
+            holder=None if holder is None else v.check_text("holder", holder, 256),
+            type=None if type is None else v.check_text("type", type, 64),
+            limit=v.check_limit(limit),
+            upto=upto,
+        )
+        if item is not None:
+            item_key = ITEM_PREFIX + v.check_text("item", item, 256)
+            if query.key is not None and query.key != item_key:
+                return []  # both filters apply: no event is of two keys
+            query = replace(query, key=item_key)
+        return self.store.events(query)
+
+    def reap(self, limit: int = 1000) -> builtins.list[Event]:
+        """Record ``expired`` for lapsed leases nobody recorded yet (exactly once)."""
+        reaped = self.store.reap(v.check_limit(limit))
+        self.committed([_draft(e) for e in reaped])
+        return reaped
+
+    def revoke_ended_agents(self, limit: int = 1000) -> builtins.list[Event]:
+        """End the tokens of dispatched agents whose claim ended, however it ended (the
+        reaper's job: a ``kill -9``ed supervisor leaves nothing to clean up)."""
+        revoked = self.store.revoke_ended_agents(v.check_limit(limit))
+        self.committed([_draft(e) for e in revoked])
+        return revoked
+
+    def prune_events(self, max_count: int, max_age_ms: int, batch: int = 1000) -> int:
+        """Retention: drop one batch of the oldest events beyond ``max_count`` or older than
+        ``max_age_ms`` (their counts are kept in the all-time totals); the number dropped."""
+        before = self.store.now_ms() - max_age_ms
+        return self.store.prune_events(max_count, before, batch)
+
+    def stats(self) -> dict[str, Any]:
+        """Counts by ending, expired share over 1 h and 24 h, contention, hold times."""
+        return self.stats_view.stats()
+
+    def timeline(self, span_ms: int = 3_600_000, bucket_ms: int = 60_000) -> dict[str, Any]:
+        """Lease endings per bucket of ``bucket_ms`` over the last ``span_ms``."""
+        return self.stats_view.timeline(span_ms, bucket_ms)
+
+    # helpers --------------------------------------------------------------------------------
+    def _check_key(self, key: str) -> str:
+        self._policy(key)
+        return key
+
+    def _lease_policy(self, key: str, verb: str) -> Policy:
+        """The policy of ``key`` for a generic lease verb, which refuses the keys of items."""
+        policy = self._policy(key)
+        if key.startswith(ITEM_PREFIX):
+            item = key[len(ITEM_PREFIX) :]
+            raise InvalidRequest(
+                f"key: {key!r} is the claim of item {item!r}, and item keys belong to items: "
+                + ITEM_VERBS[verb].replace("{id}", item or "ID"),
+                key=key,
+                field="key",
+            )
+        return policy
+
+    def _policy(self, key: str) -> Policy:
+        """The policy of ``key``, once ``key`` is known to be a valid key under it."""
+        policy = self.policy.for_key(key) if isinstance(key, str) else self.policy.default
+        v.check_key(key, policy)
+        return policy
+
+    def _explain(self, lost: LeaseLost, key: str) -> LeaseLost:
+        """Name how an older lease ended, from its ending event."""
+        if lost.reason is not None or lost.token is None:
+            return lost
+        for ending in ENDINGS:
+            query = EventQuery(key=key, token=lost.token, type=ending, limit=1)
+            for event in self.store.events(query):
+                return LeaseLost(
+                    f"the lease with token {lost.token} on {key!r} was "
+                    f"{event.type.replace('_', ' ')}",
+                    key=key,
+                    reason=event.type,
+                    token=lost.token,
+                )
+        return LeaseLost(lost.detail, key=key, reason="expired", token=lost.token)
+
+
+def _draft(e: Event) -> EventDraft:
+    return EventDraft(e.type, e.key, e.holder, e.task, e.token, e.actor, e.reason, e.data)
+
+
+def _as_list(values: Iterable[str], field: str) -> list[str]:
+    if isinstance(values, str) or not isinstance(values, Iterable):
+        raise InvalidRequest(f"{field} must be a list of strings", field=field)
+    return list(values)

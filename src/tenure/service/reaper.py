@@ -1,0 +1,102 @@
+"""The reaper: records one ``expired`` event per lapsed lease, within a second of its deadline.
+
+Expiry itself needs no reaper (every read and write treats a lapsed lease as gone); the reaper
+only makes the *record* of the ending timely. Several reapers, in several processes or servers,
+may run against one database: the store marks each ending exactly once.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from tenure.core.models import Event
+from tenure.service.leases import Service
+
+log = logging.getLogger(__name__)
+PRUNE_BATCHES = 10
+
+
+class Reaper:
+    """A daemon thread that calls :meth:`Service.reap` every ``interval`` seconds.
+
+    With ``retention`` (``(max events, max age ms)``), it also prunes the event log every
+    ``prune_every`` seconds, at most ``PRUNE_BATCHES`` batches of ``batch`` events a round, so
+    pruning a large backlog never holds the write lock for long.
+    """
+
+    def __init__(
+        self,
+        service: Service,
+        interval: float = 0.25,
+        batch: int = 1000,
+        *,
+        retention: tuple[int, int] | None = None,
+        prune_every: float = 5.0,
+    ) -> None:
+        if not 0 < interval <= 1:
+            raise ValueError("the reaper interval must be in (0, 1] seconds")
+        self.service, self.interval, self.batch = service, interval, batch
+        self.retention, self.prune_every = retention, prune_every
+        self._next_prune = 0.0
+        self.pruned = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.recorded = 0
+
+    def run_once(self) -> list[Event]:
+        """Reap until no lapsed lease is left unrecorded (the ``expired`` events); then end
+        the tokens of dispatched agents whose claim ended, and record stalled claims."""
+        out: list[Event] = []
+        while True:
+            batch = self.service.reap(self.batch)
+            out.extend(batch)
+            if len(batch) < self.batch:
+                break
+        self.recorded += len(out)
+        self.service.revoke_ended_agents(self.batch)
+        self.service.items.record_stalls(self.batch)
+        return out
+
+    def start(self) -> Reaper:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._loop, name="tenure-reaper", daemon=True)
+            self._thread.start()
+        return self
+
+    def prune_once(self) -> int:
+        """Prune up to ``PRUNE_BATCHES`` batches of events past the retention."""
+        if self.retention is None:
+            return 0
+        max_count, max_age_ms = self.retention
+        dropped = 0
+        for _ in range(PRUNE_BATCHES):
+            n = self.service.prune_events(max_count, max_age_ms, self.batch)
+            dropped += n
+            if n == 0:  # (a batch of endings kept by count drops none: the next round goes on)
+                break
+        self.pruned += dropped
+        return dropped
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                self.run_once()
+                if time.monotonic() >= self._next_prune:
+                    self._next_prune = time.monotonic() + self.prune_every
+                    self.prune_once()
+            except Exception:  # the next round retries; a reaper must not die
+                log.exception("reaper round failed")
+
+    def stop(self, timeout: float = 5) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+
+    def __enter__(self) -> Reaper:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,1 @@
+"""The PostgreSQL store: a connection pool, row locks, statements sent in batches."""

@@ -1,0 +1,546 @@
+"""The PostgreSQL store: a connection pool, row locks, and the database's clock.
+
+Every server sharing the database reads instants from PostgreSQL's ``clock_timestamp()``, so
+their deadlines agree. A key's transaction holds the key's row lock (``SELECT … FOR UPDATE``);
+a new key first gets a placeholder row (``INSERT … ON CONFLICT DO NOTHING``) so there is a row
+to lock, and concurrent first acquisitions queue on it.
+
+A key's transaction sends its statements in batches of prepared statements
+(:mod:`tenure.store.postgres.tx`), so the client waits only where it needs a result: a verb is
+two round trips, BEGIN, the row lock and the instant; then the update, the notices, the events
+and the COMMIT. In a group (:meth:`PostgresStore.group`, the server's group commit) many verbs
+share one transaction: a round trip each, and one COMMIT for all.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
+from typing import Any
+
+import psycopg
+from psycopg.errors import DivisionByZero
+from psycopg_pool import ConnectionPool
+
+from tenure.core.clock import Clock
+from tenure.core.decide import reaped_event
+from tenure.core.items import Item, ItemCursor, ItemSummary, Transfer
+from tenure.core.models import (
+    Event,
+    EventDraft,
+    EventQuery,
+    FencedValue,
+    KeyRecord,
+    Principal,
+    token_event,
+)
+from tenure.core.token_floor import TokenFloor, decide_floor
+from tenure.store import principal_writes, rows
+from tenure.store.base import ENDED, Credential, Removal, TokenInfo
+from tenure.store.postgres import session as session
+from tenure.store.postgres.listen import Listener, notices
+from tenure.store.postgres.stats import PostgresStats
+from tenure.store.postgres.tx import SAVEPOINT, Batch, Group, KeyTx, record
+from tenure.store.sqlfiles import migrations, queries
+
+Q = queries("postgres")
+MIGRATION_LOCK = (7468, 0)
+
+
+def _first_int(row: Any) -> int:
+    return int(row[0]) if row else 0
+
+
+def _floor(cur: psycopg.Cursor[Any]) -> TokenFloor:
+    floor = cur.execute(Q["token_floor"]).fetchone()
+    most = cur.execute(Q["max_token"]).fetchone()
+    return TokenFloor(int(floor[0]) if floor else 0, int(most[0]) if most else 0)
+
+
+def insert_events(cur: psycopg.Cursor[Any], events: Sequence[EventDraft], now: int) -> list[Event]:
+    """Append ``events`` in the open transaction of ``cur``, one statement each, with their
+    ids (for the reaper, whose caller needs them)."""
+    if not events:
+        return []
+    cur.execute(Q["serialize_events"])
+    out = []
+    for e in events:
+        row = cur.execute(
+            Q["insert_event"], rows.event_params(e, now, rows.dumps(e.data))
+        ).fetchone()
+        assert row is not None
+        out.append(
+            Event(row[0], now, e.type, e.key, e.holder, e.task, e.token, e.actor, e.reason, e.data)
+        )
+    for payload in notices(events):  # delivered to every listening server on commit
+        cur.execute(Q["notify"], {"payload": payload})
+    return out
+
+
+class PostgresStore(PostgresStats):
+    """A store in one PostgreSQL database, shareable by several servers."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        clock: Clock | None = None,
+        min_size: int = 2,
+        max_size: int = 10,
+        timeout: float = 30.0,
+    ) -> None:
+        self.url = url
+        self.clock = clock
+        self._local = threading.local()  # .group: this thread's open group, if any
+        self.pool = ConnectionPool(
+            url,
+            min_size=min_size,
+            max_size=max_size,
+            timeout=timeout,
+            # No automatic prepared statements: psycopg would DEALLOCATE ALL at every ROLLBACK,
+            # the key transactions' too (tenure.store.postgres.tx prepares those itself).
+            kwargs={"autocommit": True, "prepare_threshold": None, **session.OPTIONS},
+            configure=session.configure,
+            open=False,
+            name="tenure",
+        )
+        self.pool.open(wait=True, timeout=timeout)
+        try:
+            self._migrate()
+        except BaseException:
+            self.pool.close()
+            raise
+
+    @contextmanager
+    def _tx(self) -> Iterator[psycopg.Cursor[Any]]:
+        with self.pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
+            yield cur
+
+    def _now(self, cur: psycopg.Cursor[Any]) -> int:
+        if self.clock is not None:
+            return self.clock.now_ms()
+        row = cur.execute(Q["now_ms"]).fetchone()
+        assert row is not None
+        return int(row[0])
+
+    def _migrate(self) -> None:
+        with self._tx() as cur:
+            cur.execute("SELECT pg_advisory_xact_lock(%s, %s)", MIGRATION_LOCK)
+            cur.execute(
+                "CREATE TABLE IF NOT EXISTS tenure_schema (version integer PRIMARY KEY,"
+                " name text NOT NULL, applied_at bigint NOT NULL)"
+            )
+            row = cur.execute("SELECT coalesce(max(version), 0) FROM tenure_schema").fetchone()
+            have = int(row[0]) if row else 0
+            known = migrations("postgres")
+            if have > len(known):
+                raise RuntimeError(f"the database has schema {have}, newer than this tenure")
+            for version, name, sql in known[have:]:
+                cur.execute(sql.encode())
+                cur.execute(
+                    "INSERT INTO tenure_schema VALUES (%s, %s, %s)", (version, name, self._now(cur))
+                )
+
+    def schema_version(self) -> int:
+        row = self._one("SELECT max(version) FROM tenure_schema", {})
+        return int(row[0]) if row else 0
+
+    def _one(self, sql: str, params: dict[str, Any]) -> tuple[Any, ...] | None:
+        with self.pool.connection() as conn:
+            return conn.execute(sql.encode(), params).fetchone()
+
+    def _all(self, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+        with self.pool.connection() as conn:
+            return conn.execute(sql.encode(), params).fetchall()
+
+    # the protocol --------------------------------------------------------------------------
+    def now_ms(self) -> int:
+        if self.clock is not None:
+            return self.clock.now_ms()
+        row = self._one(Q["now_ms"], {})
+        assert row is not None
+        return int(row[0])
+
+    @contextmanager
+    def key_tx(self, key: str, *, create: bool = False) -> Iterator[KeyTx]:
+        group: Group | None = getattr(self._local, "group", None)
+        if group is not None:
+            with self._joined(group, key, create=create) as tx:
+                yield tx
+            return
+        with self.pool.connection() as conn:
+            try:
+                batch = Batch(conn)
+                # One round trip: BEGIN, a new key's placeholder row, the row lock, the
+                # instant. PostgreSQL runs them in order, so the instant is read once the row
+                # lock is granted (a waiter reads it after the holder committed): it orders
+                # with the commit, as if the client had waited for the lock before asking.
+                batch.add_sql("BEGIN")
+                if create:
+                    batch.add("create_lease_row", {"key": key})
+                row, now, floor = self._lock(batch, key)
+                tx = KeyTx(batch, key, now, record(row), floor=floor)
+                yield tx
+                batch.queue_events([(e, now) for e in tx.events])
+                batch.commit()
+            except DivisionByZero as err:  # save_lease refused to lower the token
+                _rollback(conn)
+                raise RuntimeError(f"refused to lower the token of {key!r}") from err
+            except BaseException:
+                _rollback(conn)
+                raise
+
+    def _lock(self, batch: Batch, key: str) -> tuple[Any, int, int]:
+        """Send what is queued, the row lock, the token floor and the instant: the row (or
+        None), the instant, the floor (read in the same round trip: a new token costs no
+        round trip of its own)."""
+        batch.add("lock_lease", {"key": key})
+        batch.add("token_floor")
+        if self.clock is not None:
+            row, floor = batch.rows(2)
+            return row, self.clock.now_ms(), _first_int(floor)
+        batch.add("now_ms")
+        row, floor, now = batch.rows(3)
+        return row, int(now[0]), _first_int(floor)
+
+    @contextmanager
+    def _joined(self, group: Group, key: str, *, create: bool) -> Iterator[KeyTx]:
+        """A key transaction inside ``group``: its lock goes with the writes queued before it;
+        a new key's placeholder row costs a second round trip (and a savepoint, since it is
+        written before the call could fail)."""
+        batch = group.batch
+        floor: int | None = group.floor
+        if key in group.locked:
+            rec, now = group.locked[key], group.now
+        else:
+            row, now, floor = self._lock(batch, key)
+            rec = record(row)
+        savepoint = False
+        if rec is None and create:
+            batch.add_sql(f"SAVEPOINT {SAVEPOINT}")
+            batch.add("create_lease_row", {"key": key})
+            row, now, floor = self._lock(batch, key)
+            rec = record(row)
+            savepoint = True
+        tx = KeyTx(batch, key, now, rec, mark=batch.mark(), floor=floor)
+        tx.savepoint = savepoint
+        try:
+            yield tx
+        except BaseException:
+            tx.undo()
+            raise
+        if tx.savepoint:
+            batch.add_sql(f"RELEASE SAVEPOINT {SAVEPOINT}")
+        if tx.saved is not None:
+            group.saves[key] = group.locked[key] = tx.saved
+        group.events.extend((e, now) for e in tx.events)
+
+    @contextmanager
+    def group(self, keys: Sequence[str] = ()) -> Iterator[None]:
+        """The key transactions of this thread inside share one transaction on one connection,
+        committed when the block ends (:class:`tenure.store.postgres.tx.Group`): each sees what
+        the ones before it wrote, one that fails in Python is undone alone, and nothing is
+        durable (or visible to others) before the commit. An error of the database (a write,
+        the commit) loses the whole group: it raises in the call that met it, and here. Other
+        writes of this thread inside (renew_all, principals…) are transactions of their own.
+        Nested groups are one group.
+
+        ``keys``: the keys the calls will write, if known. The group's first round trip locks
+        them (in key order, so that groups of different servers cannot deadlock on them) and
+        reads the instant and the auth version: their calls then need no round trip of their
+        own, and all see that instant."""
+        if getattr(self._local, "group", None) is not None:
+            yield
+            return
+        with self.pool.connection() as conn:
+            group = self._local.group = Group(conn)
+            try:
+                if keys:
+                    self._lock_ahead(group, list(dict.fromkeys(keys)))
+                yield
+                group.commit()
+            except BaseException:
+                _rollback(conn)
+                raise
+            finally:
+                self._local.group = None
+
+    def _lock_ahead(self, group: Group, keys: list[str]) -> None:
+        batch = group.batch
+        batch.add("auth_version")
+        batch.add("lock_leases", {"keys": keys})
+        batch.add("token_floor")
+        if self.clock is None:
+            batch.add("now_ms")
+        got = batch.all_rows(4 if self.clock is None else 3)
+        group.auth_version = int(got[0][0][0])
+        group.locked = dict.fromkeys(keys)  # a key without a row: None
+        group.locked.update((row[0], record(row)) for row in got[1])
+        group.floor = int(got[2][0][0]) if got[2] else 0
+        group.now = int(got[3][0][0]) if self.clock is None else self.clock.now_ms()
+
+    def auth_version(self) -> int:
+        """Moves whenever a principal or a token changes (migration 0004's triggers)."""
+        group: Group | None = getattr(self._local, "group", None)
+        if group is not None and group.auth_version is not None:
+            return group.auth_version  # read in this transaction
+        row = self._read("auth_version", {})
+        assert row is not None
+        return int(row[0])
+
+    def _read(self, name: str, params: dict[str, Any]) -> tuple[Any, ...] | None:
+        """One prepared read (:data:`tenure.store.postgres.tx.HOT`), in this thread's group if
+        it has one (after the writes queued there)."""
+        group: Group | None = getattr(self._local, "group", None)
+        if group is not None:
+            return group.batch.ask(name, params)
+        with self.pool.connection() as conn:
+            return Batch(conn).ask(name, params)
+
+    def renew_all(
+        self, holder: str, session: str | None, keys: Sequence[str] | None
+    ) -> tuple[int, list[KeyRecord]]:
+        with self._tx() as cur:
+            params: dict[str, Any] = {
+                "holder": holder,
+                "session": session,
+                "keys": None if keys is None else list(keys),
+            }
+            locked = [row[0] for row in cur.execute(Q["lock_holder_leases"], params)]
+            now = self._now(cur)  # once the rows are locked, so it orders with the commit
+            if not locked:
+                return now, []
+            params.update(now=now, locked=locked)
+            return now, [rows.record_from(r) for r in cur.execute(Q["renew_all"], params)]
+
+    def renew_all_json(self, holder: str, session: str | None) -> tuple[int, bytes, int]:
+        with self._tx() as cur:
+            params: dict[str, Any] = {"holder": holder, "session": session, "keys": None}
+            locked = [row[0] for row in cur.execute(Q["lock_holder_leases"], params)]
+            now = self._now(cur)  # once the rows are locked, so it orders with the commit
+            if not locked:
+                return now, b"", 0
+            params.update(now=now, locked=locked)
+            row = cur.execute(Q["renew_all_json"], params).fetchone()
+            assert row is not None
+            return now, (row[1] or "").encode(), int(row[0])
+
+    def get(self, key: str) -> KeyRecord | None:
+        return record(self._one(Q["get_lease"], {"key": key}))
+
+    def live(
+        self,
+        now: int,
+        prefix: str | None = None,
+        holder: str | None = None,
+        task: str | None = None,
+        limit: int | None = None,
+        after: str | None = None,
+    ) -> list[KeyRecord]:
+        params = {
+            "now": now,
+            "prefix": prefix or None,
+            "holder": holder,
+            "task": task,
+            "after": after,
+            "limit": limit,
+        }
+        return [rows.record_from(r) for r in self._all(Q["live_leases"], params)]
+
+    def read_register(self, key: str) -> FencedValue | None:
+        row = self._one(Q["get_register"], {"key": key})
+        return rows.register_from(row) if row else None
+
+    def events(self, query: EventQuery) -> list[Event]:
+        name, params = rows.event_reading(query)
+        return [rows.event_from(r) for r in self._all(Q[name], params)]
+
+    def reap(self, limit: int) -> list[Event]:
+        with self._tx() as cur:
+            now = self._now(cur)
+            due = cur.execute(Q["reap"], {"now": now, "limit": limit}).fetchall()
+            drafts = [reaped_event(row) for row in sorted(due, key=_deadline)]
+            return insert_events(cur, drafts, now)
+
+    def next_deadline(self) -> int | None:
+        row = self._one(Q["next_deadline"], {})
+        return None if row is None or row[0] is None else int(row[0])
+
+    def add_principal(
+        self,
+        principal: Principal,
+        token_hash: str | None = None,
+        token_id: str | None = None,
+        actor: str | None = None,
+        expires_at: int | None = None,
+    ) -> None:
+        token = None if token_hash is None else (token_hash, token_id, expires_at)
+        with self._tx() as cur:
+            now = self._now(cur)
+            insert_events(cur, principal_writes.add(cur, Q, principal, token, actor, now), now)
+
+    def add_token(
+        self,
+        name: str,
+        token_id: str,
+        token_hash: str,
+        actor: str | None = None,
+        expires_at: int | None = None,
+    ) -> None:
+        with self._tx() as cur:
+            now = self._now(cur)
+            events = principal_writes.add_token(cur, Q, name, token_id, token_hash, actor,
+                                                expires_at, now)  # fmt: skip
+            insert_events(cur, events, now)
+
+    def revoke_token(
+        self, name: str, token_id: str, actor: str | None = None, reason: str | None = None
+    ) -> bool:
+        with self._tx() as cur:
+            now = self._now(cur)
+            params = {"id": token_id, "principal": name, "now": now}
+            if cur.execute(Q["revoke_token"], params).rowcount != 1:
+                return False
+            insert_events(cur, [token_event("token_revoked", name, token_id, actor, reason)], now)
+            return True
+
+    def revoke_ended_agents(self, limit: int) -> list[Event]:
+        with self._tx() as cur:
+            now = self._now(cur)
+            events = []
+            for (name,) in cur.execute(Q["ended_agents"], {"now": now, "limit": limit}).fetchall():
+                revoked = cur.execute(Q["revoke_all_tokens"], {"name": name, "now": now})
+                for (token_id,) in revoked.fetchall():
+                    events.append(token_event("token_revoked", name, token_id, None, ENDED))
+                cur.execute(Q["swept_agent"], {"name": name})
+            return insert_events(cur, events, now)
+
+    def list_principals(self) -> list[Principal]:
+        return [rows.principal_from(r) for r in self._all(Q["list_principals"], {})]
+
+    def list_tokens(self, name: str) -> list[TokenInfo]:
+        return principal_writes.tokens_from(self._all(Q["list_tokens"], {"name": name}))
+
+    def token_floor(self) -> TokenFloor:
+        with self._tx() as cur:
+            return _floor(cur)
+
+    def set_token_floor(self, floor: int, actor: str | None) -> TokenFloor:
+        with self._tx() as cur:
+            row = cur.execute(Q["token_floor_for_update"]).fetchone()
+            event = decide_floor(int(row[0]) if row else 0, floor, actor)
+            cur.execute(Q["set_token_floor"], {"floor": floor})
+            insert_events(cur, [event], self._now(cur))
+            return _floor(cur)
+
+    def set_roles(self, name: str, roles: tuple[str, ...], actor: str | None) -> Principal | None:
+        with self._tx() as cur:
+            principal, events = principal_writes.set_roles(cur, Q, name, roles, actor)
+            insert_events(cur, events, self._now(cur))
+            return principal
+
+    def remove_principal(self, name: str, actor: str | None) -> Removal | None:
+        with self._tx() as cur:
+            now = self._now(cur)
+            removal, events = principal_writes.remove(cur, Q, name, actor, now)
+            insert_events(cur, events, now)
+            return removal
+
+    def get_principal(self, name: str) -> Principal | None:
+        row = self._one(Q["get_principal"], {"name": name})
+        return rows.principal_from(row) if row else None
+
+    def principal_by_token(self, token_hash: str) -> Principal | None:
+        found = self.token_by_hash(token_hash)
+        if found is None or (found.expires_at is not None and found.expired(self.now_ms())):
+            return None
+        return found.principal
+
+    def token_by_hash(self, token_hash: str) -> Credential | None:
+        row = self._one(Q["token_by_hash"], {"token_hash": token_hash})
+        return rows.credential_from(row) if row else None
+
+    def create_item(self, item: Item) -> bool:
+        with self._tx() as cur:
+            return cur.execute(Q["insert_item"], rows.item_params(item)).rowcount == 1
+
+    def get_item(self, item_id: str) -> Item | None:
+        row = self._one(Q["get_item"], {"id": item_id})
+        return rows.item_from(row) if row else None
+
+    def list_item_summaries(
+        self,
+        status: str | None = None,
+        assignee: str | None = None,
+        label: str | None = None,
+        limit: int = 100,
+        after: ItemCursor | None = None,
+    ) -> list[ItemSummary]:
+        params = {"status": status, "assignee": assignee, "label": label, "limit": limit}
+        params.update(rows.item_cursor_params(after))
+        return [rows.summary_from(r) for r in self._all(Q["list_item_summaries"], params)]
+
+    def ready_item_summaries(self, now: int, limit: int) -> list[ItemSummary]:
+        params = {"now": now, "limit": limit}
+        return [rows.summary_from(r) for r in self._all(Q["ready_item_summaries"], params)]
+
+    def list_items(
+        self,
+        status: str | None = None,
+        assignee: str | None = None,
+        label: str | None = None,
+        limit: int = 100,
+        after: ItemCursor | None = None,
+    ) -> list[Item]:
+        params = {"status": status, "assignee": assignee, "label": label, "limit": limit}
+        params.update(rows.item_cursor_params(after))
+        return [rows.item_from(r) for r in self._all(Q["list_items"], params)]
+
+    def stalled_claims(self, now: int, before: int, limit: int) -> list[str]:
+        params = {"now": now, "before": before, "limit": limit}
+        return [r[0] for r in self._all(Q["stalled_claims"], params)]
+
+    def count_stalled(self, now: int) -> int:
+        row = self._one(Q["count_stalled"], {"now": now})
+        return int(row[0]) if row else 0
+
+    def ready_items(self, now: int, limit: int) -> list[Item]:
+        return [
+            rows.item_from(r) for r in self._all(Q["ready_items"], {"now": now, "limit": limit})
+        ]
+
+    def transfers(self, item_id: str) -> list[Transfer]:
+        return [rows.transfer_from(r) for r in self._all(Q["list_transfers"], {"item": item_id})]
+
+    def get_cursor(self, principal: str, name: str) -> int:
+        row = self._one(Q["get_cursor"], {"principal": principal, "name": name})
+        return int(row[0]) if row else 0
+
+    def set_cursor(self, principal: str, name: str, event_id: int) -> None:
+        with self._tx() as cur:
+            params = {"principal": principal, "name": name, "event_id": event_id}
+            cur.execute(Q["set_cursor"], params)
+
+    def listen(
+        self, on_events: Callable[[], None], on_free: Callable[[str], None]
+    ) -> Callable[[], None]:
+        """Call ``on_events`` when any server appends events and ``on_free(key)`` when it frees
+        a key (LISTEN/NOTIFY); the function returned stops listening."""
+        return Listener(self.url, on_events, on_free).start().stop
+
+    def close(self) -> None:
+        self.pool.close()
+
+
+def _deadline(row: tuple[Any, ...]) -> Any:
+    return row[4]
+
+
+def _rollback(conn: psycopg.Connection[Any]) -> None:
+    """End a failed transaction, if the connection still works (the pool discards a
+    broken one, and rolls back what is left when a connection comes back)."""
+    if conn.broken or conn.closed:
+        return
+    with suppress(psycopg.Error):
+        conn.rollback()

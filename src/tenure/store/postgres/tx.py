@@ -1,0 +1,382 @@
+"""PostgreSQL key transactions: statements sent in batches, alone or in a group.
+
+A :class:`Batch` queues statements bound on the client and sends them together as one simple
+query: one round trip, one result each, run in order, stopped at the first that fails (which
+aborts the transaction). The statements of key transactions are prepared once per connection
+(:data:`PREPARE_ALL`), so the server neither parses nor plans them again: each is an ``EXECUTE``.
+
+A key's transaction (:class:`KeyTx`) is two round trips: ``BEGIN``, the row lock and the
+instant; then its writes, the notices, the events and the ``COMMIT``. In a :class:`Group` (the
+server's group commit, :meth:`PostgresStore.group`) many key transactions share one
+transaction: each call's lock and instant go with the writes of the calls before it, and one
+``COMMIT`` (one fsync, one turn of the event lock) ends them all. A call that fails in Python
+is undone alone: its writes, still queued, are dropped (or rolled back to a savepoint, taken
+only if the call had to send its own writes before it failed). An error of the database aborts
+the whole group; the caller decides what to do with its calls (the server runs each again on
+its own, :mod:`tenure.server.runtime.executor`).
+"""
+
+from __future__ import annotations
+
+import re
+import weakref
+from collections.abc import Sequence
+from typing import Any
+
+import psycopg
+from psycopg.adapt import Transformer
+from psycopg.errors import error_from_result
+from psycopg.generators import execute
+from psycopg.pq import ExecStatus
+from psycopg.pq.abc import PGresult
+
+from tenure.core.items import Item, Transfer
+from tenure.core.models import EventDraft, FencedValue, FencedWrite, KeyRecord, Principal
+from tenure.store import rows
+from tenure.store.postgres import session as session
+from tenure.store.postgres.listen import notices
+from tenure.store.postgres.literals import literals
+from tenure.store.retention import coalesced, window_params
+from tenure.store.sqlfiles import queries
+
+Q = queries("postgres")
+SAVEPOINT = "tenure_call"
+TUPLES_OK, FATAL_ERROR = ExecStatus.TUPLES_OK, ExecStatus.FATAL_ERROR
+
+#: The statements sent through a :class:`Batch`, by name: each is prepared as
+#: ``tenure_<name>`` on a connection before its first batch (:data:`PREPARE_ALL`), and
+#: :meth:`Batch.add` executes it: ``EXECUTE tenure_<name>('…', …)``, its parameters in the order
+#: of :data:`PARAMS` written as literals (:mod:`tenure.store.postgres.literals`).
+HOT = (
+    "now_ms",
+    "auth_version",
+    "principal_by_token",
+    "lock_lease",
+    "create_lease_row",
+    "save_lease",
+    "get_register",
+    "save_register",
+    "find_op",
+    "save_op",
+    "add_principal",
+    "add_token",
+    "get_item",
+    "save_item",
+    "insert_transfer",
+    "add_item",
+    "find_item_op",
+    "save_item_op",
+    "notify",
+    "serialize_events",
+    "insert_event",
+    "save_leases",
+    "insert_events",
+    "lock_leases",
+    "notify_all",
+    "record_conflict",
+    "token_floor",
+)
+_PARAM = re.compile(r"%\((\w+)\)s")
+
+
+def _prepare(name: str, sql: str) -> tuple[str, tuple[str, ...]]:
+    """``PREPARE tenure_<name> AS …`` with positional parameters, and their names in order."""
+    order: list[str] = []
+
+    def positional(m: re.Match[str]) -> str:
+        if m[1] not in order:
+            order.append(m[1])
+        return f"${order.index(m[1]) + 1}"
+
+    body = "\n".join(line for line in sql.splitlines() if not line.startswith("--"))
+    return f"PREPARE tenure_{name} AS {_PARAM.sub(positional, body)}", tuple(order)
+
+
+_STATEMENTS = {name: _prepare(name, Q[name]) for name in HOT}
+PARAMS = {name: order for name, (_, order) in _STATEMENTS.items()}
+#: psycopg's own automatic prepared statements are off on the store's connections (it would
+#: ``DEALLOCATE ALL`` at every ``ROLLBACK``), so ``DEALLOCATE ALL`` here drops only ours. The
+#: literals are written for ``standard_conforming_strings`` on (the default since PostgreSQL
+#: 9.1; a batch checks it, see :meth:`Batch.__init__`).
+PREPARE_ALL = ";".join(
+    [
+        "SET standard_conforming_strings = on",
+        "SET client_encoding = 'UTF8'",
+        "DEALLOCATE ALL",
+        *(p for p, _ in _STATEMENTS.values()),
+    ]
+).encode()
+_prepared: weakref.WeakSet[psycopg.Connection[Any]] = weakref.WeakSet()
+
+
+def record(row: Sequence[Any] | None) -> KeyRecord | None:
+    if row is None or row[1] == 0:  # token 0: the placeholder of a key being created
+        return None
+    return rows.record_from(row)
+
+
+class Batch:
+    """Statements queued on one connection, sent together as one simple query."""
+
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        # Once per connection, outside any transaction; again if something changed
+        # client_encoding or standard_conforming_strings (the server reports those changes).
+        if conn not in _prepared or not session.literals_safe(conn):
+            conn.execute(PREPARE_ALL)
+            _prepared.add(conn)
+            session.check_literals(conn)  # (the encoding or the strings could not be set)
+        self.conn = conn
+        self._loader = Transformer(conn)
+        self._sql: list[str] = []
+        self.failed: psycopg.Error | None = None  # a batch failed: the transaction is lost
+
+    def add(self, name: str, params: dict[str, Any] | None = None) -> None:
+        """Queue the prepared statement ``name`` (of :data:`HOT`) with ``params``."""
+        order = PARAMS[name]
+        if not order:
+            self._sql.append(f"EXECUTE tenure_{name}")
+            return
+        assert params is not None, name
+        self._sql.append(f"EXECUTE tenure_{name}({literals([params[p] for p in order])})")
+
+    def add_sql(self, sql: str, at: int | None = None) -> None:
+        self._sql.insert(len(self._sql) if at is None else at, sql)
+
+    def mark(self) -> int:
+        """Where the next statement queued goes (for :meth:`drop` and :meth:`add_sql`)."""
+        return len(self._sql)
+
+    def drop(self, mark: int) -> None:
+        """Unqueue what was queued since ``mark`` (it was never sent)."""
+        del self._sql[mark:]
+
+    def _run(self) -> list[PGresult]:
+        """Send what is queued as one simple query and wait for its results: libpq's own calls
+        through the connection's wait (flushing the query first, however long), as a cursor
+        does without its bookkeeping, which cost a round trip 30-40 µs of CPU. The first
+        statement that fails raises, as ``cursor.execute`` would."""
+        if self.failed is not None:
+            raise psycopg.OperationalError("the transaction failed before") from self.failed
+        query, self._sql = ";".join(self._sql).encode(), []
+        conn = self.conn
+        try:
+            with conn.lock:
+                conn.pgconn.send_query(query)
+                results: list[PGresult] = conn.wait(execute(conn.pgconn))
+            for result in results:
+                if result.status == FATAL_ERROR:
+                    raise error_from_result(result, encoding=conn.info.encoding)
+        except psycopg.Error as exc:
+            self.failed = exc
+            raise
+        return results
+
+    def _load(self, result: PGresult, n: int | None = None) -> list[tuple[Any, ...]]:
+        """The rows of ``result`` (its first ``n``), as Python values."""
+        if result.status != TUPLES_OK:
+            return []
+        self._loader.set_pgresult(result)
+        last = result.ntuples if n is None else min(n, result.ntuples)
+        return self._loader.load_rows(0, last, tuple)
+
+    def _first(self, result: PGresult) -> tuple[Any, ...] | None:
+        got = self._load(result, 1)
+        return got[0] if got else None
+
+    def send(self) -> PGresult:
+        """Run what is queued: the last statement's result."""
+        return self._run()[-1]
+
+    def rows(self, n: int) -> list[Any]:
+        """Run what is queued: the first row (or None) of each of the last ``n`` statements."""
+        return [self._first(r) for r in self._run()[-n:]]
+
+    def all_rows(self, n: int) -> list[list[Any]]:
+        """Run what is queued: every row of each of the last ``n`` statements."""
+        return [self._load(r) for r in self._run()[-n:]]
+
+    def ask(self, name: str, params: dict[str, Any] | None = None) -> tuple[Any, ...] | None:
+        """Run what is queued and then ``name``: its first row."""
+        self.add(name, params)
+        return self._first(self.send())
+
+    def queue_events(self, events: Sequence[tuple[EventDraft, int]]) -> None:
+        """Queue the notices and the events (each with its instant), the last statements before
+        the ``COMMIT``: the event lock is held for the server's work and the commit, not for
+        round trips to this client."""
+        if not events:
+            return
+        # The notices first: PostgreSQL delivers them at the commit wherever they are sent in
+        # the transaction, and each statement after the event lock is time under it.
+        payloads = notices([e for e, _ in events])
+        if len(payloads) == 1:
+            self.add("notify", {"payload": payloads[0]})
+        else:
+            self.add("notify_all", {"payloads": payloads})
+        self.add("serialize_events")  # ids are handed out after this, under the event lock
+        run: list[dict[str, Any]] = []  # events to insert, in one statement
+        for e, now in events:
+            params = rows.event_params(e, now, rows.dumps(e.data))
+            if coalesced(e):  # a refusal: in its window (tenure.store.retention), in order
+                self._insert(run)
+                run = []
+                self.add("record_conflict", {**params, **window_params(e, now)})
+            else:
+                run.append(params)
+        self._insert(run)
+
+    def _insert(self, params: list[dict[str, Any]]) -> None:
+        if len(params) == 1:
+            self.add("insert_event", params[0])
+        elif params:
+            self.add("insert_events", columns(params))
+
+    def commit(self) -> None:
+        """Send what is queued and the ``COMMIT``, in one round trip."""
+        self.add_sql("COMMIT")
+        status = self.send().command_status
+        # A COMMIT of a failed transaction rolls it back and says so: that is not a commit.
+        if status != b"COMMIT":
+            raise psycopg.OperationalError(f"the COMMIT said {status!r}")
+
+
+def columns(params: list[dict[str, Any]]) -> dict[str, list[Any]]:
+    """Rows of parameters as one list per parameter (for ``unnest``)."""
+    return {name: [p[name] for p in params] for name in params[0]}
+
+
+class KeyTx:
+    """One key's transaction, or one call's share of a group's. A write is queued; a read
+    sends what is queued and itself and waits (one round trip)."""
+
+    def __init__(
+        self,
+        batch: Batch,
+        key: str,
+        now: int,
+        record: KeyRecord | None,
+        mark: int | None = None,
+        floor: int | None = None,
+    ) -> None:
+        self.batch, self.key, self.now, self.record = batch, key, now, record
+        self.floor = floor  # the token floor, when read with the lock
+        self.events: list[EventDraft] = []
+        self.saved: KeyRecord | None = None  # the last record saved
+        self.mark = mark  # in a group: where this call's writes begin in the queue
+        self.savepoint = False  # in a group: taken at the mark, before this call's writes
+
+    def _ask(self, name: str, params: dict[str, Any]) -> tuple[Any, ...] | None:
+        if self.mark is not None and not self.savepoint and self.batch.mark() > self.mark:
+            # A group call is sending writes of its own: a savepoint before them, so that the
+            # call can still fail alone.
+            self.batch.add_sql(f"SAVEPOINT {SAVEPOINT}", at=self.mark)
+            self.savepoint = True
+        return self.batch.ask(name, params)
+
+    def undo(self) -> None:
+        """In a group: the call failed; forget its writes and its events."""
+        assert self.mark is not None
+        self.events.clear()
+        if self.savepoint:
+            self.batch.add_sql(f"ROLLBACK TO SAVEPOINT {SAVEPOINT}")
+        else:
+            self.batch.drop(self.mark)
+
+    def register(self) -> FencedValue | None:
+        row = self._ask("get_register", {"key": self.key})
+        return rows.register_from(row) if row else None
+
+    def token_floor(self) -> int:
+        if self.floor is not None:
+            return self.floor
+        row = self._ask("token_floor", {})
+        return int(row[0]) if row else 0
+
+    def find_op(self, token: int, op_id: str) -> FencedWrite | None:
+        row = self._ask("find_op", {"key": self.key, "token": token, "op_id": op_id})
+        return rows.op_from(row) if row else None
+
+    def save(self, record: KeyRecord) -> None:
+        # An update that would lower the token fails in the server, which aborts the
+        # transaction before its COMMIT (see save_lease in queries.sql). In a group the record
+        # is kept instead, and the group saves each key's last one at its commit.
+        if self.mark is None:
+            self.batch.add("save_lease", rows.record_params(record, rows.dumps(record.meta)))
+        self.saved = record
+
+    def save_register(self, write: FencedWrite, op_id: str | None) -> None:
+        params = {
+            "key": write.key,
+            "token": write.token,
+            "value": rows.dumps(write.value),
+            "version": write.version,
+            "now": self.now,
+        }
+        self.batch.add("save_register", params)
+        if op_id is not None:
+            del params["now"]
+            self.batch.add("save_op", {**params, "op_id": op_id, "writer": write.writer})
+
+    def append(self, events: Sequence[EventDraft]) -> None:
+        self.events.extend(events)  # sent with the COMMIT, so the event lock is held briefly
+
+    def item(self, item_id: str) -> Item | None:
+        row = self._ask("get_item", {"id": item_id})
+        return rows.item_from(row) if row else None
+
+    def save_item(self, item: Item) -> None:
+        self.batch.add("save_item", rows.item_params(item))
+
+    def add_item(self, item: Item) -> bool:
+        return self._ask("add_item", rows.item_params(item)) is not None
+
+    def add_transfers(self, transfers: Sequence[Transfer]) -> None:
+        for t in transfers:
+            self.batch.add("insert_transfer", rows.transfer_params(t))
+
+    def find_item_op(self, item_id: str, op_id: str) -> Any:
+        row = self._ask("find_item_op", {"item": item_id, "op_id": op_id})
+        return None if row is None else rows.loads_text(row[0])
+
+    def save_item_op(self, item_id: str, op_id: str, result: Any) -> None:
+        params = {"item": item_id, "op_id": op_id, "result": rows.dumps(result)}
+        self.batch.add("save_item_op", params)
+
+    def add_principal(
+        self,
+        principal: Principal,
+        token_hash: str,
+        token_id: str,
+        dispatched_for: str | None = None,
+        expires_at: int | None = None,
+    ) -> None:
+        params = rows.principal_params(principal, self.now, dispatched_for)
+        self.batch.add("add_principal", params)
+        token = rows.token_params(principal.name, token_id, token_hash, self.now, expires_at)
+        self.batch.add("add_token", token)
+
+
+class Group:
+    """One transaction on one connection that many key transactions join; its ``BEGIN`` goes
+    with the first batch and its events with the ``COMMIT``. Keys locked ahead (:attr:`locked`,
+    by :meth:`PostgresStore.group`) cost their calls no round trip: the group holds their rows'
+    locks, so their records (as the group saved them last) are the truth until its commit."""
+
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        self.batch = Batch(conn)
+        self.batch.add_sql("BEGIN")
+        self.events: list[tuple[EventDraft, int]] = []
+        self.saves: dict[str, KeyRecord] = {}  # key -> the record to save at the commit
+        self.locked: dict[str, KeyRecord | None] = {}  # key -> its record, locked ahead
+        self.now = 0  # the instant, read once the keys locked ahead were
+        self.auth_version: int | None = None  # read in the same round trip
+        self.floor: int | None = None  # the token floor, read in the same round trip
+
+    def commit(self) -> None:
+        """One round trip: what is queued, every lease the group saved (one statement), the
+        notices, the events and the ``COMMIT``."""
+        if self.saves:
+            params = [rows.record_params(r, rows.dumps(r.meta)) for r in self.saves.values()]
+            self.batch.add("save_leases", columns(params))
+        self.batch.queue_events(self.events)
+        self.batch.commit()

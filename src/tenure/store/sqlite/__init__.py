@@ -1,0 +1,1 @@
+"""The SQLite store (the embedded default) and everything that makes its commits durable."""

@@ -1,0 +1,97 @@
+"""Statistics and event retention on SQLite (a mixin of
+:class:`tenure.store.sqlite.store.SqliteStore`)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import AbstractContextManager
+from typing import Any
+
+from tenure.core.clock import Clock
+from tenure.core.models import EventTally
+from tenure.store.retention import CONFLICT_WINDOW_MS
+from tenure.store.sqlfiles import queries
+from tenure.store.stats_reads import StatsReads
+
+Q = queries("sqlite")
+
+
+class SqliteStats(StatsReads):
+    clock: Clock
+
+    def _conn(self) -> sqlite3.Connection:
+        raise NotImplementedError
+
+    def _write(self) -> AbstractContextManager[sqlite3.Connection]:
+        raise NotImplementedError
+
+    def _rows(self, name: str, **params: Any) -> Iterator[Any]:
+        conn = self._conn()
+        for start in ("since", "start"):  # a time window: where it starts in the ids
+            if start in params:
+                params["first_id"] = _first_event_at(conn, params[start])
+        return iter(conn.execute(Q[name], params).fetchall())
+
+    def last_event_id(self) -> int:
+        return int(self._conn().execute(Q["max_event_id"]).fetchone()[0])
+
+    def tally_events(self, after: int) -> EventTally:
+        conn = self._conn()
+        conn.execute("BEGIN")  # one snapshot: the folded totals and the events after them
+        try:
+            pruned = int(conn.execute(Q["pruned_upto"]).fetchone()[0])
+            base = after < pruned
+            counts: dict[str, int] = {}
+            if base:
+                counts = {k: int(n) for k, n in conn.execute(Q["event_totals"])}
+            upto = max(after, pruned)
+            for kind, n, newest in conn.execute(Q["count_events_after"], {"after": upto}):
+                counts[kind] = counts.get(kind, 0) + int(n)
+                upto = max(upto, int(newest))
+        finally:
+            conn.execute("COMMIT")
+        return EventTally(upto, counts, base)
+
+    def prune_events(self, max_count: int, before: int, batch: int) -> int:
+        """Fold the next batch over the count or past the age into the totals and delete it,
+        but the endings not past the age (retention by count keeps those); delete the oldest
+        endings past the age; close the refusal windows that ended."""
+        with self._write() as conn:
+            pruned = int(conn.execute(Q["pruned_upto"]).fetchone()[0])
+            newest = int(conn.execute(Q["max_event_id"]).fetchone()[0])
+            window = {"pruned": pruned, "batch": batch, "before": before}
+            params = {**window, "over_count": newest - max_count}
+            deleted = conn.execute(Q["delete_aged_endings"], window).rowcount
+            closed = self.clock.now_ms() - CONFLICT_WINDOW_MS
+            conn.execute(Q["close_conflict_windows"], {"since": closed})
+            upto = conn.execute(Q["prune_next_upto"], params).fetchone()[0]
+            if upto is None:
+                return int(deleted)
+            conn.execute(Q["fold_range"], {**params, "upto": upto})
+            deleted += conn.execute(Q["delete_range"], {**params, "upto": upto}).rowcount
+            conn.execute(Q["set_pruned"], {"upto": upto})
+            return int(deleted)
+
+    def conflict_total(self) -> int:
+        return int(self._conn().execute(Q["conflict_total"]).fetchone()[0])
+
+
+def _first_event_at(conn: sqlite3.Connection, at: int) -> int:
+    """An id that splits the event log at the instant ``at``: the events before it are older,
+    those from it on are not. Events are appended under the write lock with the instant read
+    after taking it, so instants grow with ids and a binary search on the primary key finds it
+    (about 2 log2(n) page reads, no index on ``at``). A clock that stepped back can misplace
+    the split by the events written meanwhile; the queries check ``at`` as well."""
+    lo, hi = conn.execute(Q["event_id_range"]).fetchone()
+    if hi == 0:  # no events
+        return 0
+    hi += 1  # the split is in [lo, hi]: hi when every event is older
+    while lo < hi:
+        mid = (lo + hi) // 2  # <= the newest id, so an event at or after it exists
+        found, found_at = conn.execute(Q["event_at_or_after"], {"id": mid}).fetchone()
+        if found_at >= at:
+            hi = mid  # (no event between mid and found)
+        else:
+            lo = found + 1
+    return int(lo)

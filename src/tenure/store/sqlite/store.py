@@ -1,0 +1,597 @@
+"""The SQLite store: the embedded default. WAL mode, durable commits, the process's clock."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+from typing import Any
+
+from tenure.core.clock import Clock, SystemClock
+from tenure.core.decide import reaped_event
+from tenure.core.items import Item, Transfer
+from tenure.core.models import (
+    Event,
+    EventDraft,
+    EventQuery,
+    FencedValue,
+    FencedWrite,
+    KeyRecord,
+    Principal,
+)
+from tenure.store import durability, rows
+from tenure.store.sqlfiles import migrations, queries
+from tenure.store.sqlite import conflicts as sqlite_conflicts
+from tenure.store.sqlite.checkpoint import BACKSTOP_PAGES, Checkpointer
+from tenure.store.sqlite.files import prepare_database, tighten_database
+from tenure.store.sqlite.locks import is_busy, retry_locked
+from tenure.store.sqlite.records import SqliteRecords, insert_events
+from tenure.store.sqlite.stats import SqliteStats
+from tenure.store.sqlite.sync import WalSync
+
+Q = queries("sqlite")
+SYNCHRONOUS = ("FULL", "NORMAL", "EXTRA")
+MAX_BATCH = 64  # writes that share one commit, at most
+
+
+class Batch:
+    """The writes of one group commit: ``done`` is set once it committed (or failed). Only
+    writes that queue behind another thread's commit wait for it, so the event is made when
+    the first of them joins (under the write lock, as the commit that sets it): a group the
+    server's loop opens has none."""
+
+    __slots__ = ("done", "error", "size")
+
+    def __init__(self) -> None:
+        self.done: threading.Event | None = None
+        self.error: BaseException | None = None
+        self.size = 0
+
+    def finish(self) -> None:
+        """It committed or failed: wake the writes waiting for it."""
+        if self.done is not None:
+            self.done.set()
+
+
+class _SqliteKeyTx:
+    def __init__(self, conn: sqlite3.Connection, key: str, now: int) -> None:
+        self.conn, self.key, self.now = conn, key, now
+        row = conn.execute(Q["get_lease"], {"key": key}).fetchone()
+        self.record: KeyRecord | None = rows.record_from(row) if row else None
+
+    def token_floor(self) -> int:
+        return int(self.conn.execute(Q["token_floor"]).fetchone()[0])
+
+    def register(self) -> FencedValue | None:
+        row = self.conn.execute(Q["get_register"], {"key": self.key}).fetchone()
+        return rows.register_from(row) if row else None
+
+    def find_op(self, token: int, op_id: str) -> FencedWrite | None:
+        params = {"key": self.key, "token": token, "op_id": op_id}
+        row = self.conn.execute(Q["find_op"], params).fetchone()
+        return rows.op_from(row) if row else None
+
+    def save(self, record: KeyRecord) -> None:
+        params = rows.record_params(record, rows.dumps(record.meta))
+        params["fence_open"] = int(record.fence_open)
+        if self.conn.execute(Q["save_lease"], params).rowcount != 1:
+            raise RuntimeError(f"refused to lower the token of {record.key!r}")
+
+    def save_register(self, write: FencedWrite, op_id: str | None) -> None:
+        params = {
+            "key": write.key,
+            "token": write.token,
+            "value": rows.dumps(write.value),
+            "version": write.version,
+            "now": self.now,
+        }
+        self.conn.execute(Q["save_register"], params)
+        if op_id is not None:
+            del params["now"]
+            self.conn.execute(Q["save_op"], {**params, "op_id": op_id, "writer": write.writer})
+
+    def append(self, events: Sequence[EventDraft]) -> None:
+        sqlite_conflicts.append(self.conn, events, self.now)  # (no Event objects: hot path)
+
+    def item(self, item_id: str) -> Item | None:
+        row = self.conn.execute(Q["get_item"], {"id": item_id}).fetchone()
+        return rows.item_from(row) if row else None
+
+    def add_item(self, item: Item) -> bool:
+        return self.conn.execute(Q["add_item"], rows.item_params(item)).fetchone() is not None
+
+    def save_item(self, item: Item) -> None:
+        self.conn.execute(Q["save_item"], rows.item_params(item))
+
+    def add_transfers(self, transfers: Sequence[Transfer]) -> None:
+        for t in transfers:
+            self.conn.execute(Q["insert_transfer"], rows.transfer_params(t))
+
+    def find_item_op(self, item_id: str, op_id: str) -> Any:
+        row = self.conn.execute(Q["find_item_op"], {"item": item_id, "op_id": op_id}).fetchone()
+        return None if row is None else rows.loads_text(row[0])
+
+    def save_item_op(self, item_id: str, op_id: str, result: Any) -> None:
+        params = {"item": item_id, "op_id": op_id, "result": rows.dumps(result)}
+        self.conn.execute(Q["save_item_op"], params)
+
+    def add_principal(
+        self,
+        principal: Principal,
+        token_hash: str,
+        token_id: str,
+        dispatched_for: str | None = None,
+        expires_at: int | None = None,
+    ) -> None:
+        params = rows.principal_params(principal, self.now, dispatched_for)
+        self.conn.execute(Q["add_principal"], params)
+        token = rows.token_params(principal.name, token_id, token_hash, self.now, expires_at)
+        self.conn.execute(Q["add_token"], token)
+
+
+class _Savepoint:
+    """A write in the open batch ``group``: a savepoint of its transaction (a write that fails
+    rolls back alone). A plain context manager, no generator frames: the server's group commits
+    enter one per hot call."""
+
+    __slots__ = ("conn", "group", "store")
+
+    def __init__(self, store: SqliteStore, group: Batch) -> None:
+        self.store, self.group, self.conn = store, group, store._writer_conn()
+
+    def __enter__(self) -> sqlite3.Connection:
+        self.group.size += 1
+        self.conn.execute("SAVEPOINT tenure_write")
+        self.store._local.writing = True
+        return self.conn
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        try:
+            if kind is not None:
+                self.conn.execute("ROLLBACK TO tenure_write")
+        finally:
+            self.store._local.writing = False
+            self.conn.execute("RELEASE tenure_write")
+
+
+class _GroupKeyTx:
+    """:meth:`SqliteStore.key_tx` in this thread's open group: a :class:`_Savepoint` and the
+    key's transaction in it."""
+
+    __slots__ = ("key", "savepoint")
+
+    def __init__(self, store: SqliteStore, group: Batch, key: str) -> None:
+        self.savepoint, self.key = _Savepoint(store, group), key
+
+    def __enter__(self) -> _SqliteKeyTx:
+        conn = self.savepoint.__enter__()
+        try:  # the instant is read under the write lock, so it orders with the commit
+            return _SqliteKeyTx(conn, self.key, self.savepoint.store.clock.now_ms())
+        except BaseException as exc:
+            self.savepoint.__exit__(type(exc))
+            raise
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        self.savepoint.__exit__(kind)
+
+
+class SqliteStore(SqliteRecords, SqliteStats):
+    """A store in one SQLite file, safe to share between threads and processes."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        clock: Clock | None = None,
+        synchronous: str = "FULL",
+        busy_timeout_ms: int = 30_000,
+    ) -> None:
+        if synchronous.upper() not in SYNCHRONOUS:
+            raise ValueError(f"synchronous must be one of {SYNCHRONOUS}")
+        self.path = Path(path)
+        self.url = f"sqlite:///{self.path}"
+        self._synchronous = synchronous.upper()
+        self.clock = clock or SystemClock()
+        self._busy_s = busy_timeout_ms / 1000
+        self._busy_ms = int(busy_timeout_ms)
+        self._writer_busy_ms = self._busy_ms  # the writer connection's busy timeout now
+        self._pragmas = (
+            f"PRAGMA busy_timeout = {int(busy_timeout_ms)}",
+            "PRAGMA journal_mode = WAL",
+            f"PRAGMA synchronous = {synchronous.upper()}",
+        )
+        self._local = threading.local()
+        self._all: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+        self._writer = threading.Lock()
+        self._queue_lock = threading.Lock()
+        self._queued = 0  # threads waiting for ``_writer``
+        self._batch: Batch | None = None  # the open group-commit transaction
+        self._wconn: sqlite3.Connection | None = None
+        self._closed = False
+        self._checkpointer: Checkpointer | None = None
+        self.wal_sync: WalSync | None = None  # deferred mode (defer_sync)
+        on_disk = str(path) != ":memory:"
+        # SQLite's WAL is beside the file a link names
+        self.real_path = self.path.resolve() if on_disk else self.path
+        if on_disk:
+            prepare_database(self.real_path)
+        self._migrate()
+        if on_disk:
+            tighten_database(self.real_path)  # the WAL and shared memory existed or now exist
+
+    # connections -------------------------------------------------------------------------
+    def _conn(self) -> sqlite3.Connection:
+        if getattr(self._local, "writing", False):
+            return self._writer_conn()  # inside a write: read what this transaction wrote
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._connect()
+            self._local.conn = conn
+        return conn
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._closed:
+            raise RuntimeError("the store is closed")
+        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        for pragma in self._pragmas:
+            retry_locked(conn, pragma, self._busy_s)
+        with self._lock:
+            self._all.append(conn)
+        return conn
+
+    def _writer_conn(self) -> sqlite3.Connection:
+        """The one connection every write of this process goes through (under ``_writer``)."""
+        if self._wconn is None:
+            self._wconn = self._connect()
+            self._writer_busy_ms = self._busy_ms
+            if self._checkpointer is not None:
+                self._wconn.execute(f"PRAGMA wal_autocheckpoint = {BACKSTOP_PAGES}")
+            if self.wal_sync is not None and self.wal_sync.needed:
+                self._wconn.execute("PRAGMA synchronous = NORMAL")
+        return self._wconn
+
+    def defer_sync(self) -> WalSync:
+        """Deferred mode, for a server: commits write the WAL without syncing it, and each
+        committer syncs it before it returns (:meth:`end_group` with ``sync=False`` leaves that
+        to its caller: ``wal_sync.sync()``). See :mod:`tenure.store.sqlite.sync`."""
+        with self._writer:
+            if self.wal_sync is None:
+                conn = self._writer_conn()
+                wal = conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+                # not in WAL mode (a filesystem without shared memory): COMMIT keeps syncing
+                self.wal_sync = WalSync(
+                    self.real_path, needed=wal and self._synchronous != "NORMAL"
+                )
+                if self.wal_sync.needed:
+                    conn.execute("PRAGMA synchronous = NORMAL")
+            return self.wal_sync
+
+    def checkpoint_in_background(self) -> None:
+        """Checkpoint the WAL in a background thread instead of inside commits (for a server:
+        :mod:`tenure.store.sqlite.checkpoint`)."""
+        with self._writer:
+            if self._checkpointer is None:
+                self._checkpointer = Checkpointer(self._connect)
+                if self._wconn is not None:
+                    self._wconn.execute(f"PRAGMA wal_autocheckpoint = {BACKSTOP_PAGES}")
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction, committed durably before this returns; with group commit.
+
+        Writes of one process take turns on a lock (fair and cheap) before SQLite's write lock,
+        whose busy handler sleeps and retries; other processes still meet at the file lock. A
+        write runs in a savepoint of the open *batch* transaction (``BEGIN IMMEDIATE``); its
+        thread then commits the batch if no other write is queued (or the batch is full), else
+        leaves the commit to the next one and waits for it. So concurrent writes share one
+        fsync (``synchronous`` is unchanged), each write sees the ones before it, and nothing
+        returns, nor is acknowledged, before the commit that holds it is durable. A write that
+        fails rolls back its savepoint only; a commit that fails fails every write of its batch.
+        """
+        group: Batch | None = getattr(self._local, "group", None)
+        if group is not None:
+            with _Savepoint(self, group) as conn:
+                yield conn
+            return
+        self._take_writer()
+        batch: Batch | None = None
+        mine = True  # this thread commits the batch (else: a queued writer will)
+        try:
+            conn = self._writer_conn()
+            if self._batch is None:
+                self._begin(conn, wait=True)
+                self._batch = Batch()
+            batch = self._batch
+            if batch.done is None:
+                batch.done = threading.Event()
+            with _Savepoint(self, batch) as conn:
+                yield conn
+            with self._queue_lock:
+                mine = self._queued == 0 or batch.size >= MAX_BATCH
+        finally:
+            try:
+                if batch is not None and mine:
+                    self._commit(batch)
+            finally:
+                self._writer.release()
+        if not mine and batch.done is not None:
+            batch.done.wait()
+        if batch.error is not None:
+            raise batch.error
+
+    def _take_writer(self) -> None:
+        with self._queue_lock:
+            self._queued += 1
+        self._writer.acquire()
+        with self._queue_lock:
+            self._queued -= 1
+
+    @contextmanager
+    def group(self) -> Iterator[None]:
+        """The writes of this thread inside share one transaction, committed when the block
+        ends: a group commit the caller assembles itself, where :meth:`_write` assembles one
+        from writes that queue. The block holds the write lock throughout; each write in it is
+        a savepoint (a failed write rolls back alone), nothing in it is durable before the
+        commit at the end, and a failed commit raises here. Nested groups are one group."""
+        if getattr(self._local, "group", None) is not None:
+            yield
+            return
+        self._take_writer()
+        batch = self._begin_group()
+        with self.joined(batch):
+            try:
+                yield
+            except BaseException:
+                self.end_group(batch, commit=False)
+                raise
+        self.end_group(batch, commit=True)
+
+    def try_group(self) -> Batch | None:
+        """Open a group if no other thread is writing now and no other process holds SQLite's
+        write lock (this never waits for either: ``None`` then): the write lock is taken and
+        the group's transaction begun. Then :meth:`joined` puts a
+        thread's writes into it and :meth:`end_group` (from any thread) commits it. The
+        server's event loop opens groups this way and commits them in another thread."""
+        if self._queued or not self._writer.acquire(blocking=False):
+            return None  # (threads queued for the lock go first: no starving them)
+        try:
+            return self._begin_group(wait=False)
+        except sqlite3.OperationalError as exc:
+            if not is_busy(exc):
+                raise
+            return None  # another process holds SQLite's write lock: wait in a thread
+
+    def _begin_group(self, *, wait: bool = True) -> Batch:
+        """Under the write lock: the group's batch (released with the lock if this fails).
+        ``wait=False``: if another process holds SQLite's write lock, fail at once (busy)
+        instead of waiting up to the busy timeout."""
+        try:
+            if self._batch is None:  # else: a batch left for the next writer, ours to commit
+                self._begin(self._writer_conn(), wait)
+                self._batch = Batch()
+            return self._batch
+        except BaseException:
+            self._writer.release()
+            raise
+
+    def _begin(self, conn: sqlite3.Connection, wait: bool) -> None:
+        """``BEGIN IMMEDIATE`` on the writer connection, waiting for another process's write
+        lock up to the busy timeout, or (``wait=False``) not at all. Once begun, nothing of the
+        transaction waits for a lock: the busy timeout matters only here."""
+        timeout = self._busy_ms if wait else 0
+        if self._writer_busy_ms != timeout:
+            conn.execute(f"PRAGMA busy_timeout = {timeout}")
+            self._writer_busy_ms = timeout
+        conn.execute("BEGIN IMMEDIATE")
+
+    @contextmanager
+    def joined(self, batch: Batch) -> Iterator[None]:
+        """The writes of this thread inside go into the open group ``batch``, a savepoint each."""
+        self._local.group = batch
+        try:
+            yield
+        finally:
+            self._local.group = None
+
+    def end_group(self, batch: Batch, *, commit: bool, sync: bool = True) -> None:
+        """Commit (or roll back) the open group ``batch`` and release the write lock. From any
+        thread, once no thread writes into it any more; a failed commit raises here.
+        ``sync=False`` (deferred mode): the commit is written but not yet durable; the caller
+        makes it so with ``wal_sync.sync()`` before telling anyone of it."""
+        try:
+            if commit:
+                self._commit(batch, sync=sync)
+            elif self._batch is batch:
+                self._abandon(batch)
+        finally:
+            self._writer.release()
+
+    def _abandon(self, batch: Batch) -> None:
+        self._batch = None
+        conn = self._writer_conn()
+        batch.error = sqlite3.OperationalError("the group's transaction was rolled back")
+        try:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+        finally:
+            batch.finish()
+
+    def _commit(self, batch: Batch, *, sync: bool = True) -> None:
+        """Commit the open batch (the caller holds ``_writer``) and wake its writers; in
+        deferred mode also sync it, unless ``sync`` is false (then the caller does)."""
+        self._batch = None
+        conn = self._writer_conn()
+        try:
+            conn.execute("COMMIT")
+        except BaseException as exc:
+            if durability.is_io_error(exc):
+                durability.lost(f"a commit to {self.path}", exc)  # a server exits here
+            batch.error = sqlite3.OperationalError(f"the commit failed: {exc}")
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            batch.finish()
+            raise
+        try:
+            if sync and self.wal_sync is not None:
+                self.wal_sync.sync()
+        except OSError as exc:  # written but perhaps not durable: nobody may count on it
+            batch.error = sqlite3.OperationalError(f"syncing the commit failed: {exc}")
+            raise batch.error from exc
+        finally:
+            batch.finish()
+
+    def _migrate(self) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS tenure_schema "
+                "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
+                "applied_at INTEGER NOT NULL)"
+            )
+            current = conn.execute("SELECT coalesce(max(version), 0) FROM tenure_schema")
+            have = int(current.fetchone()[0])
+            known = migrations("sqlite")
+            if have > len(known):
+                raise RuntimeError(f"{self.path} has schema {have}, newer than this tenure")
+            for version, name, sql in known[have:]:
+                for statement in _statements(sql):
+                    conn.execute(statement)
+                conn.execute(
+                    "INSERT INTO tenure_schema VALUES (?, ?, ?)",
+                    (version, name, self.clock.now_ms()),
+                )
+
+    def schema_version(self) -> int:
+        return int(self._conn().execute("SELECT max(version) FROM tenure_schema").fetchone()[0])
+
+    # the protocol --------------------------------------------------------------------------
+    def now_ms(self) -> int:
+        return self.clock.now_ms()
+
+    def key_tx(self, key: str, *, create: bool = False) -> AbstractContextManager[_SqliteKeyTx]:
+        group: Batch | None = getattr(self._local, "group", None)
+        if group is not None:  # the server's groups (the hot path): no generator frames
+            return _GroupKeyTx(self, group, key)
+        return self._key_tx(key)
+
+    @contextmanager
+    def _key_tx(self, key: str) -> Iterator[_SqliteKeyTx]:
+        with self._write() as conn:
+            # The instant is read once the write lock is held, so it orders with the commit.
+            yield _SqliteKeyTx(conn, key, self.clock.now_ms())
+
+    def renew_all(
+        self, holder: str, session: str | None, keys: Sequence[str] | None
+    ) -> tuple[int, list[KeyRecord]]:
+        with self._write() as conn:
+            now = self.clock.now_ms()
+            params = {
+                "holder": holder,
+                "session": session,
+                "now": now,
+                "keys": None if keys is None else rows.dumps(keys),
+            }
+            found = conn.execute(Q["renew_all"], params)
+            return now, [rows.record_from(r, _meta) for r in found]
+
+    def renew_all_json(self, holder: str, session: str | None) -> tuple[int, bytes, int]:
+        with self._write() as conn:
+            now = self.clock.now_ms()
+            params = {"holder": holder, "session": session, "now": now}
+            renewed = conn.execute(Q["renew_held"], params).rowcount
+            count, leases = conn.execute(Q["renewed_json"], params).fetchone()
+            if count != renewed:  # renewed_json's predicate no longer matches renew_held's
+                raise RuntimeError(f"renewed {renewed} leases of {holder!r} but listed {count}")
+            return now, leases or b"", count
+
+    def get(self, key: str) -> KeyRecord | None:
+        row = self._conn().execute(Q["get_lease"], {"key": key}).fetchone()
+        return rows.record_from(row) if row else None
+
+    def live(
+        self,
+        now: int,
+        prefix: str | None = None,
+        holder: str | None = None,
+        task: str | None = None,
+        limit: int | None = None,
+        after: str | None = None,
+    ) -> list[KeyRecord]:
+        params = {
+            "now": now,
+            "prefix": prefix or None,
+            "holder": holder,
+            "task": task,
+            "after": after,
+            "limit": -1 if limit is None else limit,
+        }
+        return [rows.record_from(r) for r in self._conn().execute(Q["live_leases"], params)]
+
+    def read_register(self, key: str) -> FencedValue | None:
+        row = self._conn().execute(Q["get_register"], {"key": key}).fetchone()
+        return rows.register_from(row) if row else None
+
+    def events(self, query: EventQuery) -> list[Event]:
+        name, params = rows.event_reading(query)
+        return [rows.event_from(r) for r in self._conn().execute(Q[name], params)]
+
+    def reap(self, limit: int) -> list[Event]:
+        with self._write() as conn:
+            now = self.clock.now_ms()
+            due = conn.execute(Q["due_leases"], {"now": now, "limit": limit}).fetchall()
+            drafts = []
+            for row in due:
+                params = {"key": row[0], "token": row[1], "now": now}
+                if conn.execute(Q["mark_expired"], params).rowcount == 1:
+                    drafts.append(reaped_event(row))
+            return insert_events(conn, drafts, now)
+
+    def next_deadline(self) -> int | None:
+        value = self._conn().execute(Q["next_deadline"]).fetchone()[0]
+        return None if value is None else int(value)
+
+    def listen(
+        self, on_events: Callable[[], None], on_free: Callable[[str], None]
+    ) -> Callable[[], None] | None:
+        """No cross-process notifications on SQLite: one server owns the file (other processes
+        on it, such as direct-mode clients, are seen by the followers' one-second re-reads and
+        by waiters at the holder's deadline)."""
+        return None
+
+    def close(self) -> None:
+        if self._checkpointer is not None:
+            self._checkpointer.stop()
+        with self._lock:
+            self._closed = True
+            conns, self._all = self._all, []
+        for conn in conns:
+            conn.close()
+        self._wconn = None
+        self._local = threading.local()
+        if self.wal_sync is not None:
+            self.wal_sync.close()
+
+
+def _meta(value: Any) -> Any:
+    """``meta`` of a row: most leases have none, and parsing ``{}`` thousands of times shows."""
+    return {} if value == "{}" else rows.loads_text(value)
+
+
+def _statements(sql: str) -> list[str]:
+    """Split a migration into statements (comments dropped first: they may hold ``;``). A
+    piece ends a statement only where SQLite agrees it is complete (a trigger's body holds
+    ``;`` of its own)."""
+    code = re.sub(r"--[^\n]*", "", sql)
+    out, pending = [], ""
+    for piece in code.split(";"):
+        pending += piece + ";"
+        if sqlite3.complete_statement(pending):
+            if pending.strip(" \n;"):
+                out.append(pending.strip())
+            pending = ""
+    if pending.strip(" \n;"):
+        out.append(pending.strip())
+    return out
