@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 from tenure.core.models import Lease, Principal, ReleaseResult
 from tenure.errors import InvalidRequest
 from tenure.server.http.hotpath import bearer, dumps, job, json_body, lease_reply, parse
-from tenure.server.http.schemas import MAX_INT, MAX_WAIT_MS
+from tenure.core.validate import MAX_WAIT_MS
 from tenure.service.leases import Service
+from tenure.verbs.fields import MAX_INT
 
 ACQUIRE, RENEW, RELEASE = "/v1/leases/acquire", "/v1/leases/renew", "/v1/leases/release"
 

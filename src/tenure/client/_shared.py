@@ -35,6 +35,7 @@ from __future__ import annotations
 import enum
 import json
 import random
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -57,6 +58,8 @@ from tenure.core.models import (
 )
 from tenure.errors import InvalidRequest, TenureError
 from tenure.settings import Settings
+from tenure.verbs import leases as lv
+from tenure.verbs.table import Verb
 
 T = TypeVar("T")
 
@@ -146,6 +149,10 @@ class IssuedToken:
     expires_at: int | None = None  # ms since the epoch; None: it never expires
 
 
+#: a path parameter of a route: ``{key}`` or ``{key:path}``
+PATH_PARAM = re.compile(r"\{(\w+)(?::path)?\}")
+
+
 # requests -----------------------------------------------------------------------------------
 def _drop_none(**values: Any) -> dict[str, Any]:
     return {k: v for k, v in values.items() if v is not None}
@@ -172,6 +179,18 @@ def to_millis(until: int | datetime | None) -> int | None:
     return until  # let the server name the wrong type
 
 
+def verb_call(verb: Verb[Any, T], *, wait_s: float = 0.0, **args: Any) -> Call[T]:
+    """The request of a verb of the table: its route's path (path parameters filled in from
+    ``args``), the rest of ``args`` as the body (or the query of a GET), ``None`` values left
+    out; the reply read with the verb's ``parse``; safe to repeat as the verb says."""
+    values = _drop_none(**args)
+    path_args = {name: values.pop(name) for name in PATH_PARAM.findall(verb.path)}
+    path = PATH_PARAM.sub(lambda m: segment(path_args[m.group(1)], m.group(1)), verb.path)
+    safety = Safety.IDEMPOTENT if verb.repeatable(values) else Safety.UNSAFE
+    body, params = (None, values or None) if verb.method == "GET" else (values, None)
+    return Call(verb.name, verb.method, path, verb.parse, body, params, path_args, safety, wait_s)
+
+
 def acquire(
     key: str,
     ttl_ms: int | None = None,
@@ -180,19 +199,15 @@ def acquire(
     wait_ms: int | None = None,
     session: str | None = None,
 ) -> Call[Lease]:
-    body = _drop_none(
-        key=key, ttl_ms=ttl_ms, task=task, meta=meta, wait_ms=wait_ms, session=session
-    )
     wait_s = wait_ms / 1000 if isinstance(wait_ms, int) and wait_ms > 0 else 0.0
-    return Call(
-        "acquire", "POST", "/v1/leases/acquire", lease_reply, body, safety=Safety.UNSAFE,
-        wait_s=wait_s,
+    return verb_call(
+        lv.ACQUIRE, wait_s=wait_s, key=key, ttl_ms=ttl_ms, task=task, meta=meta,
+        wait_ms=wait_ms, session=session,
     )  # fmt: skip
 
 
 def renew(key: str, token: int, ttl_ms: int | None = None) -> Call[Lease]:
-    body = _drop_none(key=key, token=token, ttl_ms=ttl_ms)
-    return Call("renew", "POST", "/v1/leases/renew", lease_reply, body)
+    return verb_call(lv.RENEW, key=key, token=token, ttl_ms=ttl_ms)
 
 
 def renew_all(

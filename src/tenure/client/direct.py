@@ -41,6 +41,8 @@ from tenure.service.leases import Service
 from tenure.service.principals import Principals
 from tenure.settings import Settings
 from tenure.store.open import open_store
+from tenure.verbs.registry import BY_NAME
+from tenure.verbs.table import Services
 
 POLL_MIN_S = 0.02
 POLL_MAX_S = 0.25
@@ -64,13 +66,10 @@ class DirectBackend:
         settings = Settings.from_env()
         self.service = Service(self.store, policy or settings.policy, stall_ms=settings.stall_ms)
         self.principals = Principals(self.store)
+        self.services = Services(self.service, self.principals)
         self._lock = threading.Lock()
         self._closed = False
         self._handlers: dict[str, Handler] = {
-            "acquire": self._acquire,
-            "renew": lambda me, a: {
-                "lease": self.service.renew(me, a["key"], a["token"], a.get("ttl_ms")).to_dict()
-            },
             "renew_all": lambda me, a: self.service.renew_all(
                 me, a.get("keys"), a.get("session")
             ).to_dict(),
@@ -114,21 +113,19 @@ class DirectBackend:
         """One try of ``call``: the reply's JSON, or the service's own exception."""
         if self._closed:
             raise RuntimeError("the client is closed")
+        verb = BY_NAME.get(call.op)
         handler = self._handlers.get(call.op)
-        if handler is None:
+        if verb is None and handler is None:
             raise NotImplementedError(f"direct mode has no {call.op!r}")
         try:
+            if verb is not None:  # a verb of the table: the same run and JSON as a server's
+                return Reply(200, verb(self.services, self.principal(), verb.args(call.args())))
+            assert handler is not None
             return Reply(200, handler(self.principal(), call.args()))
         except DB_ERRORS as exc:
             # No connection from the pool: nothing ran. Any other database error: it may have.
             sent = not isinstance(exc, psycopg_pool.PoolTimeout)
             raise transport_error(call, exc, sent=sent) from exc
-
-    def _acquire(self, me: Principal, a: dict[str, Any]) -> dict[str, Any]:
-        lease = self.service.acquire(
-            me, a["key"], a.get("ttl_ms"), a.get("task"), a.get("meta"), a.get("session")
-        )
-        return {"lease": lease.to_dict()}
 
     def _events(self, me: Principal, a: dict[str, Any]) -> dict[str, Any]:
         """A page of events; ``wait_ms`` is served by polling (no server to ring a bell)."""

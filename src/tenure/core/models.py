@@ -78,6 +78,16 @@ class Lease:
             "state": self.state,
         }
 
+    @classmethod
+    def from_wire(cls, data: Any) -> Lease:
+        """The lease of ``to_dict``'s JSON (a reply's ``lease``)."""
+        return cls(
+            data["key"], data["holder"], data["task"], data["token"], data["ttl_ms"],
+            data["acquired_at"], data["renewed_at"], data["expires_at"], data["renewals"],
+            meta=dict(data.get("meta") or {}), state=data.get("state", "live"),
+            session=data.get("session") or "",
+        )  # fmt: skip
+
 
 @quick_init
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from pydantic import Field
 
 from tenure.core.validate import MAX_LIMIT
 from tenure.server.http import item_schemas as rest
-from tenure.server.http import schemas as wire
+from tenure.verbs import fields as wire
 
 ItemId = Annotated[rest.ItemId, Field(description="the item's id, e.g. it-1f2e3d4c5b")]
 #: a lock's key; an item's key (items/<id>) is refused with the way to its item tools

@@ -30,7 +30,7 @@ from pydantic.fields import FieldInfo
 
 from tenure.core.policy import PolicySet
 from tenure.mcp.failures import arguments_refused, refusal
-from tenure.server.http.schemas import LIMIT
+from tenure.verbs.fields import LIMIT
 
 Bounds = dict[str, dict[str, int]]
 #: whether the tool being called renews the caller's leases first (not when read-only)

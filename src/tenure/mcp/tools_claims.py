@@ -13,8 +13,8 @@ from tenure.mcp import models as m
 from tenure.mcp.acting import ENDS, ENDS_ONCE, SAFE_AGAIN, WRITE, Resolver, act
 from tenure.mcp.failures import reported
 from tenure.server.http import item_schemas as rest
-from tenure.server.http import schemas as wire
 from tenure.service.queue_items import MAX_FOLLOW_UPS
+from tenure.verbs import fields as wire
 
 
 def add_claim_tools(server: MCPServer[Any], resolve: Resolver) -> None:

@@ -14,7 +14,7 @@ from tenure.mcp import models as m
 from tenure.mcp.acting import ENDS, READ, SAFE_AGAIN, WRITE, Resolver, act, item_of
 from tenure.mcp.backend import Backend
 from tenure.mcp.failures import reported
-from tenure.server.http import schemas as wire
+from tenure.verbs import fields as wire
 
 
 def add_lock_tools(server: MCPServer[Any], resolve: Resolver) -> None:

@@ -36,8 +36,9 @@ from uvicorn.protocols.http.httptools_impl import (
 
 from tenure.errors import RateLimited, TenureError
 from tenure.server.http import hotpath, problems
-from tenure.server.http.app import FALLBACK, State, TenureApp
+from tenure.server.http.app import FALLBACK, TenureApp
 from tenure.server.http.auth import TARPIT_S
+from tenure.server.http.deps import State
 
 Held = tuple[RequestResponseCycle, Any]
 

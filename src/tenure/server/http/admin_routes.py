@@ -10,9 +10,10 @@ from pydantic import Field
 
 from tenure.core.token_floor import MAX_FLOOR
 from tenure.server.http import openapi
-from tenure.server.http.app import Caller, St
-from tenure.server.http.schemas import Body, Out, Whole
+from tenure.server.http.deps import Caller, St
 from tenure.service.token_floors import set_floor, show_floor
+from tenure.verbs.fields import Body, Whole
+from tenure.verbs.replies import Out
 
 P = openapi.problem_responses
 

@@ -6,90 +6,45 @@ from __future__ import annotations
 
 import functools
 import gc
-import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from typing import Annotated, Any
 
 import anyio
-from fastapi import Depends, FastAPI, Path, Query, Request, Response
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi import FastAPI, Path, Query, Request, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tenure import __version__
 from tenure.core.clock import Clock, SystemClock
-from tenure.core.models import Lease, Principal
-from tenure.core.validate import bearer_token
 from tenure.errors import NotFound
 from tenure.server import dashboard
 from tenure.server.http import openapi, problems
 from tenure.server.http import schemas as s
 from tenure.server.http.auth import Authenticator
+from tenure.server.http.deps import Caller, KeyParam, St, State, lease_out, reply, text_query
 from tenure.server.http.problems import BodyLimit, JsonByDefault
 from tenure.server.http.scrape import StatsCache
 from tenure.server.http.summaries import leases_page
 from tenure.server.http.timing import Timing
-from tenure.server.runtime.executor import Executor, GroupExecutor, PgGroupExecutor
+from tenure.server.http.verb_routes import add_verb_routes
+from tenure.server.runtime.executor import GroupExecutor, PgGroupExecutor
 from tenure.server.runtime.feed import Bell
 from tenure.server.runtime.waiters import Slots, Waiters
 from tenure.service.leases import Service
 from tenure.service.principals import Principals
 from tenure.service.reaper import Reaper
-from tenure.settings import Limits, Settings
+from tenure.settings import Settings
 from tenure.store.open import open_store
 from tenure.store.sqlite.store import SqliteStore
+from tenure.verbs import fields as f
+from tenure.verbs import leases as lv
+from tenure.verbs import replies as r
+from tenure.verbs.registry import VERBS
 
 P = openapi.problem_responses
 #: A request's scope key: the hot path already passed it to FastAPI (it must not try again).
 FALLBACK = "tenure.fallback"
 HOT_PATHS = frozenset({"/v1/leases/acquire", "/v1/leases/renew", "/v1/leases/release"})
-bearer = HTTPBearer(auto_error=False, description="a token from `tenure principal add`")
-
-
-@dataclass
-class State:
-    service: Service
-    principals: Principals
-    waiters: Waiters
-    reaper: Reaper
-    bell: Bell
-    executor: Executor
-    limits: Limits
-    #: open long-polls and event streams per principal (``limits.max_waits`` each)
-    slots: Slots
-    #: the database's figures behind ``/metrics``, read at most every few seconds
-    scrape: StatsCache
-    #: every route's authentication (tenure.server.http.auth)
-    auth: Authenticator
-
-
-async def state(request: Request) -> State:
-    """Async: a plain attribute read, no worker thread needed (sync dependencies get one)."""
-    st: State = request.app.tenure
-    return st
-
-
-async def caller(
-    request: Request, creds: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
-) -> Principal:
-    """Async: a known token costs no worker thread (an unknown one is looked up in one)."""
-    st: State = request.app.tenure
-    client = request.client.host if request.client else None
-    # ``creds`` only puts the scheme in the OpenAPI document: the header is read as everywhere
-    token = bearer_token(request.headers.get("authorization"))
-    return await st.auth.authenticate(token, client)
-
-
-Caller = Annotated[Principal, Depends(caller)]
-St = Annotated[State, Depends(state)]
-KeyParam = Annotated[str, Path(json_schema_extra=s.key_schema())]
-
-
-def text_query(max_chars: int, description: str, *, blank: bool = False) -> Any:
-    pattern = s.FILTER_PATTERN if blank else s.TEXT_PATTERN
-    extra = {"maxLength": max_chars, "pattern": pattern}
-    return Query(description=description, json_schema_extra=extra)
 
 
 class TenureApp(FastAPI):
@@ -186,6 +141,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     app.add_middleware(JsonByDefault)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
     app.hot_path_limit = settings.max_body_bytes
+    add_verb_routes(app, VERBS)
     add_lease_routes(app)
     add_other_routes(app)
     from tenure.server.http.items import add_item_routes  # it imports this module's dependencies
@@ -205,59 +161,14 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     return app
 
 
-def lease_out(lease: Lease) -> dict[str, Any]:
-    return lease.to_dict()
-
-
-def reply(body: dict[str, Any]) -> Response:
-    """The JSON of a reply built from the service's own models, which have the exact fields of
-    the route's ``response_model`` (so the OpenAPI document stays true): returning a Response
-    skips FastAPI's second validation and serialisation of what the service already shaped.
-    The bytes are what Starlette's JSONResponse would send."""
-    text = json.dumps(body, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    return Response(text.encode(), media_type="application/json")
-
-
 def add_lease_routes(app: FastAPI) -> None:
     @app.post(
-        "/v1/leases/acquire",
-        response_model=s.LeaseReply,
-        tags=["leases"],
-        responses={**P(400, 401, 409, 413, 422), 200: openapi.LEASE_LINKS},
-    )
-    async def acquire(body: s.AcquireIn, me: Caller, st: St) -> Response:
-        """Acquire `key`, or renew it if your `session` holds it; `wait_ms` long-polls while it
-        is held. Another session of yours holding it is `409 lease_held`, like anyone else."""
-
-        async def attempt() -> Lease:
-            return await anyio.to_thread.run_sync(
-                lambda: st.service.acquire(
-                    me, body.key, body.ttl_ms, body.task, body.meta, body.session
-                )
-            )
-
-        if not body.wait_ms:
-            return reply({"lease": lease_out(await attempt())})
-        with st.slots.hold(me.name):  # a long-poll: one of the caller's open waits
-            lease = await st.waiters.acquire(body.key, attempt, body.wait_ms)
-        return reply({"lease": lease_out(lease)})
-
-    @app.post(
-        "/v1/leases/renew",
-        response_model=s.LeaseReply,
-        tags=["leases"],
-        responses=P(400, 401, 403, 404, 409, 413, 422),
-    )
-    def renew(body: s.RenewIn, me: Caller, st: St) -> Response:
-        return reply({"lease": lease_out(st.service.renew(me, body.key, body.token, body.ttl_ms))})
-
-    @app.post(
         "/v1/leases/renew-all",
-        response_model=s.RenewAllReply,
+        response_model=r.RenewAllReply,
         tags=["leases"],
         responses=P(400, 401, 413, 422),
     )
-    def renew_all(body: s.RenewAllIn, me: Caller, st: St) -> Response:
+    def renew_all(body: lv.RenewAllIn, me: Caller, st: St) -> Response:
         """Renew every live lease of yours (only your `session`'s when given; or the `keys`)."""
         if body.keys is None:  # the database writes the reply's JSON, passed on unparsed
             json_reply = st.service.renew_all_json(me, body.session)
@@ -266,20 +177,20 @@ def add_lease_routes(app: FastAPI) -> None:
 
     @app.post(
         "/v1/leases/extend",
-        response_model=s.ExtendReply,
+        response_model=r.ExtendReply,
         tags=["leases"],
         responses=P(400, 401, 403, 404, 409, 413, 422),
     )
-    def extend(body: s.ExtendIn, me: Caller, st: St) -> dict[str, Any]:
+    def extend(body: lv.ExtendIn, me: Caller, st: St) -> dict[str, Any]:
         return st.service.extend(me, body.key, body.token, body.until, body.by_ms).to_dict()
 
     @app.post(
         "/v1/leases/release",
-        response_model=s.ReleaseReply,
+        response_model=r.ReleaseReply,
         tags=["leases"],
         responses=P(400, 401, 403, 413, 422),
     )
-    def release(body: s.ReleaseIn, me: Caller, st: St) -> Response:
+    def release(body: lv.ReleaseIn, me: Caller, st: St) -> Response:
         """End your lease: the lease of `token` (any session of yours), else your `session`'s.
         `released: false` when there is nothing of yours to end, with the `reason`."""
         result = st.service.release(me, body.key, body.token, body.session)
@@ -289,16 +200,16 @@ def add_lease_routes(app: FastAPI) -> None:
 
     @app.post(
         "/v1/leases/force-release",
-        response_model=s.ForceReleaseReply,
+        response_model=r.ForceReleaseReply,
         tags=["leases"],
         responses=P(400, 401, 403, 404, 413, 422),
     )
-    def force_release(body: s.ForceReleaseIn, me: Caller, st: St) -> dict[str, Any]:
+    def force_release(body: lv.ForceReleaseIn, me: Caller, st: St) -> dict[str, Any]:
         result = st.service.force_release(me, body.key, body.reason)
         st.waiters.notify(body.key)
         return result.to_dict()
 
-    @app.get("/v1/leases", response_model=s.LeasesReply, tags=["leases"], responses=P(401, 422))
+    @app.get("/v1/leases", response_model=r.LeasesReply, tags=["leases"], responses=P(401, 422))
     def list_leases(
         me: Caller,
         st: St,
@@ -324,7 +235,7 @@ def add_lease_routes(app: FastAPI) -> None:
 
     @app.get(
         "/v1/leases/{key:path}",
-        response_model=s.LeaseReply,
+        response_model=r.LeaseReply,
         tags=["leases"],
         responses=P(401, 404, 413, 422),
     )
@@ -341,11 +252,11 @@ def add_lease_routes(app: FastAPI) -> None:
 def add_other_routes(app: FastAPI) -> None:
     @app.post(
         "/v1/fenced/write",
-        response_model=s.FencedWriteReply,
+        response_model=r.FencedWriteReply,
         tags=["fenced"],
         responses={**P(400, 401, 403, 409, 413, 422), 200: openapi.FENCED_LINKS},
     )
-    def fenced_write(body: s.FencedWriteIn, me: Caller, st: St) -> dict[str, Any]:
+    def fenced_write(body: lv.FencedWriteIn, me: Caller, st: St) -> dict[str, Any]:
         """Store `value` if `token` is the key's current token and you hold it.
 
         An older token is `409 stale_token` whoever sends it; the current token from anyone but
@@ -356,7 +267,7 @@ def add_other_routes(app: FastAPI) -> None:
 
     @app.get(
         "/v1/fenced/{key:path}",
-        response_model=s.FencedValueReply,
+        response_model=r.FencedValueReply,
         tags=["fenced"],
         responses=P(401, 404, 413, 422),
     )
@@ -368,13 +279,13 @@ def add_other_routes(app: FastAPI) -> None:
             problems.refuse_other_method(request)
             raise
 
-    @app.get("/v1/me", response_model=s.MeReply, tags=["principals"], responses=P(401))
+    @app.get("/v1/me", response_model=r.MeReply, tags=["principals"], responses=P(401))
     def whoami(me: Caller) -> dict[str, Any]:
         return {"principal": me.to_dict()}
 
     @app.post(
         "/v1/principals",
-        response_model=s.PrincipalReply,
+        response_model=r.PrincipalReply,
         tags=["principals"],
         status_code=201,
         responses={**P(400, 401, 403, 404, 409, 413, 422), 201: openapi.PRINCIPAL_LINKS},
@@ -392,8 +303,8 @@ def add_other_routes(app: FastAPI) -> None:
         responses=P(401, 403, 404, 422),
     )
     def revoke_token(
-        name: Annotated[str, Path(json_schema_extra={"pattern": s.NAME_PATTERN})],
-        token_id: Annotated[str, Path(json_schema_extra={"pattern": s.TOKEN_ID_PATTERN})],
+        name: Annotated[str, Path(json_schema_extra={"pattern": f.NAME_PATTERN})],
+        token_id: Annotated[str, Path(json_schema_extra={"pattern": f.TOKEN_ID_PATTERN})],
         me: Caller,
         st: St,
     ) -> None:

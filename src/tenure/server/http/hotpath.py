@@ -39,8 +39,8 @@ from tenure.core.models import Lease, Principal
 from tenure.core.validate import MAX_WAIT_MS, bearer_token
 from tenure.errors import InvalidRequest, TenureError
 from tenure.server.http import problems
-from tenure.server.http.app import State
-from tenure.server.http.schemas import MAX_INT
+from tenure.server.http.deps import State
+from tenure.verbs.fields import MAX_INT
 
 log = logging.getLogger("tenure.server")
 JSON_TYPE = b"application/json"

@@ -10,20 +10,18 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field
 
-from tenure.server.http.schemas import (
+from tenure.service.queue import MAX_BODY_CHARS, MAX_LABELS, MAX_TITLE_CHARS
+from tenure.service.queue_items import MAX_FOLLOW_UPS
+from tenure.verbs.fields import (
     AGENT_PATTERN,
     FILTER_PATTERN,
     ITEM_ID_PATTERN,
     MAX_INT,
     TEXT_PATTERN,
     Body,
-    EventOut,
-    ExtendIn,
     Instant,
-    LeaseOut,
     Millis,
     OpId,
-    Out,
     Reason,
     Session,
     Task,
@@ -31,8 +29,8 @@ from tenure.server.http.schemas import (
     Whole,
     text_schema,
 )
-from tenure.service.queue import MAX_BODY_CHARS, MAX_LABELS, MAX_TITLE_CHARS
-from tenure.service.queue_items import MAX_FOLLOW_UPS
+from tenure.verbs.leases import ExtendIn
+from tenure.verbs.replies import EventOut, LeaseOut, Out
 
 ItemId = Annotated[
     str,

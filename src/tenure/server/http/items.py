@@ -18,24 +18,25 @@ from tenure.core.items import item_key
 from tenure.core.validate import MAX_LIMIT
 from tenure.server.http import item_schemas as i
 from tenure.server.http import openapi
-from tenure.server.http import schemas as s
-from tenure.server.http.app import Caller, St, text_query
+from tenure.server.http.deps import Caller, St, text_query
 from tenure.server.http.summaries import decode_cursor, items_page, views_page
 from tenure.service.queue import Dispatch
+from tenure.verbs import fields as f
+from tenure.verbs import replies as r
 
 P = openapi.problem_responses
 ItemIdParam = Annotated[
     str,
     Path(
         description="the item's id",
-        json_schema_extra={"pattern": s.ITEM_ID_PATTERN, "examples": ["it-1f2e3d4c5b"]},
+        json_schema_extra={"pattern": f.ITEM_ID_PATTERN, "examples": ["it-1f2e3d4c5b"]},
     ),
 ]
 PrincipalParam = Annotated[
     str,
     Path(
         description="a principal's name (URL-encoded: `jo%2Freviewer-1`)",
-        json_schema_extra={"minLength": 1, "maxLength": 256, "pattern": s.LINE_PATTERN},
+        json_schema_extra={"minLength": 1, "maxLength": 256, "pattern": f.LINE_PATTERN},
     ),
 ]
 ITEMS: list[str | Enum] = ["items"]
@@ -160,7 +161,7 @@ def add_claim_routes(app: FastAPI) -> None:
 
     @app.post(
         "/v1/items/{id}/renew",
-        response_model=s.LeaseReply,
+        response_model=r.LeaseReply,
         tags=ITEMS,
         responses=P(400, 401, 403, 404, 409, 413, 422),
     )
@@ -170,7 +171,7 @@ def add_claim_routes(app: FastAPI) -> None:
 
     @app.post(
         "/v1/items/{id}/extend",
-        response_model=s.ExtendReply,
+        response_model=r.ExtendReply,
         tags=ITEMS,
         responses=P(400, 401, 403, 404, 409, 413, 422),
     )

@@ -20,7 +20,8 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from tenure.core.policy import Policy, PolicySet
-from tenure.server.http.schemas import LIMIT, MAX_INT, Problem
+from tenure.server.http.schemas import Problem
+from tenure.verbs.fields import LIMIT, MAX_INT
 
 PROBLEM_REF = {"$ref": "#/components/schemas/Problem"}
 DESCRIPTIONS = {
@@ -114,6 +115,10 @@ REASSIGN_LINKS = {
         "claim": _link("claim_item", "claim it (as its new assignee)", path_id=_ITEM),
     }
 }
+
+
+#: the links of each verb's reply, by the verb's name (the verb-table routes add them)
+LINKS: dict[str, dict[str, Any]] = {"acquire": LEASE_LINKS}
 
 
 def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:

@@ -13,10 +13,11 @@ from fastapi.responses import PlainTextResponse, StreamingResponse
 from tenure.core.validate import MAX_LIMIT, MAX_WAIT_MS, bearer_token
 from tenure.server.http import openapi
 from tenure.server.http import ops_schemas as o
-from tenure.server.http import schemas as s
-from tenure.server.http.app import Caller, St, State, text_query
+from tenure.server.http.deps import Caller, St, State, text_query
 from tenure.server.http.scrape import check_token
 from tenure.server.runtime.feed import RECHECK_S, Filters, HeldStream, Page, read_page_async
+from tenure.verbs import fields as f
+from tenure.verbs import replies as r
 
 P = openapi.problem_responses
 KEEPALIVE_S = 15.0
@@ -28,13 +29,13 @@ EVENT_TYPES = (
     "token_revoked, …"
 )
 
-After = Annotated[int, Query(ge=0, le=s.MAX_INT, description="an event id (the cursor)")]
-KeyFilter = Annotated[str | None, Query(json_schema_extra=s.key_schema("events of"))]
+After = Annotated[int, Query(ge=0, le=f.MAX_INT, description="an event id (the cursor)")]
+KeyFilter = Annotated[str | None, Query(json_schema_extra=f.key_schema("events of"))]
 ItemFilter = Annotated[
     str | None,
     Query(
         description="events of this item (its key items/<id>)",
-        json_schema_extra={"maxLength": 256, "pattern": s.ITEM_FILTER_PATTERN},
+        json_schema_extra={"maxLength": 256, "pattern": f.ITEM_FILTER_PATTERN},
     ),
 ]
 HolderFilter = Annotated[str | None, text_query(256, "events of this holder")]
@@ -43,7 +44,7 @@ TypeFilter = Annotated[str | None, text_query(64, f"events of this type ({EVENT_
 
 def add_ops_routes(app: FastAPI) -> None:
     @app.get(
-        "/v1/events", response_model=s.EventsReply, tags=["operations"], responses=P(401, 413, 422)
+        "/v1/events", response_model=r.EventsReply, tags=["operations"], responses=P(401, 413, 422)
     )
     async def events(
         me: Caller,

@@ -6,7 +6,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from tenure.server.http.schemas import Body, Out, PrincipalOut
+from tenure.verbs.fields import Body
+from tenure.verbs.replies import Out, PrincipalOut
 
 
 class Endings(Out):

@@ -11,11 +11,11 @@ from starlette.convertors import PathConvertor, register_url_convertor
 
 from tenure.server.http import openapi
 from tenure.server.http import ops_schemas as o
-from tenure.server.http import schemas as s
-from tenure.server.http.app import Caller, St
+from tenure.server.http.deps import Caller, St
+from tenure.verbs import fields as f
 
 P = openapi.problem_responses
-NameParam = Annotated[str, Path(json_schema_extra={"pattern": s.NAME_PATTERN})]
+NameParam = Annotated[str, Path(json_schema_extra={"pattern": f.NAME_PATTERN})]
 
 
 class PrincipalPath(PathConvertor):

@@ -1,0 +1,135 @@
+"""The wire's field types: what each request field accepts, as pydantic types whose JSON Schema
+publishes the service's limits.
+
+The models shape the wire: types, required fields, no unknown fields. The rules (key and text
+limits, the policy's TTL bounds, who may do what) live in the service, which checks every value;
+the types only *publish* those rules (``json_schema_extra``) so that the OpenAPI document and the
+MCP tools' schemas describe exactly what the service accepts. Limits that depend on the
+deployment's policy are marked with ``x-tenure-limit`` and filled in when the OpenAPI document
+is built.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+
+from tenure.core.validate import (
+    MAX_OP_ID_CHARS,
+    MAX_REASON_CHARS,
+    MAX_SESSION_BYTES,
+    MAX_TASK_CHARS,
+    MAX_WAIT_MS,
+)
+
+MAX_INT = 2**63 - 1
+MAX_RENEW_KEYS = 1000  # keys one renew-all may name
+LIMIT = "x-tenure-limit"  # marks a bound that openapi.py takes from the policy
+
+# What the service accepts, as ECMA-262 regular expressions (the dialect of JSON Schema).
+CONTROL = r"\x00-\x08\x0b-\x1f\x7f-\x9f"  # control characters, but tab and newline
+SPACE = r"\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"  # + str.isspace
+KEY_CONTROL = r"\x00-\x1f\x7f-\x9f"  # every control character: none is allowed in a key
+KEY_PATTERN = f"^[^{KEY_CONTROL}]+$"  # JSON text cannot carry lone surrogates anyway
+LEASE_KEY_PATTERN = f"^(?!items/)[^{KEY_CONTROL}]+$"  # the generic lease verbs: not an item's
+#: an item id as a filter: text that makes a key (``items/<id>``), so no control characters
+ITEM_FILTER_PATTERN = f"^[^{KEY_CONTROL}]*[^{SPACE}][^{KEY_CONTROL}]*$"
+SESSION_PATTERN = r"^[^\x00-\x1f\x7f-\x9f]*$"  # may be empty: the default session
+TEXT_PATTERN = f"^[^{CONTROL}]*[^{SPACE}][^{CONTROL}]*$"  # no control characters, not blank
+FILTER_PATTERN = f"^[^{CONTROL}]*$"
+LINE = r"\x00-\x08\x0a-\x1f\x7f-\x9f"  # control characters, but tab: one line of text
+LINE_PATTERN = f"^[^{LINE}]*[^{SPACE}][^{LINE}]*$"  # a path segment of text (routes match no \n)
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._@:/-]{0,127}$"
+ITEM_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
+AGENT_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._@:/-]{0,63}$"  # a principal name's rules, 64 at most
+TOKEN_ID_PATTERN = r"^[0-9a-f]{12}$"
+
+
+def key_schema(description: str = "the lease key", *, lease_verb: bool = False) -> dict[str, Any]:
+    """``lease_verb``: the key of a generic lease verb, which refuses the keys of items."""
+    items = (
+        "; not under `items/` (an item's claim: use the item's own routes, else 422)"
+        if lease_verb
+        else ""
+    )
+    return {
+        "minLength": 1,
+        "maxLength": 512,
+        "pattern": LEASE_KEY_PATTERN if lease_verb else KEY_PATTERN,
+        "description": f"{description}: 1 to max_key_bytes bytes of UTF-8 (a longer key is "
+        f"refused with 413 too_large), no control characters{items}",
+        "examples": ["jobs/nightly-report"],
+        LIMIT: "max_key_bytes",
+    }
+
+
+def text_schema(max_chars: int, description: str) -> dict[str, Any]:
+    return {
+        "minLength": 1,
+        "maxLength": max_chars,
+        "pattern": TEXT_PATTERN,
+        "description": f"{description}: not blank, no control characters but tab and newline",
+    }
+
+
+def _whole(value: object) -> object:
+    """JSON Schema counts ``35.0`` as an integer; so does the API (never ``true`` or ``"35"``)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+Whole = BeforeValidator(_whole)  # after the bounds, so they stay in the integer's own schema
+Key = Annotated[str, Field(json_schema_extra=key_schema())]
+LeaseKey = Annotated[str, Field(json_schema_extra=key_schema(lease_verb=True))]
+Token = Annotated[int, Field(ge=1, le=MAX_INT, description="a fencing token"), Whole]
+Ttl = Annotated[
+    int,
+    Field(
+        ge=1,
+        le=MAX_INT,
+        description="the lease's term in milliseconds, between the policy's min_ttl and max_ttl",
+        json_schema_extra={LIMIT: "ttl"},
+    ),
+    Whole,
+]
+Millis = Annotated[int, Field(ge=1, le=MAX_INT), Whole]
+Instant = Annotated[int, Field(ge=0, le=MAX_INT, description="epoch milliseconds (UTC)"), Whole]
+WaitMs = Annotated[
+    int,
+    Field(ge=0, le=MAX_WAIT_MS, description="long-poll up to this long while the key is held"),
+    Whole,
+]
+Task = Annotated[str, Field(json_schema_extra=text_schema(MAX_TASK_CHARS, "what the lease serves"))]
+Reason = Annotated[
+    str, Field(json_schema_extra=text_schema(MAX_REASON_CHARS, "why (recorded in the event)"))
+]
+OpId = Annotated[str, Field(json_schema_extra=text_schema(MAX_OP_ID_CHARS, "an idempotency key"))]
+Session = Annotated[
+    str,
+    Field(
+        json_schema_extra={
+            "maxLength": MAX_SESSION_BYTES,
+            "pattern": SESSION_PATTERN,
+            "description": "the holder's session: one running process of the caller (a "
+            "`tenure run`, an agent's connection); at most 128 bytes of UTF-8, no control "
+            "characters; absent or empty: the caller's default session. Sessions of one "
+            "principal exclude each other like strangers",
+            "examples": ["web-2"],
+        }
+    ),
+]
+Name = Annotated[
+    str,
+    Field(
+        json_schema_extra={
+            "pattern": NAME_PATTERN,
+            "description": "1-128 characters: letters, digits and . _ @ : / -",
+        }
+    ),
+]
+
+
+class Body(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)

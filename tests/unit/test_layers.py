@@ -1,0 +1,150 @@
+"""The package's shape: layers that import only downwards, no import circles, small modules.
+
+Layers, lowest first: ``core`` (pure: models, decisions, validation; with ``errors``,
+``settings`` and ``metrics`` beside it), ``store`` (the databases), ``service`` (the verbs over a
+store), ``verbs`` (each verb's one definition), then the fronts: ``server``, ``client``,
+``cli``, ``mcp``, ``fence``. A module imports its own layer and the layers below it; a front
+imports no other front, except the CLI, which is a thin shell over the client library and
+starts the server and the MCP server (``tenure serve``, ``tenure mcp``) through their entry
+points. Imports inside functions and under ``TYPE_CHECKING`` count like any other.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+MAX_LINES = 600
+
+LAYERS = {
+    "core": 0, "errors": 0, "settings": 0, "metrics": 0,
+    "store": 1,
+    "service": 2,
+    "verbs": 3,
+    "server": 4, "client": 4, "cli": 4, "mcp": 4, "fence": 4, "demo": 4, "compose": 5,
+}  # fmt: skip
+#: the fronts a front may import: the CLI runs the client, and starts the servers
+FRONT_EDGES = {
+    "cli": {"client", "fence", "server.run", "mcp.entry"},
+    "compose": {"server", "mcp"},
+}
+
+
+def modules() -> dict[str, Path]:
+    found = {}
+    for path in sorted((SRC / "tenure").rglob("*.py")):
+        parts = list(path.relative_to(SRC).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+MODULES = modules()
+
+
+def resolve(name: str) -> str | None:
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def imports(module: str) -> Iterator[str]:
+    """Every tenure module that ``module`` imports, anywhere in it."""
+    path = MODULES[module]
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text())):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*up, base] if base else up)
+            names = [f"{base}.{a.name}" for a in node.names]
+        for name in names:
+            if name.split(".")[0] == "tenure":
+                target = resolve(name)
+                if target and target != module:
+                    yield target
+
+
+GRAPH = {m: set(imports(m)) for m in MODULES}
+
+
+def layer_of(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else None
+
+
+def test_no_module_imports_the_package_root() -> None:
+    """``tenure/__init__.py`` is the public face: it imports the package, never the reverse."""
+    assert sorted(m for m, deps in GRAPH.items() if "tenure" in deps) == []
+
+
+def test_imports_only_go_down_and_fronts_stay_apart() -> None:
+    wrong = []
+    for module, deps in GRAPH.items():
+        mine = layer_of(module)
+        if mine is None:
+            continue
+        for dep in deps:
+            theirs = layer_of(dep)
+            if theirs is None or theirs == mine:
+                continue
+            allowed = FRONT_EDGES.get(mine, set())
+            if any(dep == f"tenure.{a}" or dep.startswith(f"tenure.{a}.") for a in allowed):
+                continue
+            if LAYERS[theirs] > LAYERS[mine] or (LAYERS[theirs] == LAYERS[mine] == 4):
+                wrong.append(f"{module} -> {dep}")
+    assert sorted(wrong) == []
+
+
+def strongly_connected() -> list[list[str]]:
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in GRAPH[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for v in GRAPH:
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_circles() -> None:
+    """A package's ``__init__`` re-exporting its modules is part of the graph like any import."""
+    assert strongly_connected() == []
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_modules_stay_small(module: str) -> None:
+    lines = MODULES[module].read_text().count("\n")
+    assert lines <= MAX_LINES, f"{MODULES[module]}: {lines} lines (at most {MAX_LINES})"
