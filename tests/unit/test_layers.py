@@ -6,7 +6,8 @@ store), ``verbs`` (each verb's one definition), then the fronts: ``server``, ``c
 ``cli``, ``mcp``, ``fence``. A module imports its own layer and the layers below it; a front
 imports no other front, except the CLI, which is a thin shell over the client library and
 starts the server and the MCP server (``tenure serve``, ``tenure mcp``) through their entry
-points. Imports inside functions and under ``TYPE_CHECKING`` count like any other.
+points. Imports inside functions count like any other; those under ``TYPE_CHECKING`` (names for
+annotations, never imported at run time) do not.
 """
 
 from __future__ import annotations
@@ -53,11 +54,21 @@ def resolve(name: str) -> str | None:
     return name or None
 
 
+def _run_time(tree: ast.AST) -> Iterator[ast.AST]:
+    """Every node of ``tree`` but those under ``if TYPE_CHECKING:``."""
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            yield from (n for orelse in node.orelse for n in [orelse, *_run_time(orelse)])
+            continue
+        yield node
+        yield from _run_time(node)
+
+
 def imports(module: str) -> Iterator[str]:
     """Every tenure module that ``module`` imports, anywhere in it."""
     path = MODULES[module]
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in _run_time(ast.parse(path.read_text())):
         names: list[str] = []
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]
