@@ -193,6 +193,11 @@ class Settings:
         return self.events_max, self.events_max_age_ms
 
 
+def _ints(env: Mapping[str, str], cls: type[Any], names: Mapping[str, str]) -> dict[str, Any]:
+    """Each field in ``names`` from its environment variable, else the field's default."""
+    return {field: _int(env, name, getattr(cls, field)) for field, name in names.items()}
+
+
 def _int(env: Mapping[str, str], name: str, default: int) -> int:
     raw = env.get(name)
     if not raw:
@@ -263,14 +268,8 @@ class Limits:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Limits:
         env = os.environ if env is None else env
-        return cls(
-            list_bytes=_int(env, "TENURE_LIST_BYTES", DEFAULT_LIST_BYTES),
-            leases_page=_int(env, "TENURE_LEASES_PAGE", DEFAULT_LEASES_PAGE),
-            event_scan=_int(env, "TENURE_EVENT_SCAN", DEFAULT_EVENT_SCAN),
-            max_waits=_int(env, "TENURE_MAX_WAITS", DEFAULT_MAX_WAITS),
-            metrics_cache_ms=_int(env, "TENURE_METRICS_CACHE_MS", DEFAULT_METRICS_CACHE_MS),
-            metrics_token=env.get("TENURE_METRICS_TOKEN") or None,
-        )
+        token = env.get("TENURE_METRICS_TOKEN") or None
+        return cls(**_ints(env, cls, _LIMITS_ENV), metrics_token=token)
 
 
 # Authentication: caches and the rate limit on failures (docs/server.md, "Security model").
@@ -303,10 +302,20 @@ class AuthSettings:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> AuthSettings:
-        env = os.environ if env is None else env
-        return cls(
-            cache_ms=_int(env, "TENURE_AUTH_CACHE_MS", DEFAULT_AUTH_CACHE_MS),
-            negative_ms=_int(env, "TENURE_AUTH_NEGATIVE_MS", DEFAULT_AUTH_NEGATIVE_MS),
-            failures_per_s=_int(env, "TENURE_AUTH_FAILURES_PER_S", DEFAULT_AUTH_FAILURES_PER_S),
-            failures_burst=_int(env, "TENURE_AUTH_FAILURES_BURST", DEFAULT_AUTH_FAILURES_BURST),
-        )
+        return cls(**_ints(os.environ if env is None else env, cls, _AUTH_ENV))
+
+
+#: the environment variable of each field
+_LIMITS_ENV = {
+    "list_bytes": "TENURE_LIST_BYTES",
+    "leases_page": "TENURE_LEASES_PAGE",
+    "event_scan": "TENURE_EVENT_SCAN",
+    "max_waits": "TENURE_MAX_WAITS",
+    "metrics_cache_ms": "TENURE_METRICS_CACHE_MS",
+}
+_AUTH_ENV = {
+    "cache_ms": "TENURE_AUTH_CACHE_MS",
+    "negative_ms": "TENURE_AUTH_NEGATIVE_MS",
+    "failures_per_s": "TENURE_AUTH_FAILURES_PER_S",
+    "failures_burst": "TENURE_AUTH_FAILURES_BURST",
+}

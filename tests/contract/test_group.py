@@ -38,7 +38,7 @@ def test_calls_in_a_group_see_each_other_and_are_durable_after_it(
 
 def test_listeners_hear_of_a_group_once_it_committed(service: Service) -> None:
     heard: list[list[str]] = []
-    service.listeners.append(lambda: heard.append([e.key or "" for e in service.events()]))
+    service.listeners.append(lambda _events: heard.append([e.key or "" for e in service.events()]))
     with service.group():
         service.acquire("alice", "a")
         service.acquire("alice", "b")
@@ -64,7 +64,7 @@ def test_a_failing_call_is_undone_alone(service: Service) -> None:
 def test_an_error_out_of_the_group_undoes_what_was_not_committed(service: Service) -> None:
     """The group is one transaction, so none of it happened."""
     heard: list[int] = []
-    service.listeners.append(lambda: heard.append(1))
+    service.listeners.append(lambda _events: heard.append(1))
     with pytest.raises(RuntimeError), service.group():
         service.acquire("alice", "a")
         raise RuntimeError("the group's owner failed before the commit")
@@ -76,7 +76,7 @@ def test_an_error_out_of_the_group_undoes_what_was_not_committed(service: Servic
 
 def test_groups_nest_as_one(service: Service) -> None:
     heard: list[int] = []
-    service.listeners.append(lambda: heard.append(1))
+    service.listeners.append(lambda _events: heard.append(1))
     with service.group():
         with service.group():
             service.acquire("alice", "a")

@@ -36,7 +36,7 @@ def test_a_moment_of_calls_shares_one_group_and_each_gets_its_own_answer(
 ) -> None:
     svc = sqlite_service
     groups: list[int] = []
-    svc.listeners.append(lambda: groups.append(1))
+    svc.listeners.append(lambda _events: groups.append(1))
     executor = GroupExecutor(svc)
     other = SqliteStore(tmp_path / "t.db")  # another connection: what is durable
 

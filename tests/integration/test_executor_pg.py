@@ -140,7 +140,7 @@ def test_calls_share_groups_and_each_gets_its_own_answer_after_the_commit(
 ) -> None:
     svc = Service(pg)
     groups: list[int] = []
-    svc.listeners.append(lambda: groups.append(1))
+    svc.listeners.append(lambda _events: groups.append(1))
     executor = PgGroupExecutor(svc)
     other = PostgresStore(pg.url)
 

@@ -1,13 +1,22 @@
 """What the work queue's verbs return: a claim, a completion, a release, a dispatch, a
-briefing. Plain frozen values with their wire form (``to_dict``), shared by every front."""
+briefing. Plain frozen values with their wire form (``to_dict``: exactly what every front
+sends) and ``from_wire`` (what a client reads back), shared by every front."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from tenure.core.items import Item, ItemView
 from tenure.core.models import Event, Lease, Principal
+from tenure.core.work import Item, ItemView
+
+
+def _items(data: Any) -> tuple[Item, ...]:
+    return tuple(Item.from_wire(x) for x in data or ())
+
+
+def _views(data: Any) -> tuple[ItemView, ...]:
+    return tuple(ItemView.from_wire(x) for x in data or ())
 
 
 @dataclass(frozen=True)
@@ -17,6 +26,10 @@ class Claim:
 
     def to_dict(self) -> dict[str, Any]:
         return {"item": self.item.to_dict(), "lease": self.lease.to_dict()}
+
+    @classmethod
+    def from_wire(cls, data: Any) -> Claim:
+        return cls(Item.from_wire(data["item"]), Lease.from_wire(data["lease"]))
 
 
 @dataclass(frozen=True)
@@ -32,6 +45,11 @@ class Completion:
             "follow_ups": [f.to_dict() for f in self.follow_ups],
         }
 
+    @classmethod
+    def from_wire(cls, data: Any) -> Completion:
+        item = Item.from_wire(data["item"])
+        return cls(item, bool(data["duplicate"]), _items(data.get("follow_ups")))
+
 
 @dataclass(frozen=True)
 class ItemRelease:
@@ -41,9 +59,15 @@ class ItemRelease:
     def to_dict(self) -> dict[str, Any]:
         return {"released": self.released, "item": self.item.to_dict()}
 
+    @classmethod
+    def from_wire(cls, data: Any) -> ItemRelease:
+        return cls(bool(data["released"]), Item.from_wire(data["item"]))
+
 
 @dataclass(frozen=True)
 class Dispatch:
+    """A dispatched agent's claim: the agent (a new principal) and its bearer ``token``."""
+
     item: Item
     lease: Lease
     agent: Principal
@@ -53,8 +77,18 @@ class Dispatch:
         return {
             "item": self.item.to_dict(),
             "lease": self.lease.to_dict(),
-            "agent": {"name": self.agent.name, "token": self.token},
+            "agent": {**self.agent.to_dict(), "token": self.token},
         }
+
+    @classmethod
+    def from_wire(cls, data: Any) -> Dispatch:
+        agent = {"kind": "agent", **data["agent"]}
+        return cls(
+            Item.from_wire(data["item"]),
+            Lease.from_wire(data["lease"]),
+            Principal.from_wire(agent),
+            agent["token"],
+        )
 
 
 @dataclass(frozen=True)
@@ -77,6 +111,17 @@ class Briefing:
             "stalled": [x.to_dict() for x in self.stalled],
         }
 
+    @classmethod
+    def from_wire(cls, data: Any) -> Briefing:
+        return cls(
+            data["principal"],
+            _views(data["carrying"]),
+            _views(data["lapsed"]),
+            tuple(Event.from_wire(x) for x in data["happened"]),
+            _items(data["ready"]),
+            _views(data.get("stalled")),
+        )
+
 
 @dataclass(frozen=True)
 class ReadyView:
@@ -92,3 +137,7 @@ class ReadyView:
             "items": [i.to_dict() for i in self.items],
             "lapsed": [x.to_dict() for x in self.lapsed],
         }
+
+    @classmethod
+    def from_wire(cls, data: Any) -> ReadyView:
+        return cls(_items(data["items"]), _views(data.get("lapsed")))

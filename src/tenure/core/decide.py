@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tenure.core.frozen import quick_init
 from tenure.core.models import (
     EventDraft,
     ExtendResult,
@@ -35,7 +34,6 @@ from tenure.errors import (
 )
 
 
-@quick_init
 @dataclass(frozen=True)
 class Decision:
     record: KeyRecord | None
@@ -71,6 +69,11 @@ def ending_event(
     if rec.session:
         data["session"] = rec.session
     return EventDraft(ending, rec.key, rec.holder, rec.task, rec.token, actor, reason, data)
+
+
+def conflict_event(rec: KeyRecord, key: str, who: Principal, data: dict[str, Any]) -> EventDraft:
+    """``conflict``: ``who`` was refused ``key``, held under ``rec``."""
+    return EventDraft("conflict", key, rec.holder, rec.task, rec.token, actor=who.name, data=data)
 
 
 def reaped_event(row: Sequence[Any]) -> EventDraft:
@@ -141,15 +144,8 @@ def decide_acquire(
             renewed = _renewed(rec, now, ttl_ms, **changes)
             return Decision(renewed, events, renewed.lease(now))
         held = rec.update(conflicts=rec.conflicts + 1)
-        conflict = EventDraft(
-            "conflict",
-            key,
-            rec.holder,
-            rec.task,
-            rec.token,
-            actor=who.name,
-            data={"wanted_task": task, **({"wanted_session": session} if session else {})},
-        )
+        wanted = {"wanted_task": task, **({"wanted_session": session} if session else {})}
+        conflict = conflict_event(rec, key, who, wanted)
         error = LeaseHeld(
             f"{key!r} is held by {held_by(rec)}",
             key=key,

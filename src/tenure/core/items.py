@@ -1,4 +1,5 @@
-"""Items of the shared work queue, their transfers, and the pure decisions of a claim.
+"""The pure decisions of the shared work queue: a claim, a release, progress, completion.
+The items, their transfers and views are in :mod:`tenure.core.work`.
 
 A claim has two mechanisms: the durable ``assignee`` edge on the item (whose work it is) and the
 ephemeral lease on ``items/<id>`` (someone is working it right now). The item's ``epoch`` is the
@@ -7,11 +8,12 @@ token of its latest acquisition; progress and completion are fenced by it.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from tenure.core.decide import (
     Decision,
+    conflict_event,
     decide_acquire,
     decide_release,
     ending_event,
@@ -26,6 +28,20 @@ from tenure.core.models import (
     principal_created,
     token_event,
 )
+from tenure.core.work import (
+    CLOSED,
+    DEFAULT_PRIORITY,
+    ITEM_PREFIX,
+    REASONS,
+    STATUSES,
+    Item,
+    ItemCursor,
+    ItemSummary,
+    ItemView,
+    Transfer,
+    item_cursor,
+    item_key,
+)
 from tenure.errors import (
     AssignedToOther,
     Conflict,
@@ -36,103 +52,21 @@ from tenure.errors import (
     TenureError,
 )
 
-STATUSES: tuple[str, ...] = ("open", "in_progress", "blocked", "done", "cancelled")
-CLOSED: tuple[str, ...] = ("done", "cancelled")
-REASONS: tuple[str, ...] = (
-    "claimed",
-    "released",
-    "expired",
-    "taken_over",
-    "force_released",
-    "completed",
-    "cancelled",
-    "reassigned",
-)
-DEFAULT_PRIORITY = 2
-
-
-ITEM_PREFIX = "items/"  # the keys of items' claims; the generic lease verbs refuse them
-
-
-def item_key(item_id: str) -> str:
-    return ITEM_PREFIX + item_id
-
-
-@dataclass(frozen=True)
-class Item:
-    id: str
-    title: str
-    body: str = ""
-    status: str = "open"
-    priority: int = DEFAULT_PRIORITY
-    labels: tuple[str, ...] = ()
-    parent: str | None = None
-    assignee: str | None = None
-    epoch: int = 0
-    progress: dict[str, Any] | None = None
-    progress_at: int | None = None
-    result: Any = None
-    created_by: str = ""
-    created_at: int = 0
-    updated_at: int = 0
-    #: the claim was force-released: the assignee keeps the edge, but even it needs a takeover
-    #: with a reason (or an authority's reassign) to claim again
-    revoked: bool = False
-    #: the epoch whose stall was recorded (once per claim; not part of the wire form)
-    stalled_epoch: int = 0
-
-    def update(self, **changes: Any) -> Item:
-        return replace(self, **changes)
-
-    def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["labels"] = list(self.labels)
-        del out["stalled_epoch"]
-        return out
-
-
-@dataclass(frozen=True)
-class ItemSummary:
-    """An item as a list shows it: ``item`` without its body (empty), result (``None``) and
-    progress ``data``, which can be large; how long the body is and whether there is a result."""
-
-    item: Item
-    body_chars: int
-    has_result: bool
-
-
-#: Where a page of items ended: the last item's (priority, created_at, id), their sort order.
-ItemCursor = tuple[int, int, str]
-
-
-def item_cursor(item: Item) -> ItemCursor:
-    return (item.priority, item.created_at, item.id)
-
-
-@dataclass(frozen=True)
-class Transfer:
-    """One change of owner or epoch: ``from_`` → ``to`` at ``epoch``, and why."""
-
-    item: str
-    from_: str | None
-    to: str | None
-    epoch: int
-    reason: str
-    actor: str
-    at: int
-    note: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "item": self.item,
-            "from": self.from_,
-            "to": self.to,
-            "epoch": self.epoch,
-            "reason": self.reason,
-            "actor": self.actor,
-            "at": self.at,
-            "note": self.note,
-        }
+__all__ = [  # the models live in tenure.core.work; many modules import them from here
+    "CLOSED",
+    "DEFAULT_PRIORITY",
+    "ITEM_PREFIX",
+    "REASONS",
+    "STATUSES",
+    "Item",
+    "ItemCursor",
+    "ItemDecision",
+    "ItemSummary",
+    "ItemView",
+    "Transfer",
+    "item_cursor",
+    "item_key",
+]
 
 
 @dataclass(frozen=True)
@@ -266,15 +200,8 @@ def _assigned_to_other(
     if settled is None:
         return _refuse(error)
     counted = settled.update(conflicts=settled.conflicts + 1)
-    conflict = EventDraft(
-        "conflict",
-        key,
-        settled.holder,
-        settled.task,
-        settled.token,
-        actor=who.name,
-        data={"wanted_task": task, "code": "assigned_to_other", "assignee": item.assignee},
-    )
+    wanted = {"wanted_task": task, "code": "assigned_to_other", "assignee": item.assignee}
+    conflict = conflict_event(settled, key, who, wanted)
     return ItemDecision(Decision(counted, (*events, conflict)), error=error)
 
 
@@ -398,6 +325,16 @@ def check_epoch(
     return None
 
 
+def _check_fenced(
+    item: Item | None, rec: KeyRecord | None, epoch: int, who: Principal
+) -> ItemDecision | None:
+    """The refusal of a write fenced by ``epoch`` (progress, completion), if it is refused."""
+    if item is None:
+        return _refuse(_missing(""))
+    error = check_epoch(item, rec, epoch, who)
+    return None if error is None else _refuse(error)
+
+
 def decide_progress(
     item: Item | None,
     rec: KeyRecord | None,
@@ -406,11 +343,10 @@ def decide_progress(
     progress: dict[str, Any],
     now: int,
 ) -> ItemDecision:
-    if item is None:
-        return _refuse(_missing(""))
-    error = check_epoch(item, rec, epoch, who)
-    if error is not None:
-        return _refuse(error)
+    refused = _check_fenced(item, rec, epoch, who)
+    if refused is not None:
+        return refused
+    assert item is not None
     updated = item.update(  # progress ends a stall: a later one is recorded again
         progress={**progress, "by": who.name, "at": now},
         progress_at=now,
@@ -425,12 +361,10 @@ def decide_complete(
     item: Item | None, rec: KeyRecord | None, who: Principal, epoch: int, result: Any, now: int
 ) -> ItemDecision:
     """Fenced completion: ends the lease, retires the edge, stores the result, sets ``done``."""
-    if item is None:
-        return _refuse(_missing(""))
-    error = check_epoch(item, rec, epoch, who)
-    if error is not None:
-        return _refuse(error)
-    assert rec is not None
+    refused = _check_fenced(item, rec, epoch, who)
+    if refused is not None:
+        return refused
+    assert item is not None and rec is not None
     ended, events = settle(rec, now)
     assert ended is not None
     if ended.ended is None:
@@ -485,24 +419,6 @@ def decide_cancel(
     )
     event = _event("cancelled", item, who, item.epoch, reason=reason)
     return ItemDecision(Decision(record, events), cancelled, (transfer,), (event,), cancelled)
-
-
-@dataclass(frozen=True)
-class ItemView:
-    """An item with its lease and history, as the views show it."""
-
-    item: Item
-    lease: Lease | None
-    lease_state: str  # live, stalled, lapsed, revoked, none
-    transfers: tuple[Transfer, ...] = field(default=())
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "item": self.item.to_dict(),
-            "lease": self.lease.to_dict() if self.lease else None,
-            "lease_state": self.lease_state,
-            "transfers": [t.to_dict() for t in self.transfers],
-        }
 
 
 def lease_state(item: Item, rec: KeyRecord | None, now: int, stall_ms: int) -> str:

@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from copy import deepcopy
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Literal
 
-from tenure.core.frozen import quick_init
-
 Ending = Literal["released", "expired", "force_released", "taken_over"]
 ENDINGS: tuple[str, ...] = ("released", "expired", "force_released", "taken_over")
+#: the events after which a key may be free: a lease ended, or an item's claim was given up
+FREEING = frozenset((*ENDINGS, "released_item", "completed", "cancelled", "reassigned"))
 LeaseState = Literal["live", "released", "expired", "force_released", "taken_over"]
 Kind = Literal["human", "agent", "service"]
 KINDS: tuple[str, ...] = ("human", "agent", "service")
 ROLES: tuple[str, ...] = ("admin", "supervisor")
 
 
-@quick_init
 @dataclass(frozen=True)
 class Principal:
     """An authenticated identity. The holder of a lease is always one of these."""
@@ -42,8 +42,34 @@ class Principal:
             "parent": self.parent,
         }
 
+    @classmethod
+    def from_wire(cls, data: Any) -> Principal:
+        return cls(data["name"], data["kind"], tuple(data.get("roles") or ()), data.get("parent"))
 
-@quick_init
+
+@dataclass(frozen=True)
+class IssuedToken:
+    """A principal's new bearer token, shown once and never stored."""
+
+    principal: Principal
+    token_id: str
+    token: str
+    expires_at: int | None = None  # ms since the epoch; None: it never expires
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "principal": self.principal.to_dict(),
+            "token": self.token,
+            "token_id": self.token_id,
+            "expires_at": self.expires_at,
+        }
+
+    @classmethod
+    def from_wire(cls, data: Any) -> IssuedToken:
+        principal = Principal.from_wire(data["principal"])
+        return cls(principal, data["token_id"], data["token"], data.get("expires_at"))
+
+
 @dataclass(frozen=True)
 class Lease:
     """A lease as callers see it, with its ``state`` at the instant it was read."""
@@ -89,7 +115,6 @@ class Lease:
         )  # fmt: skip
 
 
-@quick_init
 @dataclass(frozen=True)
 class KeyRecord:
     """Everything the store keeps for one key: its latest lease and the key's bookkeeping.
@@ -153,7 +178,6 @@ class KeyRecord:
 _RECORD_FIELDS = frozenset(f.name for f in fields(KeyRecord))
 
 
-@quick_init
 @dataclass(frozen=True)
 class EventDraft:
     """An event before the store gives it an ``id`` and an instant."""
@@ -166,6 +190,11 @@ class EventDraft:
     actor: str | None = None
     reason: str | None = None
     data: dict[str, Any] = field(default_factory=dict)
+
+
+def freed_keys(events: Iterable[EventDraft]) -> set[str]:
+    """The keys that ``events`` may have freed (whoever waits on them may try again)."""
+    return {e.key for e in events if e.key is not None and e.type in FREEING}
 
 
 def principal_created(principal: Principal, actor: str | None) -> EventDraft:
@@ -198,6 +227,14 @@ class Event:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @classmethod
+    def from_wire(cls, data: Any) -> Event:
+        return cls(
+            data["id"], data["at"], data["type"], data.get("key"), data.get("holder"),
+            data.get("task"), data.get("token"), data.get("actor"), data.get("reason"),
+            dict(data.get("data") or {}),
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -235,6 +272,10 @@ class FencedValue:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    @classmethod
+    def from_wire(cls, data: Any) -> FencedValue:
+        return cls(data["key"], data["token"], data["value"], data["version"], data["updated_at"])
+
 
 @dataclass(frozen=True)
 class FencedWrite:
@@ -255,6 +296,13 @@ class FencedWrite:
             "duplicate": self.duplicate,
         }
 
+    @classmethod
+    def from_wire(cls, data: Any) -> FencedWrite:
+        """The write of a reply (which does not name the writer)."""
+        return cls(
+            data["key"], data["token"], data["value"], data["version"], bool(data["duplicate"])
+        )
+
 
 @dataclass(frozen=True)
 class ExtendResult:
@@ -273,6 +321,16 @@ class ExtendResult:
             "granted_until": self.granted_until,
         }
 
+    @classmethod
+    def from_wire(cls, data: Any) -> ExtendResult:
+        return cls(
+            Lease.from_wire(data["lease"]),
+            bool(data["extended"]),
+            bool(data["capped"]),
+            data["requested_until"],
+            data["granted_until"],
+        )
+
 
 @dataclass(frozen=True)
 class ReleaseResult:
@@ -288,6 +346,12 @@ class ReleaseResult:
         lease = self.lease and self.lease.to_dict()
         return {"released": self.released, "lease": lease, "reason": self.reason}
 
+    @classmethod
+    def from_wire(cls, data: Any) -> ReleaseResult:
+        lease = data.get("lease")
+        lease_out = None if lease is None else Lease.from_wire(lease)
+        return cls(bool(data["released"]), lease_out, data.get("reason"))
+
 
 @dataclass(frozen=True)
 class ForceReleaseResult:
@@ -298,12 +362,23 @@ class ForceReleaseResult:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    @classmethod
+    def from_wire(cls, data: Any) -> ForceReleaseResult:
+        return cls(Lease.from_wire(data["lease"]), data["actor"], data["reason"])
+
 
 @dataclass(frozen=True)
 class LostLease:
     key: str
     reason: str
     token: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"key": self.key, "reason": self.reason, "token": self.token}
+
+    @classmethod
+    def from_wire(cls, data: Any) -> LostLease:
+        return cls(data["key"], data["reason"], data.get("token"))
 
 
 @dataclass(frozen=True)
@@ -314,5 +389,10 @@ class RenewAllResult:
     def to_dict(self) -> dict[str, Any]:
         return {
             "renewed": [lease.to_dict() for lease in self.renewed],
-            "lost": [{"key": x.key, "reason": x.reason, "token": x.token} for x in self.lost],
+            "lost": [x.to_dict() for x in self.lost],
         }
+
+    @classmethod
+    def from_wire(cls, data: Any) -> RenewAllResult:
+        renewed = tuple(Lease.from_wire(x) for x in data["renewed"])
+        return cls(renewed, tuple(LostLease.from_wire(x) for x in data["lost"]))

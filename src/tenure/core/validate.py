@@ -131,28 +131,22 @@ def check_meta(meta: object, policy: Policy, field: str = "meta") -> dict[str, A
         return None
     if not isinstance(meta, dict) or not all(isinstance(k, str) for k in meta):
         raise _invalid(field, "must be a JSON object")
-    size = json_size(field, meta)
-    if size > policy.max_meta_bytes:
-        raise TooLarge(
-            f"{field} is {size} bytes, more than {policy.max_meta_bytes}",
-            field=field,
-            limit=policy.max_meta_bytes,
-            size=size,
-        )
+    _check_size(field, meta, policy.max_meta_bytes)
     return meta
 
 
 def check_value(value: object, policy: Policy, field: str = "value") -> object:
     """Any JSON value (a fenced write's ``value``, a completion's ``result``)."""
-    size = json_size(field, value)
-    if size > policy.max_value_bytes:
-        raise TooLarge(
-            f"{field} is {size} bytes, more than {policy.max_value_bytes}",
-            field=field,
-            limit=policy.max_value_bytes,
-            size=size,
-        )
+    _check_size(field, value, policy.max_value_bytes)
     return value
+
+
+def _check_size(field: str, value: object, limit: int) -> None:
+    size = json_size(field, value)
+    if size > limit:
+        raise TooLarge(
+            f"{field} is {size} bytes, more than {limit}", field=field, limit=limit, size=size
+        )
 
 
 def check_instant(field: str, value: object) -> int:

@@ -7,9 +7,7 @@ Each write is one short transaction on the key: lock, read the instant, decide (
 from __future__ import annotations
 
 import builtins
-import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
@@ -17,16 +15,12 @@ from tenure.core import validate as v
 from tenure.core.decide import (
     Decision,
     decide_acquire,
-    decide_extend,
     decide_force_release,
     decide_release,
-    decide_renew,
     decide_write,
-    may_force_release,
 )
 from tenure.core.items import ITEM_PREFIX
 from tenure.core.models import (
-    ENDINGS,
     Event,
     EventDraft,
     EventQuery,
@@ -36,19 +30,19 @@ from tenure.core.models import (
     ForceReleaseResult,
     Lease,
     LostLease,
-    Principal,
     ReleaseResult,
     RenewAllResult,
 )
 from tenure.core.policy import Policy, PolicySet
-from tenure.errors import InvalidRequest, LeaseLost, NotFound, StaleToken, TenureError
-from tenure.metrics import Metrics
-from tenure.service.principals import ancestors
+from tenure.errors import InvalidRequest, NotFound, StaleToken, TenureError
+from tenure.service.engine import Engine, Who, as_principal
+from tenure.service.queue import WorkQueue
 from tenure.service.stats import StatsView
 from tenure.service.token_floors import floor_for
 from tenure.store.base import KeyTx, Store
 
-MAX_ANCESTRY = 64
+__all__ = ["ITEM_VERBS", "Service", "Who", "as_principal"]
+
 #: what to use instead of a generic lease verb on an item's key (``{id}``: the item)
 ITEM_VERBS = {
     "acquire": "claim the item (POST /v1/items/{id}/claim; tenure claim {id})",
@@ -66,84 +60,18 @@ ITEM_VERBS = {
 }
 
 
-class _Deferred(threading.local):
-    """Per thread: the events of an open :meth:`Service.group`, announced at its commit."""
-
-    events: builtins.list[EventDraft] | None = None
-
-
-Who = Principal | str
-
-
-def as_principal(who: Who) -> Principal:
-    if isinstance(who, Principal):
-        return who
-    return Principal(v.check_text("principal", who, 256))
-
-
-class Service:
-    """Leases, the fenced register and the event log over one :class:`Store`."""
+class Service(Engine):
+    """Leases, the fenced register and the event log over one :class:`Store`; its work queue
+    is :attr:`items`."""
 
     def __init__(
         self, store: Store, policy: PolicySet | None = None, *, stall_ms: int | None = None
     ) -> None:
         """``stall_ms``: a live claim without progress for this long is ``stalled``, whatever
         the policy's ``stall_after`` says (which is 10 minutes unless set)."""
-        self.store = store
-        self.policy = policy or PolicySet()
-        self.metrics = Metrics()
+        super().__init__(store, policy)
         self.stats_view = StatsView(store)
-        #: Called (from the committing thread) after every commit that appended events.
-        self.listeners: builtins.list[Callable[[], None]] = []
-        self._deferred = _Deferred()
-        from tenure.service.queue import WorkQueue
-
         self.items = WorkQueue(self, stall_ms)
-
-    def _run(self, key: str, decide: Callable[[KeyTx], Decision], *, create: bool = False) -> Any:
-        with self.store.key_tx(key, create=create) as tx:
-            decision = decide(tx)
-            if decision.record is not None:
-                tx.save(decision.record)
-            if decision.events:
-                tx.append(decision.events)
-        self.committed(decision.events)
-        return decision.raise_or_result()
-
-    @contextmanager
-    def group(self) -> Iterator[None]:
-        """Calls of this thread inside share one transaction (:meth:`Store.group`): each call
-        decides on what the ones before it wrote, and what they appended is announced (metrics,
-        listeners) once the group's commit is durable, not before."""
-        if self._deferred.events is not None:  # nested: the outer group announces
-            yield
-            return
-        with self.deferring() as deferred, self.store.group():
-            yield
-        self.committed(deferred)
-
-    @contextmanager
-    def deferring(self) -> Iterator[builtins.list[EventDraft]]:
-        """The events that calls of this thread inside commit are collected in the list it
-        gives, not announced: for a caller that commits them later (then: :meth:`committed`)."""
-        deferred: builtins.list[EventDraft] = []
-        self._deferred.events = deferred
-        try:
-            yield deferred
-        finally:
-            self._deferred.events = None
-
-    def committed(self, events: Sequence[EventDraft]) -> None:
-        """After a commit: count what ended and wake whoever follows the event log."""
-        if not events:
-            return
-        deferred = self._deferred.events
-        if deferred is not None:  # inside group(): not durable yet
-            deferred.extend(events)
-            return
-        self.metrics.observe_events(events)
-        for listener in self.listeners:
-            listener()
 
     # leases ---------------------------------------------------------------------------------
     def acquire(
@@ -176,21 +104,6 @@ class Service:
     def renew(self, who: Who, key: str, token: int, ttl_ms: int | None = None) -> Lease:
         self._lease_policy(key, "renew")
         return self._renew(who, key, token, ttl_ms)
-
-    def _renew(self, who: Who, key: str, token: int, ttl_ms: int | None = None) -> Lease:
-        """:meth:`renew` of any key, item claims included (the work queue's own verbs)."""
-        me = as_principal(who)
-        policy = self._policy(key)
-        token = v.check_token(token)
-        ttl = None if ttl_ms is None else v.check_ttl(ttl_ms, policy)
-        try:
-            lease: Lease = self._run(
-                key, lambda tx: decide_renew(tx.record, key, me, token, ttl, tx.now)
-            )
-        except LeaseLost as lost:
-            raise self._explain(lost, key) from None
-        self.metrics.inc("tenure_renewals_total")
-        return lease
 
     def renew_all(
         self, who: Who, keys: Iterable[str] | None = None, session: str | None = None
@@ -246,30 +159,6 @@ class Service:
         self._lease_policy(key, "extend")
         return self._extend(who, key, token, until, by_ms)
 
-    def _extend(
-        self, who: Who, key: str, token: int, until: int | None = None, by_ms: int | None = None
-    ) -> ExtendResult:
-        """:meth:`extend` of any key, item claims included (the work queue's own verbs)."""
-        me = as_principal(who)
-        policy = self._policy(key)
-        token = v.check_token(token)
-        if (until is None) == (by_ms is None):
-            raise InvalidRequest("give exactly one of until and by_ms", key=key, field="until")
-        if until is not None:
-            until = v.check_instant("until", until)
-        else:
-            by_ms = v.check_positive("by_ms", by_ms)
-
-        def decide(tx: KeyTx) -> Decision:
-            wanted = until if until is not None else tx.now + (by_ms or 0)
-            return decide_extend(tx.record, key, me, token, wanted, policy.max_lease, tx.now)
-
-        try:
-            result: ExtendResult = self._run(key, decide)
-        except LeaseLost as lost:
-            raise self._explain(lost, key) from None
-        return result
-
     def release(
         self, who: Who, key: str, token: int | None = None, session: str | None = None
     ) -> ReleaseResult:
@@ -300,20 +189,9 @@ class Service:
         result: ForceReleaseResult = self._run(key, decide)
         return result
 
-    def _may_force(self, actor: Principal, holder_name: str) -> bool:
-        if actor.is_admin:
-            return True
-        holder = self.store.get_principal(holder_name)
-        return may_force_release(actor, holder, self.ancestors(holder_name))
-
-    def ancestors(self, name: str) -> tuple[str, ...]:
-        """The principals that dispatched ``name``, nearest first."""
-        return ancestors(self.store, name, MAX_ANCESTRY)
-
     def get(self, key: str) -> Lease:
         """The latest lease on ``key`` with its ``state`` (``live``, ``expired``, …)."""
-        self._check_key(key)
-        rec = self.store.get(key)
+        rec = self.store.get(self._check_key(key))
         if rec is None:
             raise NotFound(f"no lease was ever granted on {key!r}", key=key, what="lease")
         return rec.lease(self.store.now_ms())
@@ -382,12 +260,8 @@ class Service:
         self.count_write("duplicate" if result.duplicate else "accepted")
         return result
 
-    def count_write(self, outcome: str) -> None:
-        self.metrics.inc("tenure_fenced_writes_total", (("outcome", outcome),))
-
     def read(self, key: str) -> FencedValue:
-        self._check_key(key)
-        value = self.store.read_register(key)
+        value = self.store.read_register(self._check_key(key))
         if value is None:
             raise NotFound(f"nothing was written to {key!r}", key=key, what="fenced value")
         return value
@@ -448,10 +322,6 @@ class Service:
         return self.stats_view.timeline(span_ms, bucket_ms)
 
     # helpers --------------------------------------------------------------------------------
-    def _check_key(self, key: str) -> str:
-        self._policy(key)
-        return key
-
     def _lease_policy(self, key: str, verb: str) -> Policy:
         """The policy of ``key`` for a generic lease verb, which refuses the keys of items."""
         policy = self._policy(key)
@@ -464,28 +334,6 @@ class Service:
                 field="key",
             )
         return policy
-
-    def _policy(self, key: str) -> Policy:
-        """The policy of ``key``, once ``key`` is known to be a valid key under it."""
-        policy = self.policy.for_key(key) if isinstance(key, str) else self.policy.default
-        v.check_key(key, policy)
-        return policy
-
-    def _explain(self, lost: LeaseLost, key: str) -> LeaseLost:
-        """Name how an older lease ended, from its ending event."""
-        if lost.reason is not None or lost.token is None:
-            return lost
-        for ending in ENDINGS:
-            query = EventQuery(key=key, token=lost.token, type=ending, limit=1)
-            for event in self.store.events(query):
-                return LeaseLost(
-                    f"the lease with token {lost.token} on {key!r} was "
-                    f"{event.type.replace('_', ' ')}",
-                    key=key,
-                    reason=event.type,
-                    token=lost.token,
-                )
-        return LeaseLost(lost.detail, key=key, reason="expired", token=lost.token)
 
 
 def _draft(e: Event) -> EventDraft:

@@ -11,35 +11,15 @@ import hashlib
 import re
 import secrets
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
-from tenure.core.models import KINDS, ROLES, Principal
+from tenure.core.models import KINDS, ROLES, IssuedToken, Principal
 from tenure.errors import Conflict, Forbidden, InvalidRequest, NotFound, Unauthenticated
 from tenure.store.base import Credential, Removal, Store, TokenInfo
 
 TOKEN_RE = re.compile(r"^tnr_([0-9a-f]{12})_([A-Za-z0-9_-]{43})$")
 TOKEN_ID_RE = re.compile(r"^[0-9a-f]{12}$")
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@:/-]{0,127}$")
-
-
-@dataclass(frozen=True)
-class IssuedToken:
-    """A token as issued: the secret is shown once and never stored."""
-
-    principal: Principal
-    token_id: str
-    token: str
-    expires_at: int | None = None  # ms since the epoch; None: never
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "principal": self.principal.to_dict(),
-            "token": self.token,
-            "token_id": self.token_id,
-            "expires_at": self.expires_at,
-        }
 
 
 def new_token() -> tuple[str, str]:

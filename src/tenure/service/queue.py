@@ -1,8 +1,10 @@
 """The shared work queue over the lease engine: items, claims, fenced progress and completion.
 
-``Service.items`` is a :class:`WorkQueue`. Each verb on an item is one short transaction on the
-key ``items/<id>``: the lease row is locked, the item row is read and written in the same
-transaction, and the pure decisions of :mod:`tenure.core.items` say what changes.
+``Service.items`` is a :class:`WorkQueue`, running on the service's
+:class:`~tenure.service.engine.Engine` (its transactions, metrics and listeners). Each verb on
+an item is one short transaction on the key ``items/<id>``: the lease row is locked, the item row
+is read and written in the same transaction, and the pure decisions of :mod:`tenure.core.items`
+say what changes.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tenure.core import validate as v
 from tenure.core.claims import Briefing, Claim, Completion, Dispatch, ItemRelease, ReadyView
@@ -45,7 +47,8 @@ from tenure.core.models import (
 )
 from tenure.core.policy import Policy
 from tenure.errors import Conflict, Forbidden, InvalidRequest, NotFound, StaleToken
-from tenure.service.principals import hash_token, new_token
+from tenure.service.engine import Engine, Who
+from tenure.service.principals import NAME_RE, check_principal, hash_token, new_token
 from tenure.service.queue_items import (
     MAX_BODY_CHARS,
     MAX_LABELS,
@@ -59,9 +62,6 @@ from tenure.service.queue_items import (
 from tenure.service.queue_views import QueueViews, check_item_id
 from tenure.service.token_floors import floor_for
 from tenure.store.base import KeyTx
-
-if TYPE_CHECKING:
-    from tenure.service.leases import Service, Who
 
 __all__ = [  # the results live in tenure.core.claims; imported from here by older code
     "MAX_BODY_CHARS",
@@ -95,7 +95,7 @@ def _same_completion(first: Any, epoch: int, me: Principal) -> bool:
 class WorkQueue(QueueViews):
     """Items and claims. ``stall_ms``: a live claim without progress for this long is stalled."""
 
-    def __init__(self, service: Service, stall_ms: int | None = None) -> None:
+    def __init__(self, service: Engine, stall_ms: int | None = None) -> None:
         self.service = service
         self.store = service.store
         self.policy = service.policy
@@ -462,8 +462,6 @@ class WorkQueue(QueueViews):
         ``takeover`` (with a ``reason``) re-dispatches an item whose claim lapsed, was revoked
         or stalled, when it is assigned to the caller or to one of the caller's agents (their
         supervisor was ``kill -9``ed), or when the caller may force-release its assignee."""
-        from tenure.service.principals import NAME_RE, check_principal
-
         me = self._who(who)
         ttl, task, reason = self._claim_args(item_id, ttl_ms, task, reason, takeover)
         sid = v.check_session(session)

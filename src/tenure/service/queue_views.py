@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import builtins
 import re
-from typing import TYPE_CHECKING
 
 from tenure.core import validate as v
 from tenure.core.claims import Briefing, ReadyView
@@ -24,22 +23,13 @@ from tenure.core.items import (
 )
 from tenure.core.models import Event, EventQuery, Lease, Principal
 from tenure.core.policy import PolicySet
+from tenure.core.work import TAKEN_AWAY
 from tenure.errors import InvalidRequest, NotFound
+from tenure.service.engine import Who, as_principal
 from tenure.store.base import Store
 
-if TYPE_CHECKING:
-    from tenure.service.leases import Who
-
 ITEM_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-BRIEFING_EVENTS = (
-    "expired",
-    "taken_over",
-    "force_released",
-    "completed",
-    "cancelled",
-    "reassigned",
-    "stalled",
-)
+BRIEFING_EVENTS = (*TAKEN_AWAY, "stalled")
 
 
 def lapsed_claim(view: ItemView) -> bool:
@@ -261,8 +251,6 @@ class QueueViews:
 
     # helpers -------------------------------------------------------------------------------
     def _who(self, who: Who) -> Principal:
-        from tenure.service.leases import as_principal
-
         return as_principal(who)
 
     def _item(self, item_id: str) -> Item:

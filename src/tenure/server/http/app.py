@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import functools
 import gc
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
@@ -16,6 +16,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tenure import __version__
 from tenure.core.clock import Clock, SystemClock
+from tenure.core.models import EventDraft, freed_keys
 from tenure.errors import NotFound
 from tenure.server import dashboard
 from tenure.server.http import openapi, problems
@@ -82,6 +83,15 @@ def service_of(app: TenureApp) -> Service:
     return app.tenure.service
 
 
+def _wake(bell: Bell, waiters: Waiters, events: Sequence[EventDraft]) -> None:
+    """After every commit, however it was made (a route, the reaper, an MCP tool): ring the
+    feed's bell and wake the long-polls of each key the events may have freed. A key woken
+    twice (a route that also notifies) costs its head one more attempt, nothing else."""
+    bell.ring()
+    for key in freed_keys(events):
+        waiters.notify(key)
+
+
 def create_app(settings: Settings | None = None, *, clock: Clock | None = None) -> TenureApp:
     """The app for ``settings`` (default: from the environment). Opens the store on startup."""
     settings = settings or Settings.from_env()
@@ -98,7 +108,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
         reaper = Reaper(service, retention=settings.retention).start()
         waiters = Waiters((clock or SystemClock()).now_ms)
         bell = Bell()
-        service.listeners.append(bell.ring)
+        service.listeners.append(functools.partial(_wake, bell, waiters))
         # other servers on the same database: their commits wake our followers and waiters
         unlisten = store.listen(bell.ring, waiters.notify)
         sqlite = isinstance(store, SqliteStore)

@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field
 
+from tenure.core.work import TransferReason
 from tenure.service.queue import MAX_BODY_CHARS, MAX_LABELS, MAX_TITLE_CHARS
 from tenure.service.queue_items import MAX_FOLLOW_UPS
 from tenure.verbs.fields import (
@@ -296,16 +297,7 @@ class TransferOut(Out):
     from_: str | None = Field(alias="from")
     to: str | None
     epoch: int
-    reason: Literal[
-        "claimed",
-        "released",
-        "expired",
-        "taken_over",
-        "force_released",
-        "completed",
-        "cancelled",
-        "reassigned",
-    ]
+    reason: TransferReason
     actor: str
     at: int
     note: str | None

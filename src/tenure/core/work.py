@@ -1,0 +1,161 @@
+"""The work queue's models: items, their transfers and views, with their wire form
+(``to_dict``, and ``from_wire`` to read it back). The decisions on them are in
+:mod:`tenure.core.items`."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Literal, get_args
+
+from tenure.core.models import Lease
+
+STATUSES: tuple[str, ...] = ("open", "in_progress", "blocked", "done", "cancelled")
+CLOSED: tuple[str, ...] = ("done", "cancelled")
+#: why an item changed owner or epoch (a :class:`Transfer`'s ``reason``)
+TransferReason = Literal[
+    "claimed",
+    "released",
+    "expired",
+    "taken_over",
+    "force_released",
+    "completed",
+    "cancelled",
+    "reassigned",
+]
+REASONS: tuple[str, ...] = get_args(TransferReason)
+#: the transfers that take work away from its holder (besides its own release)
+TAKEN_AWAY: tuple[str, ...] = REASONS[2:]
+DEFAULT_PRIORITY = 2
+
+
+ITEM_PREFIX = "items/"  # the keys of items' claims; the generic lease verbs refuse them
+
+
+def item_key(item_id: str) -> str:
+    return ITEM_PREFIX + item_id
+
+
+@dataclass(frozen=True)
+class Item:
+    id: str
+    title: str
+    body: str = ""
+    status: str = "open"
+    priority: int = DEFAULT_PRIORITY
+    labels: tuple[str, ...] = ()
+    parent: str | None = None
+    assignee: str | None = None
+    epoch: int = 0
+    progress: dict[str, Any] | None = None
+    progress_at: int | None = None
+    result: Any = None
+    created_by: str = ""
+    created_at: int = 0
+    updated_at: int = 0
+    #: the claim was force-released: the assignee keeps the edge, but even it needs a takeover
+    #: with a reason (or an authority's reassign) to claim again
+    revoked: bool = False
+    #: the epoch whose stall was recorded (once per claim; not part of the wire form)
+    stalled_epoch: int = 0
+
+    def update(self, **changes: Any) -> Item:
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["labels"] = list(self.labels)
+        del out["stalled_epoch"]
+        return out
+
+    @classmethod
+    def from_wire(cls, data: Any) -> Item:
+        """The item of ``to_dict``'s JSON; a list's summary has no ``body`` or ``result``
+        (empty here)."""
+        values = {name: data.get(name, _SUMMARY_DEFAULTS.get(name)) for name in _ITEM_FIELDS}
+        return cls(**values, labels=tuple(data["labels"]), revoked=bool(data.get("revoked")))
+
+
+@dataclass(frozen=True)
+class ItemSummary:
+    """An item as a list shows it: ``item`` without its body (empty), result (``None``) and
+    progress ``data``, which can be large; how long the body is and whether there is a result."""
+
+    item: Item
+    body_chars: int
+    has_result: bool
+
+
+#: Where a page of items ended: the last item's (priority, created_at, id), their sort order.
+ItemCursor = tuple[int, int, str]
+
+
+def item_cursor(item: Item) -> ItemCursor:
+    return (item.priority, item.created_at, item.id)
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """One change of owner or epoch: ``from_`` → ``to`` at ``epoch``, and why."""
+
+    item: str
+    from_: str | None
+    to: str | None
+    epoch: int
+    reason: str
+    actor: str
+    at: int
+    note: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "item": self.item,
+            "from": self.from_,
+            "to": self.to,
+            "epoch": self.epoch,
+            "reason": self.reason,
+            "actor": self.actor,
+            "at": self.at,
+            "note": self.note,
+        }
+
+    @classmethod
+    def from_wire(cls, data: Any) -> Transfer:
+        return cls(
+            data["item"], data["from"], data["to"], data["epoch"], data["reason"],
+            data["actor"], data["at"], data.get("note"),
+        )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ItemView:
+    """An item with its lease and history, as the views show it."""
+
+    item: Item
+    lease: Lease | None
+    lease_state: str  # live, stalled, lapsed, revoked, none
+    transfers: tuple[Transfer, ...] = field(default=())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "item": self.item.to_dict(),
+            "lease": self.lease.to_dict() if self.lease else None,
+            "lease_state": self.lease_state,
+            "transfers": [t.to_dict() for t in self.transfers],
+        }
+
+    @classmethod
+    def from_wire(cls, data: Any) -> ItemView:
+        lease = data.get("lease")
+        return cls(
+            Item.from_wire(data["item"]),
+            None if lease is None else Lease.from_wire(lease),
+            data["lease_state"],
+            tuple(Transfer.from_wire(x) for x in data.get("transfers") or ()),
+        )
+
+
+_SUMMARY_DEFAULTS: dict[str, Any] = {"body": "", "result": None}
+_ITEM_FIELDS = (
+    "id", "title", "body", "status", "priority", "parent", "assignee", "epoch", "progress",
+    "progress_at", "result", "created_by", "created_at", "updated_at",
+)  # fmt: skip
