@@ -35,7 +35,6 @@ from __future__ import annotations
 import enum
 import json
 import random
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -59,7 +58,7 @@ from tenure.core.models import (
 from tenure.errors import InvalidRequest, TenureError
 from tenure.settings import Settings
 from tenure.verbs import leases as lv
-from tenure.verbs.table import Verb
+from tenure.verbs.table import PATH_PARAM, Verb
 
 T = TypeVar("T")
 
@@ -149,10 +148,6 @@ class IssuedToken:
     expires_at: int | None = None  # ms since the epoch; None: it never expires
 
 
-#: a path parameter of a route: ``{key}`` or ``{key:path}``
-PATH_PARAM = re.compile(r"\{(\w+)(?::path)?\}")
-
-
 # requests -----------------------------------------------------------------------------------
 def _drop_none(**values: Any) -> dict[str, Any]:
     return {k: v for k, v in values.items() if v is not None}
@@ -240,8 +235,7 @@ def force_release(key: str, reason: str) -> Call[ForceReleaseResult]:
 
 
 def get_lease(key: str) -> Call[Lease]:
-    path = f"/v1/leases/{segment(key)}"
-    return Call("get_lease", "GET", path, lease_reply, path_args={"key": key})
+    return verb_call(lv.GET_LEASE, key=key)
 
 
 LIST_LIMIT = 1000  # what one list_leases() returns at most, over pages

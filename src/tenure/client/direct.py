@@ -21,6 +21,7 @@ release; in direct mode a release by another process is seen within a poll inter
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 import threading
 import time
@@ -82,7 +83,6 @@ class DirectBackend:
             "force_release": lambda me, a: self.service.force_release(
                 me, a["key"], a["reason"]
             ).to_dict(),
-            "get_lease": lambda me, a: {"lease": self.service.get(a["key"]).to_dict()},
             "list_leases": lambda me, a: {
                 "leases": [
                     lease.to_dict()
@@ -119,7 +119,8 @@ class DirectBackend:
             raise NotImplementedError(f"direct mode has no {call.op!r}")
         try:
             if verb is not None:  # a verb of the table: the same run and JSON as a server's
-                return Reply(200, verb(self.services, self.principal(), verb.args(call.args())))
+                out = verb(self.services, self.principal(), verb.args(call.args()))
+                return Reply(verb.status, json.loads(out) if isinstance(out, bytes) else out)
             assert handler is not None
             return Reply(200, handler(self.principal(), call.args()))
         except DB_ERRORS as exc:

@@ -107,6 +107,14 @@ def lease_of_reply(data: Any) -> Lease:
     return Lease.from_wire(data["lease"])
 
 
+class GetLeaseIn(Body):
+    key: Key
+
+
+def _get_lease(services: Services, me: Principal, a: GetLeaseIn) -> Lease:
+    return services.leases.get(a.key)
+
+
 def _acquire(services: Services, me: Principal, a: AcquireIn) -> Lease:
     return services.leases.acquire(me, a.key, a.ttl_ms, a.task, a.meta, a.session)
 
@@ -130,4 +138,10 @@ ACQUIRE: Verb[AcquireIn, Lease] = Verb(
 RENEW: Verb[RenewIn, Lease] = Verb(
     "renew", "POST", "/v1/leases/renew", RenewIn, _renew, lease_reply, lease_of_reply,
     LeaseReply, problems=(*ASKED, 403, 404, 409), tags=("leases",),
+)  # fmt: skip
+GET_LEASE: Verb[GetLeaseIn, Lease] = Verb(
+    "get_lease", "GET", "/v1/leases/{key:path}", GetLeaseIn, _get_lease, lease_reply,
+    lease_of_reply, LeaseReply, problems=(401, 404, 413, 422), tags=("leases",),
+    doc="The latest lease on `key` (URL-encoded) with its `state`, live or not. A key that "
+    "names a POST route (`acquire`, `release`, …) and was never leased: `405`.",
 )  # fmt: skip

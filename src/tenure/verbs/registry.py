@@ -7,5 +7,5 @@ from typing import Any
 from tenure.verbs import leases
 from tenure.verbs.table import Verb
 
-VERBS: list[Verb[Any, Any]] = [leases.ACQUIRE, leases.RENEW]
+VERBS: list[Verb[Any, Any]] = [leases.ACQUIRE, leases.RENEW, leases.GET_LEASE]
 BY_NAME: dict[str, Verb[Any, Any]] = {verb.name: verb for verb in VERBS}

@@ -18,6 +18,7 @@ that runs it; ``docs/architecture.md`` walks through one.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -34,6 +35,8 @@ if TYPE_CHECKING:  # the HTTP client reads the table without loading the service
 In = TypeVar("In", bound=BaseModel)
 Out = TypeVar("Out")
 Wire = dict[str, Any]
+#: a path parameter of a route: ``{key}`` or ``{key:path}``
+PATH_PARAM = re.compile(r"\{(\w+)(?::path)?\}")
 
 
 @dataclass(frozen=True)
@@ -65,11 +68,13 @@ class Verb(Generic[In, Out]):
     #: the client's method and the REST operation id (``acquire``, ``claim_item``, …)
     name: str
     method: str
-    #: the route, with FastAPI's path parameters (``/v1/leases/{key:path}``)
+    #: the route, with FastAPI's path parameters (``/v1/leases/{key:path}``); a POST's input
+    #: is its JSON body, a GET's or DELETE's its path parameters and query string
     path: str
     input: type[In]
     run: Callable[[Services, Principal, In], Out]
-    wire: Callable[[Out], Wire]
+    #: the reply's JSON (``bytes``: JSON the database wrote; ``None``: no body, e.g. a 204)
+    wire: Callable[[Out], Wire | bytes | None]
     parse: Callable[[Any], Out]
     #: the reply's schema, for the OpenAPI document
     reply: type[BaseModel]
@@ -83,7 +88,7 @@ class Verb(Generic[In, Out]):
     #: the description of the operation (the route's docstring)
     doc: str = ""
 
-    def __call__(self, services: Services, caller: Principal, args: In) -> Wire:
+    def __call__(self, services: Services, caller: Principal, args: In) -> Wire | bytes | None:
         """Run it and return the reply's JSON: what the server sends and direct mode answers."""
         return self.wire(self.run(services, caller, args))
 

@@ -21,7 +21,7 @@ from tenure.server import dashboard
 from tenure.server.http import openapi, problems
 from tenure.server.http import schemas as s
 from tenure.server.http.auth import Authenticator
-from tenure.server.http.deps import Caller, KeyParam, St, State, lease_out, reply, text_query
+from tenure.server.http.deps import Caller, KeyParam, St, State, reply, text_query
 from tenure.server.http.problems import BodyLimit, JsonByDefault
 from tenure.server.http.scrape import StatsCache
 from tenure.server.http.summaries import leases_page
@@ -141,8 +141,8 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     app.add_middleware(JsonByDefault)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
     app.hot_path_limit = settings.max_body_bytes
-    add_verb_routes(app, VERBS)
     add_lease_routes(app)
+    add_verb_routes(app, VERBS)
     add_other_routes(app)
     from tenure.server.http.items import add_item_routes  # it imports this module's dependencies
 
@@ -232,21 +232,6 @@ def add_lease_routes(app: FastAPI) -> None:
         if not out["truncated"] and page < limit and len(leases) >= page:
             out.update(truncated=True, next=leases[-1].key)  # cut by the page cap
         return out
-
-    @app.get(
-        "/v1/leases/{key:path}",
-        response_model=r.LeaseReply,
-        tags=["leases"],
-        responses=P(401, 404, 413, 422),
-    )
-    def get_lease(key: KeyParam, request: Request, me: Caller, st: St) -> dict[str, Any]:
-        """The latest lease on `key` (URL-encoded) with its `state`, live or not. A key that
-        names a POST route (`acquire`, `release`, …) and was never leased: `405`."""
-        try:
-            return {"lease": lease_out(st.service.get(key))}
-        except NotFound:
-            problems.refuse_other_method(request)
-            raise
 
 
 def add_other_routes(app: FastAPI) -> None:

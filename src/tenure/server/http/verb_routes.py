@@ -1,30 +1,38 @@
 """The REST routes of the verb table: one route per :class:`~tenure.verbs.table.Verb`.
 
-A route parses the body with the verb's ``input``, authenticates the caller, runs the verb in the
-server's executor (the same group commits as every write) and sends the verb's ``wire`` JSON.
-A verb whose input has ``wait_ms`` long-polls: it waits in line on its ``key``
-(:class:`~tenure.server.runtime.waiters.Waiters`), holding one of the caller's open waits.
-The route's OpenAPI entry (operation id, reply schema, problem statuses, description, links)
-comes from the verb too.
+A route parses its request with the verb's ``input`` (a POST's JSON body; a GET's or DELETE's
+path parameters and query string), authenticates the caller, runs the verb and sends the verb's
+``wire`` JSON. Writes (POST) run in the server's executor, in the same group commits as every
+write; reads run in a worker thread. A verb whose input has ``wait_ms`` long-polls: it waits in
+line on its ``key`` (:class:`~tenure.server.runtime.waiters.Waiters`), holding one of the
+caller's open waits. A GET that finds nothing on a path that another route serves with another
+method (``GET /v1/leases/acquire``) answers ``405``. The route's OpenAPI entry (operation id,
+reply schema, problem statuses, description, links) comes from the verb too.
 """
 
 from __future__ import annotations
 
 import inspect
-from functools import partial
-from typing import Any
+from functools import cache, partial
+from typing import Annotated, Any
 
-from fastapi import FastAPI, Response
-from pydantic import BaseModel
+import anyio
+from fastapi import FastAPI, Path, Query, Request, Response
+from pydantic import BaseModel, ConfigDict, create_model
 
 from tenure.core.models import Principal
-from tenure.server.http import openapi
+from tenure.errors import NotFound
+from tenure.server.http import openapi, problems
 from tenure.server.http.deps import Caller, St, State, reply
-from tenure.verbs.table import Verb, Wire
+from tenure.verbs.table import PATH_PARAM, Verb, Wire
+
+Param = inspect.Parameter
 
 
 def add_verb_routes(app: FastAPI, verbs: list[Verb[Any, Any]]) -> None:
-    for verb in verbs:
+    """The routes of ``verbs``, POSTs first: a GET's ``{key:path}`` would match their paths
+    too, and the first route that matches a path answers which methods it allows."""
+    for verb in sorted(verbs, key=lambda v: v.method != "POST"):
         app.add_api_route(
             verb.path,
             endpoint(verb),
@@ -46,29 +54,93 @@ def _links(verb: Verb[Any, Any]) -> dict[int | str, dict[str, Any]]:
 
 def endpoint(verb: Verb[Any, Any]) -> Any:
     """The route function of ``verb``: its signature tells FastAPI what to parse."""
+    return _body_endpoint(verb) if verb.method == "POST" else _query_endpoint(verb)
 
+
+def _body_endpoint(verb: Verb[Any, Any]) -> Any:
     async def serve(body: BaseModel, me: Principal, st: State) -> Response:
-        run = partial(verb, st.services, me, body)
-        key = getattr(body, "key", None)
-        wait_ms = getattr(body, "wait_ms", None)
-        if not wait_ms or key is None:
-            return reply(await st.executor.run(run, key))
+        return await _serve(verb, body, me, st)
 
-        async def attempt() -> Wire:
-            return await st.executor.run(run, key)
+    return _signed(serve, verb, [Param("body", Param.POSITIONAL_OR_KEYWORD, annotation=verb.input)])
 
-        with st.slots.hold(me.name):  # a long-poll: one of the caller's open waits
-            return reply(await st.waiters.acquire(key, attempt, wait_ms))
 
-    Param = inspect.Parameter
-    serve.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+def _query_endpoint(verb: Verb[Any, Any]) -> Any:
+    names = PATH_PARAM.findall(verb.path)
+    query = _query_model(verb)
+
+    async def serve(request: Request, me: Principal, st: State, **values: Any) -> Response:
+        found = values.pop("query").model_dump(exclude_unset=True) if query else {}
+        args = verb.input.model_validate({**found, **values})
+        try:
+            return await _serve(verb, args, me, st)
+        except NotFound:
+            problems.refuse_other_method(request)
+            raise
+
+    params = [Param("request", Param.POSITIONAL_OR_KEYWORD, annotation=Request)]
+    for name in names:
+        extra = verb.input.model_fields[name].json_schema_extra
+        schema = extra if isinstance(extra, dict) else None
+        in_path: Any = Annotated[str, Path(json_schema_extra=schema)]
+        params.append(Param(name, Param.KEYWORD_ONLY, annotation=in_path))
+    if query is not None:
+        in_query: Any = Annotated[query, Query()]
+        params.append(Param("query", Param.KEYWORD_ONLY, annotation=in_query))
+    return _signed(serve, verb, params)
+
+
+@cache
+def _query_model(verb: Verb[Any, Any]) -> type[BaseModel] | None:
+    """The input's fields but the path's, as one model of query parameters (unknown ones are
+    refused, as unknown body fields are)."""
+    path = set(PATH_PARAM.findall(verb.path))
+    fields = {
+        name: (info.annotation, info)
+        for name, info in verb.input.model_fields.items()
+        if name not in path
+    }
+    if not fields:
+        return None
+    return create_model(  # type: ignore[call-overload,no-any-return]
+        f"{verb.input.__name__}Query", __config__=ConfigDict(extra="forbid"), **fields
+    )
+
+
+def _signed(serve: Any, verb: Verb[Any, Any], params: list[Param]) -> Any:
+    serve.__signature__ = inspect.Signature(
         [
-            Param("body", Param.POSITIONAL_OR_KEYWORD, annotation=verb.input),
+            *[p for p in params if p.kind is Param.POSITIONAL_OR_KEYWORD],
             Param("me", Param.POSITIONAL_OR_KEYWORD, annotation=Caller),
             Param("st", Param.POSITIONAL_OR_KEYWORD, annotation=St),
+            *[p for p in params if p.kind is Param.KEYWORD_ONLY],
         ],
         return_annotation=Response,
     )
     serve.__name__ = verb.name
     serve.__doc__ = verb.doc or None
     return serve
+
+
+async def _serve(verb: Verb[Any, Any], args: BaseModel, me: Principal, st: State) -> Response:
+    run = partial(verb, st.services, me, args)
+    key = getattr(args, "key", None)
+    wait_ms = getattr(args, "wait_ms", None)
+    if verb.method != "POST":
+        return _reply(verb, await anyio.to_thread.run_sync(run))
+    if not wait_ms or key is None:
+        return _reply(verb, await st.executor.run(run, key))
+
+    async def attempt() -> Wire | bytes | None:
+        return await st.executor.run(run, key)
+
+    with st.slots.hold(me.name):  # a long-poll: one of the caller's open waits
+        return _reply(verb, await st.waiters.acquire(key, attempt, wait_ms))
+
+
+def _reply(verb: Verb[Any, Any], out: Wire | bytes | None) -> Response:
+    """The verb's JSON; ``bytes``: JSON the database already wrote, passed on unparsed."""
+    if out is None:
+        return Response(status_code=verb.status)
+    if isinstance(out, bytes):
+        return Response(out, media_type="application/json")
+    return reply(out)
