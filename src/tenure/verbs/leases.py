@@ -131,13 +131,13 @@ def _never_again(_: Mapping[str, Any]) -> bool:
 
 ACQUIRE: Verb[AcquireIn, Lease] = Verb(
     "acquire", "POST", "/v1/leases/acquire", AcquireIn, _acquire, lease_reply, lease_of_reply,
-    LeaseReply, problems=(*ASKED, 409), tags=("leases",), repeatable=_never_again,
+    LeaseReply, problems=(*ASKED, 409), tags=("leases",), repeatable=_never_again, grouped=True,
     doc="Acquire `key`, or renew it if your `session` holds it; `wait_ms` long-polls while it "
     "is held. Another session of yours holding it is `409 lease_held`, like anyone else.",
 )  # fmt: skip
 RENEW: Verb[RenewIn, Lease] = Verb(
     "renew", "POST", "/v1/leases/renew", RenewIn, _renew, lease_reply, lease_of_reply,
-    LeaseReply, problems=(*ASKED, 403, 404, 409), tags=("leases",),
+    LeaseReply, problems=(*ASKED, 403, 404, 409), tags=("leases",), grouped=True,
 )  # fmt: skip
 GET_LEASE: Verb[GetLeaseIn, Lease] = Verb(
     "get_lease", "GET", "/v1/leases/{key:path}", GetLeaseIn, _get_lease, lease_reply,

@@ -87,6 +87,13 @@ class Verb(Generic[In, Out]):
     repeatable: Callable[[Mapping[str, Any]], bool] = always
     #: the description of the operation (the route's docstring)
     doc: str = ""
+    #: a POST's or PATCH's JSON body when the path carries some of the input (``{id}``):
+    #: ``input`` is then the body's fields and the path's (default: the body is ``input``)
+    body: type[BaseModel] | None = None
+    #: the server runs it in its executor's group commits (one transaction and one sync for a
+    #: moment's calls) instead of a worker thread: a write of one key, whose service call runs
+    #: in one key transaction (``Service.group`` may hold it open for others)
+    grouped: bool = False
 
     def __call__(self, services: Services, caller: Principal, args: In) -> Wire | bytes | None:
         """Run it and return the reply's JSON: what the server sends and direct mode answers."""

@@ -2,12 +2,13 @@
 
 A route parses its request with the verb's ``input`` (a POST's JSON body; a GET's or DELETE's
 path parameters and query string), authenticates the caller, runs the verb and sends the verb's
-``wire`` JSON. Writes (POST) run in the server's executor, in the same group commits as every
-write; reads run in a worker thread. A verb whose input has ``wait_ms`` long-polls: it waits in
-line on its ``key`` (:class:`~tenure.server.runtime.waiters.Waiters`), holding one of the
-caller's open waits. A GET that finds nothing on a path that another route serves with another
-method (``GET /v1/leases/acquire``) answers ``405``. The route's OpenAPI entry (operation id,
-reply schema, problem statuses, description, links) comes from the verb too.
+``wire`` JSON. The verbs marked ``grouped`` (the hot writes of one key) run in the server's
+executor, in its group commits; the others in a worker thread. A verb whose input has
+``wait_ms`` long-polls: it waits in line on its ``key``
+(:class:`~tenure.server.runtime.waiters.Waiters`), holding one of the caller's open waits. A GET
+that finds nothing on a path that another route serves with another method (``GET
+/v1/leases/acquire``) answers ``405``. The route's OpenAPI entry (operation id, reply schema,
+problem statuses, description, links) comes from the verb too.
 """
 
 from __future__ import annotations
@@ -27,12 +28,13 @@ from tenure.server.http.deps import Caller, St, State, reply
 from tenure.verbs.table import PATH_PARAM, Verb, Wire
 
 Param = inspect.Parameter
+BODY_METHODS = frozenset({"POST", "PATCH"})
 
 
 def add_verb_routes(app: FastAPI, verbs: list[Verb[Any, Any]]) -> None:
     """The routes of ``verbs``, POSTs first: a GET's ``{key:path}`` would match their paths
     too, and the first route that matches a path answers which methods it allows."""
-    for verb in sorted(verbs, key=lambda v: v.method != "POST"):
+    for verb in sorted(verbs, key=lambda v: v.method not in BODY_METHODS):
         app.add_api_route(
             verb.path,
             endpoint(verb),
@@ -54,18 +56,29 @@ def _links(verb: Verb[Any, Any]) -> dict[int | str, dict[str, Any]]:
 
 def endpoint(verb: Verb[Any, Any]) -> Any:
     """The route function of ``verb``: its signature tells FastAPI what to parse."""
-    return _body_endpoint(verb) if verb.method == "POST" else _query_endpoint(verb)
+    return _body_endpoint(verb) if verb.method in BODY_METHODS else _query_endpoint(verb)
 
 
 def _body_endpoint(verb: Verb[Any, Any]) -> Any:
-    async def serve(body: BaseModel, me: Principal, st: State) -> Response:
-        return await _serve(verb, body, me, st)
+    """A POST or PATCH: the JSON body (``verb.body``, else ``verb.input``) and the path's
+    parameters, which make the input together."""
+    model = verb.body or verb.input
+    if not PATH_PARAM.search(verb.path):
 
-    return _signed(serve, verb, [Param("body", Param.POSITIONAL_OR_KEYWORD, annotation=verb.input)])
+        async def serve_body(body: BaseModel, me: Principal, st: State) -> Response:
+            return await _serve(verb, body, me, st)
+
+        return _signed(serve_body, verb, [_param("body", model)])
+
+    async def serve(body: BaseModel, me: Principal, st: State, **path: Any) -> Response:
+        args = verb.input.model_validate({**body.model_dump(exclude_unset=True), **path})
+        return await _serve(verb, args, me, st)
+
+    return _signed(serve, verb, [_param("body", model), *_path_params(verb)])
 
 
 def _query_endpoint(verb: Verb[Any, Any]) -> Any:
-    names = PATH_PARAM.findall(verb.path)
+    """A GET or DELETE: the path's parameters and the query string make the input."""
     query = _query_model(verb)
 
     async def serve(request: Request, me: Principal, st: State, **values: Any) -> Response:
@@ -77,16 +90,26 @@ def _query_endpoint(verb: Verb[Any, Any]) -> Any:
             problems.refuse_other_method(request)
             raise
 
-    params = [Param("request", Param.POSITIONAL_OR_KEYWORD, annotation=Request)]
-    for name in names:
-        extra = verb.input.model_fields[name].json_schema_extra
-        schema = extra if isinstance(extra, dict) else None
-        in_path: Any = Annotated[str, Path(json_schema_extra=schema)]
-        params.append(Param(name, Param.KEYWORD_ONLY, annotation=in_path))
+    params = [_param("request", Request), *_path_params(verb)]
     if query is not None:
         in_query: Any = Annotated[query, Query()]
         params.append(Param("query", Param.KEYWORD_ONLY, annotation=in_query))
     return _signed(serve, verb, params)
+
+
+def _param(name: str, annotation: Any) -> Param:
+    return Param(name, Param.POSITIONAL_OR_KEYWORD, annotation=annotation)
+
+
+def _path_params(verb: Verb[Any, Any]) -> list[Param]:
+    """The path's parameters, with the JSON Schema of the input's fields of those names."""
+    params = []
+    for name in PATH_PARAM.findall(verb.path):
+        extra = verb.input.model_fields[name].json_schema_extra
+        schema = extra if isinstance(extra, dict) else None
+        in_path: Any = Annotated[str, Path(json_schema_extra=schema)]
+        params.append(Param(name, Param.KEYWORD_ONLY, annotation=in_path))
+    return params
 
 
 @cache
@@ -125,7 +148,7 @@ async def _serve(verb: Verb[Any, Any], args: BaseModel, me: Principal, st: State
     run = partial(verb, st.services, me, args)
     key = getattr(args, "key", None)
     wait_ms = getattr(args, "wait_ms", None)
-    if verb.method != "POST":
+    if not verb.grouped:
         return _reply(verb, await anyio.to_thread.run_sync(run))
     if not wait_ms or key is None:
         return _reply(verb, await st.executor.run(run, key))
