@@ -8,7 +8,7 @@ import click
 from tenure.cli.context import Cli, cli_of, verb
 from tenure.client import Client
 from tenure.client._session import new_session
-from tenure.client._shared import DIRECT_SCHEMES
+from tenure.client._transport import DIRECT_SCHEMES
 from tenure.core.policy import PolicySet
 from tenure.settings import Settings
 

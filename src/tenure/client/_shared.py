@@ -3,46 +3,27 @@
 Nothing here does I/O. :class:`~tenure.client.sync.Client` and
 :class:`~tenure.client.aio.AsyncClient` build a :class:`Call` with the functions below, hand it
 to their transport (HTTP, or the database in direct mode), and turn the :class:`Reply` into a
-frozen model of :mod:`tenure.core.models` or an exception with :func:`interpret`. The retry
-rules (:class:`RetryPolicy`) are decided here too, so both clients retry exactly alike.
-
-Retry rules. Every call says how safe it is to repeat (:class:`Safety`):
-
-- ``IDEMPOTENT`` calls are repeated after any transient failure, even one where the request may
-  have reached the server (a timeout waiting for the reply, a connection dropped mid-request, a
-  5xx): reads, ``renew`` and ``renew_all`` (a second renewal only renews again), ``extend`` (it
-  never shortens), ``release`` *with* a token and an item's release *with* its epoch (they
-  only end that lease; a repeat says ``released: false``), and ``fenced_write`` *with* an
-  ``op_id`` (the server answers a repeat with the first result).
-- ``UNSAFE`` calls are repeated only when the request provably never reached the server (the
-  connection could not be opened) or the server refused it without acting (``429``, ``503``):
-  ``acquire``, ``release`` without a token, ``force_release``, ``fenced_write`` without an
-  ``op_id``, ``add_principal`` and ``revoke_token``. ``acquire`` is in this group on purpose:
-  re-acquiring your own live lease from the same session hands back the same lease and token,
-  so one process repeating its own acquisition is harmless, but a session shared by several
-  processes (one ``TENURE_SESSION`` handed to several, or the default session ``""``) would
-  turn a repeated acquisition into a silent second grant of a lease another process just took.
-  After an ambiguous failure the call raises :class:`TransportError` with ``sent=True``;
-  calling ``acquire`` again yourself is safe when the session is yours alone (a client's own
-  random session is).
-
-Retries back off exponentially with jitter, honour ``Retry-After``, and stop at the policy's
-attempt count or time budget, whichever comes first.
+frozen model of :mod:`tenure.core.models` or an exception with :func:`interpret`. Each call
+says here how safe it is to repeat (:class:`Safety`); the retry rules themselves are in
+:mod:`tenure.client._transport`, shared by both clients.
 """
 
 from __future__ import annotations
 
-import enum
 import json
-import random
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, ClassVar, Generic, Protocol, TypeVar
+from typing import Any, Generic, TypeVar
 from urllib.parse import quote
 
-import httpx
-
+# what a call is, importable from here as before (the builders and direct mode use them)
+from tenure.client._call import Call as Call
+from tenure.client._call import Reply as Reply
+from tenure.client._call import Safety as Safety
+from tenure.client._call import TransportError as TransportError
+from tenure.client._call import UnexpectedReply as UnexpectedReply
+from tenure.client._call import transport_error as transport_error
 from tenure.core.models import (
     Event,
     ExtendResult,
@@ -56,86 +37,14 @@ from tenure.core.models import (
     RenewAllResult,
 )
 from tenure.errors import InvalidRequest, TenureError
-from tenure.settings import Settings
 from tenure.verbs import leases as lv
 from tenure.verbs.table import PATH_PARAM, Verb
 
 T = TypeVar("T")
 
-RETRY_ANYWAY = frozenset({429, 503})  # the server says it did nothing: retry any call
-RETRY_IDEMPOTENT = frozenset({500, 502, 504})  # it may have acted: retry idempotent calls only
 # unauthenticated: the token was revoked (a dispatched agent's ends with its claim): no renewal
 # can succeed any more
 LOSS_CODES = frozenset({"lease_lost", "not_holder", "stale_token", "not_found", "unauthenticated"})
-
-
-class TransportError(TenureError):
-    """The request failed on the way: no connection, a timeout, a connection cut mid-reply.
-
-    ``sent`` is ``False`` when the request provably never reached the server (the connection
-    could not be opened) and ``True`` when it may have been acted on.
-    """
-
-    code, status, title = "transport_error", 503, "the server could not be reached"
-    fields: ClassVar[tuple[str, ...]] = ("method", "path", "sent")
-    method: str | None
-    path: str | None
-    sent: bool | None
-
-
-class UnexpectedReply(TransportError):
-    """The server (or something in front of it) answered with something that is not the API:
-    an error without a problem document (a proxy's HTML 502, say), or a body of the wrong shape.
-    """
-
-    code, status, title = "unexpected_reply", 502, "unexpected reply"
-    fields: ClassVar[tuple[str, ...]] = ("method", "path", "sent", "http_status", "body")
-    http_status: int | None
-    body: str | None
-
-
-class Safety(enum.Enum):
-    """How safe it is to repeat a call whose outcome is unknown."""
-
-    IDEMPOTENT = "idempotent"
-    UNSAFE = "unsafe"
-
-
-@dataclass(frozen=True)
-class Call(Generic[T]):
-    """One request, independent of how it travels.
-
-    ``op`` names the verb (direct mode dispatches on it); ``path_args`` are the values encoded
-    in ``path``; ``body`` and ``params`` use the REST field names, ``None`` values left out.
-    """
-
-    op: str
-    method: str
-    path: str
-    parse: Callable[[Any], T]
-    body: dict[str, Any] | None = None
-    params: dict[str, Any] | None = None
-    path_args: dict[str, Any] = field(default_factory=dict)
-    safety: Safety = Safety.IDEMPOTENT
-    wait_s: float = 0.0  # how long the server may hold the request (long poll)
-
-    def args(self) -> dict[str, Any]:
-        """Every argument of the call by its REST name (for direct mode)."""
-        return {**self.path_args, **(self.params or {}), **(self.body or {})}
-
-
-@dataclass(frozen=True)
-class Reply:
-    """What came back: the status, the decoded JSON (or ``None``), and the raw text for errors."""
-
-    status: int
-    data: Any = None
-    text: str = ""
-    retry_after: float | None = None
-
-    @property
-    def ok(self) -> bool:
-        return 200 <= self.status < 300
 
 
 @dataclass(frozen=True)
@@ -516,258 +425,3 @@ def loss_reason(error: TenureError) -> str:
     """Why a lease is gone, from the error of its renewal: the server's ``reason`` if any."""
     reason = getattr(error, "reason", None)
     return str(reason) if error.code == "lease_lost" and reason else error.code
-
-
-# retries ------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class RetryPolicy:
-    """When and how long to wait before repeating a failed call.
-
-    ``attempts`` counts every try (1 turns retries off); ``budget`` is the time in seconds after
-    the first try past which no new try starts. Delays grow from ``backoff`` by doubling up to
-    ``max_backoff`` with "equal jitter" (half fixed, half random); a ``Retry-After`` from the
-    server is honoured within the budget.
-    """
-
-    attempts: int = 4
-    budget: float = 10.0
-    backoff: float = 0.1
-    max_backoff: float = 2.0
-
-    def __post_init__(self) -> None:
-        if self.attempts < 1:
-            raise ValueError("attempts must be at least 1")
-        if self.budget < 0 or self.backoff < 0 or self.max_backoff < 0:
-            raise ValueError("budget and backoff must not be negative")
-
-    def delay(self, retry: int, rng: Callable[[], float] = random.random) -> float:
-        """The pause before retry number ``retry`` (1 for the first retry)."""
-        return jittered(self.backoff, self.max_backoff, retry, rng)
-
-    def next_delay(
-        self,
-        call: Call[Any],
-        attempt: int,
-        elapsed: float,
-        *,
-        reply: Reply | None = None,
-        error: BaseException | None = None,
-        rng: Callable[[], float] = random.random,
-    ) -> float | None:
-        """Seconds to wait before trying ``call`` again after ``attempt`` tries, or ``None``."""
-        if attempt >= self.attempts or not retryable(call, reply=reply, error=error):
-            return None
-        pause = self.delay(attempt, rng)
-        if reply is not None and reply.retry_after is not None:
-            pause = max(pause, reply.retry_after)
-        if elapsed + pause > self.budget:
-            return None
-        return pause
-
-
-def jittered(base: float, cap: float, n: int, rng: Callable[[], float] = random.random) -> float:
-    """Exponential backoff with equal jitter: in ``[d/2, d]``, ``d = min(cap, base*2**(n-1))``."""
-    ceiling = min(cap, base * 2.0 ** max(0, n - 1))
-    return ceiling / 2 + rng() * ceiling / 2
-
-
-def retryable(
-    call: Call[Any], *, reply: Reply | None = None, error: BaseException | None = None
-) -> bool:
-    """Whether a failure of ``call`` may be retried (see the module's rules)."""
-    if reply is not None:
-        if reply.status in RETRY_ANYWAY:
-            return True
-        return reply.status in RETRY_IDEMPOTENT and call.safety is Safety.IDEMPOTENT
-    if isinstance(error, UnexpectedReply) or not isinstance(error, TransportError):
-        return False
-    return error.sent is False or call.safety is Safety.IDEMPOTENT
-
-
-def retry_after(value: str | None) -> float | None:
-    """A ``Retry-After`` header in seconds (the date form is ignored)."""
-    if not value:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        return None
-    return seconds if seconds >= 0 else None
-
-
-def reply_from(
-    status: int, content_type: str, content: bytes, retry_after_header: str | None
-) -> Reply:
-    """A :class:`Reply` from the raw parts of an HTTP response."""
-    text = content.decode("utf-8", "replace")
-    data: Any = None
-    if content and "json" in content_type.lower():
-        try:
-            data = json.loads(text)
-        except ValueError:
-            data = None
-    return Reply(status, data, text, retry_after(retry_after_header))
-
-
-def transport_error(
-    call: Call[Any], exc: BaseException, *, sent: bool | None = None
-) -> TransportError:
-    """The :class:`TransportError` for an exception of httpx (or of a database driver)."""
-    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    return TransportError(
-        f"{call.method} {call.path}: {text}",
-        method=call.method,
-        path=call.path,
-        sent=was_sent(exc) if sent is None else sent,
-    )
-
-
-def was_sent(exc: BaseException) -> bool:
-    """Whether the request may have reached the server before ``exc`` interrupted it."""
-    not_sent = (
-        httpx.ConnectError,
-        httpx.ConnectTimeout,
-        httpx.PoolTimeout,
-        httpx.UnsupportedProtocol,
-    )
-    return not isinstance(exc, not_sent)
-
-
-# Idle connections are dropped before the server's keep-alive timeout (uvicorn: 5 s) can close
-# them under a request being sent: that race would make an acquire fail ambiguously.
-HTTP_LIMITS = httpx.Limits(max_connections=100, max_keepalive_connections=20, keepalive_expiry=2.0)
-
-
-def http_timeout(timeout: float, call: Call[Any]) -> httpx.Timeout:
-    """The httpx timeout of one try: ``timeout`` per phase, plus the long poll for the reply."""
-    return httpx.Timeout(timeout, read=timeout + call.wait_s)
-
-
-def http_headers(token: str | None) -> dict[str, str]:
-    from tenure import __version__ as VERSION  # at call time: tenure imports this module
-
-    headers = {"User-Agent": f"tenure-python/{VERSION}", "Accept": "application/json"}
-    if token:
-        headers["Authorization"] = f"Bearer {token}"
-    return headers
-
-
-def http_request(
-    client: httpx.Client | httpx.AsyncClient, call: Call[Any], timeout: float
-) -> httpx.Request:
-    """The httpx request of ``call`` (the body encoded here, so bad values name their field)."""
-    content = None if call.body is None else encode_body(call.body)
-    headers = {} if content is None else {"Content-Type": "application/json"}
-    return client.build_request(
-        call.method,
-        call.path,
-        params=call.params or None,
-        content=content,
-        headers=headers,
-        timeout=http_timeout(timeout, call),
-    )
-
-
-def reply_from_httpx(response: httpx.Response) -> Reply:
-    return reply_from(
-        response.status_code,
-        response.headers.get("content-type", ""),
-        response.content,
-        response.headers.get("retry-after"),
-    )
-
-
-# where to connect -----------------------------------------------------------------------------
-DIRECT_SCHEMES = ("sqlite://", "postgresql://", "postgres://")
-
-
-@dataclass(frozen=True)
-class Target:
-    """Where a client talks to: a server (``url``, ``token``) or a database (direct mode)."""
-
-    url: str
-    token: str | None = None
-    principal: str | None = None
-
-    @property
-    def direct(self) -> bool:
-        return self.url.startswith(DIRECT_SCHEMES)
-
-
-def target(url: str | None, token: str | None, principal: str | None) -> Target:
-    """Resolve the constructor's arguments, reading ``TENURE_URL``/``TENURE_TOKEN`` if needed.
-
-    The environment's token is used only with the environment's URL (or no URL), so a token is
-    never sent to a server it was not configured for.
-    """
-    given_token = token
-    if url is None or token is None:
-        settings = Settings.from_env()
-        if url is None:
-            url = settings.url
-            token = token if token is not None else settings.token
-        elif token is None and url.rstrip("/") == settings.url.rstrip("/"):
-            token = settings.token
-    if not isinstance(url, str) or not url:
-        raise ValueError("url must be a server URL (http://…) or a database URL")
-    if url.startswith(DIRECT_SCHEMES):
-        if not principal:
-            raise ValueError(
-                "direct mode (a database URL) needs principal=: the name every call acts as"
-            )
-        if given_token:
-            raise ValueError("direct mode takes principal=, not token=")
-        return Target(url, None, principal)
-    urls = server_urls(url)
-    if principal is not None:
-        raise ValueError("principal= is for direct mode; over HTTP the token says who you are")
-    return Target(",".join(urls), token)
-
-
-def server_urls(url: str) -> list[str]:
-    """The servers of ``url``: one ``http(s)://`` URL, or several separated by commas (servers
-    sharing one PostgreSQL database; the client fails over between them)."""
-    urls = [u.strip().rstrip("/") for u in url.split(",")]
-    for one in urls:
-        if not one.startswith(("http://", "https://")):
-            raise ValueError(
-                f"unsupported URL {one!r}: use http(s)://, sqlite:/// or postgresql://"
-            )
-    if len(set(urls)) != len(urls):
-        raise ValueError(f"a server is listed twice in {url!r}")
-    return urls
-
-
-class Rotation:
-    """Which of several servers to try: the last one that answered first, then the others in
-    order. A try that fails before reaching a server moves on to the next one at once; any
-    other failure makes the *next* try (the retry policy's) start at the next server."""
-
-    def __init__(self, count: int) -> None:
-        self.count = count
-        self.current = 0
-
-    def order(self) -> list[int]:
-        return [(self.current + i) % self.count for i in range(self.count)]
-
-    def failed(self, index: int) -> None:
-        if index == self.current:
-            self.current = (index + 1) % self.count
-
-    def answered(self, index: int) -> None:
-        self.current = index
-
-
-# the I/O seam ---------------------------------------------------------------------------------
-class SyncTransport(Protocol):
-    """Carries one try of a call; raises :class:`TransportError` (or the call's own error)."""
-
-    def send(self, call: Call[Any], timeout: float) -> Reply: ...
-
-    def close(self) -> None: ...
-
-
-class AsyncTransport(Protocol):
-    async def send(self, call: Call[Any], timeout: float) -> Reply: ...
-
-    async def close(self) -> None: ...

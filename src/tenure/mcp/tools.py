@@ -18,8 +18,8 @@ from typing import Annotated, Any
 from mcp.server.mcpserver import Context, MCPServer
 from pydantic import Field
 
-from tenure import __version__
 from tenure.core.policy import PolicySet
+from tenure.core.version import __version__
 from tenure.mcp import inputs as a
 from tenure.mcp import models as m
 from tenure.mcp import summaries as sm

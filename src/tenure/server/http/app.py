@@ -14,8 +14,8 @@ import anyio
 from fastapi import FastAPI, Path, Query, Request, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from tenure import __version__
 from tenure.core.clock import Clock, SystemClock
+from tenure.core.version import __version__
 from tenure.errors import NotFound
 from tenure.server import dashboard
 from tenure.server.http import openapi, problems
