@@ -22,14 +22,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sqlite3
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
-
-import psycopg
-import psycopg_pool
 
 from tenure.client._shared import Call, Reply, TransportError, transport_error
 from tenure.client.direct_principals import principal_handlers
@@ -41,6 +37,7 @@ from tenure.errors import InvalidRequest, LeaseHeld
 from tenure.service.leases import Service
 from tenure.service.principals import Principals
 from tenure.settings import Settings
+from tenure.store.errors import failure
 from tenure.store.open import open_store
 from tenure.verbs.registry import BY_NAME
 from tenure.verbs.table import Services
@@ -48,7 +45,6 @@ from tenure.verbs.table import Services
 POLL_MIN_S = 0.02
 POLL_MAX_S = 0.25
 SLACK_S = 0.005
-DB_ERRORS = (sqlite3.OperationalError, psycopg.OperationalError, psycopg_pool.PoolTimeout)
 
 Handler = Callable[[Principal, dict[str, Any]], Any]
 
@@ -123,10 +119,11 @@ class DirectBackend:
                 return Reply(verb.status, json.loads(out) if isinstance(out, bytes) else out)
             assert handler is not None
             return Reply(200, handler(self.principal(), call.args()))
-        except DB_ERRORS as exc:
-            # No connection from the pool: nothing ran. Any other database error: it may have.
-            sent = not isinstance(exc, psycopg_pool.PoolTimeout)
-            raise transport_error(call, exc, sent=sent) from exc
+        except Exception as exc:
+            found = failure(exc)  # a database's failure: the call may have run, or not
+            if found is None:
+                raise
+            raise transport_error(call, exc, sent=found.sent) from exc
 
     def _events(self, me: Principal, a: dict[str, Any]) -> dict[str, Any]:
         """A page of events; ``wait_ms`` is served by polling (no server to ring a bell)."""

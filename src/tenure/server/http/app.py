@@ -27,7 +27,7 @@ from tenure.server.http.scrape import StatsCache
 from tenure.server.http.summaries import leases_page
 from tenure.server.http.timing import Timing
 from tenure.server.http.verb_routes import add_verb_routes
-from tenure.server.runtime.executor import GroupExecutor, PgGroupExecutor
+from tenure.server.runtime.executor import make_executor
 from tenure.server.runtime.feed import Bell
 from tenure.server.runtime.waiters import Slots, Waiters
 from tenure.service.leases import Service
@@ -35,7 +35,6 @@ from tenure.service.principals import Principals
 from tenure.service.reaper import Reaper
 from tenure.settings import Settings
 from tenure.store.open import open_store
-from tenure.store.sqlite.store import SqliteStore
 from tenure.verbs import fields as f
 from tenure.verbs import leases as lv
 from tenure.verbs import replies as r
@@ -92,8 +91,6 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:  # (the app is ``app`` below)
         store = await anyio.to_thread.run_sync(lambda: open_store(settings.db, clock=clock))
-        if isinstance(store, SqliteStore):
-            store.checkpoint_in_background()  # not inside a commit that others wait for
         service = Service(store, settings.policy, stall_ms=settings.stall_ms)
         reaper = Reaper(service, retention=settings.retention).start()
         waiters = Waiters((clock or SystemClock()).now_ms)
@@ -101,8 +98,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
         service.listeners.append(bell.ring)
         # other servers on the same database: their commits wake our followers and waiters
         unlisten = store.listen(bell.ring, waiters.notify)
-        sqlite = isinstance(store, SqliteStore)
-        executor = GroupExecutor(service) if sqlite else PgGroupExecutor(service)
+        executor = make_executor(service)  # the store's group commits (and its checkpoints)
         limits = settings.limits
         principals = Principals(store)
         slots = Slots(limits.max_waits)
