@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import functools
 import gc
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from typing import Annotated, Any
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from typing import Annotated, Any, Protocol
 
 import anyio
 from fastapi import FastAPI, Path, Query, Request, Response
@@ -81,12 +81,22 @@ def service_of(app: TenureApp) -> Service:
     return app.tenure.service
 
 
-def create_app(settings: Settings | None = None, *, clock: Clock | None = None) -> TenureApp:
-    """The app for ``settings`` (default: from the environment). Opens the store on startup."""
-    settings = settings or Settings.from_env()
-    from tenure.mcp.http import McpEndpoint  # it imports the server's problem responses
+class Mount(Protocol):
+    """An ASGI endpoint served beside the routes with the started service (``/mcp``: the MCP
+    tools; :mod:`tenure.compose` mounts it)."""
 
-    mcp = McpEndpoint(settings.host, settings.policy)
+    def mount(self, app: FastAPI) -> None: ...
+    def running(
+        self, service: Service, principals: Principals
+    ) -> AbstractAsyncContextManager[None]: ...
+
+
+def create_app(
+    settings: Settings | None = None, *, clock: Clock | None = None, mounts: Sequence[Mount] = ()
+) -> TenureApp:
+    """The app for ``settings`` (default: from the environment), with ``mounts`` beside its
+    routes. Opens the store on startup."""
+    settings = settings or Settings.from_env()
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:  # (the app is ``app`` below)
@@ -112,7 +122,9 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
         # (70-300 ms pauses; a third of the CPU under load).
         gc.freeze()
         try:
-            async with mcp.running(service, st.principals, waiters.notify):
+            async with AsyncExitStack() as running:
+                for mount in mounts:
+                    await running.enter_async_context(mount.running(service, st.principals))
                 yield
         finally:
             waiters.close()
@@ -153,7 +165,8 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
 
     add_admin_routes(app)
     dashboard.install(app)  # GET /: the web dashboard (tenure.server.dashboard)
-    mcp.mount(app)  # /mcp: the MCP tools over streamable HTTP (tenure.mcp.http)
+    for mount in mounts:
+        mount.mount(app)
     return app
 
 

@@ -10,63 +10,29 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field
 
-from tenure.service.queue import MAX_BODY_CHARS, MAX_LABELS, MAX_TITLE_CHARS
 from tenure.service.queue_items import MAX_FOLLOW_UPS
 from tenure.verbs.fields import (
     AGENT_PATTERN,
-    FILTER_PATTERN,
-    ITEM_ID_PATTERN,
-    MAX_INT,
     TEXT_PATTERN,
     Body,
+    Epoch,
     Instant,
+    ItemBody,
+    ItemId,
+    Labels,
     Millis,
     OpId,
+    Priority,
     Reason,
     Session,
     Task,
+    Title,
     Ttl,
     Whole,
     text_schema,
 )
 from tenure.verbs.leases import ExtendIn
 from tenure.verbs.replies import EventOut, LeaseOut, Out
-
-ItemId = Annotated[
-    str,
-    Field(
-        json_schema_extra={
-            "pattern": ITEM_ID_PATTERN,
-            "description": "an item id: 1-128 letters, digits, '.', '_' or '-', starting with a "
-            "letter or digit",
-            "examples": ["it-1f2e3d4c5b"],
-        }
-    ),
-]
-Title = Annotated[str, Field(json_schema_extra=text_schema(MAX_TITLE_CHARS, "what the work is"))]
-ItemBody = Annotated[
-    str,
-    Field(
-        json_schema_extra={
-            "maxLength": MAX_BODY_CHARS,
-            "pattern": FILTER_PATTERN,
-            "description": "the details, may be empty: no control characters but tab and newline",
-        }
-    ),
-]
-Priority = Annotated[
-    int, Field(ge=0, le=1000, description="0 the most urgent (the default is 2)"), Whole
-]
-Label = Annotated[str, Field(json_schema_extra=text_schema(64, "a label"))]
-Labels = Annotated[
-    list[Label], Field(max_length=MAX_LABELS, description="labels (repeats are dropped)")
-]
-Epoch = Annotated[
-    int,
-    Field(ge=1, le=MAX_INT, description="the claim's epoch (the token of its lease)"),
-    Whole,
-]
-
 
 #: ``takeover: true`` needs a ``reason`` (JSON Schema for what the service checks)
 TAKEOVER_NEEDS_REASON = ConfigDict(
