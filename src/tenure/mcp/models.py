@@ -23,8 +23,8 @@ from tenure.core.models import (
     RenewAllResult,
 )
 from tenure.mcp.advice import advice
-from tenure.server.http import item_schemas as rest
 from tenure.service.queue import Briefing, Claim, Completion, ItemRelease
+from tenure.verbs import fields as wire
 
 JSON_VALUE: dict[str, Any] = {"type": ["object", "array", "string", "number", "boolean", "null"]}
 
@@ -337,11 +337,11 @@ class FollowUpIn(Out):
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    title: Annotated[rest.Title, Field(description="one line saying what is to be done")]
-    body: Annotated[rest.ItemBody | None, Field(description="details, in Markdown")] = None
-    priority: Annotated[rest.Priority | None, Field(description="0 most urgent; default 2")] = None
-    labels: Annotated[rest.Labels | None, Field(description="labels, e.g. area/auth")] = None
-    id: Annotated[rest.ItemId | None, Field(description="an id of your choice (default it-…)")] = (
+    title: Annotated[wire.Title, Field(description="one line saying what is to be done")]
+    body: Annotated[wire.ItemBody | None, Field(description="details, in Markdown")] = None
+    priority: Annotated[wire.Priority | None, Field(description="0 most urgent; default 2")] = None
+    labels: Annotated[wire.Labels | None, Field(description="labels, e.g. area/auth")] = None
+    id: Annotated[wire.ItemId | None, Field(description="an id of your choice (default it-…)")] = (
         None
     )
 

@@ -12,7 +12,6 @@ from tenure.mcp import inputs as a
 from tenure.mcp import models as m
 from tenure.mcp.acting import ENDS, ENDS_ONCE, SAFE_AGAIN, WRITE, Resolver, act
 from tenure.mcp.failures import reported
-from tenure.server.http import item_schemas as rest
 from tenure.service.queue_items import MAX_FOLLOW_UPS
 from tenure.verbs import fields as wire
 
@@ -112,7 +111,7 @@ def add_claim_tools(server: MCPServer[Any], resolve: Resolver) -> None:
         ctx: Context,
         item_id: a.ItemId,
         epoch: Annotated[
-            rest.Epoch | None,
+            wire.Epoch | None,
             Field(
                 description="your claim's epoch: only that claim ends (an epoch that is no "
                 "longer the item's releases nothing); default: this session's own claim"

@@ -15,7 +15,7 @@ from tenure.mcp import inputs as a
 from tenure.mcp import summaries as sm
 from tenure.mcp.acting import ENDS_ONCE, READ, SAFE_AGAIN, Resolver, act
 from tenure.mcp.failures import reported
-from tenure.server.http import item_schemas as rest
+from tenure.verbs import fields as wire
 
 Status = Literal["open", "in_progress", "blocked", "done", "cancelled"]
 EDITS = ("title", "body", "priority", "labels", "status")
@@ -29,7 +29,7 @@ def add_queue_tools(server: MCPServer[Any], resolve: Resolver) -> None:
     async def list_items(
         ctx: Context,
         status: Annotated[Status | None, Field(description="only items in this status")] = None,
-        label: Annotated[rest.Label | None, Field(description="only items with this label")] = None,
+        label: Annotated[wire.Label | None, Field(description="only items with this label")] = None,
         assignee: Annotated[
             a.Principal | None, Field(description="only items assigned to this principal")
         ] = None,
