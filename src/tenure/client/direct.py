@@ -63,7 +63,7 @@ class DirectBackend:
         settings = Settings.from_env()
         self.service = Service(self.store, policy or settings.policy, stall_ms=settings.stall_ms)
         self.principals = Principals(self.store)
-        self.services = Services(self.service, self.principals)
+        self.services = Services(self.service, self.principals, settings.limits)
         self._lock = threading.Lock()
         self._closed = False
         self._handlers: dict[str, Handler] = {
@@ -98,7 +98,6 @@ class DirectBackend:
             "add_principal": self._add_principal,
             "revoke_token": self._revoke_token,
             **principal_handlers(self.principals),
-            **self._item_handlers(),
         }
 
     def principal(self) -> Principal:
@@ -157,85 +156,6 @@ class DirectBackend:
     def _revoke_token(self, me: Principal, a: dict[str, Any]) -> None:
         self.principals.revoke(me, a["name"], a["token_id"])
         return None
-
-    def _item_handlers(self) -> dict[str, Handler]:
-        """The work queue's verbs, answered as the server's item routes answer them."""
-        items = self.service.items
-
-        def create(me: Principal, a: dict[str, Any]) -> Any:
-            fields = {k: v for k, v in a.items() if k != "title"}
-            return {"item": items.create(me, a["title"], **fields).to_dict()}
-
-        def list_items(me: Principal, a: dict[str, Any]) -> Any:
-            found = items.list(a.get("status"), a.get("assignee"), a.get("label"), a["limit"])
-            return {"items": [x.to_dict() for x in found]}
-
-        def update(me: Principal, a: dict[str, Any]) -> Any:
-            changes = {k: v for k, v in a.items() if k != "id"}
-            return items.update(me, a["id"], **changes).to_dict()
-
-        def claim(me: Principal, a: dict[str, Any]) -> Any:
-            takeover = a.get("takeover", False)
-            return items.claim(
-                me, a["id"], a.get("ttl_ms"), a.get("task"), takeover, a.get("reason"),
-                a.get("session"),
-            ).to_dict()  # fmt: skip
-
-        def renew(me: Principal, a: dict[str, Any]) -> Any:
-            return {"lease": items.renew(me, a["id"], a.get("epoch"), a.get("ttl_ms")).to_dict()}
-
-        def extend(me: Principal, a: dict[str, Any]) -> Any:
-            result = items.extend(me, a["id"], a.get("until"), a.get("by_ms"), a.get("epoch"))
-            return result.to_dict()
-
-        def progress(me: Principal, a: dict[str, Any]) -> Any:
-            item = items.progress(
-                me, a["id"], a["epoch"], a["message"], a.get("percent"), a.get("data")
-            )
-            return {"item": item.to_dict()}
-
-        def complete(me: Principal, a: dict[str, Any]) -> Any:
-            done = items.complete(
-                me, a["id"], a["epoch"], a.get("result"), a.get("op_id"), a.get("follow_ups")
-            )
-            return done.to_dict()
-
-        def dispatch(me: Principal, a: dict[str, Any]) -> Any:
-            d = items.dispatch(
-                me, a["id"], a.get("agent"), a.get("ttl_ms"), a.get("task"), a.get("session"),
-                a.get("takeover", False), a.get("reason"),
-            )  # fmt: skip
-            return {**d.to_dict(), "agent": {**d.agent.to_dict(), "token": d.token}}
-
-        def queue(me: Principal, a: dict[str, Any]) -> Any:
-            return {"items": [x.to_dict() for x in items.queue(a.get("principal", me.name))]}
-
-        return {
-            "create_item": create,
-            "get_item": lambda me, a: items.get(a["id"]).to_dict(),
-            "list_items": list_items,
-            "update_item": update,
-            "claim_item": claim,
-            "renew_item": renew,
-            "extend_item": extend,
-            "release_item": lambda me, a: items.release(
-                me, a["id"], a.get("epoch"), a.get("session")
-            ).to_dict(),
-            "progress_item": progress,
-            "complete_item": complete,
-            "cancel_item": lambda me, a: {"item": items.cancel(me, a["id"], a["reason"]).to_dict()},
-            "force_release_item": lambda me, a: items.force_release(
-                me, a["id"], a["reason"]
-            ).to_dict(),
-            "dispatch_item": dispatch,
-            "reassign_item": lambda me, a: {
-                "item": items.reassign(me, a["id"], a["to"], a["reason"]).to_dict()
-            },
-            "queue": queue,
-            "ready": lambda me, a: items.ready_view(a["limit"]).to_dict(),
-            "ready_view": lambda me, a: items.ready_view(a["limit"]).to_dict(),
-            "briefing": lambda me, a: items.briefing(me, a["ready"]).to_dict(),
-        }
 
     def wait_hint(self, held: LeaseHeld, left: float, polls: int) -> float:
         """How long to sleep before trying a held key again."""

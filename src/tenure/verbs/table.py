@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
 from tenure.core.models import Principal
+from tenure.settings import Limits
 
 if TYPE_CHECKING:  # the HTTP client reads the table without loading the service layer
     from tenure.service.leases import Service
@@ -41,10 +42,12 @@ PATH_PARAM = re.compile(r"\{(\w+)(?::path)?\}")
 
 @dataclass(frozen=True)
 class Services:
-    """What a verb runs on: the lease service (with its work queue) and the principals."""
+    """What a verb runs on: the lease service (with its work queue), the principals, and the
+    bounds on one request's work (a list's byte budget)."""
 
     leases: Service
     principals: Principals
+    limits: Limits = field(default_factory=Limits)
 
     @property
     def items(self) -> WorkQueue:

@@ -1,6 +1,6 @@
 """The ASGI app: authentication, the lease, fenced-register and principal routes, health.
 
-The item and claim routes are in :mod:`tenure.server.http.items`."""
+The item and claim routes are built from the verb table (:mod:`tenure.verbs.items`)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,6 @@ from tenure.server.http.auth import Authenticator
 from tenure.server.http.deps import Caller, KeyParam, St, State, reply, text_query
 from tenure.server.http.problems import BodyLimit, JsonByDefault
 from tenure.server.http.scrape import StatsCache
-from tenure.server.http.summaries import leases_page
 from tenure.server.http.timing import Timing
 from tenure.server.http.verb_routes import add_verb_routes
 from tenure.server.runtime.executor import make_executor
@@ -39,6 +38,7 @@ from tenure.verbs import fields as f
 from tenure.verbs import leases as lv
 from tenure.verbs import replies as r
 from tenure.verbs.registry import VERBS
+from tenure.verbs.summaries import leases_page
 
 P = openapi.problem_responses
 #: A request's scope key: the hot path already passed it to FastAPI (it must not try again).
@@ -152,16 +152,13 @@ def create_app(
     add_lease_routes(app)
     add_verb_routes(app, VERBS)
     add_other_routes(app)
-    from tenure.server.http.items import add_item_routes  # it imports this module's dependencies
-
-    add_item_routes(app)
     from tenure.server.http.ops import add_ops_routes  # it imports this module's dependencies
 
     add_ops_routes(app)
-    from tenure.server.http.principal_routes import add_principal_routes  # as for the items
+    from tenure.server.http.principal_routes import add_principal_routes  # as for the ops
 
     add_principal_routes(app)  # after DELETE …/tokens/{token_id}: {name:path} matches it too
-    from tenure.server.http.admin_routes import add_admin_routes  # as for the items
+    from tenure.server.http.admin_routes import add_admin_routes  # as for the ops
 
     add_admin_routes(app)
     dashboard.install(app)  # GET /: the web dashboard (tenure.server.dashboard)

@@ -118,7 +118,13 @@ REASSIGN_LINKS = {
 
 
 #: the links of each verb's reply, by the verb's name (the verb-table routes add them)
-LINKS: dict[str, dict[str, Any]] = {"acquire": LEASE_LINKS}
+LINKS: dict[str, dict[str, Any]] = {
+    "acquire": LEASE_LINKS,
+    "create_item": ITEM_LINKS,
+    "claim_item": CLAIM_LINKS,
+    "dispatch_item": DISPATCH_LINKS,
+    "reassign_item": REASSIGN_LINKS,
+}
 
 
 def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:

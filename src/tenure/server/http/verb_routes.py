@@ -166,4 +166,6 @@ def _reply(verb: Verb[Any, Any], out: Wire | bytes | None) -> Response:
         return Response(status_code=verb.status)
     if isinstance(out, bytes):
         return Response(out, media_type="application/json")
-    return reply(out)
+    response = reply(out)
+    response.status_code = verb.status  # e.g. 201 for a creation
+    return response
