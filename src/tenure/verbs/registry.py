@@ -4,8 +4,31 @@ from __future__ import annotations
 
 from typing import Any
 
-from tenure.verbs import leases
+from tenure.verbs import leases, ops, principals
 from tenure.verbs.table import Verb
 
-VERBS: list[Verb[Any, Any]] = [leases.ACQUIRE, leases.RENEW, leases.GET_LEASE]
+VERBS: list[Verb[Any, Any]] = [
+    leases.ACQUIRE,
+    leases.RENEW,
+    leases.RENEW_ALL,
+    leases.EXTEND,
+    leases.RELEASE,
+    leases.FORCE_RELEASE,
+    leases.GET_LEASE,
+    leases.LIST_LEASES,
+    leases.FENCED_WRITE,
+    leases.FENCED_READ,
+    principals.WHOAMI,
+    principals.ADD_PRINCIPAL,
+    principals.REVOKE_TOKEN,
+    principals.LIST_PRINCIPALS,
+    principals.SHOW_PRINCIPAL,
+    principals.SET_ROLES,
+    principals.REMOVE_PRINCIPAL,
+    principals.TOKEN_FLOOR,
+    principals.SET_TOKEN_FLOOR,
+    ops.EVENTS,
+    ops.STATS,
+    ops.TIMELINE,
+]
 BY_NAME: dict[str, Verb[Any, Any]] = {verb.name: verb for verb in VERBS}
