@@ -11,10 +11,9 @@ says here how safe it is to repeat (:class:`Safety`); the retry rules themselves
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar, cast
 from urllib.parse import quote
 
 # what a call is, importable from here as before (the builders and direct mode use them)
@@ -24,37 +23,22 @@ from tenure.client._call import Safety as Safety
 from tenure.client._call import TransportError as TransportError
 from tenure.client._call import UnexpectedReply as UnexpectedReply
 from tenure.client._call import transport_error as transport_error
-from tenure.core.models import (
-    Event,
-    ExtendResult,
-    FencedValue,
-    FencedWrite,
-    ForceReleaseResult,
-    Lease,
-    LostLease,
-    Principal,
-    ReleaseResult,
-    RenewAllResult,
-)
+from tenure.core import models as m
+from tenure.core.models import Event, Lease, Principal
 from tenure.errors import InvalidRequest, TenureError
 from tenure.verbs import leases as lv
-from tenure.verbs.table import PATH_PARAM, Verb
+from tenure.verbs import ops as ov
+from tenure.verbs import principals as pv
+from tenure.verbs import wire as w
+from tenure.verbs.lists import Page as Page
+from tenure.verbs.principals import IssuedToken as IssuedToken
+from tenure.verbs.table import BODY_METHODS, PATH_PARAM, Verb
 
 T = TypeVar("T")
 
 # unauthenticated: the token was revoked (a dispatched agent's ends with its claim): no renewal
 # can succeed any more
 LOSS_CODES = frozenset({"lease_lost", "not_holder", "stale_token", "not_found", "unauthenticated"})
-
-
-@dataclass(frozen=True)
-class IssuedToken:
-    """A principal's new bearer token, shown once (the reply of ``add_principal``)."""
-
-    principal: Principal
-    token_id: str
-    token: str
-    expires_at: int | None = None  # ms since the epoch; None: it never expires
 
 
 # requests -----------------------------------------------------------------------------------
@@ -89,9 +73,9 @@ def verb_call(verb: Verb[Any, T], *, wait_s: float = 0.0, **args: Any) -> Call[T
     out; the reply read with the verb's ``parse``; safe to repeat as the verb says."""
     values = _drop_none(**args)
     path_args = {name: values.pop(name) for name in PATH_PARAM.findall(verb.path)}
-    path = PATH_PARAM.sub(lambda m: segment(path_args[m.group(1)], m.group(1)), verb.path)
+    path = PATH_PARAM.sub(lambda p: segment(path_args[p.group(1)], p.group(1)), verb.path)
     safety = Safety.IDEMPOTENT if verb.repeatable(values) else Safety.UNSAFE
-    body, params = (None, values or None) if verb.method == "GET" else (values, None)
+    body, params = (values, None) if verb.method in BODY_METHODS else (None, values or None)
     return Call(verb.name, verb.method, path, verb.parse, body, params, path_args, safety, wait_s)
 
 
@@ -116,31 +100,27 @@ def renew(key: str, token: int, ttl_ms: int | None = None) -> Call[Lease]:
 
 def renew_all(
     keys: list[str] | tuple[str, ...] | None = None, session: str | None = None
-) -> Call[RenewAllResult]:
-    body = _drop_none(keys=None if keys is None else _listed(keys), session=session)
-    return Call("renew_all", "POST", "/v1/leases/renew-all", renew_all_reply, body)
+) -> Call[m.RenewAllResult]:
+    listed = None if keys is None else _listed(keys)
+    call = verb_call(lv.RENEW_ALL, keys=listed, session=session)
+    return cast(Call[m.RenewAllResult], call)  # the reply's JSON reads as one in any case
 
 
 def extend(
     key: str, token: int, until: int | datetime | None = None, by_ms: int | None = None
-) -> Call[ExtendResult]:
-    body = _drop_none(key=key, token=token, until=to_millis(until), by_ms=by_ms)
-    return Call("extend", "POST", "/v1/leases/extend", extend_reply, body)
+) -> Call[m.ExtendResult]:
+    return verb_call(lv.EXTEND, key=key, token=token, until=to_millis(until), by_ms=by_ms)
 
 
-def release(key: str, token: int | None = None, session: str | None = None) -> Call[ReleaseResult]:
+def release(
+    key: str, token: int | None = None, session: str | None = None
+) -> Call[m.ReleaseResult]:
     """With ``token``: that lease (of any session of yours); without: ``session``'s own."""
-    safety = Safety.UNSAFE if token is None else Safety.IDEMPOTENT
-    body = _drop_none(key=key, token=token, session=session if token is None else None)
-    return Call("release", "POST", "/v1/leases/release", release_reply, body, safety=safety)
+    return verb_call(lv.RELEASE, key=key, token=token, session=session if token is None else None)
 
 
-def force_release(key: str, reason: str) -> Call[ForceReleaseResult]:
-    body = {"key": key, "reason": reason}
-    return Call(
-        "force_release", "POST", "/v1/leases/force-release", force_release_reply, body,
-        safety=Safety.UNSAFE,
-    )  # fmt: skip
+def force_release(key: str, reason: str) -> Call[m.ForceReleaseResult]:
+    return verb_call(lv.FORCE_RELEASE, key=key, reason=reason)
 
 
 def get_lease(key: str) -> Call[Lease]:
@@ -158,21 +138,22 @@ def list_leases(
     limit: int | None = None,
 ) -> Call[Page[Lease]]:
     """A page of live leases (``limit``: the server's default, 1,000, when not given)."""
-    params = _drop_none(prefix=prefix, holder=holder, task=task, after=after, limit=limit)
-    return Call("list_leases", "GET", "/v1/leases", leases_page_reply, params=params)
+    return verb_call(
+        lv.LIST_LEASES, prefix=prefix, holder=holder, task=task, after=after, limit=limit
+    )
 
 
-def fenced_write(key: str, token: int, value: Any, op_id: str | None = None) -> Call[FencedWrite]:
-    body = {"key": key, "token": token, "value": value}
-    if op_id is not None:
-        body["op_id"] = op_id
-    safety = Safety.UNSAFE if op_id is None else Safety.IDEMPOTENT
-    return Call("fenced_write", "POST", "/v1/fenced/write", fenced_write_reply, body, safety=safety)
+def fenced_write(key: str, token: int, value: Any, op_id: str | None = None) -> Call[m.FencedWrite]:
+    # ``value`` is sent even when it is None (JSON null is a value to store)
+    call = verb_call(lv.FENCED_WRITE, key=key, token=token, op_id=op_id)
+    return Call(
+        call.op, call.method, call.path, call.parse, {**(call.body or {}), "value": value},
+        safety=call.safety,
+    )  # fmt: skip
 
 
-def fenced_read(key: str) -> Call[FencedValue]:
-    path = f"/v1/fenced/{segment(key)}"
-    return Call("fenced_read", "GET", path, fenced_value_reply, path_args={"key": key})
+def fenced_read(key: str) -> Call[m.FencedValue]:
+    return verb_call(lv.FENCED_READ, key=key)
 
 
 FOLLOW_WAIT_MS = 25_000  # each long-poll of a follower
@@ -188,11 +169,12 @@ def events(
     item: str | None = None,
     wait_ms: int | None = None,
 ) -> Call[list[Event]]:
-    params = _drop_none(
-        after=after, key=key, item=item, holder=holder, type=type, limit=limit, wait_ms=wait_ms
-    )
     wait_s = wait_ms / 1000 if isinstance(wait_ms, int) and wait_ms > 0 else 0.0
-    return Call("events", "GET", "/v1/events", events_reply, params=params, wait_s=wait_s)
+    call = verb_call(
+        ov.EVENTS, wait_s=wait_s, after=after, key=key, item=item, holder=holder, type=type,
+        limit=limit, wait_ms=wait_ms,
+    )  # fmt: skip
+    return reparse(call, events_reply)
 
 
 def follow_page(
@@ -203,29 +185,22 @@ def follow_page(
     call = events(after, key, holder, type, FOLLOW_LIMIT, item, FOLLOW_WAIT_MS)
 
     def parse(data: Any) -> tuple[list[Event], int]:
-        found = events_reply(data)
-        return found, int(data.get("next") or (found[-1].id if found else after))
+        page = ov.EVENTS.parse(data)
+        return page.events, page.next or (page.events[-1].id if page.events else after)
 
-    return Call(call.op, call.method, call.path, parse, params=call.params, wait_s=call.wait_s)
+    return reparse(call, parse)
 
 
 def stats() -> Call[dict[str, Any]]:
-    return Call("stats", "GET", "/v1/stats", _as_dict)
+    return verb_call(ov.STATS)
 
 
 def timeline(span_ms: int = 3_600_000, bucket_ms: int = 60_000) -> Call[dict[str, Any]]:
-    params = {"span_ms": span_ms, "bucket_ms": bucket_ms}
-    return Call("timeline", "GET", "/v1/stats/timeline", _as_dict, params=params)
-
-
-def _as_dict(data: Any) -> dict[str, Any]:
-    if not isinstance(data, dict):
-        raise TypeError(f"expected a JSON object, got {type(data).__name__}")
-    return data
+    return verb_call(ov.TIMELINE, span_ms=span_ms, bucket_ms=bucket_ms)
 
 
 def me() -> Call[Principal]:
-    return Call("me", "GET", "/v1/me", me_reply)
+    return verb_call(pv.WHOAMI)
 
 
 def add_principal(
@@ -235,14 +210,21 @@ def add_principal(
     parent: str | None = None,
     ttl_ms: int | None = None,
 ) -> Call[IssuedToken]:
-    body = _drop_none(name=name, kind=kind, roles=_listed(roles), parent=parent, ttl_ms=ttl_ms)
-    return Call("add_principal", "POST", "/v1/principals", issued_reply, body, safety=Safety.UNSAFE)
+    return verb_call(
+        pv.ADD_PRINCIPAL, name=name, kind=kind, roles=_listed(roles), parent=parent, ttl_ms=ttl_ms
+    )
 
 
 def revoke_token(name: str, token_id: str) -> Call[None]:
-    path = f"/v1/principals/{segment(name, 'name')}/tokens/{segment(token_id, 'token_id')}"
-    args = {"name": name, "token_id": token_id}
-    return Call("revoke_token", "DELETE", path, no_reply, path_args=args, safety=Safety.UNSAFE)
+    return verb_call(pv.REVOKE_TOKEN, name=name, token_id=token_id)
+
+
+def reparse(call: Call[Any], parse: Callable[[Any], T]) -> Call[T]:
+    """``call`` with its reply read by ``parse`` instead."""
+    return Call(
+        call.op, call.method, call.path, parse, call.body, call.params, call.path_args,
+        call.safety, call.wait_s,
+    )  # fmt: skip
 
 
 def _listed(values: Any) -> Any:
@@ -268,120 +250,19 @@ def encode_body(body: Mapping[str, Any]) -> bytes:
 
 
 # replies ------------------------------------------------------------------------------------
-LEASE_FIELDS = (
-    "key", "holder", "task", "token", "ttl_ms", "acquired_at", "renewed_at", "expires_at",
-    "renewals",
-)  # fmt: skip
-
-
-def lease_from(data: Any) -> Lease:
-    values = {name: data[name] for name in LEASE_FIELDS}
-    return Lease(
-        **values,
-        meta=dict(data.get("meta") or {}),
-        state=data.get("state", "live"),
-        session=data.get("session") or "",
-    )
+# (each verb reads its own reply: ``Verb.parse``; these names serve the item calls and the CLI)
+lease_from = Lease.from_wire
+event_from = w.event_from_wire
+principal_from = w.principal_from_wire
+extend_reply = w.extend_result_from_wire
 
 
 def lease_reply(data: Any) -> Lease:
-    return lease_from(data["lease"])
-
-
-def leases_reply(data: Any) -> list[Lease]:
-    return [lease_from(item) for item in data["leases"]]
-
-
-@dataclass(frozen=True)
-class Page(Generic[T]):
-    """One page of a list: its entries, and where the next page starts when the server cut
-    this one short (``truncated``: its list budget or page cap; ``next``: the cursor)."""
-
-    entries: list[T]
-    next: str | None = None
-    truncated: bool = False
-
-    @property
-    def more(self) -> bool:
-        return self.truncated and self.next is not None
-
-
-def leases_page_reply(data: Any) -> Page[Lease]:
-    return Page(leases_reply(data), data.get("next"), bool(data.get("truncated")))
-
-
-def renew_all_reply(data: Any) -> RenewAllResult:
-    renewed = tuple(lease_from(item) for item in data["renewed"])
-    lost = tuple(LostLease(x["key"], x["reason"], x.get("token")) for x in data["lost"])
-    return RenewAllResult(renewed, lost)
-
-
-def extend_reply(data: Any) -> ExtendResult:
-    return ExtendResult(
-        lease_from(data["lease"]),
-        bool(data["extended"]),
-        bool(data["capped"]),
-        data["requested_until"],
-        data["granted_until"],
-    )
-
-
-def release_reply(data: Any) -> ReleaseResult:
-    lease = data.get("lease")
-    lease_out = None if lease is None else lease_from(lease)
-    return ReleaseResult(bool(data["released"]), lease_out, data.get("reason"))
-
-
-def force_release_reply(data: Any) -> ForceReleaseResult:
-    return ForceReleaseResult(lease_from(data["lease"]), data["actor"], data["reason"])
-
-
-def fenced_write_reply(data: Any) -> FencedWrite:
-    return FencedWrite(
-        data["key"], data["token"], data["value"], data["version"], bool(data["duplicate"])
-    )
-
-
-def fenced_value_reply(data: Any) -> FencedValue:
-    return FencedValue(
-        data["key"], data["token"], data["value"], data["version"], data["updated_at"]
-    )
-
-
-def event_from(data: Any) -> Event:
-    return Event(
-        data["id"],
-        data["at"],
-        data["type"],
-        data.get("key"),
-        data.get("holder"),
-        data.get("task"),
-        data.get("token"),
-        data.get("actor"),
-        data.get("reason"),
-        dict(data.get("data") or {}),
-    )
+    return Lease.from_wire(data["lease"])
 
 
 def events_reply(data: Any) -> list[Event]:
-    return [event_from(item) for item in data["events"]]
-
-
-def principal_from(data: Any) -> Principal:
-    return Principal(data["name"], data["kind"], tuple(data.get("roles") or ()), data.get("parent"))
-
-
-def me_reply(data: Any) -> Principal:
-    return principal_from(data["principal"])
-
-
-def issued_reply(data: Any) -> IssuedToken:
-    principal = principal_from(data["principal"])
-    return IssuedToken(principal, data["token_id"], data["token"], data.get("expires_at"))
-
-
-def no_reply(data: Any) -> None:
-    return None
+    return ov.EVENTS.parse(data).events
 
 
 def interpret(call: Call[T], reply: Reply) -> T:

@@ -28,7 +28,6 @@ from collections.abc import Callable
 from typing import Any
 
 from tenure.client._shared import Call, Reply, TransportError, transport_error
-from tenure.client.direct_principals import principal_handlers
 from tenure.core import validate as v
 from tenure.core.models import Principal
 from tenure.core.policy import PolicySet
@@ -39,6 +38,8 @@ from tenure.service.principals import Principals
 from tenure.settings import Settings
 from tenure.store.errors import failure
 from tenure.store.open import open_store
+from tenure.verbs import ops as ov
+from tenure.verbs.ops import EventsIn
 from tenure.verbs.registry import BY_NAME
 from tenure.verbs.table import Services
 
@@ -66,39 +67,7 @@ class DirectBackend:
         self.services = Services(self.service, self.principals, settings.limits)
         self._lock = threading.Lock()
         self._closed = False
-        self._handlers: dict[str, Handler] = {
-            "renew_all": lambda me, a: self.service.renew_all(
-                me, a.get("keys"), a.get("session")
-            ).to_dict(),
-            "extend": lambda me, a: self.service.extend(
-                me, a["key"], a["token"], a.get("until"), a.get("by_ms")
-            ).to_dict(),
-            "release": lambda me, a: self.service.release(
-                me, a["key"], a.get("token"), a.get("session")
-            ).to_dict(),
-            "force_release": lambda me, a: self.service.force_release(
-                me, a["key"], a["reason"]
-            ).to_dict(),
-            "list_leases": lambda me, a: {
-                "leases": [
-                    lease.to_dict()
-                    for lease in self.service.list(a.get("prefix"), a.get("holder"), a.get("task"))
-                ]
-            },
-            "fenced_write": lambda me, a: self.service.write(
-                me, a["key"], a["token"], a["value"], a.get("op_id")
-            ).to_dict(),
-            "fenced_read": lambda me, a: self.service.read(a["key"]).to_dict(),
-            "events": self._events,
-            "stats": lambda me, a: self.service.stats(),
-            "timeline": lambda me, a: self.service.timeline(
-                a.get("span_ms", 3_600_000), a.get("bucket_ms", 60_000)
-            ),
-            "me": lambda me, a: {"principal": me.to_dict()},
-            "add_principal": self._add_principal,
-            "revoke_token": self._revoke_token,
-            **principal_handlers(self.principals),
-        }
+        self._handlers: dict[str, Handler] = {}
 
     def principal(self) -> Principal:
         """Who the calls act as: the stored principal of that name, else a plain one."""
@@ -113,6 +82,8 @@ class DirectBackend:
         if verb is None and handler is None:
             raise NotImplementedError(f"direct mode has no {call.op!r}")
         try:
+            if verb is ov.EVENTS:  # its long-poll: polling the verb
+                return Reply(200, self._events(verb.args(call.args())))
             if verb is not None:  # a verb of the table: the same run and JSON as a server's
                 out = verb(self.services, self.principal(), verb.args(call.args()))
                 return Reply(verb.status, json.loads(out) if isinstance(out, bytes) else out)
@@ -124,38 +95,21 @@ class DirectBackend:
                 raise
             raise transport_error(call, exc, sent=found.sent) from exc
 
-    def _events(self, me: Principal, a: dict[str, Any]) -> dict[str, Any]:
+    def _events(self, args: EventsIn) -> dict[str, Any]:
         """A page of events; ``wait_ms`` is served by polling (no server to ring a bell)."""
-        wait_ms = a.get("wait_ms") or 0
+        wait_ms = args.wait_ms or 0
         if not v.is_int(wait_ms) or not 0 <= wait_ms <= MAX_WAIT_MS:
             raise InvalidRequest(f"wait_ms: from 0 to {MAX_WAIT_MS}", field="wait_ms")
         deadline = time.monotonic() + wait_ms / 1000
         pause = POLL_MIN_S
         while True:
-            found = self.service.events(
-                a.get("after", 0),
-                a.get("key"),
-                a.get("holder"),
-                a.get("type"),
-                a.get("limit", 100),
-                a.get("item"),
-            )
+            page = ov.EVENTS.run(self.services, self.principal(), args)
             left = deadline - time.monotonic()
-            if found or left <= 0:
-                return {"events": [e.to_dict() for e in found]}
+            if page.events or left <= 0:
+                return ov.events_wire(page)
+            args = args.model_copy(update={"after": page.next})
             time.sleep(min(pause, left))
             pause = min(pause * 2, POLL_MAX_S)
-
-    def _add_principal(self, me: Principal, a: dict[str, Any]) -> dict[str, Any]:
-        roles = list(a.get("roles") or [])
-        issued = self.principals.create(
-            me, a["name"], a.get("kind", "agent"), roles, a.get("parent"), a.get("ttl_ms")
-        )
-        return issued.to_dict()
-
-    def _revoke_token(self, me: Principal, a: dict[str, Any]) -> None:
-        self.principals.revoke(me, a["name"], a["token_id"])
-        return None
 
     def wait_hint(self, held: LeaseHeld, left: float, polls: int) -> float:
         """How long to sleep before trying a held key again."""

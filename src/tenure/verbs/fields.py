@@ -74,6 +74,14 @@ def text_schema(max_chars: int, description: str) -> dict[str, Any]:
     }
 
 
+def text_field(max_chars: int, description: str, *, blank: bool = False) -> Any:
+    """A text filter of a query: at most ``max_chars``, no control characters (but tab and
+    newline); ``blank``: may be empty or blank."""
+    pattern = FILTER_PATTERN if blank else TEXT_PATTERN
+    extra: dict[str, Any] = {"maxLength": max_chars, "pattern": pattern}
+    return Field(description=description, json_schema_extra=extra)
+
+
 def _whole(value: object) -> object:
     """JSON Schema counts ``35.0`` as an integer; so does the API (never ``true`` or ``"35"``)."""
     if isinstance(value, float) and value.is_integer():

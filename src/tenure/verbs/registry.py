@@ -4,12 +4,32 @@ from __future__ import annotations
 
 from typing import Any
 
-from tenure.verbs import items, leases
+from tenure.verbs import items, leases, ops, principals
 from tenure.verbs.table import Verb
 
 VERBS: list[Verb[Any, Any]] = [
     leases.ACQUIRE,
     leases.RENEW,
+    leases.RENEW_ALL,
+    leases.EXTEND,
+    leases.RELEASE,
+    leases.FORCE_RELEASE,
+    leases.GET_LEASE,
+    leases.LIST_LEASES,
+    leases.FENCED_WRITE,
+    leases.FENCED_READ,
+    principals.WHOAMI,
+    principals.ADD_PRINCIPAL,
+    principals.REVOKE_TOKEN,
+    principals.LIST_PRINCIPALS,
+    principals.SHOW_PRINCIPAL,
+    principals.SET_ROLES,
+    principals.REMOVE_PRINCIPAL,
+    principals.TOKEN_FLOOR,
+    principals.SET_TOKEN_FLOOR,
+    ops.EVENTS,
+    ops.STATS,
+    ops.TIMELINE,
     leases.GET_LEASE,
     items.CREATE_ITEM,
     items.LIST_ITEMS,

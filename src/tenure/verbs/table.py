@@ -36,14 +36,17 @@ if TYPE_CHECKING:  # the HTTP client reads the table without loading the service
 In = TypeVar("In", bound=BaseModel)
 Out = TypeVar("Out")
 Wire = dict[str, Any]
-#: a path parameter of a route: ``{key}`` or ``{key:path}``
-PATH_PARAM = re.compile(r"\{(\w+)(?::path)?\}")
+#: a path parameter of a route: ``{key}``, ``{key:path}`` or with another convertor
+#: (``{name:principal}``)
+PATH_PARAM = re.compile(r"\{(\w+)(?::\w+)?\}")
+#: the methods whose input travels (at least partly) as a JSON body; the others' as a query
+BODY_METHODS = frozenset({"POST", "PATCH", "PUT"})
 
 
 @dataclass(frozen=True)
 class Services:
     """What a verb runs on: the lease service (with its work queue), the principals, and the
-    bounds on one request's work (a list's byte budget)."""
+    bounds on one request's work (the lists' page caps and byte budgets)."""
 
     leases: Service
     principals: Principals

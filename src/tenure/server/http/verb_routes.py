@@ -25,10 +25,9 @@ from tenure.core.models import Principal
 from tenure.errors import NotFound
 from tenure.server.http import openapi, problems
 from tenure.server.http.deps import Caller, St, State, reply
-from tenure.verbs.table import PATH_PARAM, Verb, Wire
+from tenure.verbs.table import BODY_METHODS, PATH_PARAM, Verb, Wire
 
 Param = inspect.Parameter
-BODY_METHODS = frozenset({"POST", "PATCH"})
 
 
 def add_verb_routes(app: FastAPI, verbs: list[Verb[Any, Any]]) -> None:
@@ -40,7 +39,7 @@ def add_verb_routes(app: FastAPI, verbs: list[Verb[Any, Any]]) -> None:
             endpoint(verb),
             methods=[verb.method],
             name=verb.name,
-            response_model=verb.reply,
+            response_model=None if verb.status == 204 else verb.reply,
             status_code=verb.status,
             tags=list(verb.tags),
             description=verb.doc or None,
@@ -60,7 +59,7 @@ def endpoint(verb: Verb[Any, Any]) -> Any:
 
 
 def _body_endpoint(verb: Verb[Any, Any]) -> Any:
-    """A POST or PATCH: the JSON body (``verb.body``, else ``verb.input``) and the path's
+    """A POST, PUT or PATCH: the JSON body (``verb.body``, else ``verb.input``) and the path's
     parameters, which make the input together."""
     model = verb.body or verb.input
     if not PATH_PARAM.search(verb.path):
@@ -79,7 +78,7 @@ def _body_endpoint(verb: Verb[Any, Any]) -> Any:
 
 def _query_endpoint(verb: Verb[Any, Any]) -> Any:
     """A GET or DELETE: the path's parameters and the query string make the input."""
-    query = _query_model(verb)
+    query = query_model(verb)
 
     async def serve(request: Request, me: Principal, st: State, **values: Any) -> Response:
         found = values.pop("query").model_dump(exclude_unset=True) if query else {}
@@ -113,9 +112,9 @@ def _path_params(verb: Verb[Any, Any]) -> list[Param]:
 
 
 @cache
-def _query_model(verb: Verb[Any, Any]) -> type[BaseModel] | None:
+def query_model(verb: Verb[Any, Any]) -> type[BaseModel] | None:
     """The input's fields but the path's, as one model of query parameters (unknown ones are
-    refused, as unknown body fields are)."""
+    refused, as unknown body fields are); a hand-written route of a verb parses with it too."""
     path = set(PATH_PARAM.findall(verb.path))
     fields = {
         name: (info.annotation, info)
@@ -164,8 +163,8 @@ def _reply(verb: Verb[Any, Any], out: Wire | bytes | None) -> Response:
     """The verb's JSON; ``bytes``: JSON the database already wrote, passed on unparsed."""
     if out is None:
         return Response(status_code=verb.status)
-    if isinstance(out, bytes):
-        return Response(out, media_type="application/json")
-    response = reply(out)
-    response.status_code = verb.status  # e.g. 201 for a creation
+    response = (
+        Response(out, media_type="application/json") if isinstance(out, bytes) else reply(out)
+    )
+    response.status_code = verb.status  # 201 for a creation
     return response
