@@ -30,7 +30,6 @@ VERBS: list[Verb[Any, Any]] = [
     ops.EVENTS,
     ops.STATS,
     ops.TIMELINE,
-    leases.GET_LEASE,
     items.CREATE_ITEM,
     items.LIST_ITEMS,
     items.GET_ITEM,
