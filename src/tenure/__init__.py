@@ -15,6 +15,7 @@ from tenure.core.models import (
     RenewAllResult,
 )
 from tenure.core.policy import Policy, PolicySet
+from tenure.core.version import __version__
 from tenure.errors import (
     AssignedToOther,
     Conflict,
@@ -38,8 +39,6 @@ from tenure.errors import (
 from tenure.service.leases import Service
 from tenure.service.reaper import Reaper
 from tenure.store import Store, open_store
-
-__version__ = "0.1.0.dev0"
 
 __all__ = [
     "AssignedToOther",
@@ -82,5 +81,6 @@ __all__ = [
     "TooManyWaits",
     "Unauthenticated",
     "Unavailable",
+    "__version__",
     "open_store",
 ]

@@ -25,7 +25,7 @@ import uvicorn
 
 import tenure
 from procs import Shell, free_port
-from tenure.server import create_app
+from tenure.compose import create_app
 from tenure.server.run import config as server_config
 from tenure.service.principals import Principals
 from tenure.settings import Settings

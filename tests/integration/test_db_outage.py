@@ -45,7 +45,7 @@ class Faults:
     """Makes the server's store raise ``error`` (``times`` times, or until cleared)."""
 
     def __init__(self, server: LiveServer) -> None:
-        self.store = server._server.config.app.tenure.service.leases.store  # type: ignore[union-attr]
+        self.store = server._server.config.app.tenure.service.store  # type: ignore[union-attr]
         self.error: BaseException | None = None
         self.times = 0
         self.raised = 0

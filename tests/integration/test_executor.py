@@ -373,7 +373,7 @@ def test_a_group_that_commits_during_a_sync_is_synced_next_by_the_committer_itse
     gate, second_sync = threading.Event(), threading.Event()
     syncs: list[int] = []
     jobs: list[str] = []
-    real_sync, real_run = executor._wal.sync, executor._committer.run
+    real_sync, real_run = executor._groups.sync, executor._committer.run
 
     def sync() -> None:
         syncs.append(executor._seq)
@@ -402,7 +402,7 @@ def test_a_group_that_commits_during_a_sync_is_synced_next_by_the_committer_itse
         answered.append("bob")
         return answered
 
-    executor._wal.sync = sync  # type: ignore[method-assign]
+    executor._groups.sync = sync  # type: ignore[method-assign]
     executor._committer.run = run  # type: ignore[method-assign]
     try:
         assert asyncio.run(main()) == ["alice", "bob"]
@@ -422,7 +422,7 @@ def test_the_wal_is_synced_by_the_syncer_process_which_ends_with_the_executor(
     svc, executor = sqlite_service, GroupExecutor(sqlite_service)
     assert executor._process is not None
     pid = executor._process.pid
-    executor._wal.sync = _no_sync_in_process  # type: ignore[method-assign]
+    executor._groups.sync = _no_sync_in_process  # type: ignore[method-assign]
 
     async def main() -> list[Any]:
         calls = [executor.run(lambda i=i: svc.acquire(f"p{i}", f"k{i}").token) for i in range(20)]
@@ -438,13 +438,13 @@ def test_the_wal_is_synced_by_the_syncer_process_which_ends_with_the_executor(
 def test_if_the_syncer_process_dies_the_committer_thread_syncs(sqlite_service: Service) -> None:
     svc, executor = sqlite_service, GroupExecutor(sqlite_service)
     assert executor._process is not None
-    real_sync, syncs = executor._wal.sync, []
+    real_sync, syncs = executor._groups.sync, []
 
     def sync() -> None:
         syncs.append(1)
         real_sync()
 
-    executor._wal.sync = sync  # type: ignore[method-assign]
+    executor._groups.sync = sync  # type: ignore[method-assign]
 
     async def main() -> list[Any]:
         first = await executor.run(lambda: svc.acquire("alice", "a").holder)

@@ -15,7 +15,9 @@ import pytest
 import tenure
 from tenure.client import _item_calls as ic
 from tenure.client import _shared as sh
-from tenure.client._shared import Call, Reply, RetryPolicy, Safety, TransportError
+from tenure.client import _transport as tr
+from tenure.client._shared import Call, Reply, Safety, TransportError
+from tenure.client._transport import RetryPolicy
 from tenure.client.aio import AsyncHttpTransport
 from tenure.client.sync import HttpTransport
 from tenure.core.models import (
@@ -203,7 +205,7 @@ def test_problem_replies_raise_the_servers_error_with_its_fields(
 
 
 def test_failures_without_a_problem_document_are_unexpected_replies() -> None:
-    reply = sh.reply_from(502, "text/html", b"<h1>Bad Gateway</h1>", None)
+    reply = tr.reply_from(502, "text/html", b"<h1>Bad Gateway</h1>", None)
     with pytest.raises(sh.UnexpectedReply) as raised:
         sh.interpret(sh.renew("k", 1), reply)
     assert raised.value.http_status == 502
@@ -231,17 +233,17 @@ def test_which_failures_are_retried() -> None:
     acquire, renew = sh.acquire("k"), sh.renew("k", 1)
     never_sent, maybe_sent = TransportError(sent=False), TransportError(sent=True)
     for call in (acquire, renew):
-        assert sh.retryable(call, error=never_sent)
-        assert sh.retryable(call, reply=Reply(429))
-        assert sh.retryable(call, reply=Reply(503))
-        assert not sh.retryable(call, reply=Reply(409))
-        assert not sh.retryable(call, error=tenure.LeaseHeld())
-        assert not sh.retryable(call, error=sh.UnexpectedReply(sent=True))
-    assert sh.retryable(renew, error=maybe_sent)
-    assert not sh.retryable(acquire, error=maybe_sent)
+        assert tr.retryable(call, error=never_sent)
+        assert tr.retryable(call, reply=Reply(429))
+        assert tr.retryable(call, reply=Reply(503))
+        assert not tr.retryable(call, reply=Reply(409))
+        assert not tr.retryable(call, error=tenure.LeaseHeld())
+        assert not tr.retryable(call, error=sh.UnexpectedReply(sent=True))
+    assert tr.retryable(renew, error=maybe_sent)
+    assert not tr.retryable(acquire, error=maybe_sent)
     for status in (500, 502, 504):
-        assert sh.retryable(renew, reply=Reply(status))
-        assert not sh.retryable(acquire, reply=Reply(status))
+        assert tr.retryable(renew, reply=Reply(status))
+        assert not tr.retryable(acquire, reply=Reply(status))
 
 
 def test_backoff_grows_with_jitter_and_stops_at_the_budget() -> None:
@@ -258,7 +260,7 @@ def test_backoff_grows_with_jitter_and_stops_at_the_budget() -> None:
     slow = Reply(503, retry_after=1.5)
     assert policy.next_delay(renew, 1, 0.0, reply=slow) == pytest.approx(1.5)
     assert policy.next_delay(renew, 1, 2.0, reply=slow) is None
-    assert sh.retry_after("2") == 2.0 and sh.retry_after("Wed, 21 Oct 2015") is None
+    assert tr.retry_after("2") == 2.0 and tr.retry_after("Wed, 21 Oct 2015") is None
     with pytest.raises(ValueError):
         RetryPolicy(attempts=0)
 
@@ -367,28 +369,28 @@ def test_async_client_retries_alike() -> None:
 def test_target_reads_url_and_token_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TENURE_URL", "http://lease.example:7000/")
     monkeypatch.setenv("TENURE_TOKEN", "tnr_env")
-    assert sh.target(None, None, None) == sh.Target("http://lease.example:7000", "tnr_env")
-    assert sh.target("http://lease.example:7000", None, None).token == "tnr_env"
-    assert sh.target(None, "tnr_mine", None).token == "tnr_mine"
+    assert tr.target(None, None, None) == tr.Target("http://lease.example:7000", "tnr_env")
+    assert tr.target("http://lease.example:7000", None, None).token == "tnr_env"
+    assert tr.target(None, "tnr_mine", None).token == "tnr_mine"
     # the environment's token never goes to a server it was not configured for
-    assert sh.target("http://elsewhere:1", None, None).token is None
+    assert tr.target("http://elsewhere:1", None, None).token is None
     monkeypatch.delenv("TENURE_URL")
     monkeypatch.delenv("TENURE_TOKEN")
-    assert sh.target(None, None, None) == sh.Target("http://127.0.0.1:7676", None)
+    assert tr.target(None, None, None) == tr.Target("http://127.0.0.1:7676", None)
 
 
 def test_target_checks_direct_mode_arguments() -> None:
-    direct = sh.target("sqlite:///x.db", None, "cron")
+    direct = tr.target("sqlite:///x.db", None, "cron")
     assert direct.direct and direct.principal == "cron"
-    assert sh.target("postgresql://db/x", None, "cron").direct
+    assert tr.target("postgresql://db/x", None, "cron").direct
     with pytest.raises(ValueError, match="principal"):
-        sh.target("sqlite:///x.db", None, None)
+        tr.target("sqlite:///x.db", None, None)
     with pytest.raises(ValueError, match="token"):
-        sh.target("sqlite:///x.db", "tnr_x", "cron")
+        tr.target("sqlite:///x.db", "tnr_x", "cron")
     with pytest.raises(ValueError, match="principal"):
-        sh.target("http://x", "t", "cron")
+        tr.target("http://x", "t", "cron")
     with pytest.raises(ValueError, match="unsupported"):
-        sh.target("ftp://x", "t", None)
+        tr.target("ftp://x", "t", None)
 
 
 # HTTP details ---------------------------------------------------------------------------------

@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tenure.core.models import Lease, Principal, ReleaseResult
+from tenure.core.validate import MAX_WAIT_MS
 from tenure.errors import InvalidRequest
 from tenure.server.http.hotpath import bearer, dumps, job, json_body, lease_reply, parse
-from tenure.core.validate import MAX_WAIT_MS
 from tenure.service.leases import Service
 from tenure.verbs.fields import MAX_INT
 

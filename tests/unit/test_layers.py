@@ -28,10 +28,12 @@ LAYERS = {
     "verbs": 3,
     "server": 4, "client": 4, "cli": 4, "mcp": 4, "fence": 4, "demo": 4, "compose": 5,
 }  # fmt: skip
-#: the fronts a front may import: the CLI runs the client, and starts the servers
+#: the fronts a front may import: the CLI runs the client, and starts the servers (``tenure
+#: serve`` through the composition root, which mounts the MCP tools on the server)
 FRONT_EDGES = {
-    "cli": {"client", "fence", "server.run", "mcp.entry"},
+    "cli": {"client", "fence", "server.run", "mcp.entry", "compose"},
     "compose": {"server", "mcp"},
+    "mcp": {"client"},  # the MCP tools over a remote server (`tenure mcp`) use the client
 }
 
 

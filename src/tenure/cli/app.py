@@ -11,7 +11,8 @@ import click
 
 from tenure.cli.context import Cli, cli_of, verb
 from tenure.cli.durations import DURATION
-from tenure.cli.render import ERROR, USAGE, Output, exit_code, held_by, pairs, when
+from tenure.cli.render import ERROR, USAGE, Output, exit_code, pairs
+from tenure.core.text import held_by, when
 from tenure.errors import LeaseLost, TenureError
 from tenure.settings import Settings
 
@@ -119,7 +120,7 @@ def serve(
     db: str | None, host: str | None, port: int | None, log_level: str, access_log: bool
 ) -> None:
     """Run the HTTP server on the database (SQLite by default), bound to loopback."""
-    from tenure.server.run import serve as run_server
+    from tenure.compose import serve as run_server
 
     settings = Settings.from_env(db=db, host=host, port=port)
     run_server(settings, log_level=log_level, access_log=access_log)

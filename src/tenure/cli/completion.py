@@ -53,6 +53,12 @@ def complete_items(
     ]
 
 
+#: the KEY argument of the lock verbs, completed from the live leases
+KEY = click.argument("key", shell_complete=complete_keys)
+#: the ITEM argument of the item verbs, completed from the items not finished
+ITEM = click.argument("item_id", metavar="ITEM", shell_complete=complete_items)
+
+
 @verb(
     cli,
     "completion",

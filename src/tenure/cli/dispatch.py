@@ -20,8 +20,9 @@ from tenure.cli.app import cli
 from tenure.cli.completion import complete_items
 from tenure.cli.context import Cli, cli_of, verb
 from tenure.cli.durations import DURATION
-from tenure.cli.render import pairs, when
+from tenure.cli.render import pairs
 from tenure.client._session import new_session
+from tenure.core.text import when
 
 
 def log_path(run: Cli, item: str, agent: str, given: str | None) -> Path:

@@ -7,6 +7,8 @@ from typing import Any
 
 import click
 
+from tenure.core.text import format_duration as format_duration  # cli/run.py imports it here
+
 _UNITS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}
 _PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
 
@@ -20,21 +22,6 @@ def parse_duration(text: str) -> int:
     if not parts or "".join(n + u for n, u in parts) != raw:
         raise ValueError(f"not a duration: {text!r} (try 90s, 5m, 2h, 1d or 1h30m)")
     return round(sum(float(n) * _UNITS[u] for n, u in parts))
-
-
-def format_duration(ms: int) -> str:
-    """``2m10s``, ``1h5m``, ``3d2h``, ``450ms``: the two largest units."""
-    ms = abs(int(ms))
-    if ms < 1000:
-        return f"{ms}ms"
-    seconds = round(ms / 1000)
-    days, rest = divmod(seconds, 86_400)
-    hours, rest = divmod(rest, 3600)
-    minutes, secs = divmod(rest, 60)
-    parts = [(days, "d"), (hours, "h"), (minutes, "m"), (secs, "s")]
-    while parts and parts[0][0] == 0:
-        parts.pop(0)
-    return "".join(f"{n}{u}" for n, u in parts[:2] if n) or "0s"
 
 
 def format_like(ms: int, typed: str | None) -> str:

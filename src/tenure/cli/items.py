@@ -21,16 +21,18 @@ from rich.console import Group
 from rich.text import Text
 
 from tenure.cli.app import cli
-from tenure.cli.completion import complete_items
+from tenure.cli.completion import ITEM, complete_items
 from tenure.cli.context import Cli, cli_of, verb
 from tenure.cli.durations import DURATION
 from tenure.cli.locks import parse_json_object
 from tenure.cli.ops import event_line
-from tenure.cli.render import clock, held_by, pairs, relative, table, when
+from tenure.cli.render import pairs, table
 from tenure.core.items import STATUSES, Item, ItemView, Transfer, item_key
 from tenure.core.models import Lease
+from tenure.core.text import clock, held_by, relative, when
 
 EPOCH_HELP = "The claim's epoch (default: the one remembered from your claim)."
+EPOCH = click.option("--epoch", type=int, help=EPOCH_HELP)
 
 
 # rendering ----------------------------------------------------------------------------------
@@ -166,7 +168,7 @@ def epoch_of(run: Cli, item_id: str, given: int | None) -> int:
     'tenure claim 42 --takeover --reason "jo is on leave"\n'
     "tenure claim 42 --json",
 )
-@click.argument("item_id", metavar="ITEM", shell_complete=complete_items)
+@ITEM
 @click.option("--ttl", type=DURATION, help="Lease duration (90s, 5m, 2h; default: the policy's).")
 @click.option("--task", help="What you are doing (shown to whoever is refused).")
 @click.option(
@@ -199,8 +201,8 @@ def claim(
     summary="Renew your claim's lease.",
     example="tenure renew 42\ntenure renew 42 --ttl 10m --epoch 7",
 )
-@click.argument("item_id", metavar="ITEM", shell_complete=complete_items)
-@click.option("--epoch", type=int, help=EPOCH_HELP)
+@ITEM
+@EPOCH
 @click.option("--ttl", type=DURATION, help="A new duration (default: the lease's own).")
 def renew(item_id: str, epoch: int | None, ttl: int | None) -> None:
     """Renew your lease on ITEM from now. Exit 4 if the claim is lost (it lapsed and someone
@@ -217,9 +219,9 @@ def renew(item_id: str, epoch: int | None, ttl: int | None) -> None:
     summary="Push your claim's deadline out (capped by policy).",
     example="tenure extend 42 2h\ntenure extend 42 30m --epoch 7 --json",
 )
-@click.argument("item_id", metavar="ITEM", shell_complete=complete_items)
+@ITEM
 @click.argument("by", type=DURATION)
-@click.option("--epoch", type=int, help=EPOCH_HELP)
+@EPOCH
 def extend(item_id: str, by: int, epoch: int | None) -> None:
     """Set your claim's deadline to now + BY. Never shortens it; says when the policy capped
     it."""
@@ -235,7 +237,7 @@ def extend(item_id: str, by: int, epoch: int | None) -> None:
     summary="Release your claim: the item reopens (idempotent).",
     example="tenure release 42",
 )
-@click.argument("item_id", metavar="ITEM", shell_complete=complete_items)
+@ITEM
 @click.option("--epoch", type=int, help="Release only this claim (default: the remembered one).")
 def release(item_id: str, epoch: int | None) -> None:
     """End your lease on ITEM, retire your assignee edge and reopen the item for others.
@@ -259,11 +261,11 @@ def release(item_id: str, epoch: int | None) -> None:
     example='tenure progress 42 "tests pass" --percent 60\n'
     'tenure progress 42 "migrated" --data \'{"rows": 1200}\' --epoch 7',
 )
-@click.argument("item_id", metavar="ITEM", shell_complete=complete_items)
+@ITEM
 @click.argument("message")
 @click.option("--percent", type=click.IntRange(0, 100), help="How far along (0-100).")
 @click.option("--data", help="Small JSON object stored with the report.")
-@click.option("--epoch", type=int, help=EPOCH_HELP)
+@EPOCH
 def progress(
     item_id: str, message: str, percent: int | None, data: str | None, epoch: int | None
 ) -> None:
@@ -284,7 +286,7 @@ def progress(
     example="tenure complete 42\n"
     "tenure complete 42 --result '{\"pr\": 1234}' --op-id deploy-42-done",
 )
-@click.argument("item_id", metavar="ITEM", shell_complete=complete_items)
+@ITEM
 @click.option("--result", help="The result, as JSON (any value).")
 @click.option("--op-id", help="Makes a retried completion harmless: a repeat changes nothing.")
 @click.option(
@@ -294,7 +296,7 @@ def progress(
     metavar="TITLE",
     help="Create an item with this title under ITEM, with the completion (repeat for more).",
 )
-@click.option("--epoch", type=int, help=EPOCH_HELP)
+@EPOCH
 def complete(
     item_id: str,
     result: str | None,
@@ -323,7 +325,7 @@ def complete(
     summary="Cancel an item (assignee, creator, supervisor, ancestor or admin).",
     example='tenure cancel 42 --reason "duplicate of 41"',
 )
-@click.argument("item_id", metavar="ITEM", shell_complete=complete_items)
+@ITEM
 @click.option("--reason", required=True, help="Why (recorded with the transfer).")
 def cancel(item_id: str, reason: str) -> None:
     """Set ITEM cancelled: any claim on it ends and its epoch is dead from now on."""
@@ -488,7 +490,7 @@ def items_ls(status: str | None, assignee: str | None, label: str | None, limit:
     summary="Show an item, its lease and its ownership history.",
     example="tenure items show 42\ntenure items show 42 --json",
 )
-@click.argument("item_id", metavar="ITEM", shell_complete=complete_items)
+@ITEM
 def items_show(item_id: str) -> None:
     """ITEM with its lease, lease state, progress and transfers (every change of owner or
     epoch: claimed, released, taken_over, force_released, completed, cancelled)."""

@@ -11,8 +11,8 @@ from typing import Any
 from tenure.cli import eventlog
 from tenure.cli.agent import LEFT_OPEN
 from tenure.cli.context import Cli
-from tenure.cli.render import when
 from tenure.core.models import Event
+from tenure.core.text import when
 from tenure.errors import TenureError
 
 LOOK_BACK = 5000  # event ids

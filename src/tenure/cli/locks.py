@@ -8,11 +8,12 @@ from typing import Any
 import click
 
 from tenure.cli.app import cli
-from tenure.cli.completion import complete_keys
+from tenure.cli.completion import KEY
 from tenure.cli.context import cli_of, verb
 from tenure.cli.durations import DURATION
-from tenure.cli.render import clock, pairs, relative, table, when
+from tenure.cli.render import pairs, table
 from tenure.core.models import Lease
+from tenure.core.text import clock, relative, when
 
 
 def parse_json_object(value: str | None, name: str) -> dict[str, Any] | None:
@@ -84,7 +85,7 @@ def lock() -> None:
     example="tenure lock acquire jobs/nightly --ttl 30s --task cron:nightly\n"
     "tenure lock acquire deploy/prod --wait 2m --json",
 )
-@click.argument("key", shell_complete=complete_keys)
+@KEY
 @click.option("--ttl", type=DURATION, help="Lease duration (90s, 5m, 2h; default: the policy's).")
 @click.option("--task", help="What the lease serves (shown to whoever is refused).")
 @click.option("--wait", type=DURATION, help="Wait this long while someone else holds it.")
@@ -108,7 +109,7 @@ def lock_acquire(
     summary="Renew your lease on KEY.",
     example="tenure lock renew jobs/nightly\ntenure lock renew jobs/nightly --token 17 --ttl 1m",
 )
-@click.argument("key", shell_complete=complete_keys)
+@KEY
 @click.option("--token", type=int, help="The lease's token (default: the one remembered).")
 @click.option("--ttl", type=DURATION, help="A new duration (default: the lease's own).")
 def lock_renew(key: str, token: int | None, ttl: int | None) -> None:
@@ -124,7 +125,7 @@ def lock_renew(key: str, token: int | None, ttl: int | None) -> None:
     summary="Push your lease's deadline out (capped by policy).",
     example="tenure lock extend jobs/nightly 2h",
 )
-@click.argument("key", shell_complete=complete_keys)
+@KEY
 @click.argument("by", type=DURATION)
 @click.option("--token", type=int, help="The lease's token (default: the one remembered).")
 def lock_extend(key: str, by: int, token: int | None) -> None:
@@ -141,7 +142,7 @@ def lock_extend(key: str, by: int, token: int | None) -> None:
     summary="Release your lease on KEY (idempotent).",
     example="tenure lock release jobs/nightly",
 )
-@click.argument("key", shell_complete=complete_keys)
+@KEY
 @click.option("--token", type=int, help="Release only this token (default: the one remembered).")
 def lock_release(key: str, token: int | None) -> None:
     """End your lease on KEY: the token remembered (or --token), else your CLI session's
@@ -159,7 +160,7 @@ def lock_release(key: str, token: int | None) -> None:
     summary="End someone's lease (admin, supervisor or ancestor).",
     example='tenure lock force-release jobs/nightly --reason "worker-3 is wedged"',
 )
-@click.argument("key", shell_complete=complete_keys)
+@KEY
 @click.option("--reason", required=True, help="Why (recorded in the event).")
 def lock_force_release(key: str, reason: str) -> None:
     """End the live lease on KEY as an authority; its token is dead from now on. Keys under
@@ -194,7 +195,7 @@ def lock_ls(prefix: str | None, holder: str | None, task: str | None) -> None:
 @verb(
     lock, "show", summary="Show the latest lease on KEY.", example="tenure lock show jobs/nightly"
 )
-@click.argument("key", shell_complete=complete_keys)
+@KEY
 def lock_show(key: str) -> None:
     """The latest lease on KEY, live or not, with its state."""
     run = cli_of()

@@ -8,7 +8,7 @@ import click
 from tenure.cli.context import Cli, cli_of, verb
 from tenure.client import Client
 from tenure.client._session import new_session
-from tenure.client._shared import DIRECT_SCHEMES
+from tenure.client._transport import DIRECT_SCHEMES
 from tenure.core.policy import PolicySet
 from tenure.settings import Settings
 
@@ -45,11 +45,9 @@ def mcp(db: str | None, principal: str | None) -> None:
     Nothing but MCP messages is written to stdout."""
     client = open_client(db, principal)  # usage errors before the SDK's slow import
     try:
-        from tenure.mcp.backend import ClientBackend
-        from tenure.mcp.tools import build_server
+        from tenure.mcp.entry import serve_stdio
 
-        backend = ClientBackend(client)
-        build_server(lambda ctx: backend, direct_policy(db)).run("stdio")
+        serve_stdio(client, direct_policy(db))
     finally:
         client.close()
 

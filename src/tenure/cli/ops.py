@@ -19,8 +19,9 @@ from tenure.cli.completion import complete_keys
 from tenure.cli.context import Cli, cli_of, verb
 from tenure.cli.durations import parse_duration
 from tenure.cli.eventlog import Filter
-from tenure.cli.render import LOST, OK, clock, now_ms, table, when
+from tenure.cli.render import LOST, OK, now_ms, table
 from tenure.core.models import Event
+from tenure.core.text import clock, when
 
 _STOPS = (signal.SIGINT, signal.SIGTERM)
 

@@ -8,9 +8,13 @@ from __future__ import annotations
 import click
 
 from tenure.cli.app import cli
-from tenure.cli.completion import complete_items
+from tenure.cli.completion import ITEM
 from tenure.cli.context import cli_of, verb
-from tenure.cli.render import held_by
+from tenure.core.text import held_by
+
+REASON = click.option(
+    "--reason", required=True, help="Why (recorded with the transfer and the event)."
+)
 
 
 @verb(
@@ -20,8 +24,8 @@ from tenure.cli.render import held_by
     example='tenure force-release 42 --reason "jo/agent-3 is looping"\n'
     'tenure force-release 42 --reason "wrong branch" --json',
 )
-@click.argument("item_id", metavar="ITEM", shell_complete=complete_items)
-@click.option("--reason", required=True, help="Why (recorded with the transfer and the event).")
+@ITEM
+@REASON
 def force_release(item_id: str, reason: str) -> None:
     """End the live claim on ITEM as an authority: its epoch is dead from now on (progress and
     completion with it exit 4), and the item stays assigned to its holder but reads revoked:
@@ -46,9 +50,9 @@ def force_release(item_id: str, reason: str) -> None:
     example='tenure reassign 42 bob --reason "jo is on leave"\n'
     'tenure reassign 42 jo/reviewer --reason "needs a review first" --json',
 )
-@click.argument("item_id", metavar="ITEM", shell_complete=complete_items)
+@ITEM
 @click.argument("principal")
-@click.option("--reason", required=True, help="Why (recorded with the transfer and the event).")
+@REASON
 def reassign(item_id: str, principal: str, reason: str) -> None:
     """Move ITEM to PRINCIPAL as an authority, in one step: any live claim on it ends and its
     epoch is dead, and PRINCIPAL becomes its assignee (a `reassigned` transfer with your

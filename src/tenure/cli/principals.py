@@ -13,9 +13,10 @@ from rich.console import Group
 
 from tenure.cli.app import principal
 from tenure.cli.context import cli_of, verb
-from tenure.cli.render import clock, pairs, table, when
+from tenure.cli.render import pairs, table
 from tenure.client._principal_calls import PrincipalInfo
 from tenure.core.models import Principal
+from tenure.core.text import clock, when
 from tenure.service.principals import Principals
 from tenure.settings import Settings
 

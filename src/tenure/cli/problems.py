@@ -8,9 +8,10 @@ from __future__ import annotations
 import re
 
 from tenure.cli.context import Cli
-from tenure.cli.durations import TYPED, format_duration, format_like, parse_duration
+from tenure.cli.durations import TYPED, format_like, parse_duration
 from tenure.client import TransportError
 from tenure.client._shared import UnexpectedReply
+from tenure.core.text import format_duration
 from tenure.errors import InvalidRequest, TenureError, Unauthenticated
 
 _ERRNO = re.compile(r"^(?:\w+: )?(?:\[Errno -?\d+\] )?")

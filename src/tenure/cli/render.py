@@ -9,7 +9,6 @@ import re
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
-from datetime import datetime
 from typing import Any
 
 from rich.console import Console
@@ -17,18 +16,9 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from tenure.cli.durations import format_duration
-from tenure.errors import (
-    AssignedToOther,
-    IdempotencyConflict,
-    InvalidRequest,
-    LeaseHeld,
-    LeaseLost,
-    NotFound,
-    NotHolder,
-    StaleToken,
-    TenureError,
-)
+from tenure import errors as e
+from tenure.core.text import TAKEOVER
+from tenure.core.text import describe as describe  # cli/run.py imports it from here
 
 _WIDEST = 10_000  # columns a table may take to show every cell whole
 #: spaces at the end of a line (before any closing style codes)
@@ -36,104 +26,29 @@ _TRAILING = re.compile(r"[ \t]+((?:\x1b\[[0-9;]*m)*)$", re.MULTILINE)
 
 # Exit codes: stable, documented in docs/cli.md.
 OK, ERROR, USAGE, CONFLICT, LOST, NOT_FOUND = 0, 1, 2, 3, 4, 5
-_EXITS: tuple[tuple[type[TenureError], int], ...] = (
-    (LeaseHeld, CONFLICT),
-    (AssignedToOther, CONFLICT),
-    (IdempotencyConflict, CONFLICT),
-    (NotHolder, CONFLICT),
-    (LeaseLost, LOST),
-    (StaleToken, LOST),
-    (NotFound, NOT_FOUND),
+_EXITS: tuple[tuple[type[e.TenureError], int], ...] = (
+    (e.LeaseHeld, CONFLICT),
+    (e.AssignedToOther, CONFLICT),
+    (e.IdempotencyConflict, CONFLICT),
+    (e.NotHolder, CONFLICT),
+    (e.LeaseLost, LOST),
+    (e.StaleToken, LOST),
+    (e.NotFound, NOT_FOUND),
 )
 
 
-def exit_code(err: TenureError) -> int:
+def exit_code(err: e.TenureError) -> int:
     """3 held/assigned/conflict, 4 lost/stale, 5 not found, 2 invalid input, 1 the rest."""
     if err.code == "conflict":
         return CONFLICT
     for cls, code in _EXITS:
         if isinstance(err, cls):
             return code
-    return USAGE if isinstance(err, InvalidRequest) else ERROR
+    return USAGE if isinstance(err, e.InvalidRequest) else ERROR
 
 
 def now_ms() -> int:
     return int(time.time() * 1000)
-
-
-def clock(ms: int | None) -> str:
-    """Local wall time: ``14:03:10`` today, ``2026-11-24 14:03:10`` another day."""
-    if ms is None:
-        return "-"
-    moment = datetime.fromtimestamp(ms / 1000).astimezone()
-    today = datetime.now().astimezone().date()
-    return moment.strftime("%H:%M:%S" if moment.date() == today else "%Y-%m-%d %H:%M:%S")
-
-
-def relative(ms: int | None, now: int | None = None) -> str:
-    """``in 2m10s`` or ``2m10s ago``."""
-    if ms is None:
-        return "-"
-    delta = ms - (now_ms() if now is None else now)
-    return f"in {format_duration(delta)}" if delta >= 0 else f"{format_duration(delta)} ago"
-
-
-def when(ms: int | None) -> str:
-    """``14:03:10, in 2m10s``."""
-    return "-" if ms is None else f"{clock(ms)}, {relative(ms)}"
-
-
-def held_by(holder: str | None, session: str | None = None, task: str | None = None) -> str:
-    """``jo``, ``jo (task deploy-42)``, ``jo (session cli:web-1:9f2c1a7b, task deploy-42)``: a
-    holder with its session (unless the default one) and task."""
-    details = [f"session {session}"] if session else []
-    details += [f"task {task}"] if task else []
-    return f"{holder} ({', '.join(details)})" if details else f"{holder}"
-
-
-def describe(
-    err: TenureError,
-    *,
-    at: Callable[[int | None], str] = when,
-    takeover: str = "claim with --takeover --reason … to take it over",
-    sessions: bool = False,
-) -> str:
-    """The error in words that name what matters. ``at`` words an instant (local wall time by
-    default), ``takeover`` says how to take an item over (the MCP tools word both their way);
-    ``sessions`` names the holder's session too (the CLI does)."""
-    key = f"{err.key} " if err.key else ""
-    if isinstance(err, LeaseHeld | NotHolder):
-        holder = held_by(err.holder, err.session if sessions else None, err.task)
-        left = f" until {at(err.expires_at)}" if err.expires_at else ""
-        return f"{key}held by {holder}{left}".strip()
-    if isinstance(err, AssignedToOther):
-        if err.lease_state == "revoked":  # force-released: even its assignee takes it over
-            return (
-                f"{key}assigned to {err.assignee}, whose claim was force-released (revoked); "
-                f"{takeover}"
-            ).strip()
-        lapsed = f"; their lease lapsed at {at(err.lapsed_at)}" if err.lapsed_at else ""
-        return (
-            f"{key}assigned to {err.assignee} (lease {err.lease_state}){lapsed}; {takeover}"
-        ).strip()
-    if isinstance(err, StaleToken):
-        if err.token is not None and err.token == err.current_token:
-            return f"{key}token {err.token} was revoked (force-released or cancelled)".strip()
-        holder = f", held by {err.holder}" if err.holder else ""
-        return (
-            f"{key}token {err.token} is stale: the current token is {err.current_token}{holder}"
-        ).strip()
-    if isinstance(err, NotFound):
-        return f"not found: {err.detail}"
-    if isinstance(err, LeaseLost):
-        return f"{key}lease lost ({err.reason or 'gone'})".strip()
-    if isinstance(err, IdempotencyConflict):
-        return (
-            f"{key}op_id {err.op_id} was used for another write under token {err.token} "
-            f"(version {err.version}): use a new op_id for a new write"
-        ).strip()
-    fields = ", ".join(f"{k} {v}" for k, v in err.info().items() if v is not None and k != "key")
-    return f"{key}{err.detail}" + (f" ({fields})" if fields else "")
 
 
 class Output:
@@ -147,7 +62,7 @@ class Output:
         self.console = Console(soft_wrap=True, highlight=False, markup=False, emoji=False)
         self.err = Console(stderr=True, soft_wrap=True, highlight=False, markup=False, emoji=False)
         #: how the running command takes an item over, for a refusal that needs a takeover
-        self.takeover = "claim with --takeover --reason … to take it over"
+        self.takeover = TAKEOVER
 
     def emit(self, doc: Any, human: Callable[[], Any] | str | None = None) -> None:
         """Print ``doc`` as JSON, or ``human`` (a string, a rich renderable, or a function
@@ -194,7 +109,7 @@ class Output:
         if not self.json:
             self.err.print(text)
 
-    def error(self, err: TenureError, then: str | None = None) -> None:
+    def error(self, err: e.TenureError, then: str | None = None) -> None:
         """``err`` on stderr, in words (``then`` appended: what else matters), or as JSON."""
         if self.json:
             sys.stderr.write(json.dumps(err.to_problem(), default=str) + "\n")

@@ -8,8 +8,8 @@ from rich.console import Group
 
 from tenure.cli.app import cli
 from tenure.cli.context import cli_of, verb
-from tenure.cli.durations import format_duration
 from tenure.cli.render import OK, table
+from tenure.core.text import format_duration
 
 ENDINGS = ("released", "completed", "expired", "force_released", "taken_over")
 

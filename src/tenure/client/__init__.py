@@ -1,11 +1,13 @@
 """The Python client of tenure: :class:`Client` (blocking) and :class:`AsyncClient` (asyncio).
 
-Both have the same methods with the same parameters; they share the request building, reply
-parsing and retry rules of :mod:`tenure.client._shared` and differ only in how a call travels
-(the transport): HTTP with httpx, or, given a database URL, direct mode (:mod:`.direct`), which
-runs the service in this process. ``client.lease(...)`` holds a lease with a heartbeat
-(:mod:`.lease`); ``client.items`` is the work queue, and ``client.items.work(...)`` holds a
-claim on an item the same way (:mod:`.items`).
+Both have the same methods with the same parameters: :class:`Client` is generated from
+:class:`AsyncClient` (``python scripts/gen_sync.py``). They share the request building and reply
+parsing of :mod:`tenure.client._shared` and the retry rules of :mod:`tenure.client._transport`,
+and differ only in how a call travels (the transport): HTTP with httpx, or, given a database
+URL, direct mode (:mod:`.direct`), which runs the service in this process.
+``client.lease(...)`` holds a lease with a heartbeat (:mod:`.lease`); ``client.items`` is the
+work queue, and ``client.items.work(...)`` holds a claim on an item the same way
+(:mod:`.items`).
 
 ```python
 import tenure
@@ -17,12 +19,9 @@ with tenure.Client() as client:  # TENURE_URL, TENURE_TOKEN
 ```
 """
 
-from tenure.client._shared import (
-    IssuedToken,
-    RetryPolicy,
-    TransportError,
-    UnexpectedReply,
-)
+from tenure.client._call import TransportError, UnexpectedReply
+from tenure.client._shared import IssuedToken
+from tenure.client._transport import RetryPolicy
 from tenure.client.aio import AsyncClient
 from tenure.client.items import AsyncItems, AsyncWorkHandle, Items, WorkHandle
 from tenure.client.lease import AsyncLeaseHandle, LeaseHandle

@@ -13,8 +13,6 @@ import inspect
 from collections.abc import Iterable
 from typing import Any, Protocol
 
-from tenure.client.lease import AsyncLeaseHandle, LeaseHandle
-from tenure.core.models import Lease
 from tenure.errors import InvalidRequest
 
 
@@ -63,38 +61,3 @@ async def admit_all_async(fences: tuple[Admits, ...], key: str, token: int) -> N
             await asyncio.to_thread(fence.admit, key, token)
         else:
             fence.admit(key, token)
-
-
-class FencedLeaseHandle(LeaseHandle):
-    """A :class:`~tenure.client.lease.LeaseHandle` that admits its token in ``fences`` as soon
-    as it is granted, before the block runs (a refusal releases the lease and raises)."""
-
-    def __init__(self, *args: Any, fences: Iterable[Admits] | None = None) -> None:
-        super().__init__(*args)
-        self.fences = check_fences(fences)
-
-    def _acquire(self) -> tuple[Lease, float]:
-        lease, sent = super()._acquire()
-        try:
-            admit_all(self.fences, self.key, lease.token)
-        except BaseException:
-            self._quiet_release(lease.token)
-            raise
-        return lease, sent
-
-
-class AsyncFencedLeaseHandle(AsyncLeaseHandle):
-    """:class:`FencedLeaseHandle` for an :class:`~tenure.client.AsyncClient`."""
-
-    def __init__(self, *args: Any, fences: Iterable[Admits] | None = None) -> None:
-        super().__init__(*args)
-        self.fences = check_fences(fences)
-
-    async def _acquire(self) -> tuple[Lease, float]:
-        lease, sent = await super()._acquire()
-        try:
-            await admit_all_async(self.fences, self.key, lease.token)
-        except BaseException:
-            await self._quiet_release(lease.token)
-            raise
-        return lease, sent

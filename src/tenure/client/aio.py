@@ -5,30 +5,26 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Callable, Generator, Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
-from types import TracebackType
 from typing import Any, TypeVar
 
 import httpx
 
 from tenure.client import _principal_calls as pc
 from tenure.client import _shared as sh
-from tenure.client._fences import Admits, AsyncFencedLeaseHandle, admit_all_async, check_fences
+from tenure.client import _transport as tr
+from tenure.client._call import Call, Reply, TransportError, transport_error
+from tenure.client._events import AsyncEventsMixin
+from tenure.client._fences import Admits, admit_all_async, check_fences
+from tenure.client._handles_aio import AsyncFencedLeaseHandle, AsyncLeaseHandle
+from tenure.client._items_aio import AsyncItems
 from tenure.client._principal_calls import PrincipalInfo, RemovedPrincipal
 from tenure.client._session import client_session
-from tenure.client._shared import (
-    AsyncTransport,
-    Call,
-    IssuedToken,
-    Reply,
-    RetryPolicy,
-    TransportError,
-)
-from tenure.client.items import AsyncItems
-from tenure.client.lease import AsyncLeaseHandle
+from tenure.client._shared import IssuedToken
+from tenure.client._transport import AsyncTransport, RetryPolicy
+from tenure.client.direct import AsyncDirectTransport, DirectBackend
 from tenure.core.models import (
-    Event,
     ExtendResult,
     FencedValue,
     FencedWrite,
@@ -45,35 +41,39 @@ T = TypeVar("T")
 
 
 class AsyncHttpTransport:
-    """One try of a call over HTTP with httpx (connection pooling, keep-alive)."""
+    """One try of a call over HTTP with httpx (connection pooling, keep-alive).
+
+    ``url`` may list several servers (comma-separated): a request that cannot reach one
+    (connection refused) goes to the next at once; see :class:`~tenure.client._transport.Rotation`.
+    """
 
     def __init__(self, url: str, token: str | None, http: httpx.AsyncBaseTransport | None = None):
         self._https = [
             httpx.AsyncClient(
                 base_url=one,
-                headers=sh.http_headers(token),
+                headers=tr.http_headers(token),
                 transport=http,
-                limits=sh.HTTP_LIMITS,
+                limits=tr.HTTP_LIMITS,
                 trust_env=False,  # tenure reads the environment only through Settings
             )
-            for one in sh.server_urls(url)
+            for one in tr.server_urls(url)
         ]
-        self._rotation = sh.Rotation(len(self._https))
+        self._rotation = tr.Rotation(len(self._https))
 
     async def send(self, call: Call[Any], timeout: float) -> Reply:
         last: TransportError | None = None
         for index in self._rotation.order():
             http = self._https[index]
             try:
-                response = await http.send(sh.http_request(http, call, timeout))
+                response = await http.send(tr.http_request(http, call, timeout))
             except httpx.TransportError as exc:
                 self._rotation.failed(index)
-                last = sh.transport_error(call, exc)
+                last = transport_error(call, exc)
                 if last.sent:
                     raise last from exc
                 continue
             self._rotation.answered(index)
-            return sh.reply_from_httpx(response)
+            return tr.reply_from_httpx(response)
         assert last is not None
         raise last
 
@@ -82,7 +82,7 @@ class AsyncHttpTransport:
             await http.aclose()
 
 
-class AsyncClient:
+class AsyncClient(AsyncEventsMixin):
     """The tenure API for asyncio: the methods of :class:`~tenure.client.Client`, awaited.
 
     ``Client()`` talks to ``TENURE_URL`` with ``TENURE_TOKEN``; ``Client(url, token=...)`` to a
@@ -98,7 +98,7 @@ class AsyncClient:
 
     ``timeout`` (seconds) bounds each phase of each try (connect, send, read; a long poll's wait
     is added to the read). ``retry`` is the :class:`RetryPolicy`; which calls it may repeat is
-    described in :mod:`tenure.client._shared`: reads, renewals, extends, releases with a token
+    described in :mod:`tenure.client._transport`: reads, renewals, extends, releases with a token
     and fenced writes with an ``op_id`` after any transient failure; everything else, ``acquire``
     included, only when the request provably never reached the server. Failures on the way raise
     :class:`~tenure.client.TransportError`; the server's refusals raise the matching
@@ -125,7 +125,7 @@ class AsyncClient:
         transport: AsyncTransport | None = None,
         session: str | None = None,
     ) -> None:
-        where = sh.target(url, token, principal)
+        where = tr.target(url, token, principal)
         self.session = client_session(session)
         if timeout <= 0:
             raise ValueError("timeout must be positive")
@@ -135,8 +135,6 @@ class AsyncClient:
         self.direct = where.direct
         if transport is None:
             if where.direct:
-                from tenure.client.direct import AsyncDirectTransport, DirectBackend
-
                 assert where.principal is not None
                 backend = DirectBackend(where.url, where.principal, policy=policy)
                 transport = AsyncDirectTransport(backend)
@@ -180,7 +178,8 @@ class AsyncClient:
         return sh.interpret(call, reply), sent
 
     async def _call(self, call: Call[T]) -> T:
-        return (await self._timed(call))[0]
+        result, _ = await self._timed(call)
+        return result
 
     # leases -----------------------------------------------------------------------------------
     async def acquire(
@@ -240,10 +239,8 @@ class AsyncClient:
         found: list[Lease] = []
         after = None
         while True:
-            call = sh.list_leases(
-                prefix, holder, task, after, sh.LIST_LIMIT - len(found) if found else None
-            )
-            page = await self._call(call)
+            size = sh.LIST_LIMIT - len(found) if found else None
+            page = await self._call(sh.list_leases(prefix, holder, task, after, size))
             found += page.entries
             if not page.more or len(found) >= sh.LIST_LIMIT:
                 return found
@@ -263,7 +260,7 @@ class AsyncClient:
         seconds), renews in a task every ``ttl``/3 seconds, releases on exit. If the lease is
         lost, the block is cancelled and leaving it raises :class:`~tenure.LeaseLost`.
 
-        See :class:`~tenure.client.lease.AsyncLeaseHandle`.
+        See :class:`~tenure.client.lease.AsyncLeaseHandle` for how a lost lease is reported.
         ``fences``: each fence's ``admit(key, token)`` runs with the new token as soon as it is
         granted, before the block (a refusal releases the lease and raises).
         """
@@ -282,26 +279,7 @@ class AsyncClient:
         """The last value accepted under ``key``."""
         return await self._call(sh.fenced_read(key))
 
-    # events and principals --------------------------------------------------------------------
-    def events(
-        self,
-        after: int = 0,
-        key: str | None = None,
-        holder: str | None = None,
-        type: str | None = None,
-        limit: int = 100,
-        item: str | None = None,
-        wait_ms: int | None = None,
-        follow: bool = False,
-    ) -> AsyncEvents:
-        """Events with ids greater than ``after``, oldest first (``item``: of that item).
-
-        ``await client.events(...)`` is one page (``wait_ms``: long-poll while there is none);
-        ``async for event in client.events(follow=True)`` follows the log from ``after``.
-        """
-        page = sh.events(after, key, holder, type, limit, item, wait_ms)
-        return AsyncEvents(self, page, (after, key, holder, type, item) if follow else None)
-
+    # events (see _events) and principals ---------------------------------------------------
     async def stats(self) -> dict[str, Any]:
         """``GET /v1/stats``: endings, expired share over 1 h and 24 h, contention, hold times."""
         return await self._call(sh.stats())
@@ -364,44 +342,8 @@ class AsyncClient:
     async def __aenter__(self) -> AsyncClient:
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.url!r})"
-
-
-class AsyncEvents:
-    """What :meth:`AsyncClient.events` returns: awaitable (one page) and async-iterable
-    (the page's events, or with ``follow=True`` the log from ``after`` on, endlessly)."""
-
-    def __init__(
-        self,
-        client: AsyncClient,
-        page: Call[list[Event]],
-        follow: tuple[int, str | None, str | None, str | None, str | None] | None,
-    ) -> None:
-        self._client, self._page, self._follow = client, page, follow
-
-    def __await__(self) -> Generator[Any, None, list[Event]]:
-        return self._client._call(self._page).__await__()
-
-    def __aiter__(self) -> AsyncIterator[Event]:
-        return self._iterate()
-
-    async def _iterate(self) -> AsyncIterator[Event]:
-        if self._follow is None:
-            for event in await self._client._call(self._page):
-                yield event
-            return
-        after, key, holder, type, item = self._follow
-        while True:
-            call = sh.follow_page(after, key, holder, type, item)
-            page, after = await self._client._call(call)
-            for event in page:
-                yield event

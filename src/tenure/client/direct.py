@@ -21,17 +21,13 @@ release; in direct mode a release by another process is seen within a poll inter
 from __future__ import annotations
 
 import asyncio
-import sqlite3
+import json
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
-import psycopg
-import psycopg_pool
-
 from tenure.client._shared import Call, Reply, TransportError, transport_error
-from tenure.client.direct_principals import principal_handlers
 from tenure.core import validate as v
 from tenure.core.models import Principal
 from tenure.core.policy import PolicySet
@@ -40,14 +36,16 @@ from tenure.errors import InvalidRequest, LeaseHeld
 from tenure.service.leases import Service
 from tenure.service.principals import Principals
 from tenure.settings import Settings
+from tenure.store.errors import failure
 from tenure.store.open import open_store
+from tenure.verbs import ops as ov
+from tenure.verbs.ops import EventsIn
 from tenure.verbs.registry import BY_NAME
 from tenure.verbs.table import Services
 
 POLL_MIN_S = 0.02
 POLL_MAX_S = 0.25
 SLACK_S = 0.005
-DB_ERRORS = (sqlite3.OperationalError, psycopg.OperationalError, psycopg_pool.PoolTimeout)
 
 Handler = Callable[[Principal, dict[str, Any]], Any]
 
@@ -66,44 +64,10 @@ class DirectBackend:
         settings = Settings.from_env()
         self.service = Service(self.store, policy or settings.policy, stall_ms=settings.stall_ms)
         self.principals = Principals(self.store)
-        self.services = Services(self.service, self.principals)
+        self.services = Services(self.service, self.principals, settings.limits)
         self._lock = threading.Lock()
         self._closed = False
-        self._handlers: dict[str, Handler] = {
-            "renew_all": lambda me, a: self.service.renew_all(
-                me, a.get("keys"), a.get("session")
-            ).to_dict(),
-            "extend": lambda me, a: self.service.extend(
-                me, a["key"], a["token"], a.get("until"), a.get("by_ms")
-            ).to_dict(),
-            "release": lambda me, a: self.service.release(
-                me, a["key"], a.get("token"), a.get("session")
-            ).to_dict(),
-            "force_release": lambda me, a: self.service.force_release(
-                me, a["key"], a["reason"]
-            ).to_dict(),
-            "get_lease": lambda me, a: {"lease": self.service.get(a["key"]).to_dict()},
-            "list_leases": lambda me, a: {
-                "leases": [
-                    lease.to_dict()
-                    for lease in self.service.list(a.get("prefix"), a.get("holder"), a.get("task"))
-                ]
-            },
-            "fenced_write": lambda me, a: self.service.write(
-                me, a["key"], a["token"], a["value"], a.get("op_id")
-            ).to_dict(),
-            "fenced_read": lambda me, a: self.service.read(a["key"]).to_dict(),
-            "events": self._events,
-            "stats": lambda me, a: self.service.stats(),
-            "timeline": lambda me, a: self.service.timeline(
-                a.get("span_ms", 3_600_000), a.get("bucket_ms", 60_000)
-            ),
-            "me": lambda me, a: {"principal": me.to_dict()},
-            "add_principal": self._add_principal,
-            "revoke_token": self._revoke_token,
-            **principal_handlers(self.principals),
-            **self._item_handlers(),
-        }
+        self._handlers: dict[str, Handler] = {}
 
     def principal(self) -> Principal:
         """Who the calls act as: the stored principal of that name, else a plain one."""
@@ -118,126 +82,34 @@ class DirectBackend:
         if verb is None and handler is None:
             raise NotImplementedError(f"direct mode has no {call.op!r}")
         try:
+            if verb is ov.EVENTS:  # its long-poll: polling the verb
+                return Reply(200, self._events(verb.args(call.args())))
             if verb is not None:  # a verb of the table: the same run and JSON as a server's
-                return Reply(200, verb(self.services, self.principal(), verb.args(call.args())))
+                out = verb(self.services, self.principal(), verb.args(call.args()))
+                return Reply(verb.status, json.loads(out) if isinstance(out, bytes) else out)
             assert handler is not None
             return Reply(200, handler(self.principal(), call.args()))
-        except DB_ERRORS as exc:
-            # No connection from the pool: nothing ran. Any other database error: it may have.
-            sent = not isinstance(exc, psycopg_pool.PoolTimeout)
-            raise transport_error(call, exc, sent=sent) from exc
+        except Exception as exc:
+            found = failure(exc)  # a database's failure: the call may have run, or not
+            if found is None:
+                raise
+            raise transport_error(call, exc, sent=found.sent) from exc
 
-    def _events(self, me: Principal, a: dict[str, Any]) -> dict[str, Any]:
+    def _events(self, args: EventsIn) -> dict[str, Any]:
         """A page of events; ``wait_ms`` is served by polling (no server to ring a bell)."""
-        wait_ms = a.get("wait_ms") or 0
+        wait_ms = args.wait_ms or 0
         if not v.is_int(wait_ms) or not 0 <= wait_ms <= MAX_WAIT_MS:
             raise InvalidRequest(f"wait_ms: from 0 to {MAX_WAIT_MS}", field="wait_ms")
         deadline = time.monotonic() + wait_ms / 1000
         pause = POLL_MIN_S
         while True:
-            found = self.service.events(
-                a.get("after", 0),
-                a.get("key"),
-                a.get("holder"),
-                a.get("type"),
-                a.get("limit", 100),
-                a.get("item"),
-            )
+            page = ov.EVENTS.run(self.services, self.principal(), args)
             left = deadline - time.monotonic()
-            if found or left <= 0:
-                return {"events": [e.to_dict() for e in found]}
+            if page.events or left <= 0:
+                return ov.events_wire(page)
+            args = args.model_copy(update={"after": page.next})
             time.sleep(min(pause, left))
             pause = min(pause * 2, POLL_MAX_S)
-
-    def _add_principal(self, me: Principal, a: dict[str, Any]) -> dict[str, Any]:
-        roles = list(a.get("roles") or [])
-        issued = self.principals.create(
-            me, a["name"], a.get("kind", "agent"), roles, a.get("parent"), a.get("ttl_ms")
-        )
-        return issued.to_dict()
-
-    def _revoke_token(self, me: Principal, a: dict[str, Any]) -> None:
-        self.principals.revoke(me, a["name"], a["token_id"])
-        return None
-
-    def _item_handlers(self) -> dict[str, Handler]:
-        """The work queue's verbs, answered as the server's item routes answer them."""
-        items = self.service.items
-
-        def create(me: Principal, a: dict[str, Any]) -> Any:
-            fields = {k: v for k, v in a.items() if k != "title"}
-            return {"item": items.create(me, a["title"], **fields).to_dict()}
-
-        def list_items(me: Principal, a: dict[str, Any]) -> Any:
-            found = items.list(a.get("status"), a.get("assignee"), a.get("label"), a["limit"])
-            return {"items": [x.to_dict() for x in found]}
-
-        def update(me: Principal, a: dict[str, Any]) -> Any:
-            changes = {k: v for k, v in a.items() if k != "id"}
-            return items.update(me, a["id"], **changes).to_dict()
-
-        def claim(me: Principal, a: dict[str, Any]) -> Any:
-            takeover = a.get("takeover", False)
-            return items.claim(
-                me, a["id"], a.get("ttl_ms"), a.get("task"), takeover, a.get("reason"),
-                a.get("session"),
-            ).to_dict()  # fmt: skip
-
-        def renew(me: Principal, a: dict[str, Any]) -> Any:
-            return {"lease": items.renew(me, a["id"], a.get("epoch"), a.get("ttl_ms")).to_dict()}
-
-        def extend(me: Principal, a: dict[str, Any]) -> Any:
-            result = items.extend(me, a["id"], a.get("until"), a.get("by_ms"), a.get("epoch"))
-            return result.to_dict()
-
-        def progress(me: Principal, a: dict[str, Any]) -> Any:
-            item = items.progress(
-                me, a["id"], a["epoch"], a["message"], a.get("percent"), a.get("data")
-            )
-            return {"item": item.to_dict()}
-
-        def complete(me: Principal, a: dict[str, Any]) -> Any:
-            done = items.complete(
-                me, a["id"], a["epoch"], a.get("result"), a.get("op_id"), a.get("follow_ups")
-            )
-            return done.to_dict()
-
-        def dispatch(me: Principal, a: dict[str, Any]) -> Any:
-            d = items.dispatch(
-                me, a["id"], a.get("agent"), a.get("ttl_ms"), a.get("task"), a.get("session"),
-                a.get("takeover", False), a.get("reason"),
-            )  # fmt: skip
-            return {**d.to_dict(), "agent": {**d.agent.to_dict(), "token": d.token}}
-
-        def queue(me: Principal, a: dict[str, Any]) -> Any:
-            return {"items": [x.to_dict() for x in items.queue(a.get("principal", me.name))]}
-
-        return {
-            "create_item": create,
-            "get_item": lambda me, a: items.get(a["id"]).to_dict(),
-            "list_items": list_items,
-            "update_item": update,
-            "claim_item": claim,
-            "renew_item": renew,
-            "extend_item": extend,
-            "release_item": lambda me, a: items.release(
-                me, a["id"], a.get("epoch"), a.get("session")
-            ).to_dict(),
-            "progress_item": progress,
-            "complete_item": complete,
-            "cancel_item": lambda me, a: {"item": items.cancel(me, a["id"], a["reason"]).to_dict()},
-            "force_release_item": lambda me, a: items.force_release(
-                me, a["id"], a["reason"]
-            ).to_dict(),
-            "dispatch_item": dispatch,
-            "reassign_item": lambda me, a: {
-                "item": items.reassign(me, a["id"], a["to"], a["reason"]).to_dict()
-            },
-            "queue": queue,
-            "ready": lambda me, a: items.ready_view(a["limit"]).to_dict(),
-            "ready_view": lambda me, a: items.ready_view(a["limit"]).to_dict(),
-            "briefing": lambda me, a: items.briefing(me, a["ready"]).to_dict(),
-        }
 
     def wait_hint(self, held: LeaseHeld, left: float, polls: int) -> float:
         """How long to sleep before trying a held key again."""

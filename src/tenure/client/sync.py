@@ -1,33 +1,30 @@
+# generated from aio.py by python scripts/gen_sync.py; do not edit
 """The blocking client: :class:`Client`, over HTTP or (direct mode) over the database."""
 
 from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from datetime import datetime
-from types import TracebackType
-from typing import Any, Literal, TypeVar, overload
+from typing import Any, TypeVar
 
 import httpx
 
 from tenure.client import _principal_calls as pc
 from tenure.client import _shared as sh
-from tenure.client._fences import Admits, FencedLeaseHandle, admit_all, check_fences
+from tenure.client import _transport as tr
+from tenure.client._call import Call, Reply, TransportError, transport_error
+from tenure.client._events import EventsMixin
+from tenure.client._fences import Admits, admit_all, check_fences
+from tenure.client._handles import FencedLeaseHandle, LeaseHandle
+from tenure.client._items import Items
 from tenure.client._principal_calls import PrincipalInfo, RemovedPrincipal
 from tenure.client._session import client_session
-from tenure.client._shared import (
-    Call,
-    IssuedToken,
-    Reply,
-    RetryPolicy,
-    SyncTransport,
-    TransportError,
-)
-from tenure.client.items import Items
-from tenure.client.lease import LeaseHandle
+from tenure.client._shared import IssuedToken
+from tenure.client._transport import RetryPolicy, SyncTransport
+from tenure.client.direct import DirectBackend, DirectTransport
 from tenure.core.models import (
-    Event,
     ExtendResult,
     FencedValue,
     FencedWrite,
@@ -47,36 +44,36 @@ class HttpTransport:
     """One try of a call over HTTP with httpx (connection pooling, keep-alive).
 
     ``url`` may list several servers (comma-separated): a request that cannot reach one
-    (connection refused) goes to the next at once; see :class:`~tenure.client._shared.Rotation`.
+    (connection refused) goes to the next at once; see :class:`~tenure.client._transport.Rotation`.
     """
 
     def __init__(self, url: str, token: str | None, http: httpx.BaseTransport | None = None):
         self._https = [
             httpx.Client(
                 base_url=one,
-                headers=sh.http_headers(token),
+                headers=tr.http_headers(token),
                 transport=http,
-                limits=sh.HTTP_LIMITS,
+                limits=tr.HTTP_LIMITS,
                 trust_env=False,  # tenure reads the environment only through Settings
             )
-            for one in sh.server_urls(url)
+            for one in tr.server_urls(url)
         ]
-        self._rotation = sh.Rotation(len(self._https))
+        self._rotation = tr.Rotation(len(self._https))
 
     def send(self, call: Call[Any], timeout: float) -> Reply:
         last: TransportError | None = None
         for index in self._rotation.order():
             http = self._https[index]
             try:
-                response = http.send(sh.http_request(http, call, timeout))
+                response = http.send(tr.http_request(http, call, timeout))
             except httpx.TransportError as exc:
                 self._rotation.failed(index)
-                last = sh.transport_error(call, exc)
+                last = transport_error(call, exc)
                 if last.sent:
                     raise last from exc
                 continue
             self._rotation.answered(index)
-            return sh.reply_from_httpx(response)
+            return tr.reply_from_httpx(response)
         assert last is not None
         raise last
 
@@ -85,7 +82,7 @@ class HttpTransport:
             http.close()
 
 
-class Client:
+class Client(EventsMixin):
     """The tenure API, blocking. Every method is one call (with retries, see below).
 
     ``Client()`` talks to ``TENURE_URL`` with ``TENURE_TOKEN``; ``Client(url, token=...)`` to a
@@ -101,7 +98,7 @@ class Client:
 
     ``timeout`` (seconds) bounds each phase of each try (connect, send, read; a long poll's wait
     is added to the read). ``retry`` is the :class:`RetryPolicy`; which calls it may repeat is
-    described in :mod:`tenure.client._shared`: reads, renewals, extends, releases with a token
+    described in :mod:`tenure.client._transport`: reads, renewals, extends, releases with a token
     and fenced writes with an ``op_id`` after any transient failure; everything else, ``acquire``
     included, only when the request provably never reached the server. Failures on the way raise
     :class:`~tenure.client.TransportError`; the server's refusals raise the matching
@@ -127,7 +124,7 @@ class Client:
         transport: SyncTransport | None = None,
         session: str | None = None,
     ) -> None:
-        where = sh.target(url, token, principal)
+        where = tr.target(url, token, principal)
         self.session = client_session(session)
         if timeout <= 0:
             raise ValueError("timeout must be positive")
@@ -137,8 +134,6 @@ class Client:
         self.direct = where.direct
         if transport is None:
             if where.direct:
-                from tenure.client.direct import DirectBackend, DirectTransport
-
                 assert where.principal is not None
                 backend = DirectBackend(where.url, where.principal, policy=policy)
                 transport = DirectTransport(backend)
@@ -182,7 +177,8 @@ class Client:
         return sh.interpret(call, reply), sent
 
     def _call(self, call: Call[T]) -> T:
-        return self._timed(call)[0]
+        result, _ = self._timed(call)
+        return result
 
     # leases -----------------------------------------------------------------------------------
     def acquire(
@@ -242,11 +238,8 @@ class Client:
         found: list[Lease] = []
         after = None
         while True:
-            page = self._call(
-                sh.list_leases(
-                    prefix, holder, task, after, sh.LIST_LIMIT - len(found) if found else None
-                )
-            )
+            size = sh.LIST_LIMIT - len(found) if found else None
+            page = self._call(sh.list_leases(prefix, holder, task, after, size))
             found += page.entries
             if not page.more or len(found) >= sh.LIST_LIMIT:
                 return found
@@ -284,62 +277,7 @@ class Client:
         """The last value accepted under ``key``."""
         return self._call(sh.fenced_read(key))
 
-    # events and principals --------------------------------------------------------------------
-    @overload
-    def events(
-        self,
-        after: int = 0,
-        key: str | None = None,
-        holder: str | None = None,
-        type: str | None = None,
-        limit: int = 100,
-        item: str | None = None,
-        wait_ms: int | None = None,
-        follow: Literal[False] = False,
-    ) -> list[Event]: ...
-
-    @overload
-    def events(
-        self,
-        after: int = 0,
-        key: str | None = None,
-        holder: str | None = None,
-        type: str | None = None,
-        limit: int = 100,
-        item: str | None = None,
-        wait_ms: int | None = None,
-        *,
-        follow: Literal[True],
-    ) -> Iterator[Event]: ...
-
-    def events(
-        self,
-        after: int = 0,
-        key: str | None = None,
-        holder: str | None = None,
-        type: str | None = None,
-        limit: int = 100,
-        item: str | None = None,
-        wait_ms: int | None = None,
-        follow: bool = False,
-    ) -> list[Event] | Iterator[Event]:
-        """Events with ids greater than ``after``, oldest first (``item``: of that item).
-
-        ``wait_ms``: if none is there yet, wait up to this long for one (long-poll).
-        ``follow=True``: an endless iterator over the log from ``after``, long-polling for
-        new events; it ends only with an error or when you stop iterating.
-        """
-        if follow:
-            return self._follow(after, key, holder, type, item)
-        return self._call(sh.events(after, key, holder, type, limit, item, wait_ms))
-
-    def _follow(
-        self, after: int, key: str | None, holder: str | None, type: str | None, item: str | None
-    ) -> Iterator[Event]:
-        while True:
-            page, after = self._call(sh.follow_page(after, key, holder, type, item))
-            yield from page
-
+    # events (see _events) and principals ---------------------------------------------------
     def stats(self) -> dict[str, Any]:
         """``GET /v1/stats``: endings, expired share over 1 h and 24 h, contention, hold times."""
         return self._call(sh.stats())
@@ -402,12 +340,7 @@ class Client:
     def __enter__(self) -> Client:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
     def __repr__(self) -> str:

@@ -1,10 +1,11 @@
-"""Argument checks shared by the fences: a clear error before anything is touched."""
+"""Argument checks shared by the fences (a clear error before anything is touched), and their
+refusal of a stale token."""
 
 from __future__ import annotations
 
 import re
 
-from tenure.errors import InvalidRequest
+from tenure.errors import InvalidRequest, StaleToken
 
 MAX_TOKEN = 2**63 - 1
 _TABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}(\.[A-Za-z_][A-Za-z0-9_]{0,62})?")
@@ -36,3 +37,13 @@ def check_table(table: str) -> str:
     if not isinstance(table, str) or not _TABLE.fullmatch(table):
         raise InvalidRequest(f"not a plain table name: {table!r}", field="table")
     return table
+
+
+def stale(key: str, token: int, current: int | None) -> StaleToken:
+    """The refusal of ``token`` for ``key`` whose current token is ``current``."""
+    return StaleToken(
+        f"token {token} for {key!r} is stale: the fence has already admitted {current}",
+        key=key,
+        token=token,
+        current_token=current,
+    )

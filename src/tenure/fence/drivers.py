@@ -41,6 +41,24 @@ def misuse(driver: str, state: str, facts: str, todo: str) -> FenceMisuse:
     return FenceMisuse(f"conn: {facts}. {todo}.", field="conn", driver=driver, state=state)
 
 
+def check_idle(driver: str, closed: bool, busy: Callable[[], bool]) -> None:
+    """Refuse a closed connection, or one whose transaction is open (``busy()``)."""
+    if closed:
+        raise misuse(driver, "closed", "the connection is closed", "Open a new one")
+    if busy():
+        raise in_transaction(driver)
+
+
+class Adapter:
+    """A connection of one driver: its ``name``, the SQL ``dialect`` it speaks."""
+
+    name: str
+    dialect: Dialect
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+
+
 def in_transaction(driver: str) -> FenceMisuse:
     return misuse(
         driver,
@@ -94,18 +112,14 @@ def _statements(run: Callable[[str], object], begin: str) -> Iterator[None]:
         raise
 
 
-class Sqlite3:
+class Sqlite3(Adapter):
     """:mod:`sqlite3`: ``BEGIN IMMEDIATE`` takes the write lock before the fence is read."""
 
     name = "sqlite3"
     dialect: Dialect = "sqlite"
 
-    def __init__(self, conn: Any) -> None:
-        self.conn = conn
-
     def refuse(self) -> None:
-        if self.conn.in_transaction:
-            raise in_transaction(self.name)
+        check_idle(self.name, False, lambda: bool(self.conn.in_transaction))
 
     def owned(self, write: bool = True) -> AbstractContextManager[None]:
         return _statements(self.conn.execute, "BEGIN IMMEDIATE" if write else "BEGIN")
@@ -115,20 +129,15 @@ class Sqlite3:
         return None if row is None else tuple(row)
 
 
-class Psycopg:
+class Psycopg(Adapter):
     """psycopg 3 ``Connection``: its own outermost ``transaction()`` block."""
 
     name = "psycopg"
     dialect: Dialect = "postgres"
 
-    def __init__(self, conn: Any) -> None:
-        self.conn = conn
-
     def refuse(self) -> None:
-        if self.conn.closed:
-            raise misuse(self.name, "closed", "the connection is closed", "Open a new one")
-        if int(self.conn.info.transaction_status) != _IDLE:
-            raise in_transaction(self.name)
+        busy = lambda: int(self.conn.info.transaction_status) != _IDLE  # noqa: E731
+        check_idle(self.name, self.conn.closed, busy)
 
     def owned(self, write: bool = True) -> AbstractContextManager[None]:
         return self.conn.transaction()  # type: ignore[no-any-return]
@@ -138,20 +147,14 @@ class Psycopg:
         return None if row is None else tuple(row)
 
 
-class Psycopg2:
+class Psycopg2(Adapter):
     """psycopg2: its implicit transaction, or an explicit ``BEGIN`` when in autocommit."""
 
     name = "psycopg2"
     dialect: Dialect = "postgres"
 
-    def __init__(self, conn: Any) -> None:
-        self.conn = conn
-
     def refuse(self) -> None:
-        if self.conn.closed:
-            raise misuse(self.name, "closed", "the connection is closed", "Open a new one")
-        if self.conn.get_transaction_status() != _IDLE:
-            raise in_transaction(self.name)
+        check_idle(self.name, self.conn.closed, lambda: self.conn.get_transaction_status() != _IDLE)
 
     @contextlib.contextmanager
     def owned(self, write: bool = True) -> Iterator[None]:
@@ -211,10 +214,10 @@ class SQLAlchemyConnection:
         self.dialect = _dialect(conn.dialect.name, self.name)
 
     def refuse(self) -> None:
-        if self.conn.closed:
-            raise misuse(self.name, "closed", "the connection is closed", "Open a new one")
-        if self.conn.in_transaction() or self.conn.in_nested_transaction():
-            raise in_transaction(self.name)
+        conn = self.conn
+        check_idle(
+            self.name, conn.closed, lambda: conn.in_transaction() or conn.in_nested_transaction()
+        )
         if _autocommit_level(self.conn):
             raise autocommit(self.name)
 
@@ -325,14 +328,3 @@ def unknown(conn: object, wanted: str, other: str) -> FenceMisuse:
         f"fence.{wanted} does not know {kind} connections",
         f"Use fence.{other} for it" if other else "See docs/fencing.md for the drivers it accepts",
     )
-
-
-def driver_of(conn: object) -> Driver:
-    """The blocking adapter for ``conn``, or :class:`FenceMisuse` naming what to use."""
-    make = kind_of(conn, SYNC)
-    if make is None:
-        from tenure.fence.drivers_async import ASYNC
-
-        other = "atransaction" if kind_of(conn, ASYNC) else ""
-        raise unknown(conn, "transaction", other)
-    return make(conn)  # type: ignore[no-any-return]

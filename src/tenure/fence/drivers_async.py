@@ -11,17 +11,14 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
 from tenure.fence.drivers import (
-    SYNC,
+    Adapter,
     Dialect,
     Psycopg,
     Row,
     SQLAlchemyConnection,
-    in_transaction,
-    kind_of,
+    check_idle,
     marks,
-    misuse,
     named,
-    unknown,
 )
 
 
@@ -69,14 +66,11 @@ class SQLAlchemyAsyncConnection:
         return None if row is None else tuple(row)
 
 
-class AsyncPsycopg:
+class AsyncPsycopg(Adapter):
     """psycopg 3 ``AsyncConnection``: its own outermost ``transaction()`` block."""
 
     name = "psycopg"
     dialect: Dialect = "postgres"
-
-    def __init__(self, conn: Any) -> None:
-        self.conn = conn
 
     def refuse(self) -> None:
         Psycopg(self.conn).refuse()
@@ -90,41 +84,27 @@ class AsyncPsycopg:
         return None if row is None else tuple(row)
 
 
-class Asyncpg:
+class Asyncpg(AsyncPsycopg):
     """asyncpg ``Connection`` (or a pool's proxy of one): its ``transaction()`` block."""
 
     name = "asyncpg"
-    dialect: Dialect = "postgres"
-
-    def __init__(self, conn: Any) -> None:
-        self.conn = conn
 
     def refuse(self) -> None:
-        if self.conn.is_closed():
-            raise misuse(self.name, "closed", "the connection is closed", "Open a new one")
-        if self.conn.is_in_transaction():
-            raise in_transaction(self.name)
-
-    def owned(self, write: bool = True) -> AbstractAsyncContextManager[None]:
-        return self.conn.transaction()  # type: ignore[no-any-return]
+        check_idle(self.name, self.conn.is_closed(), self.conn.is_in_transaction)
 
     async def fetchone(self, sql: str, params: tuple[Any, ...]) -> Row:
         row = await self.conn.fetchrow(marks(sql, "dollar"), *params)
         return None if row is None else tuple(row)
 
 
-class Aiosqlite:
+class Aiosqlite(Adapter):
     """aiosqlite ``Connection``: ``BEGIN IMMEDIATE`` as with :mod:`sqlite3`."""
 
     name = "aiosqlite"
     dialect: Dialect = "sqlite"
 
-    def __init__(self, conn: Any) -> None:
-        self.conn = conn
-
     def refuse(self) -> None:
-        if self.conn.in_transaction:
-            raise in_transaction(self.name)
+        check_idle(self.name, False, lambda: bool(self.conn.in_transaction))
 
     @contextlib.asynccontextmanager
     async def owned(self, write: bool = True) -> AsyncIterator[None]:
@@ -155,12 +135,3 @@ ASYNC: dict[tuple[str, str], Callable[[Any], AsyncDriver]] = {
     ("aiosqlite", "Connection"): Aiosqlite,
     ("sqlalchemy", "AsyncConnection"): SQLAlchemyAsyncConnection,
 }
-
-
-def async_driver_of(conn: object) -> AsyncDriver:
-    """The asyncio adapter for ``conn``, or :class:`FenceMisuse` naming what to use."""
-    make = kind_of(conn, ASYNC)
-    if make is None:
-        other = "transaction" if kind_of(conn, SYNC) else ""
-        raise unknown(conn, "atransaction", other)
-    return make(conn)  # type: ignore[no-any-return]

@@ -11,8 +11,8 @@ import warnings
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from tenure.fence._args import check_key, check_token
-from tenure.fence.table import TableFence, dialect_of, stale
+from tenure.fence._args import check_key, check_token, stale
+from tenure.fence.table import TableFence, dialect_of
 
 log = logging.getLogger("tenure.fence")
 DEFAULT_PATH_ENV = "TENURE_FENCE_DB"

@@ -13,8 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tenure.fence._args import check_key, check_token
-from tenure.fence.table import stale
+from tenure.fence._args import check_key, check_token, stale
 
 # KEYS[1]: the fence's token for the key; KEYS[2] (optional): the guarded value's Redis key.
 # ARGV[1]: the token; ARGV[2]: the value. Returns {1, token} or {0, current}.

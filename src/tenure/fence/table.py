@@ -16,8 +16,9 @@ from functools import cache
 from importlib import resources
 from typing import Any, Literal, TypeVar
 
-from tenure.errors import InvalidRequest, StaleToken
-from tenure.fence._args import check_key, check_table, check_token
+from tenure.errors import InvalidRequest
+from tenure.fence._args import check_key, check_table, check_token, stale
+from tenure.fence.transaction import aguard, guard
 
 Dialect = Literal["sqlite", "postgres"]
 C = TypeVar("C")
@@ -41,16 +42,6 @@ def dialect_of(conn: object) -> Dialect:
     raise InvalidRequest(
         f"tenure.fence works on sqlite3 and psycopg connections, not {type(conn).__name__}",
         field="conn",
-    )
-
-
-def stale(key: str, token: int, current: int | None) -> StaleToken:
-    """The refusal of ``token`` for ``key`` whose current token is ``current``."""
-    return StaleToken(
-        f"token {token} for {key!r} is stale: the fence has already admitted {current}",
-        key=key,
-        token=token,
-        current_token=current,
     )
 
 
@@ -79,14 +70,10 @@ class TableFence:
         Accepts :mod:`sqlite3`, psycopg 3, psycopg2, SQLAlchemy ``Connection`` and ``Session``
         and Django connections.
         """
-        from tenure.fence.transaction import guard
-
         return guard(self, conn, key, token)
 
     def atransaction(self, conn: C, key: str, token: int) -> AbstractAsyncContextManager[C]:
         """:meth:`transaction` for psycopg 3 ``AsyncConnection``, asyncpg and aiosqlite."""
-        from tenure.fence.transaction import aguard
-
         return aguard(self, conn, key, token)
 
     def install(self, conn: Any) -> None:

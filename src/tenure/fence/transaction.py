@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Iterator
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from tenure.errors import FenceBusy, TenureError
-from tenure.fence._args import check_key, check_token
-from tenure.fence.drivers import Driver, driver_of
-from tenure.fence.drivers_async import AsyncDriver, async_driver_of
-from tenure.fence.table import TableFence, stale
+from tenure.fence._args import check_key, check_token, stale
+from tenure.fence.adapters import async_driver_of, driver_of
+
+if TYPE_CHECKING:
+    from tenure.fence.drivers import Driver
+    from tenure.fence.drivers_async import AsyncDriver
+    from tenure.fence.table import TableFence
 
 C = TypeVar("C")
 _SQLSTATES = {"40001": "serialization_failure", "40P01": "deadlock"}
@@ -72,11 +75,8 @@ def guard(fence: TableFence, conn: C, key: str, token: int) -> Iterator[C]:
         with driver.owned():
             admit(fence, driver, key, token)
             yield conn
-    except TenureError:
-        raise
     except Exception as exc:
-        reason = race_reason(exc)
-        if reason is None:
+        if (reason := race_reason(exc)) is None or isinstance(exc, TenureError):
             raise
         raise lost(key, token, reason, reread(fence, driver, key)) from exc
 
@@ -111,11 +111,8 @@ async def aguard(fence: TableFence, conn: C, key: str, token: int) -> AsyncItera
         async with driver.owned():
             await aadmit(fence, driver, key, token)
             yield conn
-    except TenureError:
-        raise
     except Exception as exc:
-        reason = race_reason(exc)
-        if reason is None:
+        if (reason := race_reason(exc)) is None or isinstance(exc, TenureError):
             raise
         raise lost(key, token, reason, await areread(fence, driver, key)) from exc
 

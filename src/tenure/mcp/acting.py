@@ -10,20 +10,21 @@ item is worded for whoever asked, from the item as it is after the refusal
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 import anyio
-from mcp.server.mcpserver import Context
+from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import ToolAnnotations
 
 from tenure.core.items import ITEM_PREFIX, ItemView
 from tenure.errors import TenureError
 from tenure.mcp.backend import Backend
-from tenure.mcp.failures import Asker, Told, error_text
+from tenure.mcp.failures import Asker, Told, error_text, reported
 from tenure.mcp.server import RENEWS
 
 T = TypeVar("T")
+Tool = TypeVar("Tool", bound=Callable[..., Awaitable[Any]])
 Resolver = Callable[[Context], Backend]
 
 #: changes nothing, not even the caller's leases
@@ -91,3 +92,14 @@ async def act(
             raise Told(explain(err, backend, item)) from err
 
     return await anyio.to_thread.run_sync(run)
+
+
+def tool(server: MCPServer[Any], hints: ToolAnnotations) -> Callable[[Tool], Tool]:
+    """Register the decorated coroutine on ``server`` as a tool with ``hints``, its reply
+    compact JSON and its refusals tool errors (:func:`tenure.mcp.failures.reported`)."""
+
+    def register(fn: Tool) -> Tool:
+        server.tool(annotations=hints)(reported(fn))
+        return fn
+
+    return register

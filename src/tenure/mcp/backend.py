@@ -11,126 +11,47 @@ Each backend acts in one *session*: claims and locks are taken in it, a token-le
 only its own, and the heartbeat renews only its leases, so a sibling connection under the same
 principal neither keeps this one's leases alive nor is kept alive by it.
 
-Both are blocking and return the models of :mod:`tenure.core` and :mod:`tenure.service.queue`;
-every rule
-lives in the service. A verb that ends a lease wakes the server's long-polls on its key, as the
-REST routes do.
+A verb takes what it needs positionally and the optional arguments as :data:`Fields`: the REST
+field names of the arguments the caller gave (:func:`given`), passed on by name. Both backends
+are blocking and return the models of :mod:`tenure.core` and :mod:`tenure.service.queue`; every
+rule lives in the service (a verb that ends a lease wakes the server's long-polls on its key
+through the service's listeners, whichever front called it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
 from tenure.client import Client
+from tenure.core import models as cm
 from tenure.core.claims import ReadyView
-from tenure.core.items import Item, ItemView, item_key
-from tenure.core.models import (
-    ExtendResult,
-    ForceReleaseResult,
-    Lease,
-    Principal,
-    ReleaseResult,
-    RenewAllResult,
-)
+from tenure.core.items import Item, ItemView
 from tenure.core.validate import MAX_LIMIT
 from tenure.service.leases import Service
 from tenure.service.queue import Briefing, Claim, Completion, ItemRelease
 from tenure.service.queue_views import lease_matches
 
-
-class Backend(Protocol):
-    """What a tool may ask for, as one principal in one session. Arguments use the REST field
-    names."""
-
-    @property
-    def session(self) -> str:
-        """The session the calls act in (``""``: the principal's default session)."""
-        ...
-
-    def me(self) -> Principal: ...
-    def heartbeat(self, keys: list[str] | None = None) -> RenewAllResult: ...
-    def briefing(self, ready: int) -> Briefing: ...
-    def ready(self, limit: int) -> ReadyView: ...
-    def list_items(
-        self, status: str | None, assignee: str | None, label: str | None, limit: int
-    ) -> list[Item]: ...
-    def update_item(self, item_id: str, changes: dict[str, Any]) -> ItemView: ...
-    def cancel_item(self, item_id: str, reason: str) -> Item: ...
-    def queue(self, principal: str | None) -> list[ItemView]: ...
-    def show_item(self, item_id: str) -> ItemView: ...
-    def create_item(
-        self,
-        title: str,
-        body: str | None,
-        priority: int | None,
-        labels: list[str] | None,
-        parent: str | None,
-        id: str | None,
-        parent_epoch: int | None = None,
-    ) -> Item: ...
-    def claim(
-        self, item_id: str, ttl_ms: int | None, task: str | None, takeover: bool, reason: str | None
-    ) -> Claim: ...
-    def renew(self, item_id: str, epoch: int | None, ttl_ms: int | None) -> Lease: ...
-    def extend(
-        self, item_id: str, until: int | None, by_ms: int | None, epoch: int | None
-    ) -> ExtendResult: ...
-    def release(self, item_id: str, epoch: int | None) -> ItemRelease: ...
-    def progress(
-        self,
-        item_id: str,
-        epoch: int,
-        message: str,
-        percent: int | None,
-        data: dict[str, Any] | None,
-    ) -> Item: ...
-    def complete(
-        self,
-        item_id: str,
-        epoch: int,
-        result: Any,
-        op_id: str | None,
-        follow_ups: list[dict[str, Any]] | None = None,
-    ) -> Completion: ...
-    def reassign(self, item_id: str, to: str, reason: str) -> Item: ...
-    def acquire_lock(
-        self, key: str, ttl_ms: int | None, task: str | None, meta: dict[str, Any] | None
-    ) -> Lease: ...
-    def renew_lock(self, key: str, token: int, ttl_ms: int | None) -> Lease: ...
-    def release_lock(self, key: str, token: int | None) -> ReleaseResult: ...
-    def list_leases(
-        self, prefix: str | None, holder: str | None, task: str | None, lapsed: bool = False
-    ) -> list[Lease]: ...
-    def force_release(self, key: str, reason: str) -> ForceReleaseResult: ...
-    def force_release_item(self, item_id: str, reason: str) -> Claim: ...
+#: the optional arguments a caller gave, by their REST field names
+Fields = dict[str, Any]
 
 
-def given(**values: Any) -> dict[str, Any]:
+def given(**values: Any) -> Fields:
     """The arguments the caller gave: ``None`` means absent, as in the REST API."""
     return {k: v for k, v in values.items() if v is not None}
 
 
 class ServiceBackend:
     """The service, acting as an authenticated ``principal`` in ``session`` (``""``: the
-    principal's default session); ``notify(key)`` wakes the long-polls on a key whose lease
-    ended (the server's waiters)."""
+    principal's default session)."""
 
-    def __init__(
-        self,
-        service: Service,
-        principal: Principal,
-        notify: Callable[[str], None] | None = None,
-        session: str = "",
-    ) -> None:
+    def __init__(self, service: Service, principal: cm.Principal, session: str = "") -> None:
         self.service, self.principal, self.session = service, principal, session
         self.items = service.items
-        self._notify = notify or (lambda key: None)
 
-    def me(self) -> Principal:
+    def me(self) -> cm.Principal:
         return self.principal
 
-    def heartbeat(self, keys: list[str] | None = None) -> RenewAllResult:
+    def heartbeat(self, keys: list[str] | None = None) -> cm.RenewAllResult:
         return self.service.renew_all(self.principal, keys, session=self.session)
 
     def briefing(self, ready: int) -> Briefing:
@@ -139,18 +60,14 @@ class ServiceBackend:
     def ready(self, limit: int) -> ReadyView:
         return self.items.ready_view(limit)
 
-    def list_items(
-        self, status: str | None, assignee: str | None, label: str | None, limit: int
-    ) -> list[Item]:
-        return self.items.list(status, assignee, label, limit)
+    def list_items(self, filters: Fields, limit: int) -> list[Item]:
+        return self.items.list(limit=limit, **filters)
 
-    def update_item(self, item_id: str, changes: dict[str, Any]) -> ItemView:
+    def update_item(self, item_id: str, changes: Fields) -> ItemView:
         return self.items.update(self.principal, item_id, **changes)
 
     def cancel_item(self, item_id: str, reason: str) -> Item:
-        item = self.items.cancel(self.principal, item_id, reason)
-        self._notify(item_key(item_id))
-        return item
+        return self.items.cancel(self.principal, item_id, reason)
 
     def queue(self, principal: str | None) -> list[ItemView]:
         return self.items.queue(self.principal.name if principal is None else principal)
@@ -158,104 +75,48 @@ class ServiceBackend:
     def show_item(self, item_id: str) -> ItemView:
         return self.items.get(item_id)
 
-    def create_item(
-        self,
-        title: str,
-        body: str | None,
-        priority: int | None,
-        labels: list[str] | None,
-        parent: str | None,
-        id: str | None,
-        parent_epoch: int | None = None,
-    ) -> Item:
-        fields = given(
-            body=body,
-            priority=priority,
-            labels=labels,
-            parent=parent,
-            id=id,
-            parent_epoch=parent_epoch,
-        )
+    def create_item(self, title: str, fields: Fields) -> Item:
         return self.items.create(self.principal, title, **fields)
 
-    def claim(
-        self, item_id: str, ttl_ms: int | None, task: str | None, takeover: bool, reason: str | None
-    ) -> Claim:
-        return self.items.claim(
-            self.principal, item_id, ttl_ms, task, takeover, reason, session=self.session
-        )
+    def claim(self, item_id: str, fields: Fields) -> Claim:
+        return self.items.claim(self.principal, item_id, session=self.session, **fields)
 
-    def renew(self, item_id: str, epoch: int | None, ttl_ms: int | None) -> Lease:
-        return self.items.renew(self.principal, item_id, epoch, ttl_ms)
+    def renew(self, item_id: str, fields: Fields) -> cm.Lease:
+        return self.items.renew(self.principal, item_id, **fields)
 
-    def extend(
-        self, item_id: str, until: int | None, by_ms: int | None, epoch: int | None
-    ) -> ExtendResult:
-        return self.items.extend(self.principal, item_id, until, by_ms, epoch)
+    def extend(self, item_id: str, fields: Fields) -> cm.ExtendResult:
+        return self.items.extend(self.principal, item_id, **fields)
 
-    def release(self, item_id: str, epoch: int | None) -> ItemRelease:
-        result = self.items.release(self.principal, item_id, epoch, session=self.session)
-        self._notify(item_key(item_id))
-        return result
+    def release(self, item_id: str, fields: Fields) -> ItemRelease:
+        return self.items.release(self.principal, item_id, session=self.session, **fields)
 
-    def progress(
-        self,
-        item_id: str,
-        epoch: int,
-        message: str,
-        percent: int | None,
-        data: dict[str, Any] | None,
-    ) -> Item:
-        return self.items.progress(self.principal, item_id, epoch, message, percent, data)
+    def progress(self, item_id: str, epoch: int, message: str, fields: Fields) -> Item:
+        return self.items.progress(self.principal, item_id, epoch, message, **fields)
 
-    def complete(
-        self,
-        item_id: str,
-        epoch: int,
-        result: Any,
-        op_id: str | None,
-        follow_ups: list[dict[str, Any]] | None = None,
-    ) -> Completion:
-        done = self.items.complete(
-            self.principal, item_id, epoch, result, op_id, follow_ups=follow_ups
-        )
-        self._notify(item_key(item_id))
-        return done
+    def complete(self, item_id: str, epoch: int, fields: Fields) -> Completion:
+        return self.items.complete(self.principal, item_id, epoch, **fields)
 
     def reassign(self, item_id: str, to: str, reason: str) -> Item:
-        item = self.items.reassign(self.principal, item_id, to, reason)
-        self._notify(item_key(item_id))
-        return item
+        return self.items.reassign(self.principal, item_id, to, reason)
 
-    def acquire_lock(
-        self, key: str, ttl_ms: int | None, task: str | None, meta: dict[str, Any] | None
-    ) -> Lease:
-        return self.service.acquire(self.principal, key, ttl_ms, task, meta, session=self.session)
+    def acquire_lock(self, key: str, fields: Fields) -> cm.Lease:
+        return self.service.acquire(self.principal, key, session=self.session, **fields)
 
-    def renew_lock(self, key: str, token: int, ttl_ms: int | None) -> Lease:
-        return self.service.renew(self.principal, key, token, ttl_ms)
+    def renew_lock(self, key: str, token: int, fields: Fields) -> cm.Lease:
+        return self.service.renew(self.principal, key, token, **fields)
 
-    def release_lock(self, key: str, token: int | None) -> ReleaseResult:
-        result = self.service.release(self.principal, key, token, session=self.session)
-        if result.released:
-            self._notify(key)
-        return result
+    def release_lock(self, key: str, fields: Fields) -> cm.ReleaseResult:
+        return self.service.release(self.principal, key, session=self.session, **fields)
 
-    def list_leases(
-        self, prefix: str | None, holder: str | None, task: str | None, lapsed: bool = False
-    ) -> list[Lease]:
-        live = self.service.list(prefix, holder, task)
-        return [*live, *self.items.lapsed_leases(prefix, holder, task)] if lapsed else live
+    def list_leases(self, filters: Fields, lapsed: bool) -> list[cm.Lease]:
+        live = self.service.list(**filters)
+        return [*live, *self.items.lapsed_leases(**filters)] if lapsed else live
 
-    def force_release(self, key: str, reason: str) -> ForceReleaseResult:
-        result = self.service.force_release(self.principal, key, reason)
-        self._notify(key)
-        return result
+    def force_release(self, key: str, reason: str) -> cm.ForceReleaseResult:
+        return self.service.force_release(self.principal, key, reason)
 
     def force_release_item(self, item_id: str, reason: str) -> Claim:
-        claim = self.items.force_release(self.principal, item_id, reason)
-        self._notify(item_key(item_id))
-        return claim
+        return self.items.force_release(self.principal, item_id, reason)
 
 
 class ClientBackend:
@@ -270,10 +131,10 @@ class ClientBackend:
     def session(self) -> str:
         return self.client.session
 
-    def me(self) -> Principal:
+    def me(self) -> cm.Principal:
         return self.client.me()
 
-    def heartbeat(self, keys: list[str] | None = None) -> RenewAllResult:
+    def heartbeat(self, keys: list[str] | None = None) -> cm.RenewAllResult:
         return self.client.renew_all(keys)
 
     def briefing(self, ready: int) -> Briefing:
@@ -282,12 +143,10 @@ class ClientBackend:
     def ready(self, limit: int) -> ReadyView:
         return self.items.ready_view(limit)
 
-    def list_items(
-        self, status: str | None, assignee: str | None, label: str | None, limit: int
-    ) -> list[Item]:
-        return self.items.list(status, assignee, label, limit)
+    def list_items(self, filters: Fields, limit: int) -> list[Item]:
+        return self.items.list(limit=limit, **filters)
 
-    def update_item(self, item_id: str, changes: dict[str, Any]) -> ItemView:
+    def update_item(self, item_id: str, changes: Fields) -> ItemView:
         return self.items.update(item_id, **changes)
 
     def cancel_item(self, item_id: str, reason: str) -> Item:
@@ -299,82 +158,53 @@ class ClientBackend:
     def show_item(self, item_id: str) -> ItemView:
         return self.items.get(item_id)
 
-    def create_item(
-        self,
-        title: str,
-        body: str | None,
-        priority: int | None,
-        labels: list[str] | None,
-        parent: str | None,
-        id: str | None,
-        parent_epoch: int | None = None,
-    ) -> Item:
-        return self.items.create(
-            title, body, priority, labels, parent, id, parent_epoch=parent_epoch
-        )
+    def create_item(self, title: str, fields: Fields) -> Item:
+        return self.items.create(title, **fields)
 
-    def claim(
-        self, item_id: str, ttl_ms: int | None, task: str | None, takeover: bool, reason: str | None
-    ) -> Claim:
-        return self.items.claim(item_id, ttl_ms, task, takeover, reason)
+    def claim(self, item_id: str, fields: Fields) -> Claim:
+        return self.items.claim(item_id, **fields)
 
-    def renew(self, item_id: str, epoch: int | None, ttl_ms: int | None) -> Lease:
-        return self.items.renew(item_id, epoch, ttl_ms)
+    def renew(self, item_id: str, fields: Fields) -> cm.Lease:
+        return self.items.renew(item_id, **fields)
 
-    def extend(
-        self, item_id: str, until: int | None, by_ms: int | None, epoch: int | None
-    ) -> ExtendResult:
-        return self.items.extend(item_id, until, by_ms, epoch)
+    def extend(self, item_id: str, fields: Fields) -> cm.ExtendResult:
+        return self.items.extend(item_id, **fields)
 
-    def release(self, item_id: str, epoch: int | None) -> ItemRelease:
-        return self.items.release(item_id, epoch)
+    def release(self, item_id: str, fields: Fields) -> ItemRelease:
+        return self.items.release(item_id, **fields)
 
-    def progress(
-        self,
-        item_id: str,
-        epoch: int,
-        message: str,
-        percent: int | None,
-        data: dict[str, Any] | None,
-    ) -> Item:
-        return self.items.progress(item_id, epoch, message, percent, data)
+    def progress(self, item_id: str, epoch: int, message: str, fields: Fields) -> Item:
+        return self.items.progress(item_id, epoch, message, **fields)
 
-    def complete(
-        self,
-        item_id: str,
-        epoch: int,
-        result: Any,
-        op_id: str | None,
-        follow_ups: list[dict[str, Any]] | None = None,
-    ) -> Completion:
-        return self.items.complete(item_id, epoch, result, op_id, follow_ups=follow_ups)
+    def complete(self, item_id: str, epoch: int, fields: Fields) -> Completion:
+        return self.items.complete(item_id, epoch, **fields)
 
     def reassign(self, item_id: str, to: str, reason: str) -> Item:
         return self.items.reassign(item_id, to, reason)
 
-    def acquire_lock(
-        self, key: str, ttl_ms: int | None, task: str | None, meta: dict[str, Any] | None
-    ) -> Lease:
-        return self.client.acquire(key, ttl_ms, task, meta)
+    def acquire_lock(self, key: str, fields: Fields) -> cm.Lease:
+        return self.client.acquire(key, **fields)
 
-    def renew_lock(self, key: str, token: int, ttl_ms: int | None) -> Lease:
-        return self.client.renew(key, token, ttl_ms)
+    def renew_lock(self, key: str, token: int, fields: Fields) -> cm.Lease:
+        return self.client.renew(key, token, **fields)
 
-    def release_lock(self, key: str, token: int | None) -> ReleaseResult:
-        return self.client.release(key, token)
+    def release_lock(self, key: str, fields: Fields) -> cm.ReleaseResult:
+        return self.client.release(key, **fields)
 
-    def list_leases(
-        self, prefix: str | None, holder: str | None, task: str | None, lapsed: bool = False
-    ) -> list[Lease]:
-        live = self.client.list_leases(prefix, holder, task)
+    def list_leases(self, filters: Fields, lapsed: bool) -> list[cm.Lease]:
+        live = self.client.list_leases(**filters)
         if not lapsed:
             return live
         found = [x.lease for x in self.items.ready_view(MAX_LIMIT).lapsed if x.lease is not None]
-        ended = [x for x in found if lease_matches(x, prefix, holder, task)]
+        ended = [x for x in found if lease_matches(x, **filters)]
         return [*live, *sorted(ended, key=lambda x: x.key)]
 
-    def force_release(self, key: str, reason: str) -> ForceReleaseResult:
+    def force_release(self, key: str, reason: str) -> cm.ForceReleaseResult:
         return self.client.force_release(key, reason)
 
     def force_release_item(self, item_id: str, reason: str) -> Claim:
         return self.items.force_release(item_id, reason)
+
+
+#: what a tool may ask for, as one principal in one session
+Backend = ServiceBackend | ClientBackend

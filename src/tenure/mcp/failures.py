@@ -22,8 +22,8 @@ from typing import Any, ParamSpec, TypeVar, cast
 from mcp_types import CallToolResult, TextContent
 from pydantic import BaseModel, ValidationError
 
-from tenure.cli.render import describe, relative
 from tenure.core.items import ITEM_PREFIX, ItemView
+from tenure.core.text import describe, held, relative
 from tenure.errors import (
     AssignedToOther,
     Conflict,
@@ -120,17 +120,6 @@ def until(ms: int) -> str:
     return utc(ms) if not is_past(ms) else utc(ms).split(", ")[0]
 
 
-def held(err: LeaseHeld | NotHolder) -> str:
-    """``items/42 held by jo/agent-3 (session mcp-1f2e, task fix-login) until 14:03:10Z, in
-    28s``: the holder, its session (unless the default one), its task and its deadline."""
-    key = f"{err.key} " if err.key else ""
-    facts = [f"session {err.session}"] if err.session else []
-    facts += [f"task {err.task}"] if err.task else []
-    said = f" ({', '.join(facts)})" if facts else ""
-    left = f" until {until(err.expires_at)}" if err.expires_at else ""
-    return f"{key}held by {err.holder}{said}{left}".strip()
-
-
 def is_item(err: TenureError) -> bool:
     return (err.key or "").startswith(ITEM_PREFIX)
 
@@ -188,7 +177,7 @@ def words_and_step(
     if isinstance(err, StaleToken):
         return stale(err, asker, view)
     if isinstance(err, LeaseHeld | NotHolder):
-        return held(err), held_step(err, asker)
+        return held(err, until, sessions=True), held_step(err, asker)
     if isinstance(err, LeaseLost):
         return describe(err, at=utc), ITEM_LOST if is_item(err) else LOCK_LOST
     if isinstance(err, AssignedToOther):

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -39,7 +39,6 @@ import anyio
 from mcp.server.mcpserver import Context
 from mcp_types import UNSUPPORTED_PROTOCOL_VERSION
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
-from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
@@ -50,7 +49,6 @@ from tenure.core.validate import bearer_token, check_session
 from tenure.errors import TenureError, Unauthenticated
 from tenure.mcp.backend import ServiceBackend
 from tenure.mcp.tools import build_server
-from tenure.server.http.problems import on_tenure_error
 from tenure.service.leases import Service
 from tenure.service.principals import Principals
 
@@ -59,6 +57,7 @@ SCOPE_KEY = "tenure.principal"
 SESSION_KEY = "tenure.session"
 SESSION_HEADER = "Mcp-Session-Id"
 SNIFF_LIMIT = 64 * 1024  # an initialize request is far smaller
+PROBLEM = "application/problem+json"
 
 
 def header(scope: Scope, name: bytes) -> str | None:
@@ -73,6 +72,18 @@ def header(scope: Scope, name: bytes) -> str | None:
 def bearer(scope: Scope) -> str | None:
     """The token of an ``Authorization: Bearer …`` header, as the REST API reads it."""
     return bearer_token(header(scope, b"authorization"))
+
+
+def problem(err: TenureError, scope: Scope) -> Response:
+    """``err`` as the REST API answers it: its problem document; a 401 with the challenge of
+    RFC 6750, naming a rejected bearer token."""
+    headers = {}
+    if err.status == 401:
+        given = (header(scope, b"authorization") or "").lower().startswith("bearer ")
+        headers["WWW-Authenticate"] = 'Bearer realm="tenure"' + (
+            ', error="invalid_token"' if given else ""
+        )
+    return JSONResponse(err.to_problem(), err.status, headers, media_type=PROBLEM)
 
 
 def session_of(scope: Scope) -> str:
@@ -152,18 +163,17 @@ class McpEndpoint:
         self.server.streamable_http_app(stateless_http=True, json_response=True, host=host)
         self._service: Service | None = None
         self._principals: Principals | None = None
-        self._notify: Callable[[str], None] = lambda key: None
 
     def mount(self, app: Any) -> None:
         """Route ``/mcp`` (any method) of a Starlette or FastAPI ``app`` to this endpoint."""
         app.router.routes.append(Route(PATH, endpoint=self, include_in_schema=False))
 
     @asynccontextmanager
-    async def running(
-        self, service: Service, principals: Principals, notify: Callable[[str], None]
-    ) -> AsyncIterator[None]:
-        """Serve with ``service`` while the app runs (inside its lifespan)."""
-        self._service, self._principals, self._notify = service, principals, notify
+    async def running(self, service: Service, principals: Principals) -> AsyncIterator[None]:
+        """Serve with ``service`` while the app runs (inside its lifespan). A verb that ends a
+        lease wakes the server's long-polls through the service's listeners, as every verb
+        does."""
+        self._service, self._principals = service, principals
         async with self.server.session_manager.run():
             yield
 
@@ -175,8 +185,7 @@ class McpEndpoint:
             principal = await anyio.to_thread.run_sync(principals.authenticate, bearer(scope))
             session = session_of(scope)
         except TenureError as err:
-            response = await on_tenure_error(Request(scope), err)
-            await response(scope, receive, send)
+            await problem(err, scope)(scope, receive, send)
             return
         if scope.get("method") in ("GET", "DELETE"):
             await Response(status_code=405, headers={"Allow": "POST"})(scope, receive, send)
@@ -198,4 +207,4 @@ class McpEndpoint:
         principal = scope.get(SCOPE_KEY)
         if not isinstance(principal, Principal) or self._service is None:
             raise Unauthenticated("the MCP request carries no authenticated principal")
-        return ServiceBackend(self._service, principal, self._notify, scope.get(SESSION_KEY, ""))
+        return ServiceBackend(self._service, principal, scope.get(SESSION_KEY, ""))

@@ -1,8 +1,7 @@
-"""The arguments of the MCP tools: the REST API's own field types
-(:mod:`tenure.server.http.schemas`, :mod:`tenure.server.http.item_schemas`) with descriptions for
-agents, so a tool publishes and enforces the same limits as the route it mirrors
-(:mod:`tenure.mcp.strict` makes them binding, fills in the deployment's policy and refuses unknown
-arguments)."""
+"""The arguments of the MCP tools: the REST API's own field types (:mod:`tenure.verbs.fields`)
+with descriptions for agents, so a tool publishes and enforces the same limits as the route it
+mirrors (:mod:`tenure.mcp.server` makes them binding, fills in the deployment's policy and
+refuses unknown arguments)."""
 
 from __future__ import annotations
 
@@ -11,17 +10,16 @@ from typing import Annotated
 from pydantic import Field
 
 from tenure.core.validate import MAX_LIMIT
-from tenure.server.http import item_schemas as rest
 from tenure.verbs import fields as wire
 
-ItemId = Annotated[rest.ItemId, Field(description="the item's id, e.g. it-1f2e3d4c5b")]
+ItemId = Annotated[wire.ItemId, Field(description="the item's id, e.g. it-1f2e3d4c5b")]
 #: a lock's key; an item's key (items/<id>) is refused with the way to its item tools
 LockKey = Annotated[wire.Key, Field(description="the lease's key, e.g. jobs/nightly-report")]
 Epoch = Annotated[
-    rest.Epoch, Field(description="the epoch your claim returned (claim.epoch, lease.token)")
+    wire.Epoch, Field(description="the epoch your claim returned (claim.epoch, lease.token)")
 ]
 OwnEpoch = Annotated[
-    rest.Epoch | None, Field(description="your claim's epoch (default: the item's)")
+    wire.Epoch | None, Field(description="your claim's epoch (default: the item's)")
 ]
 TtlMs = Annotated[
     wire.Ttl | None,
@@ -36,10 +34,10 @@ Limit = Annotated[int, Field(ge=1, le=MAX_LIMIT), wire.Whole]
 Meta = Annotated[
     dict[str, object] | None, Field(description="small JSON to show, at most max_meta_bytes")
 ]
-Title = Annotated[rest.Title, Field(description="one line saying what is to be done")]
-Body = Annotated[rest.ItemBody | None, Field(description="details, in Markdown")]
-Priority = Annotated[rest.Priority | None, Field(description="0 most urgent; default 2")]
-Labels = Annotated[rest.Labels | None, Field(description="labels, e.g. area/auth")]
+Title = Annotated[wire.Title, Field(description="one line saying what is to be done")]
+Body = Annotated[wire.ItemBody | None, Field(description="details, in Markdown")]
+Priority = Annotated[wire.Priority | None, Field(description="0 most urgent; default 2")]
+Labels = Annotated[wire.Labels | None, Field(description="labels, e.g. area/auth")]
 Filter = Annotated[
     str | None, Field(max_length=1024, json_schema_extra={"pattern": wire.FILTER_PATTERN})
 ]
@@ -58,8 +56,4 @@ HeartbeatKeys = Annotated[
         "this session)",
     ),
 ]
-Message = Annotated[
-    str,
-    rest.ProgressIn.model_fields["message"],
-    Field(description="what you did or are doing, one line"),
-]
+Message = Annotated[wire.ProgressMessage, Field(description="what you did or are doing, one line")]

@@ -9,22 +9,17 @@ with the REST API's field types."""
 from __future__ import annotations
 
 import time
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from tenure.core.items import Item, ItemView
 from tenure.core.models import (
-    ExtendResult,
-    ForceReleaseResult,
     Lease,
     Principal,
-    ReleaseResult,
-    RenewAllResult,
 )
-from tenure.mcp.advice import advice
-from tenure.server.http import item_schemas as rest
-from tenure.service.queue import Briefing, Claim, Completion, ItemRelease
+from tenure.service.queue import Claim
+from tenure.verbs import fields as wire
+from tenure.verbs import replies as r
 
 JSON_VALUE: dict[str, Any] = {"type": ["object", "array", "string", "number", "boolean", "null"]}
 
@@ -33,20 +28,20 @@ class Out(BaseModel):
     model_config = ConfigDict(populate_by_name=True)
 
 
-class PrincipalOut(Out):
-    """An authenticated identity."""
+class Reply(Out):
+    """A tool's reply, built from a core model's ``to_dict()`` (:meth:`of`)."""
 
-    name: str
-    kind: str
-    roles: list[str]
-    parent: str | None = None
+    #: the field a reply wraps its model in (``{"item": …}``); none: the model's own fields
+    wraps: ClassVar[str | None] = None
 
     @classmethod
-    def of(cls, principal: Principal) -> PrincipalOut:
-        return cls.model_validate(principal.to_dict())
+    def of(cls, value: Any) -> Self:
+        """The reply for ``value``, a core model with a ``to_dict()``."""
+        data = value.to_dict()
+        return cls.model_validate({cls.wraps: data} if cls.wraps else data)
 
 
-class WhoamiOut(PrincipalOut):
+class WhoamiOut(r.PrincipalOut):
     """An authenticated identity and the session this connection acts in."""
 
     session: str = Field(
@@ -59,27 +54,14 @@ class WhoamiOut(PrincipalOut):
         return cls.model_validate({**principal.to_dict(), "session": session})
 
 
-class LeaseOut(Out):
-    """A lease: ``token`` is its fencing token (an item's epoch), ``expires_at`` its deadline,
-    ``holder`` and ``session`` who holds it (one running agent, process or connection)."""
+class LeaseOut(r.LeaseOut):
+    """A lease as the REST API sends it: ``token`` is its fencing token (an item's epoch),
+    ``expires_at`` its deadline, ``holder`` and ``session`` who holds it (one running agent,
+    process or connection); and ``expires_in_ms``, the time left when the reply was made."""
 
-    key: str
-    holder: str
-    session: str = Field(
-        "", description="the holder's session (its MCP connection or process); '' the default"
-    )
-    task: str | None = None
-    token: int
-    ttl_ms: int
-    acquired_at: int
-    renewed_at: int
-    expires_at: int
     expires_in_ms: int = Field(
         0, description="milliseconds left until expires_at when this reply was made (0: past)"
     )
-    renewals: int
-    meta: dict[str, Any] = Field(default_factory=dict)
-    state: str = Field(description="live, released, expired, force_released or taken_over")
 
     @model_validator(mode="before")
     @classmethod
@@ -96,12 +78,11 @@ class LeaseOut(Out):
         return cls.model_validate(lease.to_dict())
 
 
-class ItemOut(Out):
-    """A unit of work in the shared queue."""
+class ItemBase(Reply):
+    """What every reply about an item says of it, a summary (:mod:`.summaries`) included."""
 
     id: str
     title: str
-    body: str = ""
     status: str = Field(description="open, in_progress, blocked, done or cancelled")
     priority: int = Field(description="0 is the most urgent")
     labels: list[str] = Field(default_factory=list)
@@ -109,6 +90,12 @@ class ItemOut(Out):
     assignee: str | None = None
     epoch: int = Field(description="the token of the item's latest claim; 0 if never claimed")
     progress: dict[str, Any] | None = None
+
+
+class ItemOut(ItemBase):
+    """A unit of work in the shared queue."""
+
+    body: str = ""
     progress_at: int | None = None
     result: Any = Field(
         None, description="what completed it (any JSON)", json_schema_extra=JSON_VALUE
@@ -121,10 +108,6 @@ class ItemOut(Out):
         description="its claim was force-released by an authority: nobody claims it again "
         "(not even its assignee) until it is reassigned",
     )
-
-    @classmethod
-    def of(cls, item: Item) -> ItemOut:
-        return cls.model_validate(item.to_dict())
 
 
 class TransferOut(Out):
@@ -148,7 +131,7 @@ LEASE_STATE = (
 ADVICE = "what to do about each lapsed, revoked or stalled claim listed, one line per item"
 
 
-class ItemViewOut(Out):
+class ItemViewOut(Reply):
     """An item with its lease and the lease's state: live, stalled, lapsed, revoked or none."""
 
     item: ItemOut
@@ -156,78 +139,16 @@ class ItemViewOut(Out):
     lease_state: str = Field(description=LEASE_STATE)
     transfers: list[TransferOut] = Field(default_factory=list)
 
-    @classmethod
-    def of(cls, view: ItemView) -> ItemViewOut:
-        return cls.model_validate(view.to_dict())
+
+EventOut = r.EventOut
 
 
-class EventOut(Out):
-    """One recorded state change."""
-
-    id: int
-    at: int
-    type: str
-    key: str | None = None
-    holder: str | None = None
-    task: str | None = None
-    token: int | None = None
-    actor: str | None = None
-    reason: str | None = None
-    data: dict[str, Any] = Field(default_factory=dict)
-
-
-class BriefingOut(Out):
-    """What you carry, what is no longer live (lapsed or revoked), what stalled, what happened
-    to your work since your last briefing, the top of the ready queue, and what to do."""
-
-    principal: str
-    carrying: list[ItemViewOut] = Field(description="live claims of yours and your agents'")
-    lapsed: list[ItemViewOut] = Field(
-        description="claims of yours and your agents' that are no longer live: lease_state "
-        "lapsed (its assignee claims it again to go on) or revoked (force-released: do NOT "
-        "claim it again)"
-    )
-    happened: list[EventOut]
-    ready: list[ItemOut]
-    stalled: list[ItemViewOut] = Field(
-        default_factory=list,
-        description="live claims of yours and your agents' with no progress for a while",
-    )
-    advice: list[str] = Field(default_factory=list, description=ADVICE)
-
-    @classmethod
-    def of(cls, briefing: Briefing) -> BriefingOut:
-        views = (*briefing.lapsed, *briefing.stalled)
-        lines = advice(views, briefing.principal)
-        return cls.model_validate({**briefing.to_dict(), "advice": lines})
-
-
-class ItemsOut(Out):
-    items: list[ItemOut]
-
-    @classmethod
-    def of(cls, items: list[Item]) -> ItemsOut:
-        return cls(items=[ItemOut.of(x) for x in items])
-
-
-class QueueOut(Out):
-    items: list[ItemViewOut]
-    advice: list[str] = Field(default_factory=list, description=ADVICE)
-
-    @classmethod
-    def of(cls, views: list[ItemView]) -> QueueOut:
-        return cls(items=[ItemViewOut.of(x) for x in views], advice=advice(views))
-
-
-class ItemReplyOut(Out):
+class ItemReplyOut(Reply):
+    wraps = "item"
     item: ItemOut
 
-    @classmethod
-    def of(cls, item: Item) -> ItemReplyOut:
-        return cls(item=ItemOut.of(item))
 
-
-class ClaimOut(Out):
+class ClaimOut(Reply):
     """A claim: ``epoch`` (the lease's token) is what progress and complete must send."""
 
     item: ItemOut
@@ -235,21 +156,17 @@ class ClaimOut(Out):
     epoch: int
 
     @classmethod
-    def of(cls, claim: Claim) -> ClaimOut:
-        return cls(
-            item=ItemOut.of(claim.item), lease=LeaseOut.of(claim.lease), epoch=claim.lease.token
-        )
+    def of(cls, value: Any) -> Self:
+        claim: Claim = value
+        return cls.model_validate({**claim.to_dict(), "epoch": claim.lease.token})
 
 
-class LeaseReplyOut(Out):
+class LeaseReplyOut(Reply):
+    wraps = "lease"
     lease: LeaseOut
 
-    @classmethod
-    def of(cls, lease: Lease) -> LeaseReplyOut:
-        return cls(lease=LeaseOut.of(lease))
 
-
-class ExtendOut(Out):
+class ExtendOut(Reply):
     """``capped``: the deadline asked for was past the deployment's maximum and was cut."""
 
     lease: LeaseOut
@@ -258,21 +175,13 @@ class ExtendOut(Out):
     requested_until: int
     granted_until: int
 
-    @classmethod
-    def of(cls, result: ExtendResult) -> ExtendOut:
-        return cls.model_validate(result.to_dict())
 
-
-class ItemReleaseOut(Out):
+class ItemReleaseOut(Reply):
     released: bool = Field(description="false when you held no live claim on it (idempotent)")
     item: ItemOut
 
-    @classmethod
-    def of(cls, result: ItemRelease) -> ItemReleaseOut:
-        return cls.model_validate(result.to_dict())
 
-
-class CompletionOut(Out):
+class CompletionOut(Reply):
     item: ItemOut
     duplicate: bool = Field(description="true when this op_id was completed before")
     follow_ups: list[ItemOut] = Field(
@@ -280,56 +189,33 @@ class CompletionOut(Out):
         description="the items this completion created under the item (open, unassigned)",
     )
 
-    @classmethod
-    def of(cls, done: Completion) -> CompletionOut:
-        return cls.model_validate(done.to_dict())
 
-
-class ReleaseOut(Out):
+class ReleaseOut(Reply):
     released: bool = Field(description="false when you held no live lease on it (idempotent)")
     lease: LeaseOut | None = None
 
-    @classmethod
-    def of(cls, result: ReleaseResult) -> ReleaseOut:
-        return cls.model_validate(result.to_dict())
 
-
-class LeasesOut(Out):
+class LeasesOut(Reply):
     leases: list[LeaseOut]
 
     @classmethod
-    def of(cls, leases: list[Lease]) -> LeasesOut:
+    def of(cls, value: Any) -> Self:
+        leases: list[Lease] = value
         return cls(leases=[LeaseOut.of(x) for x in leases])
 
 
-class ForceReleaseOut(Out):
+class ForceReleaseOut(Reply):
     """The lease that was ended; ``item`` when it was an item's claim."""
 
     lease: LeaseOut
     item: ItemOut | None = None
 
-    @classmethod
-    def of(cls, result: ForceReleaseResult | Claim) -> ForceReleaseOut:
-        if isinstance(result, Claim):
-            return cls(lease=LeaseOut.of(result.lease), item=ItemOut.of(result.item))
-        return cls(lease=LeaseOut.of(result.lease))
 
-
-class LostOut(Out):
-    key: str
-    reason: str
-    token: int | None = None
-
-
-class HeartbeatOut(Out):
+class HeartbeatOut(Reply):
     """Your leases renewed for their own ttl, and those that were gone (with why)."""
 
     renewed: list[LeaseOut]
-    lost: list[LostOut]
-
-    @classmethod
-    def of(cls, result: RenewAllResult) -> HeartbeatOut:
-        return cls.model_validate(result.to_dict())
+    lost: list[r.LostOut]
 
 
 class FollowUpIn(Out):
@@ -337,11 +223,11 @@ class FollowUpIn(Out):
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    title: Annotated[rest.Title, Field(description="one line saying what is to be done")]
-    body: Annotated[rest.ItemBody | None, Field(description="details, in Markdown")] = None
-    priority: Annotated[rest.Priority | None, Field(description="0 most urgent; default 2")] = None
-    labels: Annotated[rest.Labels | None, Field(description="labels, e.g. area/auth")] = None
-    id: Annotated[rest.ItemId | None, Field(description="an id of your choice (default it-…)")] = (
+    title: Annotated[wire.Title, Field(description="one line saying what is to be done")]
+    body: Annotated[wire.ItemBody | None, Field(description="details, in Markdown")] = None
+    priority: Annotated[wire.Priority | None, Field(description="0 most urgent; default 2")] = None
+    labels: Annotated[wire.Labels | None, Field(description="labels, e.g. area/auth")] = None
+    id: Annotated[wire.ItemId | None, Field(description="an id of your choice (default it-…)")] = (
         None
     )
 

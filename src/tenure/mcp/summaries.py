@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Self
 
 from pydantic import Field
 
@@ -24,38 +24,17 @@ def iso(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-class ItemSummaryOut(m.Out):
+class ItemSummaryOut(m.ItemBase):
     """An item in a list: everything but its body and result (tool show_item has them)."""
 
-    id: str
-    title: str
-    status: str = Field(description="open, in_progress, blocked, done or cancelled")
-    priority: int = Field(description="0 is the most urgent")
-    labels: list[str] = Field(default_factory=list)
-    parent: str | None = None
-    assignee: str | None = None
-    epoch: int = Field(description="the token of the item's latest claim; 0 if never claimed")
     revoked: bool = Field(False, description="its claim was force-released by an authority")
-    progress: dict[str, Any] | None = None
     updated_at: int = 0
     body_chars: int = Field(0, description=BODY)
 
     @classmethod
-    def of(cls, item: Item) -> ItemSummaryOut:
-        return cls(
-            id=item.id,
-            title=item.title,
-            status=item.status,
-            priority=item.priority,
-            labels=list(item.labels),
-            parent=item.parent,
-            assignee=item.assignee,
-            epoch=item.epoch,
-            revoked=item.revoked,
-            progress=item.progress,
-            updated_at=item.updated_at,
-            body_chars=len(item.body),
-        )
+    def of(cls, value: Any) -> Self:
+        item: Item = value
+        return cls.model_validate({**item.to_dict(), "body_chars": len(item.body)})
 
 
 class ClaimSummaryOut(m.Out):

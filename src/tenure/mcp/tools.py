@@ -18,39 +18,25 @@ from typing import Annotated, Any
 from mcp.server.mcpserver import Context, MCPServer
 from pydantic import Field
 
-from tenure import __version__
 from tenure.core.policy import PolicySet
+from tenure.core.version import __version__
 from tenure.mcp import inputs as a
 from tenure.mcp import models as m
 from tenure.mcp import summaries as sm
 from tenure.mcp.acting import (
-    ENDS,
-    ENDS_ONCE,
     READ,
-    SAFE_AGAIN,
     WRITE,
     Resolver,
     act,
-    item_of,
+    tool,
 )
-from tenure.mcp.backend import Backend
-from tenure.mcp.failures import reported
+from tenure.mcp.backend import Backend, given
 from tenure.mcp.server import TenureServer
 from tenure.mcp.tools_claims import add_claim_tools
 from tenure.mcp.tools_locks import add_lock_tools
+from tenure.mcp.tools_queue import add_queue_tools
 
-__all__ = [
-    "ENDS",
-    "ENDS_ONCE",
-    "INSTRUCTIONS",
-    "READ",
-    "SAFE_AGAIN",
-    "WRITE",
-    "Resolver",
-    "act",
-    "build_server",
-    "item_of",
-]
+__all__ = ["INSTRUCTIONS", "build_server"]
 
 INSTRUCTIONS = """\
 tenure coordinates work between agents and people through leases: time-bounded, named grants
@@ -101,22 +87,18 @@ def build_server(resolve: Resolver, policy: PolicySet | None = None) -> TenureSe
     add_view_tools(server, resolve)
     add_claim_tools(server, resolve)
     add_lock_tools(server, resolve)
-    from tenure.mcp.tools_queue import add_queue_tools  # it builds on this module
-
     add_queue_tools(server, resolve)
     return server
 
 
 def add_view_tools(server: MCPServer[Any], resolve: Resolver) -> None:
-    @server.tool(annotations=READ)
-    @reported
+    @tool(server, READ)
     async def whoami(ctx: Context) -> m.WhoamiOut:
         """Who you are to tenure: your principal name, kind, roles and parent, and the session
         of this connection. Leases and claims you take are held in this name and session."""
         return await act(ctx, resolve, lambda b: m.WhoamiOut.of_session(b.me(), b.session))
 
-    @server.tool(annotations=WRITE)
-    @reported
+    @tool(server, WRITE)
     async def briefing(
         ctx: Context,
         ready: Annotated[a.Limit, Field(description="how many ready items to list")] = 5,
@@ -137,8 +119,7 @@ def add_view_tools(server: MCPServer[Any], resolve: Resolver) -> None:
             ctx, resolve, lambda b: sm.BriefingOut.of(b.briefing(ready), b.ready(ready))
         )
 
-    @server.tool(annotations=READ)
-    @reported
+    @tool(server, READ)
     async def ready(
         ctx: Context,
         limit: Annotated[a.Limit, Field(description="at most this many")] = 20,
@@ -149,8 +130,7 @@ def add_view_tools(server: MCPServer[Any], resolve: Resolver) -> None:
         takeover=true and a reason. Items are summaries: show_item has the body."""
         return await act(ctx, resolve, lambda b: sm.ReadyOut.of(b.ready(limit), b.me().name))
 
-    @server.tool(annotations=READ)
-    @reported
+    @tool(server, READ)
     async def queue(
         ctx: Context,
         principal: Annotated[
@@ -165,8 +145,7 @@ def add_view_tools(server: MCPServer[Any], resolve: Resolver) -> None:
         each lapsed, revoked or stalled one."""
         return await act(ctx, resolve, lambda b: sm.QueueOut.of(b.queue(principal)))
 
-    @server.tool(annotations=READ)
-    @reported
+    @tool(server, READ)
     async def show_item(ctx: Context, item_id: a.ItemId) -> m.ItemViewOut:
         """One item: its fields, its lease (holder, task, expiry), the lease's state (live,
         stalled, lapsed, revoked or none) and its ownership transfers (who took, released,
@@ -174,8 +153,7 @@ def add_view_tools(server: MCPServer[Any], resolve: Resolver) -> None:
         stale_token to see who has the item now."""
         return await act(ctx, resolve, lambda b: m.ItemViewOut.of(b.show_item(item_id)))
 
-    @server.tool(annotations=WRITE)
-    @reported
+    @tool(server, WRITE)
     async def create_item(
         ctx: Context,
         title: a.Title,
@@ -200,7 +178,8 @@ def add_view_tools(server: MCPServer[Any], resolve: Resolver) -> None:
         nothing is created (stale_token), so a superseded worker never fans out work."""
 
         def verb(b: Backend) -> m.ItemReplyOut:
-            made = b.create_item(title, body, priority, labels, parent, id, parent_epoch)
+            fields = given(body=body, priority=priority, labels=labels, parent=parent, id=id)
+            made = b.create_item(title, {**fields, **given(parent_epoch=parent_epoch)})
             return m.ItemReplyOut.of(made)
 
         return await act(ctx, resolve, verb)

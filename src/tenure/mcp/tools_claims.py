@@ -10,16 +10,14 @@ from pydantic import Field
 
 from tenure.mcp import inputs as a
 from tenure.mcp import models as m
-from tenure.mcp.acting import ENDS, ENDS_ONCE, SAFE_AGAIN, WRITE, Resolver, act
-from tenure.mcp.failures import reported
-from tenure.server.http import item_schemas as rest
+from tenure.mcp.acting import ENDS, ENDS_ONCE, SAFE_AGAIN, WRITE, Resolver, act, tool
+from tenure.mcp.backend import given
 from tenure.service.queue_items import MAX_FOLLOW_UPS
 from tenure.verbs import fields as wire
 
 
 def add_claim_tools(server: MCPServer[Any], resolve: Resolver) -> None:
-    @server.tool(annotations=WRITE)
-    @reported
+    @tool(server, WRITE)
     async def claim(
         ctx: Context,
         item_id: a.ItemId,
@@ -58,15 +56,12 @@ def add_claim_tools(server: MCPServer[Any], resolve: Resolver) -> None:
         revoked means an authority force-released the claim and stopped the work on purpose,
         even if it is assigned to you: do not claim it again and do not take it over; ask
         whoever stopped it, or wait until it is reassigned (then you claim it plainly)."""
+        asked = given(ttl_ms=ttl_ms, task=task, takeover=takeover, reason=reason)
         return await act(
-            ctx,
-            resolve,
-            lambda b: m.ClaimOut.of(b.claim(item_id, ttl_ms, task, takeover, reason)),
-            item=item_id,
+            ctx, resolve, lambda b: m.ClaimOut.of(b.claim(item_id, asked)), item=item_id
         )
 
-    @server.tool(annotations=SAFE_AGAIN)
-    @reported
+    @tool(server, SAFE_AGAIN)
     async def renew(
         ctx: Context,
         item_id: a.ItemId,
@@ -79,12 +74,11 @@ def add_claim_tools(server: MCPServer[Any], resolve: Resolver) -> None:
         return await act(
             ctx,
             resolve,
-            lambda b: m.LeaseReplyOut.of(b.renew(item_id, epoch, ttl_ms)),
+            lambda b: m.LeaseReplyOut.of(b.renew(item_id, given(epoch=epoch, ttl_ms=ttl_ms))),
             item=item_id,
         )
 
-    @server.tool(annotations=SAFE_AGAIN)
-    @reported
+    @tool(server, SAFE_AGAIN)
     async def extend(
         ctx: Context,
         item_id: a.ItemId,
@@ -102,17 +96,18 @@ def add_claim_tools(server: MCPServer[Any], resolve: Resolver) -> None:
         return await act(
             ctx,
             resolve,
-            lambda b: m.ExtendOut.of(b.extend(item_id, until, by_ms, epoch)),
+            lambda b: m.ExtendOut.of(
+                b.extend(item_id, given(until=until, by_ms=by_ms, epoch=epoch))
+            ),
             item=item_id,
         )
 
-    @server.tool(annotations=ENDS)
-    @reported
+    @tool(server, ENDS)
     async def release(
         ctx: Context,
         item_id: a.ItemId,
         epoch: Annotated[
-            rest.Epoch | None,
+            wire.Epoch | None,
             Field(
                 description="your claim's epoch: only that claim ends (an epoch that is no "
                 "longer the item's releases nothing); default: this session's own claim"
@@ -124,11 +119,13 @@ def add_claim_tools(server: MCPServer[Any], resolve: Resolver) -> None:
         released=false when you held no claim, or when the epoch is no longer the item's
         (someone took it since: nothing changes). not_holder means another session holds it."""
         return await act(
-            ctx, resolve, lambda b: m.ItemReleaseOut.of(b.release(item_id, epoch)), item=item_id
+            ctx,
+            resolve,
+            lambda b: m.ItemReleaseOut.of(b.release(item_id, given(epoch=epoch))),
+            item=item_id,
         )
 
-    @server.tool(annotations=WRITE)
-    @reported
+    @tool(server, WRITE)
     async def progress(
         ctx: Context,
         item_id: a.ItemId,
@@ -143,15 +140,15 @@ def add_claim_tools(server: MCPServer[Any], resolve: Resolver) -> None:
     ) -> m.ItemReplyOut:
         """Report progress on an item you claimed, with your claim's epoch. stale_token means
         someone took the item over since your claim: stop working on it."""
+        extra = given(percent=percent, data=data)
         return await act(
             ctx,
             resolve,
-            lambda b: m.ItemReplyOut.of(b.progress(item_id, epoch, message, percent, data)),
+            lambda b: m.ItemReplyOut.of(b.progress(item_id, epoch, message, extra)),
             item=item_id,
         )
 
-    @server.tool(annotations=SAFE_AGAIN)
-    @reported
+    @tool(server, SAFE_AGAIN)
     async def complete(
         ctx: Context,
         item_id: a.ItemId,
@@ -180,16 +177,16 @@ def add_claim_tools(server: MCPServer[Any], resolve: Resolver) -> None:
         item now and your result is not recorded). follow_ups are created (open, unassigned,
         parent = this item) in the same step as the completion: all or none, once per op_id;
         the reply lists them (follow_ups, with their ids)."""
-        fields = None if follow_ups is None else [f.fields() for f in follow_ups]
+        more = None if follow_ups is None else [f.fields() for f in follow_ups]
+        fields = given(result=result, op_id=op_id, follow_ups=more)
         return await act(
             ctx,
             resolve,
-            lambda b: m.CompletionOut.of(b.complete(item_id, epoch, result, op_id, fields)),
+            lambda b: m.CompletionOut.of(b.complete(item_id, epoch, fields)),
             item=item_id,
         )
 
-    @server.tool(annotations=ENDS_ONCE)
-    @reported
+    @tool(server, ENDS_ONCE)
     async def reassign(
         ctx: Context,
         item_id: a.ItemId,

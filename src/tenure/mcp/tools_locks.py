@@ -11,15 +11,13 @@ from pydantic import Field
 from tenure.errors import InvalidRequest
 from tenure.mcp import inputs as a
 from tenure.mcp import models as m
-from tenure.mcp.acting import ENDS, READ, SAFE_AGAIN, WRITE, Resolver, act, item_of
-from tenure.mcp.backend import Backend
-from tenure.mcp.failures import reported
+from tenure.mcp.acting import ENDS, READ, SAFE_AGAIN, WRITE, Resolver, act, item_of, tool
+from tenure.mcp.backend import Backend, given
 from tenure.verbs import fields as wire
 
 
 def add_lock_tools(server: MCPServer[Any], resolve: Resolver) -> None:
-    @server.tool(annotations=WRITE)
-    @reported
+    @tool(server, WRITE)
     async def acquire_lock(
         ctx: Context,
         key: a.LockKey,
@@ -35,11 +33,14 @@ def add_lock_tools(server: MCPServer[Any], resolve: Resolver) -> None:
         wait for it (it frees at the latest at the expiry the error names, unless renewed) or
         use another key."""
         return await act(
-            ctx, resolve, lambda b: m.LeaseReplyOut.of(b.acquire_lock(key, ttl_ms, task, meta))
+            ctx,
+            resolve,
+            lambda b: m.LeaseReplyOut.of(
+                b.acquire_lock(key, given(ttl_ms=ttl_ms, task=task, meta=meta))
+            ),
         )
 
-    @server.tool(annotations=SAFE_AGAIN)
-    @reported
+    @tool(server, SAFE_AGAIN)
     async def renew_lock(
         ctx: Context,
         key: a.LockKey,
@@ -50,11 +51,12 @@ def add_lock_tools(server: MCPServer[Any], resolve: Resolver) -> None:
         read-only one renews this session's leases. lease_lost means it is gone (the error says
         how)."""
         return await act(
-            ctx, resolve, lambda b: m.LeaseReplyOut.of(b.renew_lock(key, token, ttl_ms))
+            ctx,
+            resolve,
+            lambda b: m.LeaseReplyOut.of(b.renew_lock(key, token, given(ttl_ms=ttl_ms))),
         )
 
-    @server.tool(annotations=ENDS)
-    @reported
+    @tool(server, ENDS)
     async def release_lock(
         ctx: Context,
         key: a.LockKey,
@@ -69,10 +71,11 @@ def add_lock_tools(server: MCPServer[Any], resolve: Resolver) -> None:
         """Release your lease on a key as soon as you are done with it. Idempotent:
         released=false when you did not hold it. not_holder means someone else (or another
         session of yours) holds it."""
-        return await act(ctx, resolve, lambda b: m.ReleaseOut.of(b.release_lock(key, token)))
+        return await act(
+            ctx, resolve, lambda b: m.ReleaseOut.of(b.release_lock(key, given(token=token)))
+        )
 
-    @server.tool(annotations=READ)
-    @reported
+    @tool(server, READ)
     async def list_leases(
         ctx: Context,
         prefix: Annotated[a.Filter, Field(description="keys starting with this")] = None,
@@ -88,14 +91,14 @@ def add_lock_tools(server: MCPServer[Any], resolve: Resolver) -> None:
     ) -> m.LeasesOut:
         """The live leases (locks and item claims; an item's key is items/<id>), by key, with
         holder, task and expiry; with include_lapsed, then the item claims that lapsed."""
+        filters = {"prefix": prefix, "holder": holder, "task": task}
         return await act(
             ctx,
             resolve,
-            lambda b: m.LeasesOut.of(b.list_leases(prefix, holder, task, include_lapsed)),
+            lambda b: m.LeasesOut.of(b.list_leases(filters, include_lapsed)),
         )
 
-    @server.tool(annotations=ENDS)
-    @reported
+    @tool(server, ENDS)
     async def force_release(
         ctx: Context,
         reason: a.Reason,
@@ -123,8 +126,7 @@ def add_lock_tools(server: MCPServer[Any], resolve: Resolver) -> None:
 
         return await act(ctx, resolve, verb, item=item_id or item_of(key))
 
-    @server.tool(annotations=SAFE_AGAIN)
-    @reported
+    @tool(server, SAFE_AGAIN)
     async def heartbeat(
         ctx: Context,
         keys: a.HeartbeatKeys = None,

@@ -13,9 +13,8 @@ from pydantic import Field
 from tenure.errors import InvalidRequest
 from tenure.mcp import inputs as a
 from tenure.mcp import summaries as sm
-from tenure.mcp.acting import ENDS_ONCE, READ, SAFE_AGAIN, Resolver, act
-from tenure.mcp.failures import reported
-from tenure.server.http import item_schemas as rest
+from tenure.mcp.acting import ENDS_ONCE, READ, SAFE_AGAIN, Resolver, act, tool
+from tenure.verbs import fields as wire
 
 Status = Literal["open", "in_progress", "blocked", "done", "cancelled"]
 EDITS = ("title", "body", "priority", "labels", "status")
@@ -24,12 +23,11 @@ EDITS = ("title", "body", "priority", "labels", "status")
 def add_queue_tools(server: MCPServer[Any], resolve: Resolver) -> None:
     """Register ``list_items``, ``update_item`` and ``cancel_item`` on ``server``."""
 
-    @server.tool(annotations=READ)
-    @reported
+    @tool(server, READ)
     async def list_items(
         ctx: Context,
         status: Annotated[Status | None, Field(description="only items in this status")] = None,
-        label: Annotated[rest.Label | None, Field(description="only items with this label")] = None,
+        label: Annotated[wire.Label | None, Field(description="only items with this label")] = None,
         assignee: Annotated[
             a.Principal | None, Field(description="only items assigned to this principal")
         ] = None,
@@ -37,14 +35,10 @@ def add_queue_tools(server: MCPServer[Any], resolve: Resolver) -> None:
     ) -> sm.ItemListOut:
         """Find items by status, label and assignee (all optional, combined with and), most
         urgent first. Summaries only: show_item has an item's body, lease and history."""
-        return await act(
-            ctx,
-            resolve,
-            lambda b: sm.ItemListOut.of(b.list_items(status, assignee, label, limit)),
-        )
+        filters = {"status": status, "assignee": assignee, "label": label}
+        return await act(ctx, resolve, lambda b: sm.ItemListOut.of(b.list_items(filters, limit)))
 
-    @server.tool(annotations=SAFE_AGAIN)
-    @reported
+    @tool(server, SAFE_AGAIN)
     async def update_item(
         ctx: Context,
         item_id: a.ItemId,
@@ -74,8 +68,7 @@ def add_queue_tools(server: MCPServer[Any], resolve: Resolver) -> None:
             ctx, resolve, lambda b: sm.ClaimSummaryOut.of(b.update_item(item_id, changes))
         )
 
-    @server.tool(annotations=ENDS_ONCE)
-    @reported
+    @tool(server, ENDS_ONCE)
     async def cancel_item(ctx: Context, item_id: a.ItemId, reason: a.Reason) -> sm.CancelOut:
         """Cancel an item nobody should do any more, with a reason: it becomes cancelled,
         unassigned, and any live claim on it ends (its holder's progress and complete are

@@ -12,12 +12,13 @@ import errno
 import signal
 import socket
 import sys
+from collections.abc import Sequence
 from types import FrameType
 from typing import Any
 
 import uvicorn
 
-from tenure.server.http.app import TenureApp, create_app
+from tenure.server.http.app import Mount, TenureApp, create_app
 from tenure.server.protocol import hot_protocol
 from tenure.settings import Settings
 from tenure.store import durability
@@ -73,9 +74,15 @@ def config(
 
 
 def serve(
-    settings: Settings, log_level: str = "info", *, access_log: bool = False, **options: Any
+    settings: Settings,
+    log_level: str = "info",
+    *,
+    access_log: bool = False,
+    mounts: Sequence[Mount] = (),
+    **options: Any,
 ) -> None:
-    """Run the server until SIGTERM or SIGINT (see :func:`config` for ``access_log``).
+    """Run the server, with ``mounts`` beside its routes, until SIGTERM or SIGINT (see
+    :func:`config` for ``access_log``).
 
     Before anything starts: a port in use is one line and exit 1; a database that cannot be
     opened raises :class:`~tenure.store.dburl.DatabaseUnreachable` (the CLI: exit 2)."""
@@ -86,7 +93,7 @@ def serve(
     except BaseException:
         sock.close()
         raise
-    app = create_app(settings)
+    app = create_app(settings, mounts=mounts)
     server = _Server(
         config(
             app, settings.host, settings.port, access_log=access_log, log_level=log_level, **options

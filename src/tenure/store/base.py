@@ -11,14 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
-from tenure.core.items import Item, ItemCursor, ItemSummary, Transfer
+from tenure.core.items import Item, Transfer
 from tenure.core.models import (
     Event,
     EventDraft,
-    EventQuery,
     EventTally,
     FencedValue,
     FencedWrite,
@@ -26,55 +24,12 @@ from tenure.core.models import (
     Principal,
 )
 from tenure.core.token_floor import TokenFloor
+from tenure.store import rows
+from tenure.store.reads import Reads
+from tenure.store.values import ENDED, Credential, Removal, TokenInfo
+from tenure.store.writes import Writes
 
-#: the reason recorded when a dispatched agent's tokens end with its claim
-ENDED = "its claim ended"
-
-
-@dataclass(frozen=True)
-class Credential:
-    """An unrevoked token as the store has it: whose it is, its id, and when it expires
-    (``None``: never). Expired or not is the caller's to decide, with its clock."""
-
-    principal: Principal
-    token_id: str
-    expires_at: int | None
-
-    def expired(self, now: int) -> bool:
-        return self.expires_at is not None and self.expires_at <= now
-
-
-@dataclass(frozen=True)
-class TokenInfo:
-    """A token of a principal as listed: its id and times (ms), never its secret or hash."""
-
-    token_id: str
-    created_at: int
-    expires_at: int | None
-    revoked_at: int | None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "token_id": self.token_id,
-            "created_at": self.created_at,
-            "expires_at": self.expires_at,
-            "revoked_at": self.revoked_at,
-        }
-
-
-@dataclass(frozen=True)
-class Removal:
-    """What removing a principal did: ``removed``, with the ids of the tokens it revoked; or
-    not, because of the live leases it holds (``leases``, keys) and the open items assigned to
-    it (``items``, ids) or the principals it dispatched (``children``: their rights follow
-    its name, so a principal added later under that name would inherit them; each list cut at
-    10)."""
-
-    removed: bool
-    revoked: tuple[str, ...] = ()
-    leases: tuple[str, ...] = ()
-    items: tuple[str, ...] = ()
-    children: tuple[str, ...] = ()
+__all__ = ["ENDED", "Credential", "KeyTx", "Removal", "Store", "TokenInfo"]
 
 
 class KeyTx(Protocol):
@@ -82,6 +37,11 @@ class KeyTx(Protocol):
 
     now: int
     record: KeyRecord | None
+
+    def write(self, name: str, params: dict[str, Any]) -> None:
+        """Run the backend's write statement ``name`` in this transaction (PostgreSQL: sent
+        with the transaction's next round trip)."""
+        ...
 
     def register(self) -> FencedValue | None: ...
 
@@ -95,7 +55,12 @@ class KeyTx(Protocol):
 
     def save(self, record: KeyRecord) -> None: ...
 
-    def save_register(self, write: FencedWrite, op_id: str | None) -> None: ...
+    def save_register(self, write: FencedWrite, op_id: str | None) -> None:
+        params = rows.register_params(write, self.now)
+        self.write("save_register", params)
+        if op_id is not None:  # the write is remembered by its op_id (a retry finds it)
+            del params["now"]
+            self.write("save_op", {**params, "op_id": op_id, "writer": write.writer})
 
     def append(self, events: Sequence[EventDraft]) -> None: ...
 
@@ -108,11 +73,15 @@ class KeyTx(Protocol):
         """Create ``item`` in this transaction; ``False`` (nothing done) if its id is taken."""
         ...
 
-    def add_transfers(self, transfers: Sequence[Transfer]) -> None: ...
+    def add_transfers(self, transfers: Sequence[Transfer]) -> None:
+        for t in transfers:
+            self.write("insert_transfer", rows.transfer_params(t))
 
     def find_item_op(self, item_id: str, op_id: str) -> Any: ...
 
-    def save_item_op(self, item_id: str, op_id: str, result: Any) -> None: ...
+    def save_item_op(self, item_id: str, op_id: str, result: Any) -> None:
+        params = {"item": item_id, "op_id": op_id, "result": rows.dumps(result)}
+        self.write("save_item_op", params)
 
     def add_principal(
         self,
@@ -125,11 +94,16 @@ class KeyTx(Protocol):
         """Create a principal in this transaction (dispatch claims for it atomically);
         ``dispatched_for``: the item it was dispatched for (its tokens end with that claim);
         ``expires_at``: when its token expires (``None``: never)."""
-        ...
+        self.write("add_principal", rows.principal_params(principal, self.now, dispatched_for))
+        token = rows.token_params(principal.name, token_id, token_hash, self.now, expires_at)
+        self.write("add_token", token)
 
 
-class Store(Protocol):
-    """What the service needs from a database. Instants come from :meth:`now_ms`."""
+class Store(Reads, Writes, Protocol):
+    """What the service needs from a database. Instants come from :meth:`now_ms`. The reads
+    and writes both backends make alike are written once, in :class:`tenure.store.reads.Reads`
+    and :class:`tenure.store.writes.Writes` (each backend gives them its queries and its
+    transaction); the rest is each backend's own."""
 
     url: str
 
@@ -161,154 +135,17 @@ class Store(Protocol):
         around it takes one copy of the text (22 MB for 100,000 leases), not two more."""
         ...
 
-    def get(self, key: str) -> KeyRecord | None: ...
-
-    def live(
-        self,
-        now: int,
-        prefix: str | None = None,
-        holder: str | None = None,
-        task: str | None = None,
-        limit: int | None = None,
-        after: str | None = None,
-    ) -> list[KeyRecord]:
-        """Live leases by key; ``after``: only keys sorting after it (a page cursor)."""
-        ...
-
-    def read_register(self, key: str) -> FencedValue | None: ...
-
-    def events(self, query: EventQuery) -> list[Event]: ...
-
     def reap(self, limit: int) -> list[Event]:
         """Record ``expired`` for up to ``limit`` lapsed, unrecorded leases; exactly once."""
-        ...
-
-    def next_deadline(self) -> int | None:
-        """The earliest deadline of a lease whose end is not yet recorded."""
-        ...
-
-    def add_principal(
-        self,
-        principal: Principal,
-        token_hash: str | None = None,
-        token_id: str | None = None,
-        actor: str | None = None,
-        expires_at: int | None = None,
-    ) -> None:
-        """Create ``principal`` (and, given ``token_hash``, its first token, which expires at
-        ``expires_at`` unless ``None``) in one transaction, with its events
-        (``principal_created``, ``token_issued``; ``actor`` made it)."""
-        ...
-
-    def add_token(
-        self,
-        name: str,
-        token_id: str,
-        token_hash: str,
-        actor: str | None = None,
-        expires_at: int | None = None,
-    ) -> None: ...
-
-    def revoke_token(
-        self, name: str, token_id: str, actor: str | None = None, reason: str | None = None
-    ) -> bool:
-        """Revoke a token of ``name`` (and record ``token_revoked``); ``False`` if it has no
-        such unrevoked token."""
-        ...
-
-    def revoke_ended_agents(self, limit: int) -> list[Event]:
-        """Revoke the tokens of dispatched agents whose claim on their item ended (released,
-        completed, expired, force-released, taken over: whatever way, ``kill -9`` of their
-        supervisor included); the ``token_revoked`` events."""
-        ...
-
-    def list_principals(self) -> list[Principal]: ...
-
-    def list_tokens(self, name: str) -> list[TokenInfo]:
-        """Every token of ``name``, revoked ones included, oldest first."""
         ...
 
     def token_floor(self) -> TokenFloor:
         """The token floor and the largest token ever granted in this database."""
         ...
 
-    def set_token_floor(self, floor: int, actor: str | None) -> TokenFloor:
-        """Raise the token floor to ``floor`` (refused if lower: floors only grow), recorded as
-        ``token_floor_set``; in one transaction."""
-        ...
-
-    def set_roles(self, name: str, roles: tuple[str, ...], actor: str | None) -> Principal | None:
-        """Replace the roles of ``name`` and record ``principal_roles_set`` (from, to; ``actor``
-        did it); ``None`` if there is no such principal."""
-        ...
-
-    def remove_principal(self, name: str, actor: str | None) -> Removal | None:
-        """In one transaction: unless ``name`` holds a live lease or is assigned an open item,
-        revoke its live tokens (``token_revoked``), delete it, its tokens and its event cursors,
-        and record ``principal_removed``. ``None`` if there is no such principal."""
-        ...
-
-    def get_principal(self, name: str) -> Principal | None: ...
-
     def auth_version(self) -> int:
         """A counter that moves whenever a principal or a token changes, whoever changes it."""
         ...
-
-    def principal_by_token(self, token_hash: str) -> Principal | None:
-        """The principal of an unrevoked, unexpired token (at :meth:`now_ms`)."""
-        ...
-
-    def token_by_hash(self, token_hash: str) -> Credential | None:
-        """The unrevoked token of ``token_hash``, expired or not."""
-        ...
-
-    def create_item(self, item: Item) -> bool:
-        """Insert ``item``; ``False`` if its id is taken."""
-        ...
-
-    def get_item(self, item_id: str) -> Item | None: ...
-
-    def list_items(
-        self,
-        status: str | None = None,
-        assignee: str | None = None,
-        label: str | None = None,
-        limit: int = 100,
-        after: ItemCursor | None = None,
-    ) -> list[Item]:
-        """Items by priority, then age, then id; ``after``: only those sorting after it."""
-        ...
-
-    def ready_items(self, now: int, limit: int) -> list[Item]: ...
-
-    def list_item_summaries(
-        self,
-        status: str | None = None,
-        assignee: str | None = None,
-        label: str | None = None,
-        limit: int = 100,
-        after: ItemCursor | None = None,
-    ) -> list[ItemSummary]:
-        """:meth:`list_items` as summaries: bodies, results and progress data stay in the
-        database."""
-        ...
-
-    def ready_item_summaries(self, now: int, limit: int) -> list[ItemSummary]: ...
-
-    def stalled_claims(self, now: int, before: int, limit: int) -> list[str]:
-        """The items of live claims idle (no acquisition, no progress) since ``before`` whose
-        stall is not recorded yet."""
-        ...
-
-    def count_stalled(self, now: int) -> int:
-        """How many live claims are recorded stalled (and made no progress since)."""
-        ...
-
-    def transfers(self, item_id: str) -> list[Transfer]: ...
-
-    def get_cursor(self, principal: str, name: str) -> int: ...
-
-    def set_cursor(self, principal: str, name: str, event_id: int) -> None: ...
 
     # statistics and retention (see tenure.store.sqlite.stats) ------------------------------
     def tally_events(self, after: int) -> EventTally:
@@ -361,4 +198,76 @@ class Store(Protocol):
 
     def schema_version(self) -> int: ...
 
+    def group_commit(self) -> LoopGroups | ThreadGroups:
+        """For a server: how its executor groups the writes of many calls into one commit
+        (:mod:`tenure.server.runtime.executor`). Once per store; a SQLite store also starts
+        checkpointing in the background and commits with a deferred sync from then on."""
+        ...
+
     def close(self) -> None: ...
+
+
+#: what a syncer's answer is handed to: the last group number a sync covered, and whether it did
+Synced = Callable[[int, bool], None]
+
+
+class Syncer(Protocol):
+    """A helper that makes committed groups durable while the event loop goes on: asked with a
+    group number, it answers with the last number one sync covered
+    (:class:`tenure.store.sqlite.syncer.SyncProcess`)."""
+
+    @property
+    def attached(self) -> bool: ...
+
+    def attach(self, loop: Any, synced: Synced, lost: Callable[[], None]) -> None:
+        """On the event ``loop``: answers go to ``synced``; ``lost()`` once if it goes away."""
+        ...
+
+    def request(self, number: int) -> None: ...
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class LoopGroups(Protocol):
+    """Group commit on the server's event loop (SQLite): a group begins only if it need not wait
+    (:meth:`try_begin`), its calls run on the loop (:meth:`joined`), its commit only writes
+    (:meth:`end`), and a sync after it (:meth:`sync`, or the :meth:`syncer`) makes every group
+    committed before it durable. A group that cannot begin at once runs in a thread, in
+    :meth:`Store.group`, which commits durably."""
+
+    def try_begin(self) -> Any:
+        """Open a group without waiting for any lock (``None``: another writer has it)."""
+        ...
+
+    def joined(self, group: Any) -> AbstractContextManager[None]:
+        """The writes of this thread inside go into ``group``, a savepoint each."""
+        ...
+
+    def end(self, group: Any, *, commit: bool) -> None:
+        """Commit (written, not yet durable) or roll back ``group``; a failed commit raises."""
+        ...
+
+    def sync(self) -> None:
+        """Make every group committed before this call durable; fails with the error of every
+        call it covers (and ends a server: :mod:`tenure.store.durability`)."""
+        ...
+
+    def syncer(self) -> Syncer | None:
+        """A helper to sync instead (``None``: none is needed, or it did not start: sync in a
+        thread); the caller closes it."""
+        ...
+
+    def failed(self, by: str) -> Exception:
+        """A sync by ``by`` failed: the error of every call it covered (a server exits here)."""
+        ...
+
+
+@runtime_checkable
+class ThreadGroups(Protocol):
+    """Group commit in one thread (PostgreSQL): :meth:`group` runs many calls in one
+    transaction on one connection, their ``keys`` locked ahead; if it fails, nothing of it
+    happened (:func:`tenure.store.errors.unreachable` tells a lost database from a call's
+    doing)."""
+
+    def group(self, keys: Sequence[str] = ()) -> AbstractContextManager[None]: ...

@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 from tenure.core.models import EventDraft, Principal, principal_created, token_event
 from tenure.store import rows
-from tenure.store.base import Removal, TokenInfo
+from tenure.store.values import Removal, TokenInfo
 
 
 class Cursor(Protocol):

@@ -11,6 +11,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from tenure.core.models import EventDraft
 
 CONFLICT_WINDOW_MS = 60_000
@@ -43,3 +46,28 @@ def window_params(event: EventDraft, now: int) -> dict[str, object]:
         "token": event.token,
         "at": now,
     }
+
+
+def prune(cur: Any, q: Mapping[str, str], now: int, max_count: int, before: int, batch: int) -> int:
+    """Fold the next batch over the count or past the age into the totals and delete it, but
+    the endings not past the age (retention by count keeps those); delete the oldest endings
+    past the age; close the refusal windows that ended. In the open write transaction of
+    ``cur`` (sqlite3's connection or psycopg's cursor); the number of events deleted."""
+    pruned = int(_first(cur, q["pruned_upto"]))
+    newest = int(_first(cur, q["max_event_id"]))
+    window = {"pruned": pruned, "batch": batch, "before": before}
+    params = {**window, "over_count": newest - max_count}
+    deleted = int(cur.execute(q["delete_aged_endings"], window).rowcount)
+    cur.execute(q["close_conflict_windows"], {"since": now - CONFLICT_WINDOW_MS})
+    upto = _first(cur, q["prune_next_upto"], params)
+    if upto is None:
+        return deleted
+    cur.execute(q["fold_range"], {**params, "upto": upto})
+    deleted += int(cur.execute(q["delete_range"], {**params, "upto": upto}).rowcount)
+    cur.execute(q["set_pruned"], {"upto": upto})
+    return deleted
+
+
+def _first(cur: Any, sql: str, params: Mapping[str, Any] | None = None) -> Any:
+    row = cur.execute(sql, params or {}).fetchone()
+    return None if row is None else row[0]

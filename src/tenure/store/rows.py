@@ -17,7 +17,7 @@ from tenure.core.models import (
     KeyRecord,
     Principal,
 )
-from tenure.store.base import Credential
+from tenure.store.values import Credential
 
 Loads = Callable[[Any], Any]
 
@@ -42,38 +42,10 @@ def loads_text(value: Any) -> Any:
 
 
 def record_from(row: Sequence[Any], loads: Loads = loads_text) -> KeyRecord:
-    (
-        key,
-        token,
-        holder,
-        task,
-        ttl_ms,
-        acquired_at,
-        renewed_at,
-        expires_at,
-        renewals,
-        meta,
-        ended,
-        fence_open,
-        conflicts,
-        session,
-    ) = row
-    return KeyRecord(
-        key,
-        token,
-        holder,
-        task,
-        ttl_ms,
-        acquired_at,
-        renewed_at,
-        expires_at,
-        renewals,
-        loads(meta),
-        ended,
-        bool(fence_open),
-        conflicts,
-        session,
-    )
+    """A lease row: key, token, holder, task, ttl_ms, acquired_at, renewed_at, expires_at,
+    renewals, meta, ended, fence_open, conflicts, session (by index: the hot path)."""
+    return KeyRecord(row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], row[8],
+                     loads(row[9]), row[10], bool(row[11]), row[12], row[13])  # fmt: skip
 
 
 def record_params(rec: KeyRecord, meta: Any) -> dict[str, Any]:
@@ -146,6 +118,13 @@ def register_from(row: Sequence[Any], loads: Loads = loads_text) -> FencedValue:
     return FencedValue(key, token, loads(value), version, updated_at)
 
 
+def register_params(write: FencedWrite, now: int) -> dict[str, Any]:
+    """The row of a fenced write's register (``now``: when it was written)."""
+    value = dumps(write.value)
+    return {"key": write.key, "token": write.token, "value": value, "version": write.version,
+            "now": now}  # fmt: skip
+
+
 def op_from(row: Sequence[Any], loads: Loads = loads_text) -> FencedWrite:
     key, token, value, version, writer = row
     return FencedWrite(key, token, loads(value), version, True, writer)
@@ -203,44 +182,16 @@ def summary_from(row: Sequence[Any], loads: Loads = loads_text) -> ItemSummary:
 
 
 def item_from(row: Sequence[Any], loads: Loads = loads_text) -> Item:
-    (
-        id_,
-        title,
-        body,
-        status,
-        priority,
-        labels,
-        parent,
-        assignee,
-        epoch,
-        progress,
-        progress_at,
-        result,
-        created_by,
-        created_at,
-        updated_at,
-        revoked,
-        stalled_epoch,
-    ) = row
+    """An item row: id, title, body, status, priority, labels, parent, assignee, epoch,
+    progress, progress_at, result, created_by, created_at, updated_at, revoked, stalled_epoch."""
+    id_, title, body, status, priority, labels, parent, assignee, epoch, *rest = row
+    progress, progress_at, result, created_by, created_at, updated_at, revoked, stalled = rest
     return Item(
-        id_,
-        title,
-        body,
-        status,
-        priority,
-        tuple(loads(labels)),
-        parent,
-        assignee,
-        epoch,
-        None if progress is None else loads(progress),
-        progress_at,
-        None if result is None else loads(result),
-        created_by,
-        created_at,
-        updated_at,
-        bool(revoked),
-        stalled_epoch,
-    )
+        id_, title, body, status, priority, tuple(loads(labels)), parent, assignee, epoch,
+        None if progress is None else loads(progress), progress_at,
+        None if result is None else loads(result), created_by, created_at, updated_at,
+        bool(revoked), stalled,
+    )  # fmt: skip
 
 
 def transfer_params(t: Transfer) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from tenure.core.validate import (
     MAX_TASK_CHARS,
     MAX_WAIT_MS,
 )
+from tenure.service.queue_items import MAX_BODY_CHARS, MAX_LABELS, MAX_TITLE_CHARS
 
 MAX_INT = 2**63 - 1
 MAX_RENEW_KEYS = 1000  # keys one renew-all may name
@@ -71,6 +72,14 @@ def text_schema(max_chars: int, description: str) -> dict[str, Any]:
         "pattern": TEXT_PATTERN,
         "description": f"{description}: not blank, no control characters but tab and newline",
     }
+
+
+def text_field(max_chars: int, description: str, *, blank: bool = False) -> Any:
+    """A text filter of a query: at most ``max_chars``, no control characters (but tab and
+    newline); ``blank``: may be empty or blank."""
+    pattern = FILTER_PATTERN if blank else TEXT_PATTERN
+    extra: dict[str, Any] = {"maxLength": max_chars, "pattern": pattern}
+    return Field(description=description, json_schema_extra=extra)
 
 
 def _whole(value: object) -> object:
@@ -129,6 +138,44 @@ Name = Annotated[
         }
     ),
 ]
+
+
+# the items' fields
+ItemId = Annotated[
+    str,
+    Field(
+        json_schema_extra={
+            "pattern": ITEM_ID_PATTERN,
+            "description": "an item id: 1-128 letters, digits, '.', '_' or '-', starting with a "
+            "letter or digit",
+            "examples": ["it-1f2e3d4c5b"],
+        }
+    ),
+]
+Title = Annotated[str, Field(json_schema_extra=text_schema(MAX_TITLE_CHARS, "what the work is"))]
+ItemBody = Annotated[
+    str,
+    Field(
+        json_schema_extra={
+            "maxLength": MAX_BODY_CHARS,
+            "pattern": FILTER_PATTERN,
+            "description": "the details, may be empty: no control characters but tab and newline",
+        }
+    ),
+]
+Priority = Annotated[
+    int, Field(ge=0, le=1000, description="0 the most urgent (the default is 2)"), Whole
+]
+Label = Annotated[str, Field(json_schema_extra=text_schema(64, "a label"))]
+Labels = Annotated[
+    list[Label], Field(max_length=MAX_LABELS, description="labels (repeats are dropped)")
+]
+Epoch = Annotated[
+    int,
+    Field(ge=1, le=MAX_INT, description="the claim's epoch (the token of its lease)"),
+    Whole,
+]
+ProgressMessage = Annotated[str, Field(json_schema_extra=text_schema(4096, "what happened"))]
 
 
 class Body(BaseModel):

@@ -7,7 +7,9 @@ from typing import Annotated, Any
 
 from pydantic import ConfigDict, Field
 
+from tenure.core import models as m
 from tenure.core.models import Lease, Principal
+from tenure.verbs import wire as w
 from tenure.verbs.fields import (
     MAX_RENEW_KEYS,
     Body,
@@ -22,9 +24,20 @@ from tenure.verbs.fields import (
     Token,
     Ttl,
     WaitMs,
+    text_field,
 )
-from tenure.verbs.replies import LeaseReply
-from tenure.verbs.table import Services, Verb
+from tenure.verbs.lists import Page, fitting
+from tenure.verbs.replies import (
+    ExtendReply,
+    FencedValueReply,
+    FencedWriteReply,
+    ForceReleaseReply,
+    LeaseReply,
+    LeasesReply,
+    ReleaseReply,
+    RenewAllReply,
+)
+from tenure.verbs.table import Services, Verb, never
 
 #: the statuses every verb of a caller may meet: a bad body, no token, too large a value
 ASKED = (400, 401, 413, 422)
@@ -107,6 +120,14 @@ def lease_of_reply(data: Any) -> Lease:
     return Lease.from_wire(data["lease"])
 
 
+class GetLeaseIn(Body):
+    key: Key
+
+
+def _get_lease(services: Services, me: Principal, a: GetLeaseIn) -> Lease:
+    return services.leases.get(a.key)
+
+
 def _acquire(services: Services, me: Principal, a: AcquireIn) -> Lease:
     return services.leases.acquire(me, a.key, a.ttl_ms, a.task, a.meta, a.session)
 
@@ -123,11 +144,136 @@ def _never_again(_: Mapping[str, Any]) -> bool:
 
 ACQUIRE: Verb[AcquireIn, Lease] = Verb(
     "acquire", "POST", "/v1/leases/acquire", AcquireIn, _acquire, lease_reply, lease_of_reply,
-    LeaseReply, problems=(*ASKED, 409), tags=("leases",), repeatable=_never_again,
+    LeaseReply, problems=(*ASKED, 409), tags=("leases",), repeatable=_never_again, grouped=True,
     doc="Acquire `key`, or renew it if your `session` holds it; `wait_ms` long-polls while it "
     "is held. Another session of yours holding it is `409 lease_held`, like anyone else.",
 )  # fmt: skip
 RENEW: Verb[RenewIn, Lease] = Verb(
     "renew", "POST", "/v1/leases/renew", RenewIn, _renew, lease_reply, lease_of_reply,
-    LeaseReply, problems=(*ASKED, 403, 404, 409), tags=("leases",),
+    LeaseReply, problems=(*ASKED, 403, 404, 409), tags=("leases",), grouped=True,
+)  # fmt: skip
+GET_LEASE: Verb[GetLeaseIn, Lease] = Verb(
+    "get_lease", "GET", "/v1/leases/{key:path}", GetLeaseIn, _get_lease, lease_reply,
+    lease_of_reply, LeaseReply, problems=(401, 404, 413, 422), tags=("leases",),
+    doc="The latest lease on `key` (URL-encoded) with its `state`, live or not. A key that "
+    "names a POST route (`acquire`, `release`, …) and was never leased: `405`.",
+)  # fmt: skip
+
+
+def _renew_all(services: Services, me: Principal, a: RenewAllIn) -> m.RenewAllResult | bytes:
+    """Without ``keys`` the database renews them in one statement and writes the reply's JSON,
+    passed on unparsed (one transaction however many leases)."""
+    if a.keys is None:
+        return services.leases.renew_all_json(me, a.session)
+    return services.leases.renew_all(me, a.keys, a.session)
+
+
+def _renew_all_wire(out: m.RenewAllResult | bytes) -> dict[str, Any] | bytes:
+    return out if isinstance(out, bytes) else out.to_dict()
+
+
+def _extend(services: Services, me: Principal, a: ExtendIn) -> m.ExtendResult:
+    return services.leases.extend(me, a.key, a.token, a.until, a.by_ms)
+
+
+def _release(services: Services, me: Principal, a: ReleaseIn) -> m.ReleaseResult:
+    return services.leases.release(me, a.key, a.token, a.session)
+
+
+def _with_token(args: Mapping[str, Any]) -> bool:
+    """A release *with* a token only ends that lease: a repeat says ``released: false``."""
+    return args.get("token") is not None
+
+
+def _force_release(services: Services, me: Principal, a: ForceReleaseIn) -> m.ForceReleaseResult:
+    return services.leases.force_release(me, a.key, a.reason)
+
+
+class ListLeasesIn(Body):
+    prefix: Annotated[str | None, text_field(1024, "keys starting with", blank=True)] = None
+    holder: Annotated[str | None, text_field(1024, "held by", blank=True)] = None
+    task: Annotated[str | None, text_field(1024, "serving this task", blank=True)] = None
+    limit: Annotated[int, Field(ge=1, le=100_000)] = 1000
+    after: Annotated[
+        str | None, text_field(1024, "only keys sorting after this one (the next page)")
+    ] = None
+
+
+def _list_leases(services: Services, me: Principal, a: ListLeasesIn) -> Page[Lease]:
+    """At most the page cap's leases, cut short once their JSON passes the list budget; the
+    next page starts after the last key sent."""
+    page = min(a.limit, services.limits.leases_page)
+    leases = services.leases.list(a.prefix, a.holder, a.task, page, a.after)
+    sent = fitting(leases, Lease.to_dict, services.limits.list_bytes)
+    full = page < a.limit and len(leases) >= page  # cut by the page cap
+    if sent < len(leases) or full:
+        return Page(leases[:sent], leases[sent - 1].key, True)
+    return Page(leases)
+
+
+def _leases_wire(page: Page[Lease]) -> dict[str, Any]:
+    leases = [lease.to_dict() for lease in page.entries]
+    return {"leases": leases, "truncated": page.truncated, "next": page.next}
+
+
+def _leases_page(data: Any) -> Page[Lease]:
+    leases = [Lease.from_wire(item) for item in data["leases"]]
+    return Page(leases, data.get("next"), bool(data.get("truncated")))
+
+
+def _fenced_write(services: Services, me: Principal, a: FencedWriteIn) -> m.FencedWrite:
+    return services.leases.write(me, a.key, a.token, a.value, a.op_id)
+
+
+def _with_op_id(args: Mapping[str, Any]) -> bool:
+    """The server answers a repeated ``op_id`` with the first write's result."""
+    return args.get("op_id") is not None
+
+
+def _fenced_read(services: Services, me: Principal, a: GetLeaseIn) -> m.FencedValue:
+    return services.leases.read(a.key)
+
+
+RENEW_ALL: Verb[RenewAllIn, m.RenewAllResult | bytes] = Verb(
+    "renew_all", "POST", "/v1/leases/renew-all", RenewAllIn, _renew_all, _renew_all_wire,
+    m.RenewAllResult.from_wire, RenewAllReply, problems=ASKED, tags=("leases",),
+    doc="Renew every live lease of yours (only your `session`'s when given; or the `keys`).",
+)  # fmt: skip
+EXTEND: Verb[ExtendIn, m.ExtendResult] = Verb(
+    "extend", "POST", "/v1/leases/extend", ExtendIn, _extend, w.to_dict,
+    m.ExtendResult.from_wire, ExtendReply, problems=(*ASKED, 403, 404, 409), tags=("leases",),
+)  # fmt: skip
+RELEASE: Verb[ReleaseIn, m.ReleaseResult] = Verb(
+    "release", "POST", "/v1/leases/release", ReleaseIn, _release, w.to_dict,
+    m.ReleaseResult.from_wire, ReleaseReply, problems=(*ASKED, 403), tags=("leases",),
+    repeatable=_with_token, grouped=True,
+    doc="End your lease: the lease of `token` (any session of yours), else your `session`'s. "
+    "`released: false` when there is nothing of yours to end, with the `reason`.",
+)  # fmt: skip
+FORCE_RELEASE: Verb[ForceReleaseIn, m.ForceReleaseResult] = Verb(
+    "force_release", "POST", "/v1/leases/force-release", ForceReleaseIn, _force_release,
+    w.to_dict, m.ForceReleaseResult.from_wire, ForceReleaseReply,
+    problems=(*ASKED, 403, 404), tags=("leases",), repeatable=never,
+)  # fmt: skip
+LIST_LEASES: Verb[ListLeasesIn, Page[Lease]] = Verb(
+    "list_leases", "GET", "/v1/leases", ListLeasesIn, _list_leases, _leases_wire, _leases_page,
+    LeasesReply, problems=(401, 422), tags=("leases",),
+    doc="Live leases, by key; page with `after` set to the previous page's `next`.\n\n"
+    "A page holds at most the server's page cap of leases (1,000 unless configured) and "
+    "stops early once its JSON reaches the server's list budget: either way `truncated: "
+    "true`, and `next` is the key to go on after.",
+)  # fmt: skip
+FENCED_WRITE: Verb[FencedWriteIn, m.FencedWrite] = Verb(
+    "fenced_write", "POST", "/v1/fenced/write", FencedWriteIn, _fenced_write, w.to_dict,
+    m.FencedWrite.from_wire, FencedWriteReply, problems=(*ASKED, 403, 409), tags=("fenced",),
+    repeatable=_with_op_id,
+    doc="Store `value` if `token` is the key's current token and you hold it.\n\n"
+    "An older token is `409 stale_token` whoever sends it; the current token from anyone but "
+    "its holder is `403 not_holder`. A repeated `op_id` under the same token answers the "
+    "first write (`duplicate: true`); with another value, `409 idempotency_conflict`.",
+)  # fmt: skip
+FENCED_READ: Verb[GetLeaseIn, m.FencedValue] = Verb(
+    "fenced_read", "GET", "/v1/fenced/{key:path}", GetLeaseIn, _fenced_read, w.to_dict,
+    m.FencedValue.from_wire, FencedValueReply, problems=(401, 404, 413, 422), tags=("fenced",),
+    doc="The last value accepted under `key`; `GET /v1/fenced/write` (never written): `405`.",
 )  # fmt: skip

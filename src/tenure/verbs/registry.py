@@ -4,8 +4,49 @@ from __future__ import annotations
 
 from typing import Any
 
-from tenure.verbs import leases
+from tenure.verbs import items, leases, ops, principals
 from tenure.verbs.table import Verb
 
-VERBS: list[Verb[Any, Any]] = [leases.ACQUIRE, leases.RENEW]
+VERBS: list[Verb[Any, Any]] = [
+    leases.ACQUIRE,
+    leases.RENEW,
+    leases.RENEW_ALL,
+    leases.EXTEND,
+    leases.RELEASE,
+    leases.FORCE_RELEASE,
+    leases.GET_LEASE,
+    leases.LIST_LEASES,
+    leases.FENCED_WRITE,
+    leases.FENCED_READ,
+    principals.WHOAMI,
+    principals.ADD_PRINCIPAL,
+    principals.REVOKE_TOKEN,
+    principals.LIST_PRINCIPALS,
+    principals.SHOW_PRINCIPAL,
+    principals.SET_ROLES,
+    principals.REMOVE_PRINCIPAL,
+    principals.TOKEN_FLOOR,
+    principals.SET_TOKEN_FLOOR,
+    ops.EVENTS,
+    ops.STATS,
+    ops.TIMELINE,
+    items.CREATE_ITEM,
+    items.LIST_ITEMS,
+    items.GET_ITEM,
+    items.UPDATE_ITEM,
+    items.CLAIM_ITEM,
+    items.RENEW_ITEM,
+    items.EXTEND_ITEM,
+    items.RELEASE_ITEM,
+    items.PROGRESS_ITEM,
+    items.COMPLETE_ITEM,
+    items.CANCEL_ITEM,
+    items.FORCE_RELEASE_ITEM,
+    items.REASSIGN_ITEM,
+    items.DISPATCH_ITEM,
+    items.MY_QUEUE,
+    items.QUEUE_OF,
+    items.READY_ITEMS,
+    items.BRIEFING,
+]
 BY_NAME: dict[str, Verb[Any, Any]] = {verb.name: verb for verb in VERBS}

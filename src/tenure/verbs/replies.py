@@ -1,4 +1,5 @@
-"""The replies of the lease, fenced-register and principal verbs: their exact JSON fields.
+"""The replies of the lease, fenced-register, principal and token-floor verbs: their exact JSON
+fields.
 
 Each model describes what a core model's ``to_dict`` sends (the OpenAPI document and the MCP
 tools publish these schemas; the route tests validate replies against them).
@@ -140,3 +141,33 @@ class PrincipalReply(Out):
     token: str
     token_id: str
     expires_at: int | None = Field(description="when the token expires (null: never)")
+
+
+class TokenOut(Out):
+    token_id: str
+    created_at: int
+    expires_at: int | None = Field(description="when it expires (null: never)")
+    revoked_at: int | None = Field(description="when it was revoked (null: it is not)")
+
+
+class PrincipalsReply(Out):
+    principals: list[PrincipalOut]
+
+
+class PrincipalShowReply(Out):
+    principal: PrincipalOut
+    tokens: list[TokenOut] = Field(description="its tokens, oldest first; never their secrets")
+
+
+class PrincipalRolesReply(Out):
+    principal: PrincipalOut
+
+
+class PrincipalRemovedReply(Out):
+    principal: PrincipalOut
+    revoked: list[str] = Field(description="the ids of the tokens removing it revoked")
+
+
+class FloorReply(Out):
+    floor: int = Field(description="every token granted from now on is larger than this")
+    max_token: int = Field(description="the largest token ever granted in this database")

@@ -18,13 +18,15 @@ that runs it; ``docs/architecture.md`` walks through one.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
 from tenure.core.models import Principal
+from tenure.settings import Limits
 
 if TYPE_CHECKING:  # the HTTP client reads the table without loading the service layer
     from tenure.service.leases import Service
@@ -34,14 +36,21 @@ if TYPE_CHECKING:  # the HTTP client reads the table without loading the service
 In = TypeVar("In", bound=BaseModel)
 Out = TypeVar("Out")
 Wire = dict[str, Any]
+#: a path parameter of a route: ``{key}``, ``{key:path}`` or with another convertor
+#: (``{name:principal}``)
+PATH_PARAM = re.compile(r"\{(\w+)(?::\w+)?\}")
+#: the methods whose input travels (at least partly) as a JSON body; the others' as a query
+BODY_METHODS = frozenset({"POST", "PATCH", "PUT"})
 
 
 @dataclass(frozen=True)
 class Services:
-    """What a verb runs on: the lease service (with its work queue) and the principals."""
+    """What a verb runs on: the lease service (with its work queue), the principals, and the
+    bounds on one request's work (the lists' page caps and byte budgets)."""
 
     leases: Service
     principals: Principals
+    limits: Limits = field(default_factory=Limits)
 
     @property
     def items(self) -> WorkQueue:
@@ -65,11 +74,13 @@ class Verb(Generic[In, Out]):
     #: the client's method and the REST operation id (``acquire``, ``claim_item``, …)
     name: str
     method: str
-    #: the route, with FastAPI's path parameters (``/v1/leases/{key:path}``)
+    #: the route, with FastAPI's path parameters (``/v1/leases/{key:path}``); a POST's input
+    #: is its JSON body, a GET's or DELETE's its path parameters and query string
     path: str
     input: type[In]
     run: Callable[[Services, Principal, In], Out]
-    wire: Callable[[Out], Wire]
+    #: the reply's JSON (``bytes``: JSON the database wrote; ``None``: no body, e.g. a 204)
+    wire: Callable[[Out], Wire | bytes | None]
     parse: Callable[[Any], Out]
     #: the reply's schema, for the OpenAPI document
     reply: type[BaseModel]
@@ -82,8 +93,15 @@ class Verb(Generic[In, Out]):
     repeatable: Callable[[Mapping[str, Any]], bool] = always
     #: the description of the operation (the route's docstring)
     doc: str = ""
+    #: a POST's or PATCH's JSON body when the path carries some of the input (``{id}``):
+    #: ``input`` is then the body's fields and the path's (default: the body is ``input``)
+    body: type[BaseModel] | None = None
+    #: the server runs it in its executor's group commits (one transaction and one sync for a
+    #: moment's calls) instead of a worker thread: a write of one key, whose service call runs
+    #: in one key transaction (``Service.group`` may hold it open for others)
+    grouped: bool = False
 
-    def __call__(self, services: Services, caller: Principal, args: In) -> Wire:
+    def __call__(self, services: Services, caller: Principal, args: In) -> Wire | bytes | None:
         """Run it and return the reply's JSON: what the server sends and direct mode answers."""
         return self.wire(self.run(services, caller, args))
 

@@ -47,7 +47,7 @@ class State:
 
     @property
     def services(self) -> Services:
-        return Services(self.service, self.principals)
+        return Services(self.service, self.principals, self.limits)
 
 
 async def state(request: Request) -> State:

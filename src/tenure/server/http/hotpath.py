@@ -24,13 +24,11 @@ from __future__ import annotations
 
 import json
 import logging
-import sqlite3
 import time
 from collections.abc import Awaitable, Callable
 from json.encoder import encode_basestring as _text  # what dumps() writes for a str (C)
 from typing import Any
 
-import psycopg
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -40,6 +38,7 @@ from tenure.core.validate import MAX_WAIT_MS, bearer_token
 from tenure.errors import InvalidRequest, TenureError
 from tenure.server.http import problems
 from tenure.server.http.deps import State
+from tenure.store.errors import failure
 from tenure.verbs.fields import MAX_INT
 
 log = logging.getLogger("tenure.server")
@@ -272,7 +271,7 @@ async def render_error(
 ) -> int:
     """Send the app's own problem response for ``err``: a database error (``503`` while it is
     down) or a bug (``500``, the traceback to the log). Its status."""
-    if isinstance(err, (sqlite3.OperationalError, psycopg.OperationalError)):
+    if failure(err) is not None:
         return await _send(problems.on_database_error, err, scope, receive, send)
     log.error("%s failed", path, exc_info=err)
     return await _send(problems.on_crash, err, scope, receive, send)

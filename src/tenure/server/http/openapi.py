@@ -7,7 +7,7 @@ FastAPI builds the document; :func:`install` then makes it say exactly what the 
 - integer bounds are exact (FastAPI's own models carry them as floats, so ``2**63 - 1`` would
   read ``9.223372036854776e+18``);
 - bounds that come from the deployment's policy (marked ``x-tenure-limit`` in
-  :mod:`tenure.server.http.schemas`) are filled in from it: ``ttl_ms`` spans the policy's
+  :mod:`tenure.verbs.fields`) are filled in from it: ``ttl_ms`` spans the policy's
   ``min_ttl``..``max_ttl``, keys are at most ``max_key_bytes`` long. Where per-prefix overrides
   differ, the document gives the widest bounds, and the service applies the key's own.
 """
@@ -118,7 +118,15 @@ REASSIGN_LINKS = {
 
 
 #: the links of each verb's reply, by the verb's name (the verb-table routes add them)
-LINKS: dict[str, dict[str, Any]] = {"acquire": LEASE_LINKS}
+LINKS: dict[str, dict[str, Any]] = {
+    "acquire": LEASE_LINKS,
+    "fenced_write": FENCED_LINKS,
+    "add_principal": PRINCIPAL_LINKS,
+    "create_item": ITEM_LINKS,
+    "claim_item": CLAIM_LINKS,
+    "dispatch_item": DISPATCH_LINKS,
+    "reassign_item": REASSIGN_LINKS,
+}
 
 
 def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:

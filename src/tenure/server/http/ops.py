@@ -1,4 +1,10 @@
-"""Operations routes: the event log (long-poll and server-sent events), stats, metrics."""
+"""Operations routes written by hand: the event log (``GET /v1/events``, whose long-poll waits on
+the event bell, and its server-sent events stream) and the metrics.
+
+``GET /v1/events`` is the :data:`tenure.verbs.ops.EVENTS` verb: the route parses its query with
+the verb's input, runs the verb when there is no ``wait_ms``, and answers with the verb's
+``wire`` either way; only its long-poll is this module's. The stats and timeline are ordinary
+routes of the verb table."""
 
 from __future__ import annotations
 
@@ -7,69 +13,56 @@ import time
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
-from fastapi import FastAPI, Header, Query, Request
+import anyio
+from fastapi import FastAPI, Header, Query, Request, Response
 from fastapi.responses import PlainTextResponse, StreamingResponse
+from pydantic import create_model
 
-from tenure.core.validate import MAX_LIMIT, MAX_WAIT_MS, bearer_token
+from tenure.core.validate import bearer_token
 from tenure.server.http import openapi
-from tenure.server.http import ops_schemas as o
-from tenure.server.http.deps import Caller, St, State, text_query
+from tenure.server.http.deps import Caller, St, State, reply
 from tenure.server.http.scrape import check_token
-from tenure.server.runtime.feed import RECHECK_S, Filters, HeldStream, Page, read_page_async
-from tenure.verbs import fields as f
-from tenure.verbs import replies as r
+from tenure.server.http.verb_routes import query_model
+from tenure.server.runtime.feed import RECHECK_S, HeldStream, read_page_async
+from tenure.verbs import ops as ov
+from tenure.verbs.ops import EventPage, Filters
 
 P = openapi.problem_responses
 KEEPALIVE_S = 15.0
 STREAM_BATCH = 500
-EVENT_TYPES = (
-    "acquired, released, expired, force_released, taken_over, conflict, extended, claimed, "
-    "completed, progress, dispatched, reassigned, stalled, item_created, item_edited, "
-    "item_status, principal_created, principal_roles_set, principal_removed, token_issued, "
-    "token_revoked, …"
-)
+#: the verbs of the table whose routes are this module's
+HAND_SERVED = (ov.EVENTS,)
+_EVENTS_QUERY: Any = query_model(ov.EVENTS)
+EventsQuery = Annotated[_EVENTS_QUERY, Query()]
 
-After = Annotated[int, Query(ge=0, le=f.MAX_INT, description="an event id (the cursor)")]
-KeyFilter = Annotated[str | None, Query(json_schema_extra=f.key_schema("events of"))]
-ItemFilter = Annotated[
-    str | None,
-    Query(
-        description="events of this item (its key items/<id>)",
-        json_schema_extra={"maxLength": 256, "pattern": f.ITEM_FILTER_PATTERN},
-    ),
-]
-HolderFilter = Annotated[str | None, text_query(256, "events of this holder")]
-TypeFilter = Annotated[str | None, text_query(64, f"events of this type ({EVENT_TYPES})")]
+#: the stream's query: the filters and the cursor of the events verb's input (no page size, no
+#: wait: it follows the log for as long as the caller stays)
+_STREAM_QUERY: Any = create_model(  # type: ignore[call-overload]
+    "EventStreamQuery",
+    **{
+        name: (info.annotation, info)
+        for name, info in ov.EventsIn.model_fields.items()
+        if name in ("after", "key", "item", "holder", "type")
+    },
+)
+StreamQuery = Annotated[_STREAM_QUERY, Query()]
 
 
 def add_ops_routes(app: FastAPI) -> None:
     @app.get(
-        "/v1/events", response_model=r.EventsReply, tags=["operations"], responses=P(401, 413, 422)
+        ov.EVENTS.path,
+        response_model=ov.EVENTS.reply,
+        tags=list(ov.EVENTS.tags),
+        responses=P(*ov.EVENTS.problems),
+        description=ov.EVENTS.doc,
     )
-    async def events(
-        me: Caller,
-        st: St,
-        after: After = 0,
-        key: KeyFilter = None,
-        item: ItemFilter = None,
-        holder: HolderFilter = None,
-        type: TypeFilter = None,
-        limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = 100,
-        wait_ms: Annotated[int, Query(ge=0, le=MAX_WAIT_MS)] = 0,
-    ) -> dict[str, Any]:
-        """Events after the cursor `after`, oldest first; `next` is the cursor to go on from.
-
-        One read examines a bounded stretch of the log: `next` moves past every event it
-        examined, matched or not, so a filtered reader always advances (an empty page with a
-        larger `next` means: ask again at once). With `wait_ms`, once the log is read to its
-        end an empty answer waits (long-poll) until a matching event is recorded or the wait
-        ends; each principal may hold a limited number of waits open (else `429`)."""
-        filters = Filters(key, item, holder, type)
-        if not wait_ms:
-            page = await _page(st, after, filters, limit)
-            return {"events": [e.to_dict() for e in page.events], "next": page.next}
+    async def events(me: Caller, st: St, query: EventsQuery) -> Response:
+        args = ov.EVENTS.input.model_validate(query.model_dump(exclude_unset=True))
+        if not args.wait_ms:
+            page = await anyio.to_thread.run_sync(ov.EVENTS.run, st.services, me, args)
+            return reply(ov.events_wire(page))
         with st.slots.hold(me.name):
-            return await _long_poll(st, after, filters, limit, wait_ms)
+            return reply(await _long_poll(st, args))
 
     @app.get(
         "/v1/events/stream",
@@ -87,18 +80,14 @@ def add_ops_routes(app: FastAPI) -> None:
         request: Request,
         me: Caller,
         st: St,
-        after: After = 0,
-        key: KeyFilter = None,
-        item: ItemFilter = None,
-        holder: HolderFilter = None,
-        type: TypeFilter = None,
+        query: StreamQuery,
         last_event_id: Annotated[
             str | None, Header(pattern=r"^[0-9]{1,18}$", description="resume after this id")
         ] = None,
     ) -> StreamingResponse:
         """Follow the event log as server-sent events, from `after` (or `Last-Event-ID`)."""
-        start = int(last_event_id) if last_event_id is not None else after
-        filters = Filters(key, item, holder, type)
+        start = int(last_event_id) if last_event_id is not None else query.after
+        filters = ov.filters_of(query)
         await read_page_async(st.service, start, filters, 1, 1)  # bad filters: 422 now
         st.slots.take(me.name)  # one of the caller's open waits (past the cap: 429) ...
         token = bearer_token(request.headers.get("authorization")) or ""  # it authenticated
@@ -110,27 +99,6 @@ def add_ops_routes(app: FastAPI) -> None:
             media_type="text/event-stream",
             headers=headers,
         )
-
-    @app.get("/v1/stats", response_model=o.StatsReply, tags=["operations"], responses=P(401))
-    def stats(me: Caller, st: St) -> dict[str, Any]:
-        """Counts by ending, the expired share over 1 h and 24 h, contention, hold times."""
-        return st.service.stats()
-
-    @app.get(
-        "/v1/stats/timeline",
-        response_model=o.TimelineReply,
-        tags=["operations"],
-        responses=P(401, 422),
-    )
-    def timeline(
-        me: Caller,
-        st: St,
-        span_ms: Annotated[int, Query(ge=1000, le=7 * 86_400_000)] = 3_600_000,
-        bucket_ms: Annotated[int, Query(ge=1000, le=7 * 86_400_000)] = 60_000,
-    ) -> dict[str, Any]:
-        """Lease endings per bucket, oldest first. At most 1440 buckets: a finer `bucket_ms`
-        is widened, and the reply's `bucket_ms` is the one used."""
-        return st.service.timeline(span_ms, bucket_ms)
 
     @app.get(
         "/metrics",
@@ -149,20 +117,21 @@ def add_ops_routes(app: FastAPI) -> None:
         return PlainTextResponse(text, media_type="text/plain; version=0.0.4; charset=utf-8")
 
 
-async def _page(st: State, after: int, filters: Filters, limit: int) -> Page:
+async def _page(st: State, after: int, filters: Filters, limit: int) -> EventPage:
     return await read_page_async(st.service, after, filters, limit, st.limits.event_scan)
 
 
-async def _long_poll(
-    st: State, after: int, filters: Filters, limit: int, wait_ms: int
-) -> dict[str, Any]:
-    deadline = time.monotonic() + wait_ms / 1000
+async def _long_poll(st: State, args: ov.EventsIn) -> dict[str, Any]:
+    """Read the log to its end, then wait for a ring of the event bell (and read again) until
+    a page has events or the wait ends."""
+    after, filters = args.after, ov.filters_of(args)
+    deadline = time.monotonic() + args.wait_ms / 1000
     while True:
         seen = st.bell.rung
-        page = await _page(st, after, filters, limit)
+        page = await _page(st, after, filters, args.limit)
         left = deadline - time.monotonic()
         if page.events or not page.caught_up or left <= 0 or st.bell.closing:
-            return {"events": [e.to_dict() for e in page.events], "next": page.next}
+            return ov.events_wire(page)
         after = page.next  # read to the end: wait from there
         await st.bell.wait(seen, min(left, RECHECK_S))
 

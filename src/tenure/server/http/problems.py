@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import logging
-import sqlite3
 from typing import Any
 
-import psycopg
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -15,6 +13,7 @@ from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tenure.errors import InvalidRequest, NotFound, TenureError, TooLarge
+from tenure.store.errors import DRIVER_ERRORS, failure
 
 PROBLEM = "application/problem+json"
 RETRY_AFTER_S = 1  # what a 503 asks callers to wait before trying again
@@ -166,29 +165,10 @@ def unavailable(detail: str) -> JSONResponse:
     return JSONResponse(body, 503, media_type=PROBLEM, headers=headers)
 
 
-# What SQLite says when the file cannot be used right now (as opposed to a bug in a statement).
-SQLITE_OUTAGES = (
-    "unable to open",
-    "disk i/o error",
-    "database is locked",
-    "database or disk is full",
-    "readonly database",
-    "locking protocol",
-)
-
-
 def database_down(exc: BaseException) -> bool:
-    """Whether ``exc`` says the database cannot be reached or used now, rather than a bug.
-
-    Every :class:`psycopg.OperationalError` qualifies (a refused or dropped connection, a
-    ``PoolTimeout`` waiting for one, an administrator's shutdown, a cancelled statement); for
-    SQLite only the errors of the file itself (it cannot be opened, read or locked)."""
-    if isinstance(exc, psycopg.OperationalError):
-        return True
-    if isinstance(exc, sqlite3.OperationalError):
-        text = str(exc).lower()
-        return any(marker in text for marker in SQLITE_OUTAGES)
-    return False
+    """Whether ``exc`` says the database cannot be reached or used now, rather than a bug."""
+    found = failure(exc)
+    return found is not None and found.down
 
 
 async def on_database_error(request: Request, exc: Exception) -> JSONResponse:
@@ -215,8 +195,8 @@ async def on_crash(request: Request, exc: Exception) -> JSONResponse:
 
 def install(app: FastAPI) -> None:
     app.add_exception_handler(Exception, on_crash)
-    app.add_exception_handler(psycopg.OperationalError, on_database_error)
-    app.add_exception_handler(sqlite3.OperationalError, on_database_error)
+    for kind in DRIVER_ERRORS:
+        app.add_exception_handler(kind, on_database_error)
     app.add_exception_handler(TenureError, on_tenure_error)
     app.add_exception_handler(RequestValidationError, on_validation_error)
     app.add_exception_handler(StarletteHTTPException, on_http_error)

@@ -1,40 +1,13 @@
-"""Request and response bodies of the REST API, for parsing and for the OpenAPI document.
-
-The models shape the wire: types, required fields, no unknown fields. The rules (key and text
-limits, the policy's TTL bounds, who may do what) live in the service, which checks every value;
-the models only *publish* those rules (``json_schema_extra``) so that the OpenAPI document
-describes exactly what the server accepts. Limits that depend on the deployment's policy are
-marked with ``x-tenure-limit`` and filled in by :mod:`tenure.server.http.openapi`.
-"""
+"""The REST API's own documents, beside the verbs' inputs and replies (:mod:`tenure.verbs`):
+the problem document every error is, and the health checks' reply."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tenure.service.principals import MAX_TOKEN_TTL_MS
-from tenure.verbs.fields import (
-    Body,
-    Name,
-    Whole,
-)
 from tenure.verbs.replies import Out
-
-
-class PrincipalIn(Body):
-    name: Name
-    kind: Literal["human", "agent", "service"] = "agent"
-    roles: Annotated[list[Literal["admin", "supervisor"]], Field(max_length=2)] = []
-    parent: Name | None = None
-    ttl_ms: (
-        Annotated[
-            int,
-            Field(ge=1000, le=MAX_TOKEN_TTL_MS, description="the token expires this long from now"),
-            Whole,
-        ]
-        | None
-    ) = None
 
 
 class Problem(BaseModel):

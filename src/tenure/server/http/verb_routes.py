@@ -1,36 +1,45 @@
 """The REST routes of the verb table: one route per :class:`~tenure.verbs.table.Verb`.
 
-A route parses the body with the verb's ``input``, authenticates the caller, runs the verb in the
-server's executor (the same group commits as every write) and sends the verb's ``wire`` JSON.
-A verb whose input has ``wait_ms`` long-polls: it waits in line on its ``key``
-(:class:`~tenure.server.runtime.waiters.Waiters`), holding one of the caller's open waits.
-The route's OpenAPI entry (operation id, reply schema, problem statuses, description, links)
-comes from the verb too.
+A route parses its request with the verb's ``input`` (a POST's JSON body; a GET's or DELETE's
+path parameters and query string), authenticates the caller, runs the verb and sends the verb's
+``wire`` JSON. The verbs marked ``grouped`` (the hot writes of one key) run in the server's
+executor, in its group commits; the others in a worker thread. A verb whose input has
+``wait_ms`` long-polls: it waits in line on its ``key``
+(:class:`~tenure.server.runtime.waiters.Waiters`), holding one of the caller's open waits. A GET
+that finds nothing on a path that another route serves with another method (``GET
+/v1/leases/acquire``) answers ``405``. The route's OpenAPI entry (operation id, reply schema,
+problem statuses, description, links) comes from the verb too.
 """
 
 from __future__ import annotations
 
 import inspect
-from functools import partial
-from typing import Any
+from functools import cache, partial
+from typing import Annotated, Any
 
-from fastapi import FastAPI, Response
-from pydantic import BaseModel
+import anyio
+from fastapi import FastAPI, Path, Query, Request, Response
+from pydantic import BaseModel, ConfigDict, create_model
 
 from tenure.core.models import Principal
-from tenure.server.http import openapi
+from tenure.errors import NotFound
+from tenure.server.http import openapi, problems
 from tenure.server.http.deps import Caller, St, State, reply
-from tenure.verbs.table import Verb, Wire
+from tenure.verbs.table import BODY_METHODS, PATH_PARAM, Verb, Wire
+
+Param = inspect.Parameter
 
 
 def add_verb_routes(app: FastAPI, verbs: list[Verb[Any, Any]]) -> None:
-    for verb in verbs:
+    """The routes of ``verbs``, POSTs first: a GET's ``{key:path}`` would match their paths
+    too, and the first route that matches a path answers which methods it allows."""
+    for verb in sorted(verbs, key=lambda v: v.method not in BODY_METHODS):
         app.add_api_route(
             verb.path,
             endpoint(verb),
             methods=[verb.method],
             name=verb.name,
-            response_model=verb.reply,
+            response_model=None if verb.status == 204 else verb.reply,
             status_code=verb.status,
             tags=list(verb.tags),
             description=verb.doc or None,
@@ -46,29 +55,116 @@ def _links(verb: Verb[Any, Any]) -> dict[int | str, dict[str, Any]]:
 
 def endpoint(verb: Verb[Any, Any]) -> Any:
     """The route function of ``verb``: its signature tells FastAPI what to parse."""
+    return _body_endpoint(verb) if verb.method in BODY_METHODS else _query_endpoint(verb)
 
-    async def serve(body: BaseModel, me: Principal, st: State) -> Response:
-        run = partial(verb, st.services, me, body)
-        key = getattr(body, "key", None)
-        wait_ms = getattr(body, "wait_ms", None)
-        if not wait_ms or key is None:
-            return reply(await st.executor.run(run, key))
 
-        async def attempt() -> Wire:
-            return await st.executor.run(run, key)
+def _body_endpoint(verb: Verb[Any, Any]) -> Any:
+    """A POST, PUT or PATCH: the JSON body (``verb.body``, else ``verb.input``) and the path's
+    parameters, which make the input together."""
+    model = verb.body or verb.input
+    if not PATH_PARAM.search(verb.path):
 
-        with st.slots.hold(me.name):  # a long-poll: one of the caller's open waits
-            return reply(await st.waiters.acquire(key, attempt, wait_ms))
+        async def serve_body(body: BaseModel, me: Principal, st: State) -> Response:
+            return await _serve(verb, body, me, st)
 
-    Param = inspect.Parameter
-    serve.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        return _signed(serve_body, verb, [_param("body", model)])
+
+    async def serve(body: BaseModel, me: Principal, st: State, **path: Any) -> Response:
+        args = verb.input.model_validate({**body.model_dump(exclude_unset=True), **path})
+        return await _serve(verb, args, me, st)
+
+    return _signed(serve, verb, [_param("body", model), *_path_params(verb)])
+
+
+def _query_endpoint(verb: Verb[Any, Any]) -> Any:
+    """A GET or DELETE: the path's parameters and the query string make the input."""
+    query = query_model(verb)
+
+    async def serve(request: Request, me: Principal, st: State, **values: Any) -> Response:
+        found = values.pop("query").model_dump(exclude_unset=True) if query else {}
+        args = verb.input.model_validate({**found, **values})
+        try:
+            return await _serve(verb, args, me, st)
+        except NotFound:
+            problems.refuse_other_method(request)
+            raise
+
+    params = [_param("request", Request), *_path_params(verb)]
+    if query is not None:
+        in_query: Any = Annotated[query, Query()]
+        params.append(Param("query", Param.KEYWORD_ONLY, annotation=in_query))
+    return _signed(serve, verb, params)
+
+
+def _param(name: str, annotation: Any) -> Param:
+    return Param(name, Param.POSITIONAL_OR_KEYWORD, annotation=annotation)
+
+
+def _path_params(verb: Verb[Any, Any]) -> list[Param]:
+    """The path's parameters, with the JSON Schema of the input's fields of those names."""
+    params = []
+    for name in PATH_PARAM.findall(verb.path):
+        extra = verb.input.model_fields[name].json_schema_extra
+        schema = extra if isinstance(extra, dict) else None
+        in_path: Any = Annotated[str, Path(json_schema_extra=schema)]
+        params.append(Param(name, Param.KEYWORD_ONLY, annotation=in_path))
+    return params
+
+
+@cache
+def query_model(verb: Verb[Any, Any]) -> type[BaseModel] | None:
+    """The input's fields but the path's, as one model of query parameters (unknown ones are
+    refused, as unknown body fields are); a hand-written route of a verb parses with it too."""
+    path = set(PATH_PARAM.findall(verb.path))
+    fields = {
+        name: (info.annotation, info)
+        for name, info in verb.input.model_fields.items()
+        if name not in path
+    }
+    if not fields:
+        return None
+    return create_model(  # type: ignore[call-overload,no-any-return]
+        f"{verb.input.__name__}Query", __config__=ConfigDict(extra="forbid"), **fields
+    )
+
+
+def _signed(serve: Any, verb: Verb[Any, Any], params: list[Param]) -> Any:
+    serve.__signature__ = inspect.Signature(
         [
-            Param("body", Param.POSITIONAL_OR_KEYWORD, annotation=verb.input),
+            *[p for p in params if p.kind is Param.POSITIONAL_OR_KEYWORD],
             Param("me", Param.POSITIONAL_OR_KEYWORD, annotation=Caller),
             Param("st", Param.POSITIONAL_OR_KEYWORD, annotation=St),
+            *[p for p in params if p.kind is Param.KEYWORD_ONLY],
         ],
         return_annotation=Response,
     )
     serve.__name__ = verb.name
     serve.__doc__ = verb.doc or None
     return serve
+
+
+async def _serve(verb: Verb[Any, Any], args: BaseModel, me: Principal, st: State) -> Response:
+    run = partial(verb, st.services, me, args)
+    key = getattr(args, "key", None)
+    wait_ms = getattr(args, "wait_ms", None)
+    if not verb.grouped:
+        return _reply(verb, await anyio.to_thread.run_sync(run))
+    if not wait_ms or key is None:
+        return _reply(verb, await st.executor.run(run, key))
+
+    async def attempt() -> Wire | bytes | None:
+        return await st.executor.run(run, key)
+
+    with st.slots.hold(me.name):  # a long-poll: one of the caller's open waits
+        return _reply(verb, await st.waiters.acquire(key, attempt, wait_ms))
+
+
+def _reply(verb: Verb[Any, Any], out: Wire | bytes | None) -> Response:
+    """The verb's JSON; ``bytes``: JSON the database already wrote, passed on unparsed."""
+    if out is None:
+        return Response(status_code=verb.status)
+    response = (
+        Response(out, media_type="application/json") if isinstance(out, bytes) else reply(out)
+    )
+    response.status_code = verb.status  # 201 for a creation
+    return response

@@ -36,7 +36,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import queue
-import sqlite3
 import threading
 import time
 from collections import deque
@@ -44,16 +43,12 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any, Protocol, TypeVar
 
-import psycopg
-
 from tenure.core.models import EventDraft
 from tenure.errors import LeaseHeld
 from tenure.server.runtime.committer import Committer
 from tenure.service.leases import Service
-from tenure.store import durability
-from tenure.store.postgres.store import PostgresStore
-from tenure.store.sqlite.store import SqliteStore
-from tenure.store.sqlite.syncer import SyncProcess
+from tenure.store.base import LoopGroups, Syncer, ThreadGroups
+from tenure.store.errors import unreachable
 
 T = TypeVar("T")
 log = logging.getLogger("tenure.server")
@@ -121,9 +116,10 @@ class PgGroupExecutor(_Calls):
     a deadlock with another server's group), nothing of it happened: each of its calls runs
     again on its own."""
 
-    def __init__(self, service: Service) -> None:
-        assert isinstance(service.store, PostgresStore)
-        self._service, self._store = service, service.store
+    def __init__(self, service: Service, groups: ThreadGroups | None = None) -> None:
+        found = groups or service.store.group_commit()
+        assert isinstance(found, ThreadGroups)
+        self._service, self._groups = service, found
         self._queue: queue.SimpleQueue[_Queued | None] = queue.SimpleQueue()  # None: stop
         self._closed = False
         self._closing = threading.Lock()  # no call is queued once close() has begun
@@ -192,30 +188,15 @@ class PgGroupExecutor(_Calls):
         authenticated before they were queued (:mod:`tenure.server.http.auth`): no token is looked
         up while the group holds its locks."""
         try:
-            with self._service.deferring() as events, self._store.group(keys):
+            with self._service.deferring() as events, self._groups.group(keys):
                 outcomes = [_outcome(call) for call, _, _ in jobs]
         except Exception as exc:  # the group's transaction is lost: nothing of it happened
-            unreachable = _unreachable(exc)
-            if unreachable is not None:  # no database: alone, each would only wait again
-                return [(False, unreachable)] * len(jobs)
+            lost = unreachable(exc)
+            if lost is not None:  # no database: alone, each would only wait again
+                return [(False, lost)] * len(jobs)
             return [_outcome(call) for call, _, _ in jobs]  # each commits (and announces)
         self._service.committed(events)
         return outcomes
-
-
-def _unreachable(exc: BaseException) -> psycopg.Error | None:
-    """The error, if the group failed for want of a database (its connection broke, the pool
-    had none, the server is shutting down) rather than because of one of its calls: the first
-    of psycopg's errors in the chain of causes (a batch that failed before: the original one).
-    A deadlock or a serialization failure (SQLSTATE class 40) is a call's doing."""
-    cause: BaseException | None = exc
-    while cause is not None and not isinstance(cause, psycopg.Error):
-        cause = cause.__cause__
-    while isinstance(cause, psycopg.Error) and isinstance(cause.__cause__, psycopg.Error):
-        cause = cause.__cause__
-    if not isinstance(cause, psycopg.OperationalError | psycopg.InterfaceError):
-        return None
-    return None if (cause.sqlstate or "").startswith("40") else cause
 
 
 def _resolve(future: asyncio.Future[Any], ok: bool, value: Any) -> None:
@@ -243,22 +224,28 @@ def _outcome(call: Callable[[], Any]) -> tuple[bool, Any]:
         return False, exc
 
 
+def make_executor(service: Service) -> Executor:
+    """The executor for the service's store: its group commits run on the event loop
+    (:class:`GroupExecutor`) or in a thread (:class:`PgGroupExecutor`)."""
+    groups = service.store.group_commit()
+    if isinstance(groups, LoopGroups):
+        return GroupExecutor(service, groups)
+    return PgGroupExecutor(service, groups)
+
+
 class GroupExecutor(_Calls):
     """Group commits for the hot verbs on SQLite; every method but :meth:`close` runs on the
     event loop."""
 
-    def __init__(self, service: Service, *, sync_process: bool = True) -> None:
-        """``sync_process``: sync the WAL in a helper process (:mod:`tenure.store.sqlite.syncd`),
-        else (or if it cannot start, or goes away) in the committer thread."""
-        assert isinstance(service.store, SqliteStore)
-        self._service, self._store = service, service.store
-        self._wal = self._store.defer_sync()  # COMMIT writes, _sync makes durable
-        self._process: SyncProcess | None = None
-        if sync_process and self._wal.needed:
-            try:
-                self._process = SyncProcess(self._wal.path)
-            except OSError as exc:
-                log.warning("the WAL syncer did not start (%s): syncing in a thread", exc)
+    def __init__(
+        self, service: Service, groups: LoopGroups | None = None, *, sync_process: bool = True
+    ) -> None:
+        """``sync_process``: sync in the store's helper (:meth:`LoopGroups.syncer`, a process
+        on SQLite), else (or if it cannot start, or goes away) in the committer thread."""
+        found = groups or service.store.group_commit()
+        assert isinstance(found, LoopGroups)
+        self._service, self._groups = service, found
+        self._process = found.syncer() if sync_process else None
         self._syncer = self._process  # None: the committer thread syncs
         self._requested = 0  # the last group the syncer was asked to cover
         self._jobs: list[Job] = []
@@ -308,7 +295,7 @@ class GroupExecutor(_Calls):
             return  # they wait for a sync (whose end flushes again)
         loop = asyncio.get_running_loop()
         try:
-            batch = self._store.try_group()
+            batch = self._groups.try_begin()
         except Exception as exc:  # BEGIN failed (the disk, another process's lock): all fail
             self._answer(jobs, [], exc)
             self._next(loop)
@@ -319,15 +306,15 @@ class GroupExecutor(_Calls):
             self._committer.run(loop, run, lambda done: self._group_done(jobs, *done))
             return
         try:
-            with self._service.deferring() as events, self._store.joined(batch):
+            with self._service.deferring() as events, self._groups.joined(batch):
                 outcomes = self._run_jobs(jobs)
         except BaseException as exc:  # not a call's own error (those are in outcomes)
-            self._store.end_group(batch, commit=False)
+            self._groups.end(batch, commit=False)
             self._answer(jobs, [], exc if isinstance(exc, Exception) else RuntimeError(exc))
             raise
         self._contend(jobs, outcomes)
         try:
-            self._store.end_group(batch, commit=True, sync=False)
+            self._groups.end(batch, commit=True)
         except Exception as exc:  # every call of the group fails
             self._answer(jobs, [], exc)
             self._next(loop)
@@ -433,10 +420,8 @@ class GroupExecutor(_Calls):
                 loop.call_soon_threadsafe(self._covered, upto, None)
             upto = self._seq  # committed (COMMIT returned) before the sync begins
             try:
-                self._wal.sync()
-            except OSError as exc:
-                return upto, sqlite3.OperationalError(f"syncing the commit failed: {exc}")
-            except Exception as exc:  # a bug: still fail the calls rather than leave them waiting
+                self._groups.sync()
+            except Exception as exc:  # every call it covers fails (a bug too: none is left waiting)
                 return upto, exc
             if self._seq == upto or self._committer.pending():
                 break
@@ -453,7 +438,7 @@ class GroupExecutor(_Calls):
         self._covered(*done)
         self._sync_soon(loop)
 
-    def _ask_syncer(self, loop: asyncio.AbstractEventLoop, syncer: SyncProcess) -> None:
+    def _ask_syncer(self, loop: asyncio.AbstractEventLoop, syncer: Syncer) -> None:
         """Ask the syncer process to cover every group committed so far (once per group: a
         group that commits while it syncs is asked for at once, and covered by its next
         sync)."""
@@ -467,11 +452,10 @@ class GroupExecutor(_Calls):
 
     def _synced_by_process(self, upto: int, ok: bool) -> None:
         """On the loop: the syncer process covered every group up to ``upto``."""
-        if not ok:  # a server exits here, before answering anything the sync covered
-            durability.lost(f"the sync of {self._wal.path} (by the syncer process)", "failed")
+        # a failure ends a server here, before answering anything the sync covered
+        failed = None if ok else self._groups.failed("by the syncer process")
         if upto >= self._requested:
             self._syncing = False
-        failed = None if ok else sqlite3.OperationalError("syncing the commit failed")
         self._covered(upto, failed)
 
     def _syncer_lost(self) -> None:

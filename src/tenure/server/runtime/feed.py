@@ -12,53 +12,21 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterable, Callable, Mapping
-from dataclasses import dataclass
 
 import anyio
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from tenure.core.models import Event
 from tenure.service.leases import Service
+from tenure.verbs.ops import EventPage, Filters, read_page
 
 RECHECK_S = 1.0
 
 
-@dataclass(frozen=True)
-class Filters:
-    key: str | None = None
-    item: str | None = None
-    holder: str | None = None
-    type: str | None = None
-
-
-@dataclass(frozen=True)
-class Page:
-    """One bounded read of the event log: the events found, the cursor to go on from, and
-    whether the read reached the newest event (else there is more to read at once)."""
-
-    events: list[Event]
-    next: int
-    caught_up: bool
-
-
-def read_page(service: Service, after: int, filters: Filters, limit: int, scan: int) -> Page:
-    """Events after ``after`` that match ``filters``, among at most ``scan`` event ids and
-    never past the newest committed event. The cursor moves past every id examined, matched or
-    not, so a filtered follower never reads the same stretch twice: the last event returned
-    when the page is full, else the end of the window."""
-    head = service.store.last_event_id()
-    upto = max(after, min(head, after + scan))
-    f = filters
-    found = service.events(after, f.key, f.holder, f.type, limit, f.item, upto=upto)
-    if len(found) >= limit:
-        return Page(found, found[-1].id, False)
-    return Page(found, upto, upto >= head)
-
-
 async def read_page_async(
     service: Service, after: int, filters: Filters, limit: int, scan: int
-) -> Page:
+) -> EventPage:
+    """:func:`tenure.verbs.ops.read_page` in a worker thread."""
     return await anyio.to_thread.run_sync(lambda: read_page(service, after, filters, limit, scan))
 
 

@@ -11,7 +11,7 @@ import psycopg
 from psycopg_pool import ConnectionPool
 
 from tenure.core.models import EventTally
-from tenure.store.retention import CONFLICT_WINDOW_MS
+from tenure.store import retention
 from tenure.store.sqlfiles import queries
 from tenure.store.stats_reads import StatsReads
 
@@ -60,20 +60,7 @@ class PostgresStats(StatsReads):
         """As :meth:`tenure.store.sqlite.stats.SqliteStats.prune_events`."""
         with self._tx() as cur:
             cur.execute(Q["serialize_pruning"])
-            pruned = int(_first(cur.execute(Q["pruned_upto"])))
-            newest = int(_first(cur.execute(Q["max_event_id"])))
-            window = {"pruned": pruned, "batch": batch, "before": before}
-            params = {**window, "over_count": newest - max_count}
-            deleted = cur.execute(Q["delete_aged_endings"], window).rowcount
-            closed = self._now(cur) - CONFLICT_WINDOW_MS
-            cur.execute(Q["close_conflict_windows"], {"since": closed})
-            upto = _first(cur.execute(Q["prune_next_upto"], params))
-            if upto is None:
-                return int(deleted)
-            cur.execute(Q["fold_range"], {**params, "upto": upto})
-            deleted += cur.execute(Q["delete_range"], {**params, "upto": upto}).rowcount
-            cur.execute(Q["set_pruned"], {"upto": upto})
-            return int(deleted)
+            return retention.prune(cur, Q, self._now(cur), max_count, before, batch)
 
     def conflict_total(self) -> int:
         return int(self._all(Q["conflict_total"], {})[0][0])

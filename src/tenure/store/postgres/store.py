@@ -15,8 +15,8 @@ share one transaction: a round trip each, and one COMMIT for all.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager, suppress
 from typing import Any
 
 import psycopg
@@ -25,24 +25,20 @@ from psycopg_pool import ConnectionPool
 
 from tenure.core.clock import Clock
 from tenure.core.decide import reaped_event
-from tenure.core.items import Item, ItemCursor, ItemSummary, Transfer
 from tenure.core.models import (
     Event,
     EventDraft,
-    EventQuery,
-    FencedValue,
     KeyRecord,
-    Principal,
-    token_event,
 )
-from tenure.core.token_floor import TokenFloor, decide_floor
-from tenure.store import principal_writes, rows
-from tenure.store.base import ENDED, Credential, Removal, TokenInfo
+from tenure.core.token_floor import TokenFloor
+from tenure.store import rows
 from tenure.store.postgres import session as session
 from tenure.store.postgres.listen import Listener, notices
 from tenure.store.postgres.stats import PostgresStats
 from tenure.store.postgres.tx import SAVEPOINT, Batch, Group, KeyTx, record
+from tenure.store.reads import Reads
 from tenure.store.sqlfiles import migrations, queries
+from tenure.store.writes import Writes
 
 Q = queries("postgres")
 MIGRATION_LOCK = (7468, 0)
@@ -78,8 +74,10 @@ def insert_events(cur: psycopg.Cursor[Any], events: Sequence[EventDraft], now: i
     return out
 
 
-class PostgresStore(PostgresStats):
+class PostgresStore(PostgresStats, Reads, Writes):
     """A store in one PostgreSQL database, shareable by several servers."""
+
+    Q: Mapping[str, str] = Q
 
     def __init__(
         self,
@@ -153,6 +151,21 @@ class PostgresStore(PostgresStats):
     def _all(self, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
         with self.pool.connection() as conn:
             return conn.execute(sql.encode(), params).fetchall()
+
+    def _writing(self) -> AbstractContextManager[psycopg.Cursor[Any]]:
+        return self._tx()
+
+    def _now_in(self, cur: Any) -> int:
+        return self._now(cur)
+
+    def _append(self, cur: Any, events: Sequence[EventDraft], now: int) -> list[Event]:
+        return insert_events(cur, events, now)
+
+    def _query_all(self, name: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+        return self._all(Q[name], params)
+
+    def _query_one(self, name: str, params: dict[str, Any]) -> tuple[Any, ...] | None:
+        return self._one(Q[name], params)
 
     # the protocol --------------------------------------------------------------------------
     def now_ms(self) -> int:
@@ -326,36 +339,6 @@ class PostgresStore(PostgresStats):
             assert row is not None
             return now, (row[1] or "").encode(), int(row[0])
 
-    def get(self, key: str) -> KeyRecord | None:
-        return record(self._one(Q["get_lease"], {"key": key}))
-
-    def live(
-        self,
-        now: int,
-        prefix: str | None = None,
-        holder: str | None = None,
-        task: str | None = None,
-        limit: int | None = None,
-        after: str | None = None,
-    ) -> list[KeyRecord]:
-        params = {
-            "now": now,
-            "prefix": prefix or None,
-            "holder": holder,
-            "task": task,
-            "after": after,
-            "limit": limit,
-        }
-        return [rows.record_from(r) for r in self._all(Q["live_leases"], params)]
-
-    def read_register(self, key: str) -> FencedValue | None:
-        row = self._one(Q["get_register"], {"key": key})
-        return rows.register_from(row) if row else None
-
-    def events(self, query: EventQuery) -> list[Event]:
-        name, params = rows.event_reading(query)
-        return [rows.event_from(r) for r in self._all(Q[name], params)]
-
     def reap(self, limit: int) -> list[Event]:
         with self._tx() as cur:
             now = self._now(cur)
@@ -363,164 +346,9 @@ class PostgresStore(PostgresStats):
             drafts = [reaped_event(row) for row in sorted(due, key=_deadline)]
             return insert_events(cur, drafts, now)
 
-    def next_deadline(self) -> int | None:
-        row = self._one(Q["next_deadline"], {})
-        return None if row is None or row[0] is None else int(row[0])
-
-    def add_principal(
-        self,
-        principal: Principal,
-        token_hash: str | None = None,
-        token_id: str | None = None,
-        actor: str | None = None,
-        expires_at: int | None = None,
-    ) -> None:
-        token = None if token_hash is None else (token_hash, token_id, expires_at)
-        with self._tx() as cur:
-            now = self._now(cur)
-            insert_events(cur, principal_writes.add(cur, Q, principal, token, actor, now), now)
-
-    def add_token(
-        self,
-        name: str,
-        token_id: str,
-        token_hash: str,
-        actor: str | None = None,
-        expires_at: int | None = None,
-    ) -> None:
-        with self._tx() as cur:
-            now = self._now(cur)
-            events = principal_writes.add_token(cur, Q, name, token_id, token_hash, actor,
-                                                expires_at, now)  # fmt: skip
-            insert_events(cur, events, now)
-
-    def revoke_token(
-        self, name: str, token_id: str, actor: str | None = None, reason: str | None = None
-    ) -> bool:
-        with self._tx() as cur:
-            now = self._now(cur)
-            params = {"id": token_id, "principal": name, "now": now}
-            if cur.execute(Q["revoke_token"], params).rowcount != 1:
-                return False
-            insert_events(cur, [token_event("token_revoked", name, token_id, actor, reason)], now)
-            return True
-
-    def revoke_ended_agents(self, limit: int) -> list[Event]:
-        with self._tx() as cur:
-            now = self._now(cur)
-            events = []
-            for (name,) in cur.execute(Q["ended_agents"], {"now": now, "limit": limit}).fetchall():
-                revoked = cur.execute(Q["revoke_all_tokens"], {"name": name, "now": now})
-                for (token_id,) in revoked.fetchall():
-                    events.append(token_event("token_revoked", name, token_id, None, ENDED))
-                cur.execute(Q["swept_agent"], {"name": name})
-            return insert_events(cur, events, now)
-
-    def list_principals(self) -> list[Principal]:
-        return [rows.principal_from(r) for r in self._all(Q["list_principals"], {})]
-
-    def list_tokens(self, name: str) -> list[TokenInfo]:
-        return principal_writes.tokens_from(self._all(Q["list_tokens"], {"name": name}))
-
     def token_floor(self) -> TokenFloor:
         with self._tx() as cur:
             return _floor(cur)
-
-    def set_token_floor(self, floor: int, actor: str | None) -> TokenFloor:
-        with self._tx() as cur:
-            row = cur.execute(Q["token_floor_for_update"]).fetchone()
-            event = decide_floor(int(row[0]) if row else 0, floor, actor)
-            cur.execute(Q["set_token_floor"], {"floor": floor})
-            insert_events(cur, [event], self._now(cur))
-            return _floor(cur)
-
-    def set_roles(self, name: str, roles: tuple[str, ...], actor: str | None) -> Principal | None:
-        with self._tx() as cur:
-            principal, events = principal_writes.set_roles(cur, Q, name, roles, actor)
-            insert_events(cur, events, self._now(cur))
-            return principal
-
-    def remove_principal(self, name: str, actor: str | None) -> Removal | None:
-        with self._tx() as cur:
-            now = self._now(cur)
-            removal, events = principal_writes.remove(cur, Q, name, actor, now)
-            insert_events(cur, events, now)
-            return removal
-
-    def get_principal(self, name: str) -> Principal | None:
-        row = self._one(Q["get_principal"], {"name": name})
-        return rows.principal_from(row) if row else None
-
-    def principal_by_token(self, token_hash: str) -> Principal | None:
-        found = self.token_by_hash(token_hash)
-        if found is None or (found.expires_at is not None and found.expired(self.now_ms())):
-            return None
-        return found.principal
-
-    def token_by_hash(self, token_hash: str) -> Credential | None:
-        row = self._one(Q["token_by_hash"], {"token_hash": token_hash})
-        return rows.credential_from(row) if row else None
-
-    def create_item(self, item: Item) -> bool:
-        with self._tx() as cur:
-            return cur.execute(Q["insert_item"], rows.item_params(item)).rowcount == 1
-
-    def get_item(self, item_id: str) -> Item | None:
-        row = self._one(Q["get_item"], {"id": item_id})
-        return rows.item_from(row) if row else None
-
-    def list_item_summaries(
-        self,
-        status: str | None = None,
-        assignee: str | None = None,
-        label: str | None = None,
-        limit: int = 100,
-        after: ItemCursor | None = None,
-    ) -> list[ItemSummary]:
-        params = {"status": status, "assignee": assignee, "label": label, "limit": limit}
-        params.update(rows.item_cursor_params(after))
-        return [rows.summary_from(r) for r in self._all(Q["list_item_summaries"], params)]
-
-    def ready_item_summaries(self, now: int, limit: int) -> list[ItemSummary]:
-        params = {"now": now, "limit": limit}
-        return [rows.summary_from(r) for r in self._all(Q["ready_item_summaries"], params)]
-
-    def list_items(
-        self,
-        status: str | None = None,
-        assignee: str | None = None,
-        label: str | None = None,
-        limit: int = 100,
-        after: ItemCursor | None = None,
-    ) -> list[Item]:
-        params = {"status": status, "assignee": assignee, "label": label, "limit": limit}
-        params.update(rows.item_cursor_params(after))
-        return [rows.item_from(r) for r in self._all(Q["list_items"], params)]
-
-    def stalled_claims(self, now: int, before: int, limit: int) -> list[str]:
-        params = {"now": now, "before": before, "limit": limit}
-        return [r[0] for r in self._all(Q["stalled_claims"], params)]
-
-    def count_stalled(self, now: int) -> int:
-        row = self._one(Q["count_stalled"], {"now": now})
-        return int(row[0]) if row else 0
-
-    def ready_items(self, now: int, limit: int) -> list[Item]:
-        return [
-            rows.item_from(r) for r in self._all(Q["ready_items"], {"now": now, "limit": limit})
-        ]
-
-    def transfers(self, item_id: str) -> list[Transfer]:
-        return [rows.transfer_from(r) for r in self._all(Q["list_transfers"], {"item": item_id})]
-
-    def get_cursor(self, principal: str, name: str) -> int:
-        row = self._one(Q["get_cursor"], {"principal": principal, "name": name})
-        return int(row[0]) if row else 0
-
-    def set_cursor(self, principal: str, name: str, event_id: int) -> None:
-        with self._tx() as cur:
-            params = {"principal": principal, "name": name, "event_id": event_id}
-            cur.execute(Q["set_cursor"], params)
 
     def listen(
         self, on_events: Callable[[], None], on_free: Callable[[str], None]
@@ -528,6 +356,10 @@ class PostgresStore(PostgresStats):
         """Call ``on_events`` when any server appends events and ``on_free(key)`` when it frees
         a key (LISTEN/NOTIFY); the function returned stops listening."""
         return Listener(self.url, on_events, on_free).start().stop
+
+    def group_commit(self) -> PostgresStore:
+        """A server's group commits: :meth:`group`, in one thread."""
+        return self
 
     def close(self) -> None:
         self.pool.close()

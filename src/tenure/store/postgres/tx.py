@@ -30,9 +30,9 @@ from psycopg.generators import execute
 from psycopg.pq import ExecStatus
 from psycopg.pq.abc import PGresult
 
-from tenure.core.items import Item, Transfer
-from tenure.core.models import EventDraft, FencedValue, FencedWrite, KeyRecord, Principal
-from tenure.store import rows
+from tenure.core.items import Item
+from tenure.core.models import EventDraft, FencedValue, FencedWrite, KeyRecord
+from tenure.store import base, rows
 from tenure.store.postgres import session as session
 from tenure.store.postgres.listen import notices
 from tenure.store.postgres.literals import literals
@@ -245,7 +245,7 @@ def columns(params: list[dict[str, Any]]) -> dict[str, list[Any]]:
     return {name: [p[name] for p in params] for name in params[0]}
 
 
-class KeyTx:
+class KeyTx(base.KeyTx):
     """One key's transaction, or one call's share of a group's. A write is queued; a read
     sends what is queued and itself and waits (one round trip)."""
 
@@ -264,6 +264,9 @@ class KeyTx:
         self.saved: KeyRecord | None = None  # the last record saved
         self.mark = mark  # in a group: where this call's writes begin in the queue
         self.savepoint = False  # in a group: taken at the mark, before this call's writes
+
+    def write(self, name: str, params: dict[str, Any]) -> None:
+        self.batch.add(name, params)
 
     def _ask(self, name: str, params: dict[str, Any]) -> tuple[Any, ...] | None:
         if self.mark is not None and not self.savepoint and self.batch.mark() > self.mark:
@@ -304,19 +307,6 @@ class KeyTx:
             self.batch.add("save_lease", rows.record_params(record, rows.dumps(record.meta)))
         self.saved = record
 
-    def save_register(self, write: FencedWrite, op_id: str | None) -> None:
-        params = {
-            "key": write.key,
-            "token": write.token,
-            "value": rows.dumps(write.value),
-            "version": write.version,
-            "now": self.now,
-        }
-        self.batch.add("save_register", params)
-        if op_id is not None:
-            del params["now"]
-            self.batch.add("save_op", {**params, "op_id": op_id, "writer": write.writer})
-
     def append(self, events: Sequence[EventDraft]) -> None:
         self.events.extend(events)  # sent with the COMMIT, so the event lock is held briefly
 
@@ -330,30 +320,9 @@ class KeyTx:
     def add_item(self, item: Item) -> bool:
         return self._ask("add_item", rows.item_params(item)) is not None
 
-    def add_transfers(self, transfers: Sequence[Transfer]) -> None:
-        for t in transfers:
-            self.batch.add("insert_transfer", rows.transfer_params(t))
-
     def find_item_op(self, item_id: str, op_id: str) -> Any:
         row = self._ask("find_item_op", {"item": item_id, "op_id": op_id})
         return None if row is None else rows.loads_text(row[0])
-
-    def save_item_op(self, item_id: str, op_id: str, result: Any) -> None:
-        params = {"item": item_id, "op_id": op_id, "result": rows.dumps(result)}
-        self.batch.add("save_item_op", params)
-
-    def add_principal(
-        self,
-        principal: Principal,
-        token_hash: str,
-        token_id: str,
-        dispatched_for: str | None = None,
-        expires_at: int | None = None,
-    ) -> None:
-        params = rows.principal_params(principal, self.now, dispatched_for)
-        self.batch.add("add_principal", params)
-        token = rows.token_params(principal.name, token_id, token_hash, self.now, expires_at)
-        self.batch.add("add_token", token)
 
 
 class Group:

@@ -10,7 +10,7 @@ from typing import Any
 
 from tenure.core.clock import Clock
 from tenure.core.models import EventTally
-from tenure.store.retention import CONFLICT_WINDOW_MS
+from tenure.store import retention
 from tenure.store.sqlfiles import queries
 from tenure.store.stats_reads import StatsReads
 
@@ -58,20 +58,7 @@ class SqliteStats(StatsReads):
         but the endings not past the age (retention by count keeps those); delete the oldest
         endings past the age; close the refusal windows that ended."""
         with self._write() as conn:
-            pruned = int(conn.execute(Q["pruned_upto"]).fetchone()[0])
-            newest = int(conn.execute(Q["max_event_id"]).fetchone()[0])
-            window = {"pruned": pruned, "batch": batch, "before": before}
-            params = {**window, "over_count": newest - max_count}
-            deleted = conn.execute(Q["delete_aged_endings"], window).rowcount
-            closed = self.clock.now_ms() - CONFLICT_WINDOW_MS
-            conn.execute(Q["close_conflict_windows"], {"since": closed})
-            upto = conn.execute(Q["prune_next_upto"], params).fetchone()[0]
-            if upto is None:
-                return int(deleted)
-            conn.execute(Q["fold_range"], {**params, "upto": upto})
-            deleted += conn.execute(Q["delete_range"], {**params, "upto": upto}).rowcount
-            conn.execute(Q["set_pruned"], {"upto": upto})
-            return int(deleted)
+            return retention.prune(conn, Q, self.clock.now_ms(), max_count, before, batch)
 
     def conflict_total(self) -> int:
         return int(self._conn().execute(Q["conflict_total"]).fetchone()[0])

@@ -12,124 +12,25 @@ from typing import Any
 
 from tenure.core.clock import Clock, SystemClock
 from tenure.core.decide import reaped_event
-from tenure.core.items import Item, Transfer
 from tenure.core.models import (
     Event,
-    EventDraft,
-    EventQuery,
-    FencedValue,
-    FencedWrite,
     KeyRecord,
-    Principal,
 )
 from tenure.store import durability, rows
+from tenure.store.errors import sync_failed
 from tenure.store.sqlfiles import migrations, queries
-from tenure.store.sqlite import conflicts as sqlite_conflicts
 from tenure.store.sqlite.checkpoint import BACKSTOP_PAGES, Checkpointer
 from tenure.store.sqlite.files import prepare_database, tighten_database
+from tenure.store.sqlite.groups import SqliteGroups
 from tenure.store.sqlite.locks import is_busy, retry_locked
 from tenure.store.sqlite.records import SqliteRecords, insert_events
 from tenure.store.sqlite.stats import SqliteStats
 from tenure.store.sqlite.sync import WalSync
+from tenure.store.sqlite.tx import Batch, SqliteKeyTx
 
 Q = queries("sqlite")
 SYNCHRONOUS = ("FULL", "NORMAL", "EXTRA")
 MAX_BATCH = 64  # writes that share one commit, at most
-
-
-class Batch:
-    """The writes of one group commit: ``done`` is set once it committed (or failed). Only
-    writes that queue behind another thread's commit wait for it, so the event is made when
-    the first of them joins (under the write lock, as the commit that sets it): a group the
-    server's loop opens has none."""
-
-    __slots__ = ("done", "error", "size")
-
-    def __init__(self) -> None:
-        self.done: threading.Event | None = None
-        self.error: BaseException | None = None
-        self.size = 0
-
-    def finish(self) -> None:
-        """It committed or failed: wake the writes waiting for it."""
-        if self.done is not None:
-            self.done.set()
-
-
-class _SqliteKeyTx:
-    def __init__(self, conn: sqlite3.Connection, key: str, now: int) -> None:
-        self.conn, self.key, self.now = conn, key, now
-        row = conn.execute(Q["get_lease"], {"key": key}).fetchone()
-        self.record: KeyRecord | None = rows.record_from(row) if row else None
-
-    def token_floor(self) -> int:
-        return int(self.conn.execute(Q["token_floor"]).fetchone()[0])
-
-    def register(self) -> FencedValue | None:
-        row = self.conn.execute(Q["get_register"], {"key": self.key}).fetchone()
-        return rows.register_from(row) if row else None
-
-    def find_op(self, token: int, op_id: str) -> FencedWrite | None:
-        params = {"key": self.key, "token": token, "op_id": op_id}
-        row = self.conn.execute(Q["find_op"], params).fetchone()
-        return rows.op_from(row) if row else None
-
-    def save(self, record: KeyRecord) -> None:
-        params = rows.record_params(record, rows.dumps(record.meta))
-        params["fence_open"] = int(record.fence_open)
-        if self.conn.execute(Q["save_lease"], params).rowcount != 1:
-            raise RuntimeError(f"refused to lower the token of {record.key!r}")
-
-    def save_register(self, write: FencedWrite, op_id: str | None) -> None:
-        params = {
-            "key": write.key,
-            "token": write.token,
-            "value": rows.dumps(write.value),
-            "version": write.version,
-            "now": self.now,
-        }
-        self.conn.execute(Q["save_register"], params)
-        if op_id is not None:
-            del params["now"]
-            self.conn.execute(Q["save_op"], {**params, "op_id": op_id, "writer": write.writer})
-
-    def append(self, events: Sequence[EventDraft]) -> None:
-        sqlite_conflicts.append(self.conn, events, self.now)  # (no Event objects: hot path)
-
-    def item(self, item_id: str) -> Item | None:
-        row = self.conn.execute(Q["get_item"], {"id": item_id}).fetchone()
-        return rows.item_from(row) if row else None
-
-    def add_item(self, item: Item) -> bool:
-        return self.conn.execute(Q["add_item"], rows.item_params(item)).fetchone() is not None
-
-    def save_item(self, item: Item) -> None:
-        self.conn.execute(Q["save_item"], rows.item_params(item))
-
-    def add_transfers(self, transfers: Sequence[Transfer]) -> None:
-        for t in transfers:
-            self.conn.execute(Q["insert_transfer"], rows.transfer_params(t))
-
-    def find_item_op(self, item_id: str, op_id: str) -> Any:
-        row = self.conn.execute(Q["find_item_op"], {"item": item_id, "op_id": op_id}).fetchone()
-        return None if row is None else rows.loads_text(row[0])
-
-    def save_item_op(self, item_id: str, op_id: str, result: Any) -> None:
-        params = {"item": item_id, "op_id": op_id, "result": rows.dumps(result)}
-        self.conn.execute(Q["save_item_op"], params)
-
-    def add_principal(
-        self,
-        principal: Principal,
-        token_hash: str,
-        token_id: str,
-        dispatched_for: str | None = None,
-        expires_at: int | None = None,
-    ) -> None:
-        params = rows.principal_params(principal, self.now, dispatched_for)
-        self.conn.execute(Q["add_principal"], params)
-        token = rows.token_params(principal.name, token_id, token_hash, self.now, expires_at)
-        self.conn.execute(Q["add_token"], token)
 
 
 class _Savepoint:
@@ -166,10 +67,10 @@ class _GroupKeyTx:
     def __init__(self, store: SqliteStore, group: Batch, key: str) -> None:
         self.savepoint, self.key = _Savepoint(store, group), key
 
-    def __enter__(self) -> _SqliteKeyTx:
+    def __enter__(self) -> SqliteKeyTx:
         conn = self.savepoint.__enter__()
         try:  # the instant is read under the write lock, so it orders with the commit
-            return _SqliteKeyTx(conn, self.key, self.savepoint.store.clock.now_ms())
+            return SqliteKeyTx(conn, self.key, self.savepoint.store.clock.now_ms())
         except BaseException as exc:
             self.savepoint.__exit__(type(exc))
             raise
@@ -278,6 +179,11 @@ class SqliteStore(SqliteRecords, SqliteStats):
                 self._checkpointer = Checkpointer(self._connect)
                 if self._wconn is not None:
                     self._wconn.execute(f"PRAGMA wal_autocheckpoint = {BACKSTOP_PAGES}")
+
+    def group_commit(self) -> SqliteGroups:
+        """A server's group commits on the event loop, with a deferred sync and background
+        checkpoints from now on (:mod:`tenure.store.sqlite.groups`)."""
+        return SqliteGroups(self)
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
@@ -439,7 +345,7 @@ class SqliteStore(SqliteRecords, SqliteStats):
             if sync and self.wal_sync is not None:
                 self.wal_sync.sync()
         except OSError as exc:  # written but perhaps not durable: nobody may count on it
-            batch.error = sqlite3.OperationalError(f"syncing the commit failed: {exc}")
+            batch.error = sync_failed(exc)
             raise batch.error from exc
         finally:
             batch.finish()
@@ -471,17 +377,17 @@ class SqliteStore(SqliteRecords, SqliteStats):
     def now_ms(self) -> int:
         return self.clock.now_ms()
 
-    def key_tx(self, key: str, *, create: bool = False) -> AbstractContextManager[_SqliteKeyTx]:
+    def key_tx(self, key: str, *, create: bool = False) -> AbstractContextManager[SqliteKeyTx]:
         group: Batch | None = getattr(self._local, "group", None)
         if group is not None:  # the server's groups (the hot path): no generator frames
             return _GroupKeyTx(self, group, key)
         return self._key_tx(key)
 
     @contextmanager
-    def _key_tx(self, key: str) -> Iterator[_SqliteKeyTx]:
+    def _key_tx(self, key: str) -> Iterator[SqliteKeyTx]:
         with self._write() as conn:
             # The instant is read once the write lock is held, so it orders with the commit.
-            yield _SqliteKeyTx(conn, key, self.clock.now_ms())
+            yield SqliteKeyTx(conn, key, self.clock.now_ms())
 
     def renew_all(
         self, holder: str, session: str | None, keys: Sequence[str] | None
@@ -507,37 +413,6 @@ class SqliteStore(SqliteRecords, SqliteStats):
                 raise RuntimeError(f"renewed {renewed} leases of {holder!r} but listed {count}")
             return now, leases or b"", count
 
-    def get(self, key: str) -> KeyRecord | None:
-        row = self._conn().execute(Q["get_lease"], {"key": key}).fetchone()
-        return rows.record_from(row) if row else None
-
-    def live(
-        self,
-        now: int,
-        prefix: str | None = None,
-        holder: str | None = None,
-        task: str | None = None,
-        limit: int | None = None,
-        after: str | None = None,
-    ) -> list[KeyRecord]:
-        params = {
-            "now": now,
-            "prefix": prefix or None,
-            "holder": holder,
-            "task": task,
-            "after": after,
-            "limit": -1 if limit is None else limit,
-        }
-        return [rows.record_from(r) for r in self._conn().execute(Q["live_leases"], params)]
-
-    def read_register(self, key: str) -> FencedValue | None:
-        row = self._conn().execute(Q["get_register"], {"key": key}).fetchone()
-        return rows.register_from(row) if row else None
-
-    def events(self, query: EventQuery) -> list[Event]:
-        name, params = rows.event_reading(query)
-        return [rows.event_from(r) for r in self._conn().execute(Q[name], params)]
-
     def reap(self, limit: int) -> list[Event]:
         with self._write() as conn:
             now = self.clock.now_ms()
@@ -548,10 +423,6 @@ class SqliteStore(SqliteRecords, SqliteStats):
                 if conn.execute(Q["mark_expired"], params).rowcount == 1:
                     drafts.append(reaped_event(row))
             return insert_events(conn, drafts, now)
-
-    def next_deadline(self) -> int | None:
-        value = self._conn().execute(Q["next_deadline"]).fetchone()[0]
-        return None if value is None else int(value)
 
     def listen(
         self, on_events: Callable[[], None], on_free: Callable[[str], None]

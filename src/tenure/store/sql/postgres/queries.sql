@@ -63,46 +63,15 @@ RETURNING id;
 
 -- name: list_events
 -- Events in the window of ids (after, upto], along the primary key: at most upto - after
--- rows are examined.
+-- rows are examined. tenure.store.sqlfiles derives list_key_events, list_holder_events and
+-- list_type_events from it: the same read led by that column's equality, along its index
+-- (column, id).
 SELECT id, at, type, key, holder, task, token, actor, reason, data
 FROM tenure_events
 WHERE id > %(after)s AND id <= %(upto)s
   AND (%(key)s::text IS NULL OR key = %(key)s::text)
   AND (%(holder)s::text IS NULL OR holder = %(holder)s::text)
   AND (%(type)s::text IS NULL OR type = %(type)s::text)
-  AND (%(token)s::bigint IS NULL OR token = %(token)s::bigint)
-ORDER BY id
-LIMIT %(limit)s;
-
--- name: list_key_events
--- list_events of one key, along the key's index (key, id).
-SELECT id, at, type, key, holder, task, token, actor, reason, data
-FROM tenure_events
-WHERE key = %(key)s::text AND id > %(after)s AND id <= %(upto)s
-  AND (%(holder)s::text IS NULL OR holder = %(holder)s::text)
-  AND (%(type)s::text IS NULL OR type = %(type)s::text)
-  AND (%(token)s::bigint IS NULL OR token = %(token)s::bigint)
-ORDER BY id
-LIMIT %(limit)s;
-
--- name: list_holder_events
--- list_events of one holder, along the holder's index (holder, id).
-SELECT id, at, type, key, holder, task, token, actor, reason, data
-FROM tenure_events
-WHERE holder = %(holder)s::text AND id > %(after)s AND id <= %(upto)s
-  AND (%(key)s::text IS NULL OR key = %(key)s::text)
-  AND (%(type)s::text IS NULL OR type = %(type)s::text)
-  AND (%(token)s::bigint IS NULL OR token = %(token)s::bigint)
-ORDER BY id
-LIMIT %(limit)s;
-
--- name: list_type_events
--- list_events of one type, along the type's index (type, id).
-SELECT id, at, type, key, holder, task, token, actor, reason, data
-FROM tenure_events
-WHERE type = %(type)s::text AND id > %(after)s AND id <= %(upto)s
-  AND (%(key)s::text IS NULL OR key = %(key)s::text)
-  AND (%(holder)s::text IS NULL OR holder = %(holder)s::text)
   AND (%(token)s::bigint IS NULL OR token = %(token)s::bigint)
 ORDER BY id
 LIMIT %(limit)s;
@@ -125,91 +94,6 @@ RETURNING l.key, l.token, l.holder, l.task, l.expires_at, l.acquired_at, l.sessi
 -- name: next_deadline
 SELECT min(expires_at) FROM tenure_leases WHERE ended IS NULL AND token > 0;
 
--- name: get_register
-SELECT key, token, value, version, updated_at FROM tenure_fenced WHERE key = %(key)s;
-
--- name: save_register
-INSERT INTO tenure_fenced (key, token, value, version, updated_at)
-VALUES (%(key)s, %(token)s, %(value)s, %(version)s, %(now)s)
-ON CONFLICT (key) DO UPDATE SET token = excluded.token, value = excluded.value,
-    version = excluded.version, updated_at = excluded.updated_at;
-
--- name: find_op
-SELECT key, token, value, version, writer FROM tenure_fenced_ops
-WHERE key = %(key)s AND token = %(token)s AND op_id = %(op_id)s;
-
--- name: save_op
-INSERT INTO tenure_fenced_ops (key, op_id, token, value, version, writer)
-VALUES (%(key)s, %(op_id)s, %(token)s, %(value)s, %(version)s, %(writer)s);
-
--- name: add_principal
-INSERT INTO tenure_principals (name, kind, roles, parent, created_at, dispatched_for)
-VALUES (%(name)s, %(kind)s, %(roles)s, %(parent)s, %(now)s, %(dispatched_for)s);
-
--- name: add_token
-INSERT INTO tenure_tokens (id, principal, token_hash, created_at, expires_at)
-VALUES (%(id)s, %(principal)s, %(token_hash)s, %(now)s, %(expires_at)s);
-
--- name: revoke_token
-UPDATE tenure_tokens SET revoked_at = %(now)s
-WHERE id = %(id)s AND principal = %(principal)s AND revoked_at IS NULL;
-
--- name: list_tokens
-SELECT id, created_at, expires_at, revoked_at FROM tenure_tokens WHERE principal = %(name)s
-ORDER BY created_at, id;
-
--- name: get_principal
-SELECT name, kind, roles, parent FROM tenure_principals WHERE name = %(name)s;
-
--- name: list_principals
-SELECT name, kind, roles, parent FROM tenure_principals ORDER BY name;
-
--- name: token_by_hash
--- The principal of an unrevoked token, the token's id and when it expires (NULL: never); the
--- caller compares that with its clock (an expired token reads as unknown).
-SELECT p.name, p.kind, p.roles, p.parent, t.id, t.expires_at
-FROM tenure_tokens t JOIN tenure_principals p ON p.name = t.principal
-WHERE t.token_hash = %(token_hash)s AND t.revoked_at IS NULL;
-
--- name: principal_by_token
-SELECT p.name, p.kind, p.roles, p.parent
-FROM tenure_tokens t JOIN tenure_principals p ON p.name = t.principal
-WHERE t.token_hash = %(token_hash)s AND t.revoked_at IS NULL;
-
--- name: get_item
-SELECT id, title, body, status, priority, labels, parent, assignee, epoch, progress,
-       progress_at, result, created_by, created_at, updated_at, revoked, stalled_epoch
-FROM tenure_items WHERE id = %(id)s;
-
--- name: insert_item
-INSERT INTO tenure_items (id, title, body, status, priority, labels, parent, assignee, epoch,
-                          progress, progress_at, result, created_by, created_at, updated_at,
-                          revoked, stalled_epoch)
-VALUES (%(id)s, %(title)s, %(body)s, %(status)s, %(priority)s, %(labels)s, %(parent)s, %(assignee)s, %(epoch)s, %(progress)s,
-        %(progress_at)s, %(result)s, %(created_by)s, %(created_at)s, %(updated_at)s,
-        %(revoked)s, %(stalled_epoch)s)
-ON CONFLICT (id) DO NOTHING
-RETURNING id;
-
--- name: add_item
--- insert_item in a key's transaction: the id, or no row when it is taken.
-INSERT INTO tenure_items (id, title, body, status, priority, labels, parent, assignee, epoch,
-                          progress, progress_at, result, created_by, created_at, updated_at,
-                          revoked, stalled_epoch)
-VALUES (%(id)s, %(title)s, %(body)s, %(status)s, %(priority)s, %(labels)s, %(parent)s, %(assignee)s, %(epoch)s, %(progress)s,
-        %(progress_at)s, %(result)s, %(created_by)s, %(created_at)s, %(updated_at)s,
-        %(revoked)s, %(stalled_epoch)s)
-ON CONFLICT (id) DO NOTHING
-RETURNING id;
-
--- name: save_item
-UPDATE tenure_items SET title = %(title)s, body = %(body)s, status = %(status)s, priority = %(priority)s,
-    labels = %(labels)s, parent = %(parent)s, assignee = %(assignee)s, epoch = %(epoch)s,
-    progress = %(progress)s, progress_at = %(progress_at)s, result = %(result)s,
-    revoked = %(revoked)s, stalled_epoch = %(stalled_epoch)s,
-    updated_at = %(updated_at)s
-WHERE id = %(id)s;
-
 -- name: list_items
 -- :after_* (all or none): only items sorting after that (priority, created_at, id), a page's end.
 SELECT id, title, body, status, priority, labels, parent, assignee, epoch, progress,
@@ -223,17 +107,6 @@ WHERE (%(status)s::text IS NULL OR status = %(status)s)
 ORDER BY priority, created_at, id
 LIMIT %(limit)s;
 
--- name: ready_items
-SELECT i.id, i.title, i.body, i.status, i.priority, i.labels, i.parent, i.assignee, i.epoch,
-       i.progress, i.progress_at, i.result, i.created_by, i.created_at, i.updated_at,
-       i.revoked, i.stalled_epoch
-FROM tenure_items i
-LEFT JOIN tenure_leases l ON l.key = 'items/' || i.id
-WHERE i.status = 'open' AND i.assignee IS NULL
-  AND NOT (l.key IS NOT NULL AND l.ended IS NULL AND l.expires_at > %(now)s)
-ORDER BY i.priority, i.created_at, i.id
-LIMIT %(limit)s;
-
 -- name: list_item_summaries
 -- list_items without what can be large: no body (its length instead), no result (whether
 -- there is one: a stored JSON null is none), the progress without its data.
@@ -241,14 +114,7 @@ SELECT id, title, '', status, priority, labels, parent, assignee,
        epoch, ((progress)::jsonb - 'data')::text, progress_at, NULL, created_by,
        created_at, updated_at, revoked, stalled_epoch, char_length(body),
        coalesce(result, 'null') <> 'null'
-FROM tenure_items
-WHERE (%(status)s::text IS NULL OR status = %(status)s)
-  AND (%(assignee)s::text IS NULL OR assignee = %(assignee)s)
-  AND (%(label)s::text IS NULL OR (labels::jsonb ? %(label)s::text))
-  AND (%(after_id)s::text IS NULL OR (priority, created_at, id)
-       > (%(after_priority)s::bigint, %(after_at)s::bigint, %(after_id)s::text))
-ORDER BY priority, created_at, id
-LIMIT %(limit)s;
+-- FROM … as in list_items
 
 -- name: ready_item_summaries
 -- ready_items without what can be large: no body (its length instead), no result (whether
@@ -257,37 +123,7 @@ SELECT i.id, i.title, '', i.status, i.priority, i.labels, i.parent, i.assignee,
        i.epoch, ((i.progress)::jsonb - 'data')::text, i.progress_at, NULL, i.created_by,
        i.created_at, i.updated_at, i.revoked, i.stalled_epoch, char_length(i.body),
        coalesce(i.result, 'null') <> 'null'
-FROM tenure_items i
-LEFT JOIN tenure_leases l ON l.key = 'items/' || i.id
-WHERE i.status = 'open' AND i.assignee IS NULL
-  AND NOT (l.key IS NOT NULL AND l.ended IS NULL AND l.expires_at > %(now)s)
-ORDER BY i.priority, i.created_at, i.id
-LIMIT %(limit)s;
-
--- name: insert_transfer
-INSERT INTO tenure_transfers (item, from_p, to_p, epoch, reason, actor, at, note)
-VALUES (%(item)s, %(from_p)s, %(to_p)s, %(epoch)s, %(reason)s, %(actor)s, %(at)s, %(note)s);
-
--- name: list_transfers
-SELECT item, from_p, to_p, epoch, reason, actor, at, note
-FROM tenure_transfers WHERE item = %(item)s ORDER BY id;
-
--- name: find_item_op
-SELECT result FROM tenure_item_ops WHERE item = %(item)s AND op_id = %(op_id)s;
-
--- name: save_item_op
-INSERT INTO tenure_item_ops (item, op_id, result) VALUES (%(item)s, %(op_id)s, %(result)s);
-
--- name: get_cursor
-SELECT event_id FROM tenure_cursors WHERE principal = %(principal)s AND name = %(name)s;
-
--- name: set_cursor
-INSERT INTO tenure_cursors (principal, name, event_id) VALUES (%(principal)s, %(name)s, %(event_id)s)
-ON CONFLICT (principal, name) DO UPDATE SET event_id = excluded.event_id
-WHERE excluded.event_id > tenure_cursors.event_id;
-
--- Statistics ---------------------------------------------------------------------------------
--- An event's kind is its type, except that the release by a completion is `released:completed`.
+-- FROM … as in ready_items
 
 -- name: count_events_after
 SELECT CASE WHEN type = 'released' AND reason = 'completed' THEN 'released:completed'
@@ -305,12 +141,6 @@ SELECT CASE WHEN type = 'released' AND reason = 'completed' THEN 'released:compl
                 ELSE 1 END)
 FROM tenure_events WHERE at >= %(since)s
 GROUP BY kind;
-
--- name: event_totals
-SELECT kind, n FROM tenure_event_totals;
-
--- name: pruned_upto
-SELECT coalesce(max(upto), 0) FROM tenure_event_pruned;
 
 -- name: live_counts
 SELECT count(*), count(*) FILTER (WHERE key >= 'items/' AND key < 'items0')
@@ -351,10 +181,6 @@ GROUP BY slot, kind;
 -- name: serialize_pruning
 -- One pruner at a time across servers, so no batch is folded into the totals twice.
 SELECT pg_advisory_xact_lock(7468, 2);
-
--- name: set_pruned
-INSERT INTO tenure_event_pruned (one, upto) VALUES (1, %(upto)s)
-ON CONFLICT (one) DO UPDATE SET upto = excluded.upto;
 
 -- name: max_event_id
 SELECT coalesce(max(id), 0) FROM tenure_events;
@@ -411,10 +237,6 @@ SELECT count(*),
            'renewals', renewals, 'meta', meta::json, 'state', 'live')::text,
            ',' ORDER BY key COLLATE "C")
 FROM renewed;
-
--- name: auth_version
--- Moves whenever a principal or a token changes (migration 0004's triggers).
-SELECT version FROM tenure_auth_version WHERE id = 1;
 
 -- name: save_leases
 -- A group's leases, each as the group saved it last, in one statement (tenure.store.postgres_tx
@@ -477,14 +299,6 @@ WHERE p.dispatched_for IS NOT NULL
 ORDER BY p.name
 LIMIT %(limit)s;
 
--- name: revoke_all_tokens
-UPDATE tenure_tokens SET revoked_at = %(now)s
-WHERE principal = %(name)s AND revoked_at IS NULL
-RETURNING id;
-
--- name: swept_agent
--- Its tokens are revoked: the sweep does not look at it again.
-UPDATE tenure_principals SET dispatched_for = NULL WHERE name = %(name)s;
 -- name: stalled_claims
 -- Live claims idle since %(before)s or earlier whose stall is not recorded yet (their items'
 -- ids); from the unended claims (their partial index), not from every item or every lease.
@@ -496,16 +310,6 @@ WHERE l.ended IS NULL AND l.key >= 'items/' AND l.key < 'items0'
   AND greatest(l.acquired_at, coalesce(i.progress_at, 0)) <= %(before)s
 ORDER BY i.id
 LIMIT %(limit)s;
-
--- name: count_stalled
--- Live claims whose stall is recorded (progress clears it): the stalled-claims gauge.
-SELECT count(*)
-FROM tenure_leases l JOIN tenure_items i ON i.id = substr(l.key, 7)
-WHERE l.ended IS NULL AND l.key >= 'items/' AND l.key < 'items0'
-  AND l.expires_at > %(now)s AND i.epoch = l.token
-  AND i.stalled_epoch = i.epoch AND i.status NOT IN ('done', 'cancelled');
-
--- Refusals in windows (tenure.store.retention) ----------------------------------------------
 
 -- name: record_conflict
 -- A refusal: one more on the requester's open window's event on the key (if it is still there
@@ -533,14 +337,6 @@ WITH open AS (
 INSERT INTO tenure_conflict_windows (key, actor, session, event_id, at)
 SELECT %(key)s::text, %(actor)s::text, %(session)s::text, id, %(at)s::bigint FROM added
 ON CONFLICT (key, actor, session) DO UPDATE SET event_id = excluded.event_id, at = excluded.at;
-
--- name: close_conflict_windows
-DELETE FROM tenure_conflict_windows WHERE at <= %(since)s;
-
--- name: conflict_total
--- Every refusal ever counted, from the keys' own counters (not the log: it coalesces and
--- retention drops events).
-SELECT coalesce(sum(conflicts), 0) FROM tenure_leases;
 
 -- name: prune_next_upto
 -- The newest event id of the oldest batch not yet folded that is over the count or past the
@@ -573,42 +369,6 @@ WHERE id IN (SELECT id FROM (SELECT id, at FROM tenure_events WHERE id <= %(prun
                              ORDER BY id LIMIT %(batch)s) AS oldest
              WHERE at < %(before)s);
 
--- name: set_roles
-UPDATE tenure_principals SET roles = %(roles)s WHERE name = %(name)s;
-
--- name: live_leases_of
--- What keeps a principal from being removed: the live leases it holds ...
-SELECT key FROM tenure_leases
-WHERE holder = %(name)s AND ended IS NULL AND expires_at > %(now)s
-ORDER BY key LIMIT 10;
-
--- name: open_items_of
--- ... and the items assigned to it that are not done or cancelled.
-SELECT id FROM tenure_items
-WHERE assignee = %(name)s AND status NOT IN ('done', 'cancelled')
-ORDER BY id LIMIT 10;
-
--- name: children_of
--- ... and the principals it dispatched (their ancestry names it).
-SELECT name FROM tenure_principals WHERE parent = %(name)s ORDER BY name LIMIT 10;
-
--- name: delete_tokens
-DELETE FROM tenure_tokens WHERE principal = %(name)s;
-
--- name: delete_cursors
-DELETE FROM tenure_cursors WHERE principal = %(name)s;
-
--- name: delete_principal
-DELETE FROM tenure_principals WHERE name = %(name)s;
-
--- name: token_floor
-SELECT floor FROM tenure_token_floor;
-
 -- name: token_floor_for_update
 SELECT floor FROM tenure_token_floor FOR UPDATE;
 
--- name: max_token
-SELECT coalesce(max(token), 0) FROM tenure_leases;
-
--- name: set_token_floor
-UPDATE tenure_token_floor SET floor = %(floor)s;

@@ -36,46 +36,15 @@ VALUES (:at, :type, :key, :holder, :task, :token, :actor, :reason, :data);
 
 -- name: list_events
 -- Events in the window of ids (after, upto], along the primary key: at most upto - after
--- rows are examined.
+-- rows are examined. tenure.store.sqlfiles derives list_key_events, list_holder_events and
+-- list_type_events from it: the same read led by that column's equality, along its index
+-- (column, id).
 SELECT id, at, type, key, holder, task, token, actor, reason, data
 FROM tenure_events
 WHERE id > :after AND id <= :upto
   AND (:key IS NULL OR key = :key)
   AND (:holder IS NULL OR holder = :holder)
   AND (:type IS NULL OR type = :type)
-  AND (:token IS NULL OR token = :token)
-ORDER BY id
-LIMIT :limit;
-
--- name: list_key_events
--- list_events of one key, along the key's index (key, id).
-SELECT id, at, type, key, holder, task, token, actor, reason, data
-FROM tenure_events
-WHERE key = :key AND id > :after AND id <= :upto
-  AND (:holder IS NULL OR holder = :holder)
-  AND (:type IS NULL OR type = :type)
-  AND (:token IS NULL OR token = :token)
-ORDER BY id
-LIMIT :limit;
-
--- name: list_holder_events
--- list_events of one holder, along the holder's index (holder, id).
-SELECT id, at, type, key, holder, task, token, actor, reason, data
-FROM tenure_events
-WHERE holder = :holder AND id > :after AND id <= :upto
-  AND (:key IS NULL OR key = :key)
-  AND (:type IS NULL OR type = :type)
-  AND (:token IS NULL OR token = :token)
-ORDER BY id
-LIMIT :limit;
-
--- name: list_type_events
--- list_events of one type, along the type's index (type, id).
-SELECT id, at, type, key, holder, task, token, actor, reason, data
-FROM tenure_events
-WHERE type = :type AND id > :after AND id <= :upto
-  AND (:key IS NULL OR key = :key)
-  AND (:holder IS NULL OR holder = :holder)
   AND (:token IS NULL OR token = :token)
 ORDER BY id
 LIMIT :limit;
@@ -94,93 +63,6 @@ WHERE key = :key AND token = :token AND ended IS NULL AND expires_at <= :now;
 -- name: next_deadline
 SELECT min(expires_at) FROM tenure_leases WHERE ended IS NULL;
 
--- name: get_register
-SELECT key, token, value, version, updated_at FROM tenure_fenced WHERE key = :key;
-
--- name: save_register
-INSERT INTO tenure_fenced (key, token, value, version, updated_at)
-VALUES (:key, :token, :value, :version, :now)
-ON CONFLICT (key) DO UPDATE SET token = excluded.token, value = excluded.value,
-    version = excluded.version, updated_at = excluded.updated_at;
-
--- name: find_op
-SELECT key, token, value, version, writer FROM tenure_fenced_ops
-WHERE key = :key AND token = :token AND op_id = :op_id;
-
--- name: save_op
-INSERT INTO tenure_fenced_ops (key, op_id, token, value, version, writer)
-VALUES (:key, :op_id, :token, :value, :version, :writer);
-
--- name: add_principal
-INSERT INTO tenure_principals (name, kind, roles, parent, created_at, dispatched_for)
-VALUES (:name, :kind, :roles, :parent, :now, :dispatched_for);
-
--- name: add_token
-INSERT INTO tenure_tokens (id, principal, token_hash, created_at, expires_at)
-VALUES (:id, :principal, :token_hash, :now, :expires_at);
-
--- name: revoke_token
-UPDATE tenure_tokens SET revoked_at = :now
-WHERE id = :id AND principal = :principal AND revoked_at IS NULL;
-
--- name: list_tokens
-SELECT id, created_at, expires_at, revoked_at FROM tenure_tokens WHERE principal = :name
-ORDER BY created_at, id;
-
--- name: get_principal
-SELECT name, kind, roles, parent FROM tenure_principals WHERE name = :name;
-
--- name: list_principals
-SELECT name, kind, roles, parent FROM tenure_principals ORDER BY name;
-
--- name: auth_version
-SELECT version FROM tenure_auth_version WHERE id = 1;
-
--- name: token_by_hash
--- The principal of an unrevoked token, the token's id and when it expires (NULL: never); the
--- caller compares that with its clock (an expired token reads as unknown).
-SELECT p.name, p.kind, p.roles, p.parent, t.id, t.expires_at
-FROM tenure_tokens t JOIN tenure_principals p ON p.name = t.principal
-WHERE t.token_hash = :token_hash AND t.revoked_at IS NULL;
-
--- name: principal_by_token
-SELECT p.name, p.kind, p.roles, p.parent
-FROM tenure_tokens t JOIN tenure_principals p ON p.name = t.principal
-WHERE t.token_hash = :token_hash AND t.revoked_at IS NULL;
-
--- name: get_item
-SELECT id, title, body, status, priority, labels, parent, assignee, epoch, progress,
-       progress_at, result, created_by, created_at, updated_at, revoked, stalled_epoch
-FROM tenure_items WHERE id = :id;
-
--- name: insert_item
-INSERT INTO tenure_items (id, title, body, status, priority, labels, parent, assignee, epoch,
-                          progress, progress_at, result, created_by, created_at, updated_at,
-                          revoked, stalled_epoch)
-VALUES (:id, :title, :body, :status, :priority, :labels, :parent, :assignee, :epoch, :progress,
-        :progress_at, :result, :created_by, :created_at, :updated_at,
-        :revoked, :stalled_epoch)
-ON CONFLICT (id) DO NOTHING;
-
--- name: add_item
--- insert_item in a key's transaction: the id, or no row when it is taken.
-INSERT INTO tenure_items (id, title, body, status, priority, labels, parent, assignee, epoch,
-                          progress, progress_at, result, created_by, created_at, updated_at,
-                          revoked, stalled_epoch)
-VALUES (:id, :title, :body, :status, :priority, :labels, :parent, :assignee, :epoch, :progress,
-        :progress_at, :result, :created_by, :created_at, :updated_at,
-        :revoked, :stalled_epoch)
-ON CONFLICT (id) DO NOTHING
-RETURNING id;
-
--- name: save_item
-UPDATE tenure_items SET title = :title, body = :body, status = :status, priority = :priority,
-    labels = :labels, parent = :parent, assignee = :assignee, epoch = :epoch,
-    progress = :progress, progress_at = :progress_at, result = :result,
-    revoked = :revoked, stalled_epoch = :stalled_epoch,
-    updated_at = :updated_at
-WHERE id = :id;
-
 -- name: list_items
 -- :after_* (all or none): only items sorting after that (priority, created_at, id), a page's end.
 SELECT id, title, body, status, priority, labels, parent, assignee, epoch, progress,
@@ -193,17 +75,6 @@ WHERE (:status IS NULL OR status = :status)
 ORDER BY priority, created_at, id
 LIMIT :limit;
 
--- name: ready_items
-SELECT i.id, i.title, i.body, i.status, i.priority, i.labels, i.parent, i.assignee, i.epoch,
-       i.progress, i.progress_at, i.result, i.created_by, i.created_at, i.updated_at,
-       i.revoked, i.stalled_epoch
-FROM tenure_items i
-LEFT JOIN tenure_leases l ON l.key = 'items/' || i.id
-WHERE i.status = 'open' AND i.assignee IS NULL
-  AND NOT (l.key IS NOT NULL AND l.ended IS NULL AND l.expires_at > :now)
-ORDER BY i.priority, i.created_at, i.id
-LIMIT :limit;
-
 -- name: list_item_summaries
 -- list_items without what can be large: no body (its length instead), no result (whether
 -- there is one: a stored JSON null is none), the progress without its data.
@@ -211,13 +82,7 @@ SELECT id, title, '', status, priority, labels, parent, assignee,
        epoch, json_remove(progress, '$.data'), progress_at, NULL, created_by,
        created_at, updated_at, revoked, stalled_epoch, length(body),
        coalesce(result, 'null') <> 'null'
-FROM tenure_items
-WHERE (:status IS NULL OR status = :status)
-  AND (:assignee IS NULL OR assignee = :assignee)
-  AND (:label IS NULL OR EXISTS (SELECT 1 FROM json_each(labels) WHERE value = :label))
-  AND (:after_id IS NULL OR (priority, created_at, id) > (:after_priority, :after_at, :after_id))
-ORDER BY priority, created_at, id
-LIMIT :limit;
+-- FROM … as in list_items
 
 -- name: ready_item_summaries
 -- ready_items without what can be large: no body (its length instead), no result (whether
@@ -226,34 +91,7 @@ SELECT i.id, i.title, '', i.status, i.priority, i.labels, i.parent, i.assignee,
        i.epoch, json_remove(i.progress, '$.data'), i.progress_at, NULL, i.created_by,
        i.created_at, i.updated_at, i.revoked, i.stalled_epoch, length(i.body),
        coalesce(i.result, 'null') <> 'null'
-FROM tenure_items i
-LEFT JOIN tenure_leases l ON l.key = 'items/' || i.id
-WHERE i.status = 'open' AND i.assignee IS NULL
-  AND NOT (l.key IS NOT NULL AND l.ended IS NULL AND l.expires_at > :now)
-ORDER BY i.priority, i.created_at, i.id
-LIMIT :limit;
-
--- name: insert_transfer
-INSERT INTO tenure_transfers (item, from_p, to_p, epoch, reason, actor, at, note)
-VALUES (:item, :from_p, :to_p, :epoch, :reason, :actor, :at, :note);
-
--- name: list_transfers
-SELECT item, from_p, to_p, epoch, reason, actor, at, note
-FROM tenure_transfers WHERE item = :item ORDER BY id;
-
--- name: find_item_op
-SELECT result FROM tenure_item_ops WHERE item = :item AND op_id = :op_id;
-
--- name: save_item_op
-INSERT INTO tenure_item_ops (item, op_id, result) VALUES (:item, :op_id, :result);
-
--- name: get_cursor
-SELECT event_id FROM tenure_cursors WHERE principal = :principal AND name = :name;
-
--- name: set_cursor
-INSERT INTO tenure_cursors (principal, name, event_id) VALUES (:principal, :name, :event_id)
-ON CONFLICT (principal, name) DO UPDATE SET event_id = excluded.event_id
-WHERE excluded.event_id > tenure_cursors.event_id;
+-- FROM … as in ready_items
 
 -- Statistics ---------------------------------------------------------------------------------
 -- An event's kind is its type, except that the release by a completion is `released:completed`.
@@ -280,12 +118,6 @@ SELECT coalesce(min(id), 0), coalesce(max(id), 0) FROM tenure_events;
 
 -- name: event_at_or_after
 SELECT id, at FROM tenure_events WHERE id >= :id ORDER BY id LIMIT 1;
-
--- name: event_totals
-SELECT kind, n FROM tenure_event_totals;
-
--- name: pruned_upto
-SELECT coalesce(max(upto), 0) FROM tenure_event_pruned;
 
 -- name: live_counts
 SELECT count(*), coalesce(sum(key >= 'items/' AND key < 'items0'), 0)
@@ -322,10 +154,6 @@ WHERE id >= :first_id AND at >= :start AND type IN ('released', 'expired', 'forc
 GROUP BY slot, kind;
 
 -- Retention --------------------------------------------------------------------------------
-
--- name: set_pruned
-INSERT INTO tenure_event_pruned (one, upto) VALUES (1, :upto)
-ON CONFLICT (one) DO UPDATE SET upto = excluded.upto;
 
 -- name: max_event_id
 SELECT coalesce(max(id), 0) FROM tenure_events;
@@ -389,14 +217,6 @@ WHERE p.dispatched_for IS NOT NULL
 ORDER BY p.name
 LIMIT :limit;
 
--- name: revoke_all_tokens
-UPDATE tenure_tokens SET revoked_at = :now
-WHERE principal = :name AND revoked_at IS NULL
-RETURNING id;
-
--- name: swept_agent
--- Its tokens are revoked: the sweep does not look at it again.
-UPDATE tenure_principals SET dispatched_for = NULL WHERE name = :name;
 -- name: stalled_claims
 -- Live claims idle since :before or earlier whose stall is not recorded yet (their items'
 -- ids); from the unended claims (their partial index), not from every item or every lease.
@@ -408,16 +228,6 @@ WHERE l.ended IS NULL AND l.key >= 'items/' AND l.key < 'items0'
   AND max(l.acquired_at, coalesce(i.progress_at, 0)) <= :before
 ORDER BY i.id
 LIMIT :limit;
-
--- name: count_stalled
--- Live claims whose stall is recorded (progress clears it): the stalled-claims gauge.
-SELECT count(*)
-FROM tenure_leases l JOIN tenure_items i ON i.id = substr(l.key, 7)
-WHERE l.ended IS NULL AND l.key >= 'items/' AND l.key < 'items0'
-  AND l.expires_at > :now AND i.epoch = l.token
-  AND i.stalled_epoch = i.epoch AND i.status NOT IN ('done', 'cancelled');
-
--- Refusals in windows (tenure.store.retention) ----------------------------------------------
 
 -- name: conflict_window
 -- The event of the requester's open window on the key, if any.
@@ -434,14 +244,6 @@ WHERE id = :id AND type = 'conflict' AND holder IS :holder AND token IS :token;
 INSERT INTO tenure_conflict_windows (key, actor, session, event_id, at)
 VALUES (:key, :actor, :session, :event_id, :at)
 ON CONFLICT (key, actor, session) DO UPDATE SET event_id = excluded.event_id, at = excluded.at;
-
--- name: close_conflict_windows
-DELETE FROM tenure_conflict_windows WHERE at <= :since;
-
--- name: conflict_total
--- Every refusal ever counted, from the keys' own counters (not the log: it coalesces and
--- retention drops events).
-SELECT coalesce(sum(conflicts), 0) FROM tenure_leases;
 
 -- name: prune_next_upto
 -- The newest event id of the oldest batch not yet folded that is over the count or past the
@@ -474,39 +276,7 @@ WHERE id IN (SELECT id FROM (SELECT id, at FROM tenure_events WHERE id <= :prune
                              ORDER BY id LIMIT :batch)
              WHERE at < :before);
 
--- name: set_roles
-UPDATE tenure_principals SET roles = :roles WHERE name = :name;
-
--- name: live_leases_of
--- What keeps a principal from being removed: the live leases it holds ...
-SELECT key FROM tenure_leases
-WHERE holder = :name AND ended IS NULL AND expires_at > :now
-ORDER BY key LIMIT 10;
-
--- name: open_items_of
--- ... and the items assigned to it that are not done or cancelled.
-SELECT id FROM tenure_items
-WHERE assignee = :name AND status NOT IN ('done', 'cancelled')
-ORDER BY id LIMIT 10;
-
--- name: children_of
--- ... and the principals it dispatched (their ancestry names it).
-SELECT name FROM tenure_principals WHERE parent = :name ORDER BY name LIMIT 10;
-
--- name: delete_tokens
-DELETE FROM tenure_tokens WHERE principal = :name;
-
--- name: delete_cursors
-DELETE FROM tenure_cursors WHERE principal = :name;
-
--- name: delete_principal
-DELETE FROM tenure_principals WHERE name = :name;
-
--- name: token_floor
+-- name: token_floor_for_update
+-- (the transaction already holds SQLite's write lock)
 SELECT floor FROM tenure_token_floor;
 
--- name: max_token
-SELECT coalesce(max(token), 0) FROM tenure_leases;
-
--- name: set_token_floor
-UPDATE tenure_token_floor SET floor = :floor;

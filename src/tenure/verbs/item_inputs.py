@@ -1,7 +1,8 @@
-"""Request and response bodies of the item and claim routes (:mod:`tenure.server.http.items`).
+"""The inputs of the item and claim verbs (:mod:`tenure.verbs.items`): what each takes.
 
-Like :mod:`tenure.server.http.schemas`, they shape the wire and publish the service's limits; the
-rules are the service's.
+They shape the wire and publish the service's limits; the rules are the service's. A verb on
+one item has its id in the path (``/v1/items/{id}/claim``): the body's model (``ClaimIn``, the
+name in the OpenAPI document) and the input with the ``id`` (``ClaimArgs``) are both here.
 """
 
 from __future__ import annotations
@@ -10,63 +11,34 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field
 
-from tenure.core.work import TransferReason
-from tenure.service.queue import MAX_BODY_CHARS, MAX_LABELS, MAX_TITLE_CHARS
+from tenure.core.validate import MAX_LIMIT
 from tenure.service.queue_items import MAX_FOLLOW_UPS
 from tenure.verbs.fields import (
     AGENT_PATTERN,
-    FILTER_PATTERN,
-    ITEM_ID_PATTERN,
-    MAX_INT,
+    LINE_PATTERN,
     TEXT_PATTERN,
     Body,
+    Epoch,
     Instant,
+    ItemBody,
+    ItemId,
+    Labels,
     Millis,
     OpId,
+    Priority,
+    ProgressMessage,
     Reason,
     Session,
     Task,
+    Title,
     Ttl,
     Whole,
-    text_schema,
 )
+from tenure.verbs.item_replies import Status
 from tenure.verbs.leases import ExtendIn
-from tenure.verbs.replies import EventOut, LeaseOut, Out
 
-ItemId = Annotated[
-    str,
-    Field(
-        json_schema_extra={
-            "pattern": ITEM_ID_PATTERN,
-            "description": "an item id: 1-128 letters, digits, '.', '_' or '-', starting with a "
-            "letter or digit",
-            "examples": ["it-1f2e3d4c5b"],
-        }
-    ),
-]
-Title = Annotated[str, Field(json_schema_extra=text_schema(MAX_TITLE_CHARS, "what the work is"))]
-ItemBody = Annotated[
-    str,
-    Field(
-        json_schema_extra={
-            "maxLength": MAX_BODY_CHARS,
-            "pattern": FILTER_PATTERN,
-            "description": "the details, may be empty: no control characters but tab and newline",
-        }
-    ),
-]
-Priority = Annotated[
-    int, Field(ge=0, le=1000, description="0 the most urgent (the default is 2)"), Whole
-]
-Label = Annotated[str, Field(json_schema_extra=text_schema(64, "a label"))]
-Labels = Annotated[
-    list[Label], Field(max_length=MAX_LABELS, description="labels (repeats are dropped)")
-]
-Epoch = Annotated[
-    int,
-    Field(ge=1, le=MAX_INT, description="the claim's epoch (the token of its lease)"),
-    Whole,
-]
+#: a page's end in ``GET /v1/items``: ``priority:created_at:id``
+CURSOR_PATTERN = r"^-?[0-9]{1,19}:-?[0-9]{1,19}:[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 
 
 #: ``takeover: true`` needs a ``reason`` (JSON Schema for what the service checks)
@@ -174,7 +146,7 @@ class ItemReleaseIn(Body):
 
 class ProgressIn(Body):
     epoch: Epoch
-    message: Annotated[str, Field(json_schema_extra=text_schema(4096, "what happened"))]
+    message: ProgressMessage
     percent: Annotated[int, Field(ge=0, le=100), Whole] | None = None
     data: Annotated[
         dict[str, Any] | None,
@@ -265,171 +237,93 @@ class ReassignIn(Body):
     reason: Reason
 
 
-# responses -----------------------------------------------------------------------------------
-class ItemOut(Out):
-    id: str
-    title: str
-    body: str
-    status: Literal["open", "in_progress", "blocked", "done", "cancelled"]
-    priority: int
-    labels: list[str]
-    parent: str | None
-    assignee: str | None
-    epoch: int
-    progress: dict[str, Any] | None
-    progress_at: int | None
-    result: Any
-    created_by: str
-    created_at: int
-    updated_at: int
-    revoked: Annotated[
-        bool,
-        Field(
-            description="its claim was force-released: the assignee stays, but even it needs "
-            "a takeover with a reason (or a reassign) to claim it again"
-        ),
-    ]
+# the inputs of the verbs whose path carries the item's id or a principal's name ------------
+class OnItem(Body):
+    id: ItemId
 
 
-class TransferOut(Out):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-    item: str
-    from_: str | None = Field(alias="from")
-    to: str | None
-    epoch: int
-    reason: TransferReason
-    actor: str
-    at: int
-    note: str | None
+class ItemPatchArgs(ItemPatch, OnItem):
+    pass
 
 
-LeaseState = Annotated[
-    Literal["live", "stalled", "lapsed", "revoked", "none"],
-    Field(
-        description="`live`; `stalled` (live, but no progress for the policy's "
-        "`stall_after`); `lapsed` (assigned, the lease gone); `revoked` (force-released, "
-        "the assignee kept); `none`"
-    ),
-]
+class ClaimArgs(ClaimIn, OnItem):
+    pass
 
 
-class ItemViewOut(Out):
-    item: ItemOut
-    lease: LeaseOut | None
-    lease_state: LeaseState
-    transfers: list[TransferOut]
+class ItemRenewArgs(ItemRenewIn, OnItem):
+    pass
 
 
-class ItemReply(Out):
-    item: ItemOut
+class ItemExtendArgs(ItemExtendIn, OnItem):
+    pass
 
 
-class ItemSummaryOut(Out):
-    """An item in a list: without its `body`, `result` and progress `data` (`GET
-    /v1/items/{id}` has them)."""
-
-    id: str
-    title: str
-    body_chars: Annotated[int, Field(description="the length of its body, in characters")]
-    status: Literal["open", "in_progress", "blocked", "done", "cancelled"]
-    priority: int
-    labels: list[str]
-    parent: str | None
-    assignee: str | None
-    epoch: int
-    progress: Annotated[
-        dict[str, Any] | None, Field(description="its last progress, without `data`")
-    ]
-    progress_at: int | None
-    has_result: Annotated[bool, Field(description="whether it has a result")]
-    created_by: str
-    created_at: int
-    updated_at: int
-    revoked: bool
+class ItemReleaseArgs(ItemReleaseIn, OnItem):
+    pass
 
 
-Truncated = Annotated[
-    bool,
-    Field(description="the reply stopped early: its JSON reached the server's list budget"),
-]
+class ProgressArgs(ProgressIn, OnItem):
+    pass
 
 
-class ItemSummariesReply(Out):
-    items: list[ItemSummaryOut]
-    truncated: Truncated
-    next: Annotated[
+class CompleteArgs(CompleteIn, OnItem):
+    pass
+
+
+class CancelArgs(CancelIn, OnItem):
+    pass
+
+
+class ForceReleaseItemArgs(ForceReleaseItemIn, OnItem):
+    pass
+
+
+class ReassignArgs(ReassignIn, OnItem):
+    pass
+
+
+class DispatchArgs(DispatchIn, OnItem):
+    pass
+
+
+def _filter(max_chars: int, description: str) -> Any:
+    extra: dict[str, Any] = {"maxLength": max_chars, "pattern": TEXT_PATTERN}
+    return Field(description=description, json_schema_extra=extra)
+
+
+class ListItemsIn(Body):
+    status: Status | None = None
+    assignee: Annotated[str | None, _filter(256, "assigned to")] = None
+    label: Annotated[str | None, _filter(64, "with this label")] = None
+    limit: Annotated[int, Field(ge=1, le=MAX_LIMIT)] = 100
+    after: Annotated[
         str | None,
-        Field(description="the cursor of the next page (pass it as `after`); null at the end"),
-    ]
-
-
-class ItemViewSummaryOut(Out):
-    item: ItemSummaryOut
-    lease: LeaseOut | None
-    lease_state: LeaseState
-    transfers: list[TransferOut]
-
-
-class ItemViewSummariesReply(Out):
-    items: list[ItemViewSummaryOut]
-    truncated: Truncated
-
-
-class ReadyReply(Out):
-    items: Annotated[
-        list[ItemSummaryOut], Field(description="open items nobody has, by priority then age")
-    ]
-    lapsed: Annotated[
-        list[ItemViewSummaryOut],
         Field(
-            description="claims that lapsed (the holder's lease ran out; nobody released, "
-            "force-released or reassigned it), by priority then age: the assignee claims it "
-            "again, anyone else with `takeover` and a `reason`"
+            description="the `next` of the previous page: the page after it",
+            json_schema_extra={"maxLength": 180, "pattern": CURSOR_PATTERN},
         ),
-    ]
-    truncated: Truncated
-    next: Annotated[None, Field(description="always null: the top of the queue is what is ready")]
+    ] = None
 
 
-class ClaimReply(Out):
-    item: ItemOut
-    lease: LeaseOut
+class NoInput(Body):
+    pass
 
 
-class ItemReleaseReply(Out):
-    released: bool
-    item: ItemOut
+class QueueOfIn(Body):
+    principal: Annotated[
+        str,
+        Field(
+            json_schema_extra={
+                "description": "a principal's name (URL-encoded: `jo%2Freviewer-1`)",
+                "minLength": 1, "maxLength": 256, "pattern": LINE_PATTERN,
+            }
+        ),
+    ]  # fmt: skip
 
 
-class CompletionReply(Out):
-    item: ItemOut
-    duplicate: bool
-    follow_ups: Annotated[
-        list[ItemOut], Field(description="the items this completion created (on a repeat too)")
-    ]
+class ReadyIn(Body):
+    limit: Annotated[int, Field(ge=1, le=MAX_LIMIT)] = 50
 
 
-class AgentOut(Out):
-    name: str
-    kind: Literal["agent"]
-    roles: list[Literal["admin", "supervisor"]]
-    parent: str | None
-    token: str
-
-
-class DispatchReply(Out):
-    item: ItemOut
-    lease: LeaseOut
-    agent: AgentOut
-
-
-class BriefingReply(Out):
-    principal: str
-    carrying: list[ItemViewOut]
-    lapsed: list[ItemViewOut]
-    happened: list[EventOut]
-    ready: list[ItemOut]
-    stalled: Annotated[
-        list[ItemViewOut],
-        Field(description="live claims of yours and your agents' that stopped making progress"),
-    ]
+class BriefingIn(Body):
+    ready: Annotated[int, Field(ge=1, le=MAX_LIMIT, description="how many ready items to show")] = 5

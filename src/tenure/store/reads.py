@@ -1,0 +1,150 @@
+"""The reads both stores make alike: each is one named query of the backend's ``queries.sql``,
+its rows mapped by :mod:`tenure.store.rows`. A store gives :meth:`Reads._query_all` and
+:meth:`Reads._query_one` (by query name) and :data:`Reads.NO_LIMIT`, what its SQL takes for "no
+limit" (SQLite: ``-1``; PostgreSQL: ``NULL``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from tenure.core.items import Item, ItemCursor, ItemSummary, Transfer
+from tenure.core.models import Event, EventQuery, FencedValue, KeyRecord, Principal
+from tenure.store import principal_writes, rows
+from tenure.store.values import Credential, TokenInfo
+
+Row = Sequence[Any]
+
+
+def _int(row: Row | None) -> int:
+    return int(row[0]) if row and row[0] is not None else 0
+
+
+def _item_page(
+    status: str | None, assignee: str | None, label: str | None, limit: int, after: Any
+) -> dict[str, Any]:
+    """The parameters of ``list_items`` and ``list_item_summaries``."""
+    params = {"status": status, "assignee": assignee, "label": label, "limit": limit}
+    return {**params, **rows.item_cursor_params(after)}
+
+
+class Reads(Protocol):
+    NO_LIMIT: int | None = None
+
+    def _query_all(self, name: str, params: dict[str, Any]) -> Sequence[Row]:
+        raise NotImplementedError
+
+    def _query_one(self, name: str, params: dict[str, Any]) -> Row | None:
+        raise NotImplementedError
+
+    def now_ms(self) -> int:
+        raise NotImplementedError
+
+    def get(self, key: str) -> KeyRecord | None:
+        row = self._query_one("get_lease", {"key": key})
+        return rows.record_from(row) if row else None
+
+    def live(
+        self,
+        now: int,
+        prefix: str | None = None,
+        holder: str | None = None,
+        task: str | None = None,
+        limit: int | None = None,
+        after: str | None = None,
+    ) -> list[KeyRecord]:
+        """Live leases by key; ``after``: only keys sorting after it (a page cursor)."""
+        limit = self.NO_LIMIT if limit is None else limit
+        params = {"now": now, "prefix": prefix or None, "holder": holder, "task": task}
+        params.update(after=after, limit=limit)
+        return [rows.record_from(r) for r in self._query_all("live_leases", params)]
+
+    def read_register(self, key: str) -> FencedValue | None:
+        row = self._query_one("get_register", {"key": key})
+        return rows.register_from(row) if row else None
+
+    def events(self, query: EventQuery) -> list[Event]:
+        name, params = rows.event_reading(query)
+        return [rows.event_from(r) for r in self._query_all(name, params)]
+
+    def next_deadline(self) -> int | None:
+        """The earliest deadline of a lease whose end is not yet recorded."""
+        row = self._query_one("next_deadline", {})
+        return None if row is None or row[0] is None else int(row[0])
+
+    def list_principals(self) -> list[Principal]:
+        return [rows.principal_from(r) for r in self._query_all("list_principals", {})]
+
+    def list_tokens(self, name: str) -> list[TokenInfo]:
+        """Every token of ``name``, revoked ones included, oldest first."""
+        return principal_writes.tokens_from(self._query_all("list_tokens", {"name": name}))
+
+    def get_principal(self, name: str) -> Principal | None:
+        row = self._query_one("get_principal", {"name": name})
+        return rows.principal_from(row) if row else None
+
+    def principal_by_token(self, token_hash: str) -> Principal | None:
+        """The principal of an unrevoked, unexpired token (at :meth:`now_ms`)."""
+        found = self.token_by_hash(token_hash)
+        if found is None or (found.expires_at is not None and found.expired(self.now_ms())):
+            return None
+        return found.principal
+
+    def token_by_hash(self, token_hash: str) -> Credential | None:
+        """The unrevoked token of ``token_hash``, expired or not."""
+        row = self._query_one("token_by_hash", {"token_hash": token_hash})
+        return rows.credential_from(row) if row else None
+
+    def get_item(self, item_id: str) -> Item | None:
+        row = self._query_one("get_item", {"id": item_id})
+        return rows.item_from(row) if row else None
+
+    def list_items(
+        self,
+        status: str | None = None,
+        assignee: str | None = None,
+        label: str | None = None,
+        limit: int = 100,
+        after: ItemCursor | None = None,
+    ) -> list[Item]:
+        """Items by priority, then age, then id; ``after``: only those sorting after it."""
+        found = self._query_all("list_items", _item_page(status, assignee, label, limit, after))
+        return [rows.item_from(r) for r in found]
+
+    def list_item_summaries(
+        self,
+        status: str | None = None,
+        assignee: str | None = None,
+        label: str | None = None,
+        limit: int = 100,
+        after: ItemCursor | None = None,
+    ) -> list[ItemSummary]:
+        """:meth:`list_items` as summaries: bodies, results and progress data stay in the
+        database."""
+        page = _item_page(status, assignee, label, limit, after)
+        return [rows.summary_from(r) for r in self._query_all("list_item_summaries", page)]
+
+    def ready_items(self, now: int, limit: int) -> list[Item]:
+        return [
+            rows.item_from(r) for r in self._query_all("ready_items", {"now": now, "limit": limit})
+        ]
+
+    def ready_item_summaries(self, now: int, limit: int) -> list[ItemSummary]:
+        params = {"now": now, "limit": limit}
+        return [rows.summary_from(r) for r in self._query_all("ready_item_summaries", params)]
+
+    def stalled_claims(self, now: int, before: int, limit: int) -> list[str]:
+        """The items of live claims idle (no acquisition, no progress) since ``before`` whose
+        stall is not recorded yet."""
+        params = {"now": now, "before": before, "limit": limit}
+        return [r[0] for r in self._query_all("stalled_claims", params)]
+
+    def count_stalled(self, now: int) -> int:
+        """How many live claims are recorded stalled (and made no progress since)."""
+        return _int(self._query_one("count_stalled", {"now": now}))
+
+    def transfers(self, item_id: str) -> list[Transfer]:
+        return [rows.transfer_from(r) for r in self._query_all("list_transfers", {"item": item_id})]
+
+    def get_cursor(self, principal: str, name: str) -> int:
+        return _int(self._query_one("get_cursor", {"principal": principal, "name": name}))

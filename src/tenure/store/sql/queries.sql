@@ -1,0 +1,187 @@
+-- The queries both backends run alike, written with :name parameters (PostgreSQL's
+-- %(name)s are made from them: tenure.store.sqlfiles). A backend's own queries.sql may
+-- name a query of its own instead.
+
+-- name: get_register
+SELECT key, token, value, version, updated_at FROM tenure_fenced WHERE key = :key;
+
+-- name: save_register
+INSERT INTO tenure_fenced (key, token, value, version, updated_at)
+VALUES (:key, :token, :value, :version, :now)
+ON CONFLICT (key) DO UPDATE SET token = excluded.token, value = excluded.value,
+    version = excluded.version, updated_at = excluded.updated_at;
+
+-- name: find_op
+SELECT key, token, value, version, writer FROM tenure_fenced_ops
+WHERE key = :key AND token = :token AND op_id = :op_id;
+
+-- name: save_op
+INSERT INTO tenure_fenced_ops (key, op_id, token, value, version, writer)
+VALUES (:key, :op_id, :token, :value, :version, :writer);
+
+-- name: add_principal
+INSERT INTO tenure_principals (name, kind, roles, parent, created_at, dispatched_for)
+VALUES (:name, :kind, :roles, :parent, :now, :dispatched_for);
+
+-- name: add_token
+INSERT INTO tenure_tokens (id, principal, token_hash, created_at, expires_at)
+VALUES (:id, :principal, :token_hash, :now, :expires_at);
+
+-- name: revoke_token
+UPDATE tenure_tokens SET revoked_at = :now
+WHERE id = :id AND principal = :principal AND revoked_at IS NULL;
+
+-- name: list_tokens
+SELECT id, created_at, expires_at, revoked_at FROM tenure_tokens WHERE principal = :name
+ORDER BY created_at, id;
+
+-- name: get_principal
+SELECT name, kind, roles, parent FROM tenure_principals WHERE name = :name;
+
+-- name: list_principals
+SELECT name, kind, roles, parent FROM tenure_principals ORDER BY name;
+
+-- name: auth_version
+SELECT version FROM tenure_auth_version WHERE id = 1;
+
+-- name: token_by_hash
+-- The principal of an unrevoked token, the token's id and when it expires (NULL: never); the
+-- caller compares that with its clock (an expired token reads as unknown).
+SELECT p.name, p.kind, p.roles, p.parent, t.id, t.expires_at
+FROM tenure_tokens t JOIN tenure_principals p ON p.name = t.principal
+WHERE t.token_hash = :token_hash AND t.revoked_at IS NULL;
+
+-- name: principal_by_token
+SELECT p.name, p.kind, p.roles, p.parent
+FROM tenure_tokens t JOIN tenure_principals p ON p.name = t.principal
+WHERE t.token_hash = :token_hash AND t.revoked_at IS NULL;
+
+-- name: get_item
+SELECT id, title, body, status, priority, labels, parent, assignee, epoch, progress,
+       progress_at, result, created_by, created_at, updated_at, revoked, stalled_epoch
+FROM tenure_items WHERE id = :id;
+
+-- name: add_item
+-- A new item: its id, or no row when the id is taken.
+INSERT INTO tenure_items (id, title, body, status, priority, labels, parent, assignee, epoch,
+                          progress, progress_at, result, created_by, created_at, updated_at,
+                          revoked, stalled_epoch)
+VALUES (:id, :title, :body, :status, :priority, :labels, :parent, :assignee, :epoch, :progress,
+        :progress_at, :result, :created_by, :created_at, :updated_at,
+        :revoked, :stalled_epoch)
+ON CONFLICT (id) DO NOTHING
+RETURNING id;
+
+-- name: save_item
+UPDATE tenure_items SET title = :title, body = :body, status = :status, priority = :priority,
+    labels = :labels, parent = :parent, assignee = :assignee, epoch = :epoch,
+    progress = :progress, progress_at = :progress_at, result = :result,
+    revoked = :revoked, stalled_epoch = :stalled_epoch,
+    updated_at = :updated_at
+WHERE id = :id;
+
+-- name: ready_items
+SELECT i.id, i.title, i.body, i.status, i.priority, i.labels, i.parent, i.assignee, i.epoch,
+       i.progress, i.progress_at, i.result, i.created_by, i.created_at, i.updated_at,
+       i.revoked, i.stalled_epoch
+FROM tenure_items i
+LEFT JOIN tenure_leases l ON l.key = 'items/' || i.id
+WHERE i.status = 'open' AND i.assignee IS NULL
+  AND NOT (l.key IS NOT NULL AND l.ended IS NULL AND l.expires_at > :now)
+ORDER BY i.priority, i.created_at, i.id
+LIMIT :limit;
+
+-- name: insert_transfer
+INSERT INTO tenure_transfers (item, from_p, to_p, epoch, reason, actor, at, note)
+VALUES (:item, :from_p, :to_p, :epoch, :reason, :actor, :at, :note);
+
+-- name: list_transfers
+SELECT item, from_p, to_p, epoch, reason, actor, at, note
+FROM tenure_transfers WHERE item = :item ORDER BY id;
+
+-- name: find_item_op
+SELECT result FROM tenure_item_ops WHERE item = :item AND op_id = :op_id;
+
+-- name: save_item_op
+INSERT INTO tenure_item_ops (item, op_id, result) VALUES (:item, :op_id, :result);
+
+-- name: get_cursor
+SELECT event_id FROM tenure_cursors WHERE principal = :principal AND name = :name;
+
+-- name: set_cursor
+INSERT INTO tenure_cursors (principal, name, event_id) VALUES (:principal, :name, :event_id)
+ON CONFLICT (principal, name) DO UPDATE SET event_id = excluded.event_id
+WHERE excluded.event_id > tenure_cursors.event_id;
+
+-- name: event_totals
+SELECT kind, n FROM tenure_event_totals;
+
+-- name: pruned_upto
+SELECT coalesce(max(upto), 0) FROM tenure_event_pruned;
+
+-- name: set_pruned
+INSERT INTO tenure_event_pruned (one, upto) VALUES (1, :upto)
+ON CONFLICT (one) DO UPDATE SET upto = excluded.upto;
+
+-- name: revoke_all_tokens
+UPDATE tenure_tokens SET revoked_at = :now
+WHERE principal = :name AND revoked_at IS NULL
+RETURNING id;
+
+-- name: swept_agent
+-- Its tokens are revoked: the sweep does not look at it again.
+UPDATE tenure_principals SET dispatched_for = NULL WHERE name = :name;
+-- name: count_stalled
+-- Live claims whose stall is recorded (progress clears it): the stalled-claims gauge.
+SELECT count(*)
+FROM tenure_leases l JOIN tenure_items i ON i.id = substr(l.key, 7)
+WHERE l.ended IS NULL AND l.key >= 'items/' AND l.key < 'items0'
+  AND l.expires_at > :now AND i.epoch = l.token
+  AND i.stalled_epoch = i.epoch AND i.status NOT IN ('done', 'cancelled');
+
+-- Refusals in windows (tenure.store.retention) ----------------------------------------------
+
+-- name: close_conflict_windows
+DELETE FROM tenure_conflict_windows WHERE at <= :since;
+
+-- name: conflict_total
+-- Every refusal ever counted, from the keys' own counters (not the log: it coalesces and
+-- retention drops events).
+SELECT coalesce(sum(conflicts), 0) FROM tenure_leases;
+
+-- name: set_roles
+UPDATE tenure_principals SET roles = :roles WHERE name = :name;
+
+-- name: live_leases_of
+-- What keeps a principal from being removed: the live leases it holds ...
+SELECT key FROM tenure_leases
+WHERE holder = :name AND ended IS NULL AND expires_at > :now
+ORDER BY key LIMIT 10;
+
+-- name: open_items_of
+-- ... and the items assigned to it that are not done or cancelled.
+SELECT id FROM tenure_items
+WHERE assignee = :name AND status NOT IN ('done', 'cancelled')
+ORDER BY id LIMIT 10;
+
+-- name: children_of
+-- ... and the principals it dispatched (their ancestry names it).
+SELECT name FROM tenure_principals WHERE parent = :name ORDER BY name LIMIT 10;
+
+-- name: delete_tokens
+DELETE FROM tenure_tokens WHERE principal = :name;
+
+-- name: delete_cursors
+DELETE FROM tenure_cursors WHERE principal = :name;
+
+-- name: delete_principal
+DELETE FROM tenure_principals WHERE name = :name;
+
+-- name: token_floor
+SELECT floor FROM tenure_token_floor;
+
+-- name: max_token
+SELECT coalesce(max(token), 0) FROM tenure_leases;
+
+-- name: set_token_floor
+UPDATE tenure_token_floor SET floor = :floor;

@@ -1,0 +1,81 @@
+"""A write transaction on SQLite: one key's (:class:`SqliteKeyTx`) and a group commit's
+(:class:`Batch`)."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from tenure.core.items import Item
+from tenure.core.models import EventDraft, FencedValue, FencedWrite, KeyRecord
+from tenure.store import base, rows
+from tenure.store.sqlfiles import queries
+from tenure.store.sqlite import conflicts as sqlite_conflicts
+
+Q = queries("sqlite")
+
+
+class Batch:
+    """The writes of one group commit: ``done`` is set once it committed (or failed). Only
+    writes that queue behind another thread's commit wait for it, so the event is made when
+    the first of them joins (under the write lock, as the commit that sets it): a group the
+    server's loop opens has none."""
+
+    __slots__ = ("done", "error", "size")
+
+    def __init__(self) -> None:
+        self.done: threading.Event | None = None
+        self.error: BaseException | None = None
+        self.size = 0
+
+    def finish(self) -> None:
+        """It committed or failed: wake the writes waiting for it."""
+        if self.done is not None:
+            self.done.set()
+
+
+class SqliteKeyTx(base.KeyTx):
+    def __init__(self, conn: sqlite3.Connection, key: str, now: int) -> None:
+        self.conn, self.key, self.now = conn, key, now
+        row = conn.execute(Q["get_lease"], {"key": key}).fetchone()
+        self.record: KeyRecord | None = rows.record_from(row) if row else None
+
+    def write(self, name: str, params: dict[str, Any]) -> None:
+        self.conn.execute(Q[name], params)
+
+    def token_floor(self) -> int:
+        return int(self.conn.execute(Q["token_floor"]).fetchone()[0])
+
+    def register(self) -> FencedValue | None:
+        row = self.conn.execute(Q["get_register"], {"key": self.key}).fetchone()
+        return rows.register_from(row) if row else None
+
+    def find_op(self, token: int, op_id: str) -> FencedWrite | None:
+        params = {"key": self.key, "token": token, "op_id": op_id}
+        row = self.conn.execute(Q["find_op"], params).fetchone()
+        return rows.op_from(row) if row else None
+
+    def save(self, record: KeyRecord) -> None:
+        params = rows.record_params(record, rows.dumps(record.meta))
+        params["fence_open"] = int(record.fence_open)
+        if self.conn.execute(Q["save_lease"], params).rowcount != 1:
+            raise RuntimeError(f"refused to lower the token of {record.key!r}")
+
+    def append(self, events: Sequence[EventDraft]) -> None:
+        sqlite_conflicts.append(self.conn, events, self.now)  # (no Event objects: hot path)
+
+    def item(self, item_id: str) -> Item | None:
+        row = self.conn.execute(Q["get_item"], {"id": item_id}).fetchone()
+        return rows.item_from(row) if row else None
+
+    def add_item(self, item: Item) -> bool:
+        return self.conn.execute(Q["add_item"], rows.item_params(item)).fetchone() is not None
+
+    def save_item(self, item: Item) -> None:
+        self.conn.execute(Q["save_item"], rows.item_params(item))
+
+    def find_item_op(self, item_id: str, op_id: str) -> Any:
+        row = self.conn.execute(Q["find_item_op"], {"item": item_id, "op_id": op_id}).fetchone()
+        return None if row is None else rows.loads_text(row[0])

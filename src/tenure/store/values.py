@@ -1,0 +1,58 @@
+"""The values the store hands back beside the core's models: credentials, tokens as listed,
+what removing a principal did."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from tenure.core.models import Principal
+
+#: the reason recorded when a dispatched agent's tokens end with its claim
+ENDED = "its claim ended"
+
+
+@dataclass(frozen=True)
+class Credential:
+    """An unrevoked token as the store has it: whose it is, its id, and when it expires
+    (``None``: never). Expired or not is the caller's to decide, with its clock."""
+
+    principal: Principal
+    token_id: str
+    expires_at: int | None
+
+    def expired(self, now: int) -> bool:
+        return self.expires_at is not None and self.expires_at <= now
+
+
+@dataclass(frozen=True)
+class TokenInfo:
+    """A token of a principal as listed: its id and times (ms), never its secret or hash."""
+
+    token_id: str
+    created_at: int
+    expires_at: int | None
+    revoked_at: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "token_id": self.token_id,
+            "created_at": self.created_at,
+            "expires_at": self.expires_at,
+            "revoked_at": self.revoked_at,
+        }
+
+
+@dataclass(frozen=True)
+class Removal:
+    """What removing a principal did: ``removed``, with the ids of the tokens it revoked; or
+    not, because of the live leases it holds (``leases``, keys) and the open items assigned to
+    it (``items``, ids) or the principals it dispatched (``children``: their rights follow
+    its name, so a principal added later under that name would inherit them; each list cut at
+    10)."""
+
+    removed: bool
+    revoked: tuple[str, ...] = ()
+    leases: tuple[str, ...] = ()
+    items: tuple[str, ...] = ()
+    children: tuple[str, ...] = ()

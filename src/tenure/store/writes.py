@@ -1,0 +1,132 @@
+"""The writes both stores make alike: principals, tokens, the token floor, items, cursors.
+
+Each is one transaction of the backend (:meth:`Writes._writing`: SQLite's write lock, or a
+PostgreSQL transaction) whose statements run on its cursor (sqlite3's connection or psycopg's
+cursor, which read alike: :mod:`tenure.store.principal_writes`), and whose events are appended
+in it (:meth:`Writes._append`: on PostgreSQL also the notices for other servers).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
+
+from tenure.core.items import Item
+from tenure.core.models import Event, EventDraft, Principal, token_event
+from tenure.core.token_floor import TokenFloor, decide_floor
+from tenure.store import principal_writes, rows
+from tenure.store.principal_writes import Cursor
+from tenure.store.values import ENDED, Removal
+
+
+class Writes(Protocol):
+    #: the backend's queries, by name
+    Q: Mapping[str, str]
+
+    def _writing(self) -> AbstractContextManager[Any]:
+        """One write transaction: its cursor."""
+        raise NotImplementedError
+
+    def _now_in(self, cur: Cursor) -> int:
+        """The instant, read in the transaction of ``cur`` (once its locks are held)."""
+        raise NotImplementedError
+
+    def _append(self, cur: Any, events: Sequence[EventDraft], now: int) -> list[Event]:
+        raise NotImplementedError
+
+    def add_principal(
+        self,
+        principal: Principal,
+        token_hash: str | None = None,
+        token_id: str | None = None,
+        actor: str | None = None,
+        expires_at: int | None = None,
+    ) -> None:
+        """Create ``principal`` (and, given ``token_hash``, its first token, which expires at
+        ``expires_at`` unless ``None``) in one transaction, with its events
+        (``principal_created``, ``token_issued``; ``actor`` made it)."""
+        token = None if token_hash is None else (token_hash, token_id, expires_at)
+        with self._writing() as cur:
+            now = self._now_in(cur)
+            self._append(cur, principal_writes.add(cur, self.Q, principal, token, actor, now), now)
+
+    def add_token(
+        self,
+        name: str,
+        token_id: str,
+        token_hash: str,
+        actor: str | None = None,
+        expires_at: int | None = None,
+    ) -> None:
+        with self._writing() as cur:
+            now = self._now_in(cur)
+            token = (name, token_id, token_hash, actor, expires_at, now)
+            self._append(cur, principal_writes.add_token(cur, self.Q, *token), now)
+
+    def revoke_token(
+        self, name: str, token_id: str, actor: str | None = None, reason: str | None = None
+    ) -> bool:
+        """Revoke a token of ``name`` (and record ``token_revoked``); ``False`` if it has no
+        such unrevoked token."""
+        with self._writing() as cur:
+            now = self._now_in(cur)
+            params = {"id": token_id, "principal": name, "now": now}
+            if cur.execute(self.Q["revoke_token"], params).rowcount != 1:
+                return False
+            self._append(cur, [token_event("token_revoked", name, token_id, actor, reason)], now)
+            return True
+
+    def revoke_ended_agents(self, limit: int) -> list[Event]:
+        """Revoke the tokens of dispatched agents whose claim on their item ended (released,
+        completed, expired, force-released, taken over: whatever way, ``kill -9`` of their
+        supervisor included); the ``token_revoked`` events."""
+        with self._writing() as cur:
+            now = self._now_in(cur)
+            events = []
+            ended = cur.execute(self.Q["ended_agents"], {"now": now, "limit": limit}).fetchall()
+            for (name,) in ended:
+                revoked = cur.execute(self.Q["revoke_all_tokens"], {"name": name, "now": now})
+                for (token_id,) in revoked.fetchall():
+                    events.append(token_event("token_revoked", name, token_id, None, ENDED))
+                cur.execute(self.Q["swept_agent"], {"name": name})
+            return self._append(cur, events, now)
+
+    def set_token_floor(self, floor: int, actor: str | None) -> TokenFloor:
+        """Raise the token floor to ``floor`` (refused if lower: floors only grow), recorded as
+        ``token_floor_set``; in one transaction."""
+        with self._writing() as cur:
+            row = cur.execute(self.Q["token_floor_for_update"]).fetchone()
+            event = decide_floor(int(row[0]) if row else 0, floor, actor)
+            cur.execute(self.Q["set_token_floor"], {"floor": floor})
+            self._append(cur, [event], self._now_in(cur))
+            most = cur.execute(self.Q["max_token"]).fetchone()
+            return TokenFloor(floor, int(most[0]) if most else 0)
+
+    def set_roles(self, name: str, roles: tuple[str, ...], actor: str | None) -> Principal | None:
+        """Replace the roles of ``name`` and record ``principal_roles_set`` (from, to; ``actor``
+        did it); ``None`` if there is no such principal."""
+        with self._writing() as cur:
+            principal, events = principal_writes.set_roles(cur, self.Q, name, roles, actor)
+            self._append(cur, events, self._now_in(cur))
+            return principal
+
+    def remove_principal(self, name: str, actor: str | None) -> Removal | None:
+        """In one transaction: unless ``name`` holds a live lease or is assigned an open item,
+        revoke its live tokens (``token_revoked``), delete it, its tokens and its event cursors,
+        and record ``principal_removed``. ``None`` if there is no such principal."""
+        with self._writing() as cur:
+            now = self._now_in(cur)
+            removal, events = principal_writes.remove(cur, self.Q, name, actor, now)
+            self._append(cur, events, now)
+            return removal
+
+    def create_item(self, item: Item) -> bool:
+        """Insert ``item``; ``False`` if its id is taken."""
+        with self._writing() as cur:
+            return cur.execute(self.Q["add_item"], rows.item_params(item)).fetchone() is not None
+
+    def set_cursor(self, principal: str, name: str, event_id: int) -> None:
+        with self._writing() as cur:
+            params = {"principal": principal, "name": name, "event_id": event_id}
+            cur.execute(self.Q["set_cursor"], params)

@@ -1,0 +1,84 @@
+"""The item and claim verbs are entries of the verb table: the client's requests, direct mode
+and the REST routes are built from them, and the retry rules are the entries' own."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tenure.client import _item_calls as ic
+from tenure.client._shared import Call, Safety
+from tenure.core.claims import Dispatch
+from tenure.core.items import Item
+from tenure.core.models import Lease, Principal
+from tenure.server.http.app import create_app
+from tenure.settings import Settings
+from tenure.verbs import items as iv
+from tenure.verbs.items import DISPATCH_ITEM
+from tenure.verbs.registry import BY_NAME
+from tenure.verbs.table import PATH_PARAM
+
+#: every request of the work queue, and whether the client may send it again after a failure
+#: that left its outcome unknown
+CALLS: list[tuple[Call[Any], Safety]] = [
+    (ic.create_item("t"), Safety.UNSAFE),
+    (ic.get_item("a/b"), Safety.IDEMPOTENT),
+    (ic.list_items(after="1:2:x"), Safety.IDEMPOTENT),
+    (ic.update_item("a", title="t"), Safety.IDEMPOTENT),
+    (ic.update_item("a", status="in_progress"), Safety.UNSAFE),
+    (ic.claim_item("a"), Safety.UNSAFE),
+    (ic.renew_item("a"), Safety.IDEMPOTENT),
+    (ic.extend_item("a", by_ms=5), Safety.IDEMPOTENT),
+    (ic.release_item("a"), Safety.UNSAFE),
+    (ic.release_item("a", 3), Safety.IDEMPOTENT),
+    (ic.progress_item("a", 3, "m"), Safety.IDEMPOTENT),
+    (ic.complete_item("a", 3), Safety.UNSAFE),
+    (ic.complete_item("a", 3, op_id="o"), Safety.IDEMPOTENT),
+    (ic.cancel_item("a", "r"), Safety.UNSAFE),
+    (ic.force_release_item("a", "r"), Safety.UNSAFE),
+    (ic.reassign_item("a", "bob", "r"), Safety.UNSAFE),
+    (ic.dispatch_item("a"), Safety.UNSAFE),
+    (ic.queue(), Safety.IDEMPOTENT),
+    (ic.queue("jo/r1"), Safety.IDEMPOTENT),
+    (ic.ready(), Safety.IDEMPOTENT),
+    (ic.ready_view(), Safety.IDEMPOTENT),
+    (ic.briefing(), Safety.UNSAFE),
+]
+
+
+@pytest.mark.parametrize(("call", "safety"), CALLS, ids=lambda c: getattr(c, "op", ""))
+def test_each_request_is_its_verbs_route_with_its_retry_rule(
+    call: Call[Any], safety: Safety
+) -> None:
+    verb = BY_NAME[call.op]
+    assert call.method == verb.method and call.safety is safety
+    route = PATH_PARAM.sub(lambda m: call.path_args[m.group(1)].replace("/", "%2F"), verb.path)
+    assert call.path == route
+
+
+def test_every_item_route_is_built_from_the_table() -> None:
+    paths = create_app(Settings(db="sqlite:///:memory:")).openapi()["paths"]
+    item_ops = {
+        (path, method): op["operationId"]
+        for path, methods in paths.items()
+        for method, op in methods.items()
+        if path.startswith(("/v1/items", "/v1/queue", "/v1/ready", "/v1/briefing"))
+    }
+    verbs = [v for v in BY_NAME.values() if v.tags in (iv.ITEMS, iv.VIEWS)]
+    assert len(verbs) == len(item_ops) == 18
+    for verb in verbs:
+        path = verb.path.replace(":path", "")
+        assert item_ops[(path, verb.method.lower())] == verb.name
+
+
+def test_a_dispatch_travels_as_the_api_sends_it() -> None:
+    agent = Principal("jo/r1", "agent", (), "jo")
+    lease = Lease("items/a", "jo/r1", None, 1, 30_000, 1, 1, 30_001, 0, {}, "live")
+    dispatch = Dispatch(Item("a", "t", assignee="jo/r1"), lease, agent, "tok-1")
+    wire = DISPATCH_ITEM.wire(dispatch)
+    assert isinstance(wire, dict)
+    assert wire["agent"] == {
+        "name": "jo/r1", "kind": "agent", "roles": [], "parent": "jo", "token": "tok-1",
+    }  # fmt: skip
+    assert DISPATCH_ITEM.parse(wire) == dispatch
