@@ -11,6 +11,7 @@ from tenure.core.models import (
     Lease,
     LostLease,
     Principal,
+    ReleaseAllResult,
     ReleaseResult,
     RenewAllResult,
 )
@@ -70,6 +71,7 @@ __all__ = [
     "Principal",
     "RateLimited",
     "Reaper",
+    "ReleaseAllResult",
     "ReleaseResult",
     "RenewAllResult",
     "Service",

@@ -156,6 +156,23 @@ def lock_release(key: str, token: int | None) -> None:
 
 @verb(
     lock,
+    "release-all",
+    summary="Release every lease of your session (idempotent).",
+    example="tenure lock release-all\nTENURE_SESSION=run:web-2:4242 tenure lock release-all --json",
+)
+def lock_release_all() -> None:
+    """End every live lease of your CLI session (or of `$TENURE_SESSION`), each by its token;
+    item claims are left alone (`tenure release ITEM`). What a process's exit hook runs."""
+    run = cli_of()
+    result = run.client.release_all()
+    for lease in result.released:
+        run.remember(lease.key, None)
+    keys = ", ".join(lease.key for lease in result.released)
+    run.out.emit(result.to_dict(), f"released {keys}" if keys else "nothing to release")
+
+
+@verb(
+    lock,
     "force-release",
     summary="End someone's lease (admin, supervisor or ancestor).",
     example='tenure lock force-release jobs/nightly --reason "worker-3 is wedged"',

@@ -105,6 +105,10 @@ def renew_all(
     return cast(Call[m.RenewAllResult], call)  # the reply's JSON reads as one in any case
 
 
+def release_all(session: str | None = None) -> Call[m.ReleaseAllResult]:
+    return verb_call(lv.RELEASE_ALL, session=session)
+
+
 def extend(
     key: str, token: int, until: int | datetime | None = None, by_ms: int | None = None
 ) -> Call[m.ExtendResult]:

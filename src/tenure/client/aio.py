@@ -31,6 +31,7 @@ from tenure.core.models import (
     ForceReleaseResult,
     Lease,
     Principal,
+    ReleaseAllResult,
     ReleaseResult,
     RenewAllResult,
 )
@@ -212,6 +213,11 @@ class AsyncClient(AsyncEventsMixin):
         """Renew the live leases of this client's session (or those of them on ``keys``) in one
         call; the leases of your other sessions are left to lapse or be renewed by their own."""
         return await self._call(sh.renew_all(keys, self.session))
+
+    async def release_all(self) -> ReleaseAllResult:
+        """End every live lease of this client's session (item claims excepted): what a
+        process does on its way out. Idempotent: a repeat releases nothing more."""
+        return await self._call(sh.release_all(self.session))
 
     async def extend(
         self, key: str, token: int, until: int | datetime | None = None, by_ms: int | None = None

@@ -19,9 +19,11 @@ from tenure.core.models import (
     FencedWrite,
     ForceReleaseResult,
     KeyRecord,
+    Lease,
     Principal,
     ReleaseResult,
 )
+from tenure.core.work import ITEM_PREFIX
 from tenure.errors import (
     Forbidden,
     IdempotencyConflict,
@@ -267,6 +269,22 @@ def decide_release(
     done = rec.update(ended="released")
     event = ending_event(rec, "released", now, actor=who.name)
     return Decision(done, (*events, event), ReleaseResult(True, done.lease(now)))
+
+
+def releases_of(
+    leases: Sequence[Lease], who: Principal, session: str | None
+) -> list[tuple[str, int]]:
+    """The leases a ``release-all`` of ``who`` ends, as (key, token): its own live leases, only
+    ``session``'s when given (``None``: every session's), never an item's claim (an item is
+    released through its own verbs, which keep its assignment and history)."""
+    return [
+        (lease.key, lease.token)
+        for lease in leases
+        if lease.holder == who.name
+        and lease.state == "live"
+        and session in (None, lease.session)
+        and not lease.key.startswith(ITEM_PREFIX)
+    ]
 
 
 def may_force_release(

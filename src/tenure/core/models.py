@@ -396,3 +396,18 @@ class RenewAllResult:
     def from_wire(cls, data: Any) -> RenewAllResult:
         renewed = tuple(Lease.from_wire(x) for x in data["renewed"])
         return cls(renewed, tuple(LostLease.from_wire(x) for x in data["lost"]))
+
+
+@dataclass(frozen=True)
+class ReleaseAllResult:
+    """What one ``release-all`` ended: every lease of the caller's (of one session) it released,
+    by key."""
+
+    released: tuple[Lease, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"released": [lease.to_dict() for lease in self.released]}
+
+    @classmethod
+    def from_wire(cls, data: Any) -> ReleaseAllResult:
+        return cls(tuple(Lease.from_wire(x) for x in data["released"]))

@@ -18,6 +18,7 @@ from tenure.core.decide import (
     decide_force_release,
     decide_release,
     decide_write,
+    releases_of,
 )
 from tenure.core.items import ITEM_PREFIX
 from tenure.core.models import (
@@ -30,6 +31,7 @@ from tenure.core.models import (
     ForceReleaseResult,
     Lease,
     LostLease,
+    ReleaseAllResult,
     ReleaseResult,
     RenewAllResult,
 )
@@ -43,6 +45,8 @@ from tenure.store.base import KeyTx, Store
 
 __all__ = ["ITEM_VERBS", "Service", "Who", "as_principal"]
 
+#: live leases read at a time by release_all
+RELEASE_PAGE = 1000
 #: what to use instead of a generic lease verb on an item's key (``{id}``: the item)
 ITEM_VERBS = {
     "acquire": "claim the item (POST /v1/items/{id}/claim; tenure claim {id})",
@@ -174,6 +178,23 @@ class Service(Engine):
             key, lambda tx: decide_release(tx.record, key, me, token, tx.now, sid)
         )
         return result
+
+    def release_all(self, who: Who, session: str | None = None) -> ReleaseAllResult:
+        """End every live lease of ``who`` (only ``session``'s when given), item claims
+        excepted: each by its own token, in its own transaction, as :meth:`release` would.
+        A lease that ends meanwhile (expired, taken over) is left out of the result."""
+        me = as_principal(who)
+        sid = None if session is None else v.check_session(session)
+        now, held, after = self.store.now_ms(), [], None
+        while page := self.store.live(now, None, me.name, None, RELEASE_PAGE, after):
+            held += releases_of([r.lease(now) for r in page], me, sid)
+            after = page[-1].key
+        released = []
+        for key, token in held:
+            result = self.release(me, key, token)
+            if result.released and result.lease is not None:
+                released.append(result.lease)
+        return ReleaseAllResult(tuple(released))
 
     def force_release(self, who: Who, key: str, reason: str) -> ForceReleaseResult:
         """End someone's live lease as an authority; its token is dead for fenced writes."""

@@ -34,6 +34,7 @@ from tenure.verbs.replies import (
     ForceReleaseReply,
     LeaseReply,
     LeasesReply,
+    ReleaseAllReply,
     ReleaseReply,
     RenewAllReply,
 )
@@ -66,6 +67,13 @@ class RenewAllIn(Body):
     session: Annotated[
         Session | None,
         Field(description="renew only this session's leases (default: every session's)"),
+    ] = None
+
+
+class ReleaseAllIn(Body):
+    session: Annotated[
+        Session | None,
+        Field(description="release only this session's leases (default: every session's)"),
     ] = None
 
 
@@ -185,6 +193,10 @@ def _with_token(args: Mapping[str, Any]) -> bool:
     return args.get("token") is not None
 
 
+def _release_all(services: Services, me: Principal, a: ReleaseAllIn) -> m.ReleaseAllResult:
+    return services.leases.release_all(me, a.session)
+
+
 def _force_release(services: Services, me: Principal, a: ForceReleaseIn) -> m.ForceReleaseResult:
     return services.leases.force_release(me, a.key, a.reason)
 
@@ -249,6 +261,13 @@ RELEASE: Verb[ReleaseIn, m.ReleaseResult] = Verb(
     repeatable=_with_token, grouped=True,
     doc="End your lease: the lease of `token` (any session of yours), else your `session`'s. "
     "`released: false` when there is nothing of yours to end, with the `reason`.",
+)  # fmt: skip
+RELEASE_ALL: Verb[ReleaseAllIn, m.ReleaseAllResult] = Verb(
+    "release_all", "POST", "/v1/leases/release-all", ReleaseAllIn, _release_all, w.to_dict,
+    m.ReleaseAllResult.from_wire, ReleaseAllReply, problems=ASKED, tags=("leases",),
+    doc="End every live lease of yours (only your `session`'s when given), each as `release` "
+    "with its token would; item claims are left to the items' own verbs. A repeat releases "
+    "nothing more.",
 )  # fmt: skip
 FORCE_RELEASE: Verb[ForceReleaseIn, m.ForceReleaseResult] = Verb(
     "force_release", "POST", "/v1/leases/force-release", ForceReleaseIn, _force_release,

@@ -13,6 +13,7 @@ VERBS: list[Verb[Any, Any]] = [
     leases.RENEW_ALL,
     leases.EXTEND,
     leases.RELEASE,
+    leases.RELEASE_ALL,
     leases.FORCE_RELEASE,
     leases.GET_LEASE,
     leases.LIST_LEASES,

@@ -60,6 +60,10 @@ class RenewAllReply(Out):
     lost: list[LostOut]
 
 
+class ReleaseAllReply(Out):
+    released: Annotated[list[LeaseOut], Field(description="the leases it ended, by key")]
+
+
 class ExtendReply(Out):
     lease: LeaseOut
     extended: bool
