@@ -30,6 +30,7 @@ from tenure.cli.render import pairs, table
 from tenure.core.items import STATUSES, Item, ItemView, Transfer, item_key
 from tenure.core.models import Lease
 from tenure.core.text import clock, held_by, relative, when
+from tenure.verbs import items as iv
 
 EPOCH_HELP = "The claim's epoch (default: the one remembered from your claim)."
 EPOCH = click.option("--epoch", type=int, help=EPOCH_HELP)
@@ -210,7 +211,7 @@ def renew(item_id: str, epoch: int | None, ttl: int | None) -> None:
     run = cli_of()
     lease = run.client.items.renew(item_id, epoch_of(run, item_id, epoch), ttl)
     run.remember(item_key(item_id), lease.token)
-    run.out.emit({"lease": lease.to_dict()}, lambda: lease_line(item_id, lease))
+    run.out.emit(iv.RENEW_ITEM.wire(lease), lambda: lease_line(item_id, lease))
 
 
 @verb(
@@ -276,7 +277,7 @@ def progress(
     item = run.client.items.progress(
         item_id, epoch_of(run, item_id, epoch), message, percent, extra
     )
-    run.out.emit({"item": item.to_dict()}, f"{item_id}: {progress_text(item)}")
+    run.out.emit(iv.PROGRESS_ITEM.wire(item), f"{item_id}: {progress_text(item)}")
 
 
 @verb(
@@ -332,7 +333,7 @@ def cancel(item_id: str, reason: str) -> None:
     run = cli_of()
     item = run.client.items.cancel(item_id, reason)
     run.remember(item_key(item_id), None)
-    run.out.emit({"item": item.to_dict()}, f"{item_id}: {item.status} ({reason})")
+    run.out.emit(iv.CANCEL_ITEM.wire(item), f"{item_id}: {item.status} ({reason})")
 
 
 # the views ----------------------------------------------------------------------------------
@@ -461,7 +462,7 @@ def items_add(
     item = run.client.items.create(
         title, body, priority, labels or None, parent, item_id, parent_epoch
     )
-    run.out.emit({"item": item.to_dict()}, f"added {item.id}: {item.title}")
+    run.out.emit(iv.CREATE_ITEM.wire(item), f"added {item.id}: {item.title}")
 
 
 @verb(

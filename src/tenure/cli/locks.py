@@ -14,6 +14,7 @@ from tenure.cli.durations import DURATION
 from tenure.cli.render import pairs, table
 from tenure.core.models import Lease
 from tenure.core.text import clock, relative, when
+from tenure.verbs import leases as lv
 
 
 def parse_json_object(value: str | None, name: str) -> dict[str, Any] | None:
@@ -100,7 +101,7 @@ def lock_acquire(
     run = cli_of()
     lease = run.client.acquire(key, ttl, task, parse_json_object(meta, "--meta"), wait)
     run.remember(key, lease.token)
-    run.out.emit({"lease": lease.to_dict()}, lambda: lease_table(lease))
+    run.out.emit(lv.ACQUIRE.wire(lease), lambda: lease_table(lease))
 
 
 @verb(
@@ -116,7 +117,7 @@ def lock_renew(key: str, token: int | None, ttl: int | None) -> None:
     """Renew your lease on KEY from now; exit 4 if it is already lost."""
     run = cli_of()
     lease = run.client.renew(key, run.token_for(key, token), ttl)
-    run.out.emit({"lease": lease.to_dict()}, lambda: lease_table(lease))
+    run.out.emit(lv.RENEW.wire(lease), lambda: lease_table(lease))
 
 
 @verb(
@@ -133,7 +134,9 @@ def lock_extend(key: str, by: int, token: int | None) -> None:
     run = cli_of()
     result = run.client.extend(key, run.token_for(key, token), by_ms=by)
     capped = f" (capped: asked {clock(result.requested_until)})" if result.capped else ""
-    run.out.emit(result.to_dict(), f"{key} now expires at {when(result.granted_until)}{capped}")
+    run.out.emit(
+        lv.EXTEND.wire(result), f"{key} now expires at {when(result.granted_until)}{capped}"
+    )
 
 
 @verb(
@@ -151,7 +154,7 @@ def lock_release(key: str, token: int | None) -> None:
     result = run.client.release(key, token if token is not None else run.remembered(key))
     run.remember(key, None)
     said = "released" if result.released else "nothing to release"
-    run.out.emit(result.to_dict(), f"{key}: {said}")
+    run.out.emit(lv.RELEASE.wire(result), f"{key}: {said}")
 
 
 @verb(
@@ -168,7 +171,7 @@ def lock_release_all() -> None:
     for lease in result.released:
         run.remember(lease.key, None)
     keys = ", ".join(lease.key for lease in result.released)
-    run.out.emit(result.to_dict(), f"released {keys}" if keys else "nothing to release")
+    run.out.emit(lv.RELEASE_ALL.wire(result), f"released {keys}" if keys else "nothing to release")
 
 
 @verb(
@@ -217,4 +220,4 @@ def lock_show(key: str) -> None:
     """The latest lease on KEY, live or not, with its state."""
     run = cli_of()
     lease = run.client.get_lease(key)
-    run.out.emit({"lease": lease.to_dict()}, lambda: lease_table(lease))
+    run.out.emit(lv.GET_LEASE.wire(lease), lambda: lease_table(lease))
