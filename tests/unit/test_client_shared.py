@@ -32,6 +32,7 @@ from tenure.core.models import (
     ReleaseResult,
     RenewAllResult,
 )
+from tenure.verbs.ops import Filters
 
 LEASE = Lease("jobs/a", "jo", "run-1", 7, 30_000, 1, 2, 30_002, 3, {"x": [1]}, "live")
 FAST = RetryPolicy(attempts=4, budget=5.0, backoff=0.001, max_backoff=0.002)
@@ -61,7 +62,8 @@ def test_bodies_leave_out_what_was_not_given() -> None:
     assert sh.release("k").body == {"key": "k"}
     assert sh.fenced_write("k", 1, None).body == {"key": "k", "token": 1, "value": None}
     assert sh.list_leases(prefix="jobs/").params == {"prefix": "jobs/"}
-    assert sh.events(5, type="expired").params == {"after": 5, "type": "expired", "limit": 100}
+    expired = sh.events(5, Filters(type="expired"))
+    assert expired.params == {"after": 5, "type": "expired", "limit": 100}
     assert sh.add_principal("bo", roles=("admin",)).body == {
         "name": "bo",
         "kind": "agent",

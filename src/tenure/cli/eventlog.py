@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from tenure.client import Client
 from tenure.client import _shared as sh
 from tenure.core.models import Event
+from tenure.verbs.ops import Filters
 
 PAGE = 1000  # events per request
 #: a type no event has: a read filtered by it finds nothing, and its ``next`` shows how far the
@@ -29,7 +30,8 @@ class Filter:
 
 def page(client: Client, after: int, f: Filter, limit: int = PAGE) -> tuple[list[Event], int]:
     """One read after ``after``: the events found and the cursor to go on from."""
-    call = sh.events(after, f.key, f.holder, f.type, limit, f.item)
+    where = Filters(key=f.key, item=f.item, holder=f.holder, type=f.type)
+    call = sh.events(after, where, limit)
 
     def parse(data: object) -> tuple[list[Event], int]:
         found = sh.events_reply(data)

@@ -11,9 +11,9 @@ from typing import Any, Literal, TypeVar, overload
 from tenure.client import _shared as sh
 from tenure.client._call import Call
 from tenure.core.models import Event
+from tenure.verbs.ops import Filters
 
 T = TypeVar("T")
-Follow = tuple[int, str | None, str | None, str | None, str | None]
 
 
 class EventsMixin:
@@ -66,14 +66,14 @@ class EventsMixin:
         ``follow=True``: an endless iterator over the log from ``after``, long-polling for
         new events; it ends only with an error or when you stop iterating.
         """
+        where = Filters(key=key, item=item, holder=holder, type=type)
         if follow:
-            return self._follow((after, key, holder, type, item))
-        return self._call(sh.events(after, key, holder, type, limit, item, wait_ms))
+            return self._follow(after, where)
+        return self._call(sh.events(after, where, limit, wait_ms))
 
-    def _follow(self, follow: Follow) -> Iterator[Event]:
-        after, key, holder, type, item = follow
+    def _follow(self, after: int, where: Filters) -> Iterator[Event]:
         while True:
-            page, after = self._call(sh.follow_page(after, key, holder, type, item))
+            page, after = self._call(sh.follow_page(after, where))
             yield from page
 
 
@@ -99,8 +99,9 @@ class AsyncEventsMixin:
         ``await client.events(...)`` is one page (``wait_ms``: long-poll while there is none);
         ``async for event in client.events(follow=True)`` follows the log from ``after``.
         """
-        page = sh.events(after, key, holder, type, limit, item, wait_ms)
-        return AsyncEvents(self, page, (after, key, holder, type, item) if follow else None)
+        where = Filters(key=key, item=item, holder=holder, type=type)
+        page = sh.events(after, where, limit, wait_ms)
+        return AsyncEvents(self, page, (after, where) if follow else None)
 
 
 class AsyncEvents:
@@ -108,7 +109,10 @@ class AsyncEvents:
     (the page's events, or with ``follow=True`` the log from ``after`` on, endlessly)."""
 
     def __init__(
-        self, client: AsyncEventsMixin, page: Call[list[Event]], follow: Follow | None
+        self,
+        client: AsyncEventsMixin,
+        page: Call[list[Event]],
+        follow: tuple[int, Filters] | None,
     ) -> None:
         self._client, self._page, self._follow = client, page, follow
 
@@ -123,8 +127,8 @@ class AsyncEvents:
             for event in await self._client._call(self._page):
                 yield event
             return
-        after, key, holder, type, item = self._follow
+        after, where = self._follow
         while True:
-            page, after = await self._client._call(sh.follow_page(after, key, holder, type, item))
+            page, after = await self._client._call(sh.follow_page(after, where))
             for event in page:
                 yield event

@@ -163,29 +163,25 @@ FOLLOW_WAIT_MS = 25_000  # each long-poll of a follower
 FOLLOW_LIMIT = 1000
 
 
+ALL_EVENTS = ov.Filters()
+
+
 def events(
-    after: int = 0,
-    key: str | None = None,
-    holder: str | None = None,
-    type: str | None = None,
-    limit: int = 100,
-    item: str | None = None,
-    wait_ms: int | None = None,
+    after: int = 0, where: ov.Filters = ALL_EVENTS, limit: int = 100, wait_ms: int | None = None
 ) -> Call[list[Event]]:
+    """A page of the events after ``after`` that match ``where``."""
     wait_s = wait_ms / 1000 if isinstance(wait_ms, int) and wait_ms > 0 else 0.0
     call = verb_call(
-        ov.EVENTS, wait_s=wait_s, after=after, key=key, item=item, holder=holder, type=type,
-        limit=limit, wait_ms=wait_ms,
+        ov.EVENTS, wait_s=wait_s, after=after, key=where.key, item=where.item,
+        holder=where.holder, type=where.type, limit=limit, wait_ms=wait_ms,
     )  # fmt: skip
     return reparse(call, events_reply)
 
 
-def follow_page(
-    after: int, key: str | None, holder: str | None, type: str | None, item: str | None
-) -> Call[tuple[list[Event], int]]:
+def follow_page(after: int, where: ov.Filters) -> Call[tuple[list[Event], int]]:
     """One long-poll of a follower of the event log: its events, and the cursor to go on from
     (the server's ``next``: past every event it examined, matched or not)."""
-    call = events(after, key, holder, type, FOLLOW_LIMIT, item, FOLLOW_WAIT_MS)
+    call = events(after, where, FOLLOW_LIMIT, FOLLOW_WAIT_MS)
 
     def parse(data: Any) -> tuple[list[Event], int]:
         page = ov.EVENTS.parse(data)
@@ -270,14 +266,8 @@ def interpret(call: Call[T], reply: Reply) -> T:
         try:
             return call.parse(reply.data)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise UnexpectedReply(
-                f"{call.method} {call.path}: a {reply.status} reply of the wrong shape ({exc!r})",
-                method=call.method,
-                path=call.path,
-                sent=True,
-                http_status=reply.status,
-                body=reply.text[:500],
-            ) from None
+            what = f"a {reply.status} reply of the wrong shape ({exc!r})"
+            raise _unexpected(call, reply, what) from None
     raise error_from(call, reply)
 
 
@@ -286,8 +276,13 @@ def error_from(call: Call[Any], reply: Reply) -> TenureError:
     data = reply.data
     if isinstance(data, dict) and isinstance(data.get("code"), str):
         return TenureError.from_problem(data)
+    return _unexpected(call, reply, f"HTTP {reply.status} without a problem document")
+
+
+def _unexpected(call: Call[Any], reply: Reply, what: str) -> UnexpectedReply:
+    """A reply the client cannot read, sent (the server may have acted on the request)."""
     return UnexpectedReply(
-        f"{call.method} {call.path}: HTTP {reply.status} without a problem document",
+        f"{call.method} {call.path}: {what}",
         method=call.method,
         path=call.path,
         sent=True,

@@ -74,6 +74,16 @@ def text_schema(max_chars: int, description: str) -> dict[str, Any]:
     }
 
 
+def pattern_field(
+    pattern: str, description: str, *, max_length: int | None = None, example: str | None = None
+) -> Any:
+    """A string field matching ``pattern``: at most ``max_length``, with an example (all in
+    its JSON schema; the verbs check the values themselves)."""
+    schema: dict[str, Any] = {} if max_length is None else {"maxLength": max_length}
+    schema |= {"pattern": pattern, "description": description}
+    return Field(json_schema_extra=schema if example is None else schema | {"examples": [example]})
+
+
 def text_field(max_chars: int, description: str, *, blank: bool = False) -> Any:
     """A text filter of a query: at most ``max_chars``, no control characters (but tab and
     newline); ``blank``: may be empty or blank."""
@@ -117,50 +127,38 @@ Reason = Annotated[
 OpId = Annotated[str, Field(json_schema_extra=text_schema(MAX_OP_ID_CHARS, "an idempotency key"))]
 Session = Annotated[
     str,
-    Field(
-        json_schema_extra={
-            "maxLength": MAX_SESSION_BYTES,
-            "pattern": SESSION_PATTERN,
-            "description": "the holder's session: one running process of the caller (a "
-            "`tenure run`, an agent's connection); at most 128 bytes of UTF-8, no control "
-            "characters; absent or empty: the caller's default session. Sessions of one "
-            "principal exclude each other like strangers",
-            "examples": ["web-2"],
-        }
+    pattern_field(
+        SESSION_PATTERN,
+        "the holder's session: one running process of the caller (a `tenure run`, an "
+        "agent's connection); at most 128 bytes of UTF-8, no control characters; absent or "
+        "empty: the caller's default session. Sessions of one principal exclude each other "
+        "like strangers",
+        max_length=MAX_SESSION_BYTES,
+        example="web-2",
     ),
 ]
 Name = Annotated[
     str,
-    Field(
-        json_schema_extra={
-            "pattern": NAME_PATTERN,
-            "description": "1-128 characters: letters, digits and . _ @ : / -",
-        }
-    ),
+    pattern_field(NAME_PATTERN, "1-128 characters: letters, digits and . _ @ : / -"),
 ]
 
 
 # the items' fields
 ItemId = Annotated[
     str,
-    Field(
-        json_schema_extra={
-            "pattern": ITEM_ID_PATTERN,
-            "description": "an item id: 1-128 letters, digits, '.', '_' or '-', starting with a "
-            "letter or digit",
-            "examples": ["it-1f2e3d4c5b"],
-        }
+    pattern_field(
+        ITEM_ID_PATTERN,
+        "an item id: 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit",
+        example="it-1f2e3d4c5b",
     ),
 ]
 Title = Annotated[str, Field(json_schema_extra=text_schema(MAX_TITLE_CHARS, "what the work is"))]
 ItemBody = Annotated[
     str,
-    Field(
-        json_schema_extra={
-            "maxLength": MAX_BODY_CHARS,
-            "pattern": FILTER_PATTERN,
-            "description": "the details, may be empty: no control characters but tab and newline",
-        }
+    pattern_field(
+        FILTER_PATTERN,
+        "the details, may be empty: no control characters but tab and newline",
+        max_length=MAX_BODY_CHARS,
     ),
 ]
 Priority = Annotated[

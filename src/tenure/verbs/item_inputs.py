@@ -33,6 +33,7 @@ from tenure.verbs.fields import (
     Title,
     Ttl,
     Whole,
+    text_field,
 )
 from tenure.verbs.item_replies import Status
 from tenure.verbs.leases import ExtendIn
@@ -286,15 +287,10 @@ class DispatchArgs(DispatchIn, OnItem):
     pass
 
 
-def _filter(max_chars: int, description: str) -> Any:
-    extra: dict[str, Any] = {"maxLength": max_chars, "pattern": TEXT_PATTERN}
-    return Field(description=description, json_schema_extra=extra)
-
-
 class ListItemsIn(Body):
     status: Status | None = None
-    assignee: Annotated[str | None, _filter(256, "assigned to")] = None
-    label: Annotated[str | None, _filter(64, "with this label")] = None
+    assignee: Annotated[str | None, text_field(256, "assigned to")] = None
+    label: Annotated[str | None, text_field(64, "with this label")] = None
     limit: Annotated[int, Field(ge=1, le=MAX_LIMIT)] = 100
     after: Annotated[
         str | None,
