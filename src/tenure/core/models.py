@@ -260,6 +260,19 @@ class EventQuery:
 
 
 @dataclass(frozen=True)
+class LeaseQuery:
+    """Which live leases a list reads, by key: keys starting with ``prefix``, held by
+    ``holder``, for ``task`` (``None``: any), at most ``limit`` (``None``: no limit), the keys
+    sorting after ``after``."""
+
+    prefix: str | None = None
+    holder: str | None = None
+    task: str | None = None
+    limit: int | None = None
+    after: str | None = None
+
+
+@dataclass(frozen=True)
 class FencedValue:
     """The fenced register of one key: the last accepted value and who wrote it."""
 

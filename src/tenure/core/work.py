@@ -94,6 +94,18 @@ def item_cursor(item: Item) -> ItemCursor:
 
 
 @dataclass(frozen=True)
+class ItemQuery:
+    """Which items a list reads (by priority, then age, then id): those with this ``status``,
+    ``assignee`` and ``label`` (``None``: any), at most ``limit``, after the cursor ``after``."""
+
+    status: str | None = None
+    assignee: str | None = None
+    label: str | None = None
+    limit: int = 100
+    after: ItemCursor | None = None
+
+
+@dataclass(frozen=True)
 class Transfer:
     """One change of owner or epoch: ``from_`` → ``to`` at ``epoch``, and why."""
 

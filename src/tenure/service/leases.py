@@ -30,6 +30,7 @@ from tenure.core.models import (
     FencedWrite,
     ForceReleaseResult,
     Lease,
+    LeaseQuery,
     LostLease,
     ReleaseAllResult,
     ReleaseResult,
@@ -186,7 +187,8 @@ class Service(Engine):
         me = as_principal(who)
         sid = None if session is None else v.check_session(session)
         now, held, after = self.store.now_ms(), [], None
-        while page := self.store.live(now, None, me.name, None, RELEASE_PAGE, after):
+        mine = LeaseQuery(holder=me.name, limit=RELEASE_PAGE)
+        while page := self.store.live(now, replace(mine, after=after)):
             held += releases_of([r.lease(now) for r in page], me, sid)
             after = page[-1].key
         released = []
@@ -234,7 +236,8 @@ class Service(Engine):
         if limit is not None:
             limit = v.check_positive("limit", limit, 100_000)
         now = self.store.now_ms()
-        return [r.lease(now) for r in self.store.live(now, prefix, holder, task, limit, after)]
+        query = LeaseQuery(prefix, holder, task, limit, after)
+        return [r.lease(now) for r in self.store.live(now, query)]
 
     def contention(self, key: str) -> int:
         """How many acquisitions of ``key`` were refused because someone held it."""

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from tenure.core.models import KINDS, ROLES, IssuedToken, Principal
 from tenure.errors import Conflict, Forbidden, InvalidRequest, NotFound, Unauthenticated
 from tenure.store.base import Credential, Removal, Store, TokenInfo
+from tenure.store.values import NewToken
 
 TOKEN_RE = re.compile(r"^tnr_([0-9a-f]{12})_([A-Za-z0-9_-]{43})$")
 TOKEN_ID_RE = re.compile(r"^[0-9a-f]{12}$")
@@ -100,7 +101,8 @@ class Principals:
             raise NotFound(f"parent: no principal named {parent!r}", what="principal")
         token_id, token = new_token()
         expires_at = self._expiry(ttl_ms)
-        self.store.add_principal(principal, hash_token(token), token_id, actor, expires_at)
+        first = NewToken(hash_token(token), token_id, expires_at)
+        self.store.add_principal(principal, first, actor)
         return IssuedToken(principal, token_id, token, expires_at)
 
     def _expiry(self, ttl_ms: int | None) -> int | None:
@@ -115,7 +117,7 @@ class Principals:
             raise NotFound(f"no principal named {name!r}", what="principal")
         token_id, token = new_token()
         expires_at = self._expiry(ttl_ms)
-        self.store.add_token(name, token_id, hash_token(token), actor, expires_at)
+        self.store.add_token(name, NewToken(hash_token(token), token_id, expires_at), actor)
         return IssuedToken(principal, token_id, token, expires_at)
 
     def create(

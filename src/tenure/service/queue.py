@@ -62,6 +62,7 @@ from tenure.service.queue_items import (
 from tenure.service.queue_views import QueueViews, check_item_id
 from tenure.service.token_floors import floor_for
 from tenure.store.base import KeyTx
+from tenure.store.values import NewToken
 
 __all__ = [  # the results live in tenure.core.claims; imported from here by older code
     "MAX_BODY_CHARS",
@@ -500,7 +501,8 @@ class WorkQueue(QueueViews):
             # the agent's token ends with its claim (the reaper revokes it), or at the latest
             # when the claim could last no longer: the policy's max_lease from now
             lifetime = self.service.policy.for_key(item_key(item.id)).max_lease
-            tx.add_principal(child, hash_token(token), token_id, item.id, tx.now + lifetime)
+            first = NewToken(hash_token(token), token_id, tx.now + lifetime)
+            tx.add_principal(child, first, item.id)
             return dispatched(decision, me, child, token_id, reason)
 
         lease: Lease = self._run(item_id, decide, create=True)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import builtins
 import re
+from dataclasses import replace
 
 from tenure.core import validate as v
 from tenure.core.claims import Briefing, ReadyView
@@ -21,9 +22,9 @@ from tenure.core.items import (
     item_key,
     lease_state,
 )
-from tenure.core.models import Event, EventQuery, Lease, Principal
+from tenure.core.models import Event, EventQuery, Lease, LeaseQuery, Principal
 from tenure.core.policy import PolicySet
-from tenure.core.work import TAKEN_AWAY
+from tenure.core.work import TAKEN_AWAY, ItemQuery
 from tenure.errors import InvalidRequest, NotFound
 from tenure.service.engine import Who, as_principal
 from tenure.store.base import Store
@@ -87,30 +88,23 @@ class QueueViews:
         after: ItemCursor | None = None,
     ) -> builtins.list[Item]:
         """Items by priority, then age; ``after``: the page after the one that ended there."""
-        return self.store.list_items(*self._filters(status, assignee, label, limit), after)
+        query = ItemQuery(status, assignee, label, limit, after)
+        return self.store.list_items(self._checked(query))
 
-    def summaries(
-        self,
-        status: str | None = None,
-        assignee: str | None = None,
-        label: str | None = None,
-        limit: int = 100,
-        after: ItemCursor | None = None,
-    ) -> builtins.list[ItemSummary]:
+    def summaries(self, query: ItemQuery) -> builtins.list[ItemSummary]:
         """:meth:`list` without bodies, results and progress data (they stay in the store)."""
-        filters = self._filters(status, assignee, label, limit)
-        return self.store.list_item_summaries(*filters, after)
+        return self.store.list_item_summaries(self._checked(query))
 
-    def _filters(
-        self, status: str | None, assignee: str | None, label: str | None, limit: int
-    ) -> tuple[str | None, str | None, str | None, int]:
-        if status is not None and status not in STATUSES:
+    def _checked(self, query: ItemQuery) -> ItemQuery:
+        """``query`` with its fields checked (a bad one is refused) and normalised."""
+        if query.status is not None and query.status not in STATUSES:
             raise InvalidRequest(f"status: one of {', '.join(STATUSES)}", field="status")
-        return (
-            status,
-            None if assignee is None else v.check_text("assignee", assignee, 256),
-            None if label is None else v.check_text("label", label, 64),
-            v.check_limit(limit),
+        assignee, label = query.assignee, query.label
+        return replace(
+            query,
+            assignee=None if assignee is None else v.check_text("assignee", assignee, 256),
+            label=None if label is None else v.check_text("label", label, 64),
+            limit=v.check_limit(query.limit),
         )
 
     # views ---------------------------------------------------------------------------------
@@ -120,7 +114,7 @@ class QueueViews:
         now = self.store.now_ms()
         items: builtins.list[Item] = []
         for owner in (name, *self._descendants(name)):
-            items.extend(self.store.list_items(assignee=owner, limit=v.MAX_LIMIT))
+            items.extend(self.store.list_items(ItemQuery(assignee=owner, limit=v.MAX_LIMIT)))
         return [self._view(item, now) for item in items if item.status not in CLOSED]
 
     def _descendants(self, name: str) -> builtins.list[str]:
@@ -147,7 +141,8 @@ class QueueViews:
         holder stopped. Its assignee claims it again; anyone else takes it over with a reason."""
         limit = v.check_limit(limit)
         now = self.store.now_ms()
-        live = {r.key for r in self.store.live(now, ITEM_PREFIX)}  # one read, not one per item
+        # one read, not one per item
+        live = {r.key for r in self.store.live(now, LeaseQuery(ITEM_PREFIX))}
         out: builtins.list[ItemView] = []
         for item in self._assigned():
             if item.revoked or item_key(item.id) in live:
@@ -179,7 +174,7 @@ class QueueViews:
         items = [
             item
             for status in ("in_progress", "blocked")
-            for item in self.store.list_items(status, limit=v.MAX_LIMIT)
+            for item in self.store.list_items(ItemQuery(status, limit=v.MAX_LIMIT))
             if item.assignee
         ]
         return sorted(items, key=lambda i: (i.priority, i.created_at, i.id))

@@ -26,7 +26,7 @@ from tenure.core.models import (
 from tenure.core.token_floor import TokenFloor
 from tenure.store import rows
 from tenure.store.reads import Reads
-from tenure.store.values import ENDED, Credential, Removal, TokenInfo
+from tenure.store.values import ENDED, Credential, NewToken, Removal, TokenInfo
 from tenure.store.writes import Writes
 
 __all__ = ["ENDED", "Credential", "KeyTx", "Removal", "Store", "TokenInfo"]
@@ -84,19 +84,13 @@ class KeyTx(Protocol):
         self.write("save_item_op", params)
 
     def add_principal(
-        self,
-        principal: Principal,
-        token_hash: str,
-        token_id: str,
-        dispatched_for: str | None = None,
-        expires_at: int | None = None,
+        self, principal: Principal, token: NewToken, dispatched_for: str | None = None
     ) -> None:
-        """Create a principal in this transaction (dispatch claims for it atomically);
-        ``dispatched_for``: the item it was dispatched for (its tokens end with that claim);
-        ``expires_at``: when its token expires (``None``: never)."""
+        """Create a principal and its ``token`` in this transaction (dispatch claims for it
+        atomically); ``dispatched_for``: the item it was dispatched for (its tokens end with
+        that claim)."""
         self.write("add_principal", rows.principal_params(principal, self.now, dispatched_for))
-        token = rows.token_params(principal.name, token_id, token_hash, self.now, expires_at)
-        self.write("add_token", token)
+        self.write("add_token", token.row(principal.name, self.now))
 
 
 class Store(Reads, Writes, Protocol):

@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 from tenure.core.models import EventDraft, Principal, principal_created, token_event
 from tenure.store import rows
-from tenure.store.values import Removal, TokenInfo
+from tenure.store.values import NewToken, Removal, TokenInfo
 
 
 class Cursor(Protocol):
@@ -61,18 +61,16 @@ def add(
     cur: Cursor,
     q: Mapping[str, str],
     principal: Principal,
-    token: tuple[str, str | None, int | None] | None,
+    token: NewToken | None,
     actor: str | None,
     now: int,
 ) -> list[EventDraft]:
-    """Insert ``principal`` and, with ``token`` (hash, id or None, expiry), its first token:
-    the ``principal_created`` and ``token_issued`` events to append."""
+    """Insert ``principal`` and, with ``token``, its first token: the ``principal_created``
+    and ``token_issued`` events to append."""
     cur.execute(q["add_principal"], rows.principal_params(principal, now))
     events = [principal_created(principal, actor)]
     if token is not None:
-        token_hash, token_id, expires_at = token
-        events += add_token(cur, q, principal.name, token_id or token_hash[:12], token_hash,
-                            actor, expires_at, now)  # fmt: skip
+        events += add_token(cur, q, principal.name, token, actor, now)
     return events
 
 
@@ -80,12 +78,11 @@ def add_token(
     cur: Cursor,
     q: Mapping[str, str],
     name: str,
-    token_id: str,
-    token_hash: str,
+    token: NewToken,
     actor: str | None,
-    expires_at: int | None,
     now: int,
 ) -> list[EventDraft]:
     """Insert one token of ``name``: its ``token_issued`` event to append."""
-    cur.execute(q["add_token"], rows.token_params(name, token_id, token_hash, now, expires_at))
-    return [token_event("token_issued", name, token_id, actor)]
+    row = token.row(name, now)
+    cur.execute(q["add_token"], row)
+    return [token_event("token_issued", name, row["id"], actor)]

@@ -8,8 +8,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from tenure.core.items import Item, ItemCursor, ItemSummary, Transfer
-from tenure.core.models import Event, EventQuery, FencedValue, KeyRecord, Principal
+from tenure.core.items import Item, ItemQuery, ItemSummary, Transfer
+from tenure.core.models import (
+    Event,
+    EventQuery,
+    FencedValue,
+    KeyRecord,
+    LeaseQuery,
+    Principal,
+)
 from tenure.store import principal_writes, rows
 from tenure.store.values import Credential, TokenInfo
 
@@ -20,12 +27,10 @@ def _int(row: Row | None) -> int:
     return int(row[0]) if row and row[0] is not None else 0
 
 
-def _item_page(
-    status: str | None, assignee: str | None, label: str | None, limit: int, after: Any
-) -> dict[str, Any]:
+def _item_page(query: ItemQuery) -> dict[str, Any]:
     """The parameters of ``list_items`` and ``list_item_summaries``."""
-    params = {"status": status, "assignee": assignee, "label": label, "limit": limit}
-    return {**params, **rows.item_cursor_params(after)}
+    params = {"status": query.status, "assignee": query.assignee, "label": query.label}
+    return {**params, "limit": query.limit, **rows.item_cursor_params(query.after)}
 
 
 class Reads(Protocol):
@@ -44,19 +49,11 @@ class Reads(Protocol):
         row = self._query_one("get_lease", {"key": key})
         return rows.record_from(row) if row else None
 
-    def live(
-        self,
-        now: int,
-        prefix: str | None = None,
-        holder: str | None = None,
-        task: str | None = None,
-        limit: int | None = None,
-        after: str | None = None,
-    ) -> list[KeyRecord]:
-        """Live leases by key; ``after``: only keys sorting after it (a page cursor)."""
-        limit = self.NO_LIMIT if limit is None else limit
-        params = {"now": now, "prefix": prefix or None, "holder": holder, "task": task}
-        params.update(after=after, limit=limit)
+    def live(self, now: int, query: LeaseQuery) -> list[KeyRecord]:
+        """The leases ``query`` selects that are live at ``now``, by key."""
+        limit = self.NO_LIMIT if query.limit is None else query.limit
+        params = {"now": now, "prefix": query.prefix or None, "holder": query.holder}
+        params.update(task=query.task, after=query.after, limit=limit)
         return [rows.record_from(r) for r in self._query_all("live_leases", params)]
 
     def read_register(self, key: str) -> FencedValue | None:
@@ -99,30 +96,15 @@ class Reads(Protocol):
         row = self._query_one("get_item", {"id": item_id})
         return rows.item_from(row) if row else None
 
-    def list_items(
-        self,
-        status: str | None = None,
-        assignee: str | None = None,
-        label: str | None = None,
-        limit: int = 100,
-        after: ItemCursor | None = None,
-    ) -> list[Item]:
-        """Items by priority, then age, then id; ``after``: only those sorting after it."""
-        found = self._query_all("list_items", _item_page(status, assignee, label, limit, after))
-        return [rows.item_from(r) for r in found]
+    def list_items(self, query: ItemQuery) -> list[Item]:
+        """The items ``query`` selects, by priority, then age, then id."""
+        return [rows.item_from(r) for r in self._query_all("list_items", _item_page(query))]
 
-    def list_item_summaries(
-        self,
-        status: str | None = None,
-        assignee: str | None = None,
-        label: str | None = None,
-        limit: int = 100,
-        after: ItemCursor | None = None,
-    ) -> list[ItemSummary]:
+    def list_item_summaries(self, query: ItemQuery) -> list[ItemSummary]:
         """:meth:`list_items` as summaries: bodies, results and progress data stay in the
         database."""
-        page = _item_page(status, assignee, label, limit, after)
-        return [rows.summary_from(r) for r in self._query_all("list_item_summaries", page)]
+        found = self._query_all("list_item_summaries", _item_page(query))
+        return [rows.summary_from(r) for r in found]
 
     def ready_items(self, now: int, limit: int) -> list[Item]:
         return [

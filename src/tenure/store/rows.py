@@ -148,19 +148,6 @@ def principal_from(row: Sequence[Any], loads: Loads = loads_text) -> Principal:
     return Principal(name, kind, tuple(loads(roles)), parent)
 
 
-def token_params(
-    name: str, token_id: str, token_hash: str, now: int, expires_at: int | None = None
-) -> dict[str, Any]:
-    """The row of a new token of ``name`` (``expires_at``: ``None``, it never expires)."""
-    return {
-        "id": token_id,
-        "principal": name,
-        "token_hash": token_hash,
-        "now": now,
-        "expires_at": expires_at,
-    }
-
-
 def credential_from(row: Sequence[Any], loads: Loads = loads_text) -> Credential:
     """A :class:`Credential` from a row of the ``token_by_hash`` query."""
     principal = principal_from(row[:4], loads)

@@ -3,7 +3,7 @@ what removing a principal did."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from tenure.core.models import Principal
@@ -26,6 +26,21 @@ class Credential:
 
 
 @dataclass(frozen=True)
+class NewToken:
+    """A token to record, never its secret: its hash, its id (``None``: the hash's first 12
+    characters) and when it expires (``None``: never)."""
+
+    token_hash: str
+    token_id: str | None = None
+    expires_at: int | None = None
+
+    def row(self, name: str, now: int) -> dict[str, Any]:
+        """The row of this token of ``name``, issued at ``now``."""
+        row = {"id": self.token_id or self.token_hash[:12], "principal": name}
+        return {**row, "token_hash": self.token_hash, "now": now, "expires_at": self.expires_at}
+
+
+@dataclass(frozen=True)
 class TokenInfo:
     """A token of a principal as listed: its id and times (ms), never its secret or hash."""
 
@@ -35,12 +50,7 @@ class TokenInfo:
     revoked_at: int | None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "token_id": self.token_id,
-            "created_at": self.created_at,
-            "expires_at": self.expires_at,
-            "revoked_at": self.revoked_at,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from tenure.core.models import Event, EventDraft, Principal, token_event
 from tenure.core.token_floor import TokenFloor, decide_floor
 from tenure.store import principal_writes, rows
 from tenure.store.principal_writes import Cursor
-from tenure.store.values import ENDED, Removal
+from tenure.store.values import ENDED, NewToken, Removal
 
 
 class Writes(Protocol):
@@ -36,33 +36,18 @@ class Writes(Protocol):
         raise NotImplementedError
 
     def add_principal(
-        self,
-        principal: Principal,
-        token_hash: str | None = None,
-        token_id: str | None = None,
-        actor: str | None = None,
-        expires_at: int | None = None,
+        self, principal: Principal, token: NewToken | None = None, actor: str | None = None
     ) -> None:
-        """Create ``principal`` (and, given ``token_hash``, its first token, which expires at
-        ``expires_at`` unless ``None``) in one transaction, with its events
-        (``principal_created``, ``token_issued``; ``actor`` made it)."""
-        token = None if token_hash is None else (token_hash, token_id, expires_at)
+        """Create ``principal`` (and, given ``token``, its first token) in one transaction, with
+        its events (``principal_created``, ``token_issued``; ``actor`` made it)."""
         with self._writing() as cur:
             now = self._now_in(cur)
             self._append(cur, principal_writes.add(cur, self.Q, principal, token, actor, now), now)
 
-    def add_token(
-        self,
-        name: str,
-        token_id: str,
-        token_hash: str,
-        actor: str | None = None,
-        expires_at: int | None = None,
-    ) -> None:
+    def add_token(self, name: str, token: NewToken, actor: str | None = None) -> None:
         with self._writing() as cur:
             now = self._now_in(cur)
-            token = (name, token_id, token_hash, actor, expires_at, now)
-            self._append(cur, principal_writes.add_token(cur, self.Q, *token), now)
+            self._append(cur, principal_writes.add_token(cur, self.Q, name, token, actor, now), now)
 
     def revoke_token(
         self, name: str, token_id: str, actor: str | None = None, reason: str | None = None

@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from tenure.core.claims import Briefing, Claim, Completion, Dispatch, ItemRelease, ReadyView
-from tenure.core.items import Item, ItemView
+from tenure.core.items import Item, ItemQuery, ItemView
 from tenure.core.models import ExtendResult, Lease, Principal
 from tenure.core.validate import MAX_LIMIT
 from tenure.verbs import item_replies as ir
@@ -74,7 +74,8 @@ def _create(s: Services, me: Principal, a: ItemIn) -> Item:
 
 
 def _list(s: Services, me: Principal, a: ListItemsIn) -> Wire:
-    found = s.items.summaries(a.status, a.assignee, a.label, a.limit, decode_cursor(a.after))
+    query = ItemQuery(a.status, a.assignee, a.label, a.limit, decode_cursor(a.after))
+    found = s.items.summaries(query)
     return items_page(found, a.limit, s.limits.list_bytes)
 
 
