@@ -1,20 +1,25 @@
 """uvicorn's HTTP protocol, serving the ordinary hot call without an ASGI task.
 
 Through ASGI every request costs the event loop a task, a scope, ``receive``/``send`` messages
-and uvicorn's header checks on the reply: about a third of the server's CPU per acquire, renew
-or release once FastAPI is out of the way (:mod:`tenure.server.http.hotpath`). This subclass of
-uvicorn's httptools protocol holds back the ASGI task of a request that may be a hot call until
-its body is in, then hands the job straight to the executor and writes the reply to the
-transport from the job's completion callback.
+and uvicorn's header checks on the reply, even once FastAPI is out of the way
+(:mod:`tenure.server.http.hotpath`). This subclass of uvicorn's httptools protocol holds back
+the ASGI task of a request that may be a hot call until its body is in, then hands the job
+straight to the executor and writes the reply to the transport from the job's completion
+callback. What it buys (measured with ``bench/trees.py``, alternated rounds, against the
+same server without it): without it the SQLite cycle ran at 0.85x the ops/s (every round
+slower) with 18-23 % more server CPU per call; on PostgreSQL 8 % more CPU per call (ops/s
+inconclusive).
+The price: it overrides a private method of uvicorn (``_start_asgi_task``), so
+``pyproject.toml`` pins uvicorn to one exact version; check this module when raising it.
 
 It takes only the plainest case and gives everything else to the app unchanged, before any side
 effect: what :func:`tenure.server.http.hotpath.eligible` and
-:func:`~tenure.server.http.hotpath.parse`
-refuse, a long-poll (``wait_ms``), ``Expect: 100-continue``, a pipelined request, a token
-the server's memory cannot answer for (:meth:`tenure.server.http.auth.Authenticator.quick`: the app
-asks the database), and errors other than the service's own (those are rendered by the app's
-handlers, as on the ASGI path). Keep-alive, graceful shutdown (``connection: close`` on the
-in-flight reply) and the pipeline queue are uvicorn's, through the request's own
+:func:`~tenure.server.http.hotpath.parse` (the verb's own input model) refuse, a long-poll
+(``wait_ms``), ``Expect: 100-continue``, a pipelined request, a token the server's memory
+cannot answer for (:meth:`tenure.server.http.auth.Authenticator.quick`: the app asks the
+database), and errors other than the service's own (those are rendered by the app's handlers,
+as on the ASGI path). Keep-alive, graceful shutdown (``connection: close`` on the in-flight
+reply) and the pipeline queue are uvicorn's, through the request's own
 ``RequestResponseCycle``.
 
 The server uses it unless the access log is on (uvicorn writes that line on the ASGI path).
@@ -39,6 +44,7 @@ from tenure.server.http import hotpath, problems
 from tenure.server.http.app import FALLBACK, TenureApp
 from tenure.server.http.auth import TARPIT_S
 from tenure.server.http.deps import State
+from tenure.verbs.leases import ACQUIRE
 
 Held = tuple[RequestResponseCycle, Any]
 
@@ -82,7 +88,7 @@ class HotProtocol(HttpToolsProtocol):
         path = cycle.scope["path"]
         body = hotpath.parse(path, bytes(cycle.body))
         token = hotpath.bearer(cast(Scope, cycle.scope))
-        if st is None or body is None or token is None or body.get("wait_ms"):
+        if st is None or body is None or token is None or getattr(body, "wait_ms", None):
             super()._start_asgi_task(cycle, app)
             return
         started = time.perf_counter()
@@ -100,7 +106,7 @@ class HotProtocol(HttpToolsProtocol):
         answer = partial(self._done, cycle, app, st, started)
         try:
             call = hotpath.job(st, path, me, body)
-            st.executor.call(call, body["key"], answer, acquire=path == hotpath.ACQUIRE)
+            st.executor.call(call, body.key, answer, acquire=path == ACQUIRE.path)
         except RuntimeError:  # the executor is closed: the server is stopping
             super()._start_asgi_task(cycle, app)
 

@@ -23,6 +23,7 @@ from tenure.server.http import convertors, openapi, problems
 from tenure.server.http import schemas as s
 from tenure.server.http.auth import Authenticator
 from tenure.server.http.deps import St, State
+from tenure.server.http.hotpath import HOT, MAX_FAST_BODY, HotPath
 from tenure.server.http.ops import HAND_SERVED, add_ops_routes
 from tenure.server.http.problems import BodyLimit, JsonByDefault
 from tenure.server.http.scrape import StatsCache
@@ -41,7 +42,7 @@ from tenure.verbs.registry import VERBS
 P = openapi.problem_responses
 #: A request's scope key: the hot path already passed it to FastAPI (it must not try again).
 FALLBACK = "tenure.fallback"
-HOT_PATHS = frozenset({"/v1/leases/acquire", "/v1/leases/renew", "/v1/leases/release"})
+HOT_PATHS = frozenset(HOT)
 
 
 class TenureApp(FastAPI):
@@ -54,8 +55,6 @@ class TenureApp(FastAPI):
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["path"] in HOT_PATHS and FALLBACK not in scope:
             if self._hot is None:
-                from tenure.server.http.hotpath import HotPath  # it imports this module
-
                 self._hot = HotPath(super().__call__, lambda: self.tenure, self.limit)
             await self._hot(scope, receive, send)
             return
@@ -68,8 +67,6 @@ class TenureApp(FastAPI):
     @functools.cached_property
     def limit(self) -> int:
         """The largest body the hot path serves itself (larger: the ordinary path's limit)."""
-        from tenure.server.http.hotpath import MAX_FAST_BODY  # it imports this module
-
         return min(self.hot_path_limit, MAX_FAST_BODY)
 
 
