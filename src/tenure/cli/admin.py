@@ -7,12 +7,11 @@ import click
 
 from tenure.cli.app import cli
 from tenure.cli.context import cli_of, verb
+from tenure.cli.options import DIRECT_DB
 from tenure.cli.render import pairs
 from tenure.core.token_floor import TokenFloor
 from tenure.service.token_floors import set_floor, show_floor
 from tenure.settings import Settings
-
-DB_HELP = "Work on this database directly, not through a server (trusted, like principal add)."
 
 
 @cli.group(
@@ -31,7 +30,7 @@ def admin() -> None:
     "tenure admin token-floor --set 48213 --db postgresql://tenure@db/tenure",
 )
 @click.option("--set", "floor", type=click.IntRange(min=0), help="Raise the floor to N.")
-@click.option("--db", help=DB_HELP)
+@DIRECT_DB
 def token_floor(floor: int | None, db: str | None) -> None:
     """Show the token floor and the largest token ever granted in this database; with --set N,
     raise the floor: every token granted from now on, on any key, is larger than N (a key whose

@@ -20,6 +20,7 @@ from tenure.cli.app import cli
 from tenure.cli.completion import complete_items
 from tenure.cli.context import Cli, cli_of, verb
 from tenure.cli.durations import DURATION
+from tenure.cli.options import grace, takeover
 from tenure.cli.render import pairs
 from tenure.client._session import new_session
 from tenure.core.text import when
@@ -66,20 +67,11 @@ def start_supervisor(orders: dict[str, object], log: Path) -> int:
 @click.option("--agent", help="The agent's name under yours (default: agent-<random>).")
 @click.option("--ttl", type=DURATION, help="The claim's lease duration (default: the policy's).")
 @click.option("--task", help="What the claim serves.")
-@click.option(
-    "--grace",
-    type=DURATION,
-    default="10s",
-    show_default=True,
-    help="After a lost claim, how long CMD has between SIGTERM and SIGKILL.",
-)
+@grace("After a lost claim, how long CMD has between SIGTERM and SIGKILL.")
 @click.option("--log", "log_file", help="Where CMD's output goes (default: the state directory).")
-@click.option(
-    "--takeover",
-    is_flag=True,
-    help="Dispatch again an item whose claim lapsed (its supervisor died), was revoked or stalled.",
+@takeover(
+    "Dispatch again an item whose claim lapsed (its supervisor died), was revoked or stalled."
 )
-@click.option("--reason", help="Why (recorded with the transfer; required with --takeover).")
 def dispatch(
     item: str,
     cmd: tuple[str, ...],

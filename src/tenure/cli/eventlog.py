@@ -6,7 +6,6 @@ not); these helpers walk stretches back from the end, a bounded number of reques
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from tenure.client import Client
 from tenure.client import _shared as sh
@@ -20,15 +19,7 @@ NO_TYPE = "tenure-cli:none"
 MAX_REQUESTS = 200
 
 
-@dataclass(frozen=True)
-class Filter:
-    key: str | None = None
-    holder: str | None = None
-    type: str | None = None
-    item: str | None = None
-
-
-def page(client: Client, after: int, f: Filter, limit: int = PAGE) -> tuple[list[Event], int]:
+def page(client: Client, after: int, f: Filters, limit: int = PAGE) -> tuple[list[Event], int]:
     """One read after ``after``: the events found and the cursor to go on from."""
     where = Filters(key=f.key, item=f.item, holder=f.holder, type=f.type)
     call = sh.events(after, where, limit)
@@ -45,14 +36,14 @@ def head(client: Client) -> int:
     """The id of the newest event (0 if there is none)."""
     cursor = 0
     for _ in range(MAX_REQUESTS):
-        _, upto = page(client, cursor, Filter(type=NO_TYPE), 1)
+        _, upto = page(client, cursor, Filters(type=NO_TYPE), 1)
         if upto <= cursor:
             return cursor
         cursor = upto
     return cursor
 
 
-def read(client: Client, after: int, upto: int, f: Filter) -> list[Event]:
+def read(client: Client, after: int, upto: int, f: Filters) -> list[Event]:
     """The events in ``(after, upto]`` that match ``f``, oldest first."""
     out: list[Event] = []
     cursor = after
@@ -70,7 +61,7 @@ def read(client: Client, after: int, upto: int, f: Filter) -> list[Event]:
 def latest(
     client: Client,
     count: int,
-    f: Filter,
+    f: Filters,
     enough: Callable[[list[Event]], bool] | None = None,
     within: int | None = None,
 ) -> tuple[list[Event], int]:

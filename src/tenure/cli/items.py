@@ -26,6 +26,7 @@ from tenure.cli.context import Cli, cli_of, verb
 from tenure.cli.durations import DURATION
 from tenure.cli.locks import parse_json_object
 from tenure.cli.ops import event_line
+from tenure.cli.options import takeover
 from tenure.cli.render import pairs, table
 from tenure.core.items import STATUSES, Item, ItemView, Transfer, item_key
 from tenure.core.models import Lease
@@ -172,12 +173,7 @@ def epoch_of(run: Cli, item_id: str, given: int | None) -> int:
 @ITEM
 @click.option("--ttl", type=DURATION, help="Lease duration (90s, 5m, 2h; default: the policy's).")
 @click.option("--task", help="What you are doing (shown to whoever is refused).")
-@click.option(
-    "--takeover",
-    is_flag=True,
-    help="Take over an item whose claim lapsed, stalled or was force-released (revoked).",
-)
-@click.option("--reason", help="Why (recorded with the transfer; required with --takeover).")
+@takeover("Take over an item whose claim lapsed, stalled or was force-released (revoked).")
 def claim(
     item_id: str, ttl: int | None, task: str | None, takeover: bool, reason: str | None
 ) -> None:

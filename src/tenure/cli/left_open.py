@@ -14,6 +14,7 @@ from tenure.cli.context import Cli
 from tenure.core.models import Event
 from tenure.core.text import when
 from tenure.errors import TenureError
+from tenure.verbs.ops import Filters
 
 LOOK_BACK = 5000  # event ids
 SHOWN = 5  # items at most
@@ -24,7 +25,7 @@ def left_open(run: Cli, principal: str | None) -> list[dict[str, Any]]:
     ``{"item", "agent", "at", "message"}``."""
     try:
         me = principal or run.client.me().name
-        progress = eventlog.Filter(type="progress")
+        progress = Filters(type="progress")
         found, _ = eventlog.latest(run.client, 100, progress, within=LOOK_BACK)
     except TenureError:  # only a note under the queue: never worse than the queue itself
         return []

@@ -18,10 +18,10 @@ from tenure.cli.app import cli
 from tenure.cli.completion import complete_keys
 from tenure.cli.context import Cli, cli_of, verb
 from tenure.cli.durations import parse_duration
-from tenure.cli.eventlog import Filter
 from tenure.cli.render import LOST, OK, now_ms, table
 from tenure.core.models import Event
 from tenure.core.text import clock, when
+from tenure.verbs.ops import Filters
 
 _STOPS = (signal.SIGINT, signal.SIGTERM)
 
@@ -113,7 +113,7 @@ def events(
     --from-start), JSON lines with --json (the server holds each request until there is news,
     so nothing polls), until Ctrl-C or SIGTERM, which end it with exit 0."""
     run = cli_of()
-    f = Filter(key, holder, kind, item)
+    f = Filters(key=key, holder=holder, type=kind, item=item)
     start = start_of(after, since, from_start)
     if follow:
         begin = start if isinstance(start, int) else eventlog.head(run.client)
@@ -168,7 +168,7 @@ def start_of(after: int | None, since: str | None, from_start: bool) -> int | Cu
         raise click.BadParameter(f"{err}, or an event id", param_hint="--since") from None
 
 
-def follow_events(run: Cli, after: int, f: Filter) -> int:
+def follow_events(run: Cli, after: int, f: Filters) -> int:
     events = run.client.events(after, f.key, f.holder, f.type, item=f.item, follow=True)
     feed = follow_in_background(events)
     with stoppable():

@@ -13,6 +13,7 @@ from rich.console import Group
 
 from tenure.cli.app import principal
 from tenure.cli.context import cli_of, verb
+from tenure.cli.options import DIRECT_DB
 from tenure.cli.render import pairs, table
 from tenure.client._principal_calls import PrincipalInfo
 from tenure.core.models import Principal
@@ -21,7 +22,6 @@ from tenure.service.principals import Principals
 from tenure.settings import Settings
 
 T = TypeVar("T")
-DB_HELP = "Work on this database directly, not through a server (trusted, like principal add)."
 ROLE = click.Choice(["admin", "supervisor"])
 
 
@@ -46,7 +46,7 @@ def row(p: Principal) -> tuple[str, str, str, str]:
     summary="List principals: all of them as an admin, else you and your agents.",
     example="tenure principal ls\ntenure principal ls --db sqlite:///tenure.db --json",
 )
-@click.option("--db", help=DB_HELP)
+@DIRECT_DB
 def principal_ls(db: str | None) -> None:
     """List the principals by name with kind, roles and parent: every one as an admin (or with
     --db), else yourself and the agents you dispatched (and theirs)."""
@@ -64,7 +64,7 @@ def principal_ls(db: str | None) -> None:
     example="tenure principal show jo\ntenure principal show jo/agent-1a2b3c --json",
 )
 @click.argument("name")
-@click.option("--db", help=DB_HELP)
+@DIRECT_DB
 def principal_show(name: str, db: str | None) -> None:
     """Show NAME (kind, roles, parent) and its tokens: id, created, expires, revoked. Admins see
     anyone, a principal itself and the agents it dispatched (others: exit 1); exit 5 if there is
@@ -112,7 +112,7 @@ def expiry(token: dict[str, Any]) -> str:
 )
 @click.argument("name")
 @click.argument("roles", nargs=-1, type=ROLE, metavar="[ROLE]...")
-@click.option("--db", help=DB_HELP)
+@DIRECT_DB
 def principal_set_roles(name: str, roles: tuple[str, ...], db: str | None) -> None:
     """Replace the roles of NAME with ROLE… (admin, supervisor; none given: no roles), as an
     admin (others: exit 1). Recorded as a principal_roles_set event naming the old and new
@@ -132,7 +132,7 @@ def principal_set_roles(name: str, roles: tuple[str, ...], db: str | None) -> No
     example="tenure principal remove bob\ntenure principal remove jo/agent-1a2b3c --json",
 )
 @click.argument("name")
-@click.option("--db", help=DB_HELP)
+@DIRECT_DB
 def principal_remove(name: str, db: str | None) -> None:
     """Remove NAME: its tokens are revoked at once and it is gone (its events stay). Admins
     remove anyone, a principal the agents it dispatched (others: exit 1). Refused with exit 3,

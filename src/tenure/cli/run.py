@@ -35,6 +35,7 @@ from tenure.cli.app import cli, now_held
 from tenure.cli.completion import complete_keys
 from tenure.cli.context import Cli, cli_of, verb
 from tenure.cli.durations import DURATION, format_duration
+from tenure.cli.options import grace
 from tenure.cli.render import LOST, Output, describe
 from tenure.cli.supervise import (
     Guarded,
@@ -83,13 +84,7 @@ class Ending:
 @click.option("--wait", type=DURATION, help="Wait up to this long while someone else holds KEY.")
 @click.option("--no-wait", is_flag=True, help="Fail at once if KEY is held (the default).")
 @click.option("--task", help="What the lease serves (default: the command line).")
-@click.option(
-    "--grace",
-    type=DURATION,
-    default="10s",
-    show_default=True,
-    help="After SIGTERM, how long CMD has before SIGKILL.",
-)
+@grace("After SIGTERM, how long CMD has before SIGKILL.")
 def run_command(
     key: str,
     cmd: tuple[str, ...],

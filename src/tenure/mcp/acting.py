@@ -21,7 +21,7 @@ from tenure.core.items import ITEM_PREFIX, ItemView
 from tenure.errors import TenureError
 from tenure.mcp.backend import Backend
 from tenure.mcp.failures import Asker, Told, error_text, reported
-from tenure.mcp.server import RENEWS
+from tenure.mcp.server import RENEWS, TenureServer
 
 T = TypeVar("T")
 Tool = TypeVar("Tool", bound=Callable[..., Awaitable[Any]])
@@ -100,6 +100,8 @@ def tool(server: MCPServer[Any], hints: ToolAnnotations) -> Callable[[Tool], Too
 
     def register(fn: Tool) -> Tool:
         server.tool(annotations=hints)(reported(fn))
+        if isinstance(server, TenureServer):
+            server.harden_tool(fn.__name__)
         return fn
 
     return register

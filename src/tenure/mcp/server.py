@@ -1,14 +1,15 @@
 """The MCP server of the tools: the SDK's :class:`MCPServer` with strict arguments.
 
-Each tool registered (``@server.tool``) gets, in place of the SDK's lenient argument model, one
-that refuses unknown arguments (``additionalProperties: false``), takes no type it was not
-given (no ``"600000"`` for an integer) and enforces every bound its schema publishes: the
-``minLength``/``maxLength`` of the REST API's field types (which REST leaves to the service) and
-the bounds that come from the deployment's policy (``x-tenure-limit``: ``ttl_ms`` between the
-policy's ``min_ttl`` and ``max_ttl``, keys up to ``max_key_bytes``), filled in from ``policy``.
-Without a policy (``tenure mcp`` on a server's URL: the policy is the server's) the TTL keeps
-the REST bounds and the server checks the policy. Arguments that do not fit are refused in the
-house form (:func:`tenure.mcp.failures.arguments_refused`) before anything runs.
+Each tool registered with :func:`tenure.mcp.acting.tool` gets, in place of the SDK's lenient
+argument model, one that refuses unknown arguments (``additionalProperties: false``), takes no
+type it was not given (no ``"600000"`` for an integer) and enforces every bound its schema
+publishes: the ``minLength``/``maxLength`` of the REST API's field types (which REST leaves to
+the service) and the bounds that come from the deployment's policy (``x-tenure-limit``:
+``ttl_ms`` between the policy's ``min_ttl`` and ``max_ttl``, keys up to ``max_key_bytes``),
+filled in from ``policy``. Without a policy (``tenure mcp`` on a server's URL: the policy is the
+server's) the TTL keeps the REST bounds and the server checks the policy. Arguments that do not
+fit are refused in the house form (:func:`tenure.mcp.failures.arguments_refused`) before
+anything runs.
 
 A tool that is not read-only renews the live leases of the caller's session before it runs
 (:data:`RENEWS`, read by :func:`tenure.mcp.tools.act`); a read-only one changes nothing.
@@ -24,7 +25,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.mcpserver.tools.base import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
-from mcp_types import CallToolResult, Icon, InputRequiredResult, ToolAnnotations
+from mcp_types import CallToolResult, InputRequiredResult
 from pydantic import ConfigDict, Field, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
@@ -132,19 +133,9 @@ class TenureServer(MCPServer[Any]):
         super().__init__(*args, **kwargs)
         self.bounds = policy_bounds(policy)
 
-    def add_tool(
-        self,
-        fn: Any,
-        name: str | None = None,
-        title: str | None = None,
-        description: str | None = None,
-        annotations: ToolAnnotations | None = None,
-        icons: list[Icon] | None = None,
-        meta: dict[str, Any] | None = None,
-        structured_output: bool | None = None,
-    ) -> None:
-        super().add_tool(fn, name, title, description, annotations, icons, meta, structured_output)
-        tool = self._tool_manager.get_tool(name or fn.__name__)
+    def harden_tool(self, name: str) -> None:
+        """Give the tool ``name`` strict arguments, bounded by the policy."""
+        tool = self._tool_manager.get_tool(name)
         assert tool is not None
         harden(tool, self.bounds)
 
