@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tenure.core.frozen import quick_init
 from tenure.core.models import (
     EventDraft,
     ExtendResult,
@@ -36,6 +37,7 @@ from tenure.errors import (
 )
 
 
+@quick_init
 @dataclass(frozen=True)
 class Decision:
     record: KeyRecord | None

@@ -7,6 +7,8 @@ from copy import deepcopy
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Literal
 
+from tenure.core.frozen import quick_init
+
 Ending = Literal["released", "expired", "force_released", "taken_over"]
 ENDINGS: tuple[str, ...] = ("released", "expired", "force_released", "taken_over")
 #: the events after which a key may be free: a lease ended, or an item's claim was given up
@@ -17,6 +19,7 @@ KINDS: tuple[str, ...] = ("human", "agent", "service")
 ROLES: tuple[str, ...] = ("admin", "supervisor")
 
 
+@quick_init
 @dataclass(frozen=True)
 class Principal:
     """An authenticated identity. The holder of a lease is always one of these."""
@@ -70,6 +73,7 @@ class IssuedToken:
         return cls(principal, data["token_id"], data["token"], data.get("expires_at"))
 
 
+@quick_init
 @dataclass(frozen=True)
 class Lease:
     """A lease as callers see it, with its ``state`` at the instant it was read."""
@@ -115,6 +119,7 @@ class Lease:
         )  # fmt: skip
 
 
+@quick_init
 @dataclass(frozen=True)
 class KeyRecord:
     """Everything the store keeps for one key: its latest lease and the key's bookkeeping.
@@ -178,6 +183,7 @@ class KeyRecord:
 _RECORD_FIELDS = frozenset(f.name for f in fields(KeyRecord))
 
 
+@quick_init
 @dataclass(frozen=True)
 class EventDraft:
     """An event before the store gives it an ``id`` and an instant."""

@@ -5,6 +5,7 @@ Routes import these from here, never from :mod:`tenure.server.http.app` (which i
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -45,8 +46,9 @@ class State:
     #: every route's authentication (tenure.server.http.auth)
     auth: Authenticator
 
-    @property
+    @functools.cached_property
     def services(self) -> Services:
+        """What the verbs run on: built once (every hot call reads it)."""
         return Services(self.service, self.principals, self.limits)
 
 
