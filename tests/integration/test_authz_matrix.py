@@ -91,6 +91,11 @@ TABLE: dict[tuple[str, str], tuple[Request, dict[str, Any]]] = {
         lambda c: ("POST", "/v1/leases/release", {"key": c.key, "token": c.token}),
         holder_only(200, 403, "not_holder"),
     ),
+    # everyone's own leases only: a stranger's release-all ends nothing of the holder's
+    ("POST", "/v1/leases/release-all"): (
+        lambda c: ("POST", "/v1/leases/release-all", {}),
+        expect(200),
+    ),
     ("POST", "/v1/leases/force-release"): (
         lambda c: ("POST", "/v1/leases/force-release", {"key": c.key, "reason": "matrix"}),
         expect(403, "forbidden", **AUTHORITIES),
