@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from tenure.core.models import Lease, Principal, ReleaseResult
 from tenure.core.validate import MAX_WAIT_MS
 from tenure.errors import InvalidRequest
-from tenure.server.http.hotpath import HotIn, bearer, dumps, job, json_body, parse
+from tenure.server.http.deps import dumps
+from tenure.server.http.hotpath import HotIn, bearer, job, json_body, parse
 from tenure.service.leases import Service
 from tenure.verbs.fields import MAX_INT
 

@@ -43,7 +43,7 @@ from tenure.errors import RateLimited, TenureError
 from tenure.server.http import hotpath, problems
 from tenure.server.http.app import FALLBACK, TenureApp
 from tenure.server.http.auth import TARPIT_S
-from tenure.server.http.deps import State
+from tenure.server.http.deps import State, dumps
 from tenure.verbs.leases import ACQUIRE
 
 Held = tuple[RequestResponseCycle, Any]
@@ -114,7 +114,7 @@ class HotProtocol(HttpToolsProtocol):
         self, cycle: RequestResponseCycle, st: State, err: TenureError, token: str, started: float
     ) -> None:
         headers = problems.error_headers(err, f"Bearer {token}")
-        self._reply(cycle, err.status, hotpath.dumps(err.to_problem()), headers)
+        self._reply(cycle, err.status, dumps(err.to_problem()), headers)
         hotpath.observe(st, cycle.scope["path"], err.status, started)
 
     def _done(
@@ -131,7 +131,7 @@ class HotProtocol(HttpToolsProtocol):
         if ok:
             status, content = 200, outcome
         elif isinstance(outcome, TenureError):
-            status, content = outcome.status, hotpath.dumps(outcome.to_problem())
+            status, content = outcome.status, dumps(outcome.to_problem())
         elif isinstance(outcome, hotpath.Fallback):  # nothing changed: FastAPI answers it
             cycle.scope[FALLBACK] = True  # type: ignore[literal-required]
             super()._start_asgi_task(cycle, app)

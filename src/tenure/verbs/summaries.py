@@ -16,7 +16,6 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from tenure.core.items import Item, ItemCursor, ItemSummary, ItemView, item_cursor
-from tenure.core.models import Lease
 from tenure.errors import InvalidRequest
 
 T = TypeVar("T")
@@ -75,12 +74,6 @@ def views_page(views: Sequence[ItemView], budget: int) -> dict[str, Any]:
     """A queue: item views with item summaries, within the budget."""
     docs, cut = within(views, view_summary, budget)
     return {"items": docs, "truncated": cut}
-
-
-def leases_page(leases: Sequence[Lease], budget: int) -> dict[str, Any]:
-    """A page of ``GET /v1/leases`` within the budget; ``next``: the key to go on after."""
-    docs, cut = within(leases, Lease.to_dict, budget)
-    return {"leases": docs, "truncated": cut, "next": leases[len(docs) - 1].key if cut else None}
 
 
 def encode_cursor(cursor: ItemCursor) -> str:

@@ -10,10 +10,10 @@ import json
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from fastapi import Depends, Path, Query, Request, Response
+from fastapi import Depends, Request, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from tenure.core.models import Lease, Principal
+from tenure.core.models import Principal
 from tenure.core.validate import bearer_token
 from tenure.server.http.auth import Authenticator
 from tenure.server.http.scrape import StatsCache
@@ -24,7 +24,6 @@ from tenure.service.leases import Service
 from tenure.service.principals import Principals
 from tenure.service.reaper import Reaper
 from tenure.settings import Limits
-from tenure.verbs import fields as f
 from tenure.verbs.table import Services
 
 bearer = HTTPBearer(auto_error=False, description="a token from `tenure principal add`")
@@ -71,17 +70,11 @@ async def caller(
 
 Caller = Annotated[Principal, Depends(caller)]
 St = Annotated[State, Depends(state)]
-KeyParam = Annotated[str, Path(json_schema_extra=f.key_schema())]
 
 
-def text_query(max_chars: int, description: str, *, blank: bool = False) -> Any:
-    pattern = f.FILTER_PATTERN if blank else f.TEXT_PATTERN
-    extra = {"maxLength": max_chars, "pattern": pattern}
-    return Query(description=description, json_schema_extra=extra)
-
-
-def lease_out(lease: Lease) -> dict[str, Any]:
-    return lease.to_dict()
+def dumps(body: dict[str, Any]) -> bytes:
+    """What Starlette's JSONResponse would send for ``body``."""
+    return json.dumps(body, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
 
 
 def reply(body: dict[str, Any]) -> Response:
@@ -89,5 +82,4 @@ def reply(body: dict[str, Any]) -> Response:
     the route's ``response_model`` (so the OpenAPI document stays true): returning a Response
     skips FastAPI's second validation and serialisation of what the service already shaped.
     The bytes are what Starlette's JSONResponse would send."""
-    text = json.dumps(body, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    return Response(text.encode(), media_type="application/json")
+    return Response(dumps(body), media_type="application/json")

@@ -25,7 +25,6 @@ are rendered by the app's own handlers in :mod:`tenure.server.http.problems`.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -40,7 +39,7 @@ from tenure.core.models import Principal
 from tenure.core.validate import bearer_token
 from tenure.errors import InvalidRequest, TenureError
 from tenure.server.http import problems
-from tenure.server.http.deps import State
+from tenure.server.http.deps import State, dumps
 from tenure.store.errors import failure
 from tenure.verbs.leases import ACQUIRE, RELEASE, RENEW, AcquireIn, ReleaseIn, RenewIn
 from tenure.verbs.table import Verb
@@ -192,11 +191,6 @@ def observe(st: State, path: str, status: int, started: float) -> None:
     labels = _LABELS.get((path, status // 100)) or _route_labels(path, status // 100)
     elapsed = time.perf_counter() - started
     st.service.metrics.observe("tenure_request_duration_seconds", elapsed, labels)
-
-
-def dumps(body: dict[str, Any]) -> bytes:
-    """What Starlette's JSONResponse (and :func:`tenure.server.http.app.reply`) would send."""
-    return json.dumps(body, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
 
 
 async def render_error(
