@@ -198,6 +198,21 @@ TABLE: dict[tuple[str, str], tuple[Request, dict[str, Any]]] = {
         expect(403, "forbidden", **AUTHORITIES),
     ),
     ("GET", "/v1/queue"): (lambda c: ("GET", "/v1/queue", None), expect(200)),
+    # a harness's hook: every caller's own session (an edit outside any repository: allowed)
+    ("POST", "/v1/hooks/claude-code"): (
+        lambda c: (
+            "POST",
+            "/v1/hooks/claude-code?repo=matrix&root=/matrix",
+            {
+                "hook_event_name": "PreToolUse",
+                "session_id": f"matrix-{c.n}",
+                "cwd": "/elsewhere",
+                "tool_name": "Edit",
+                "tool_input": {"file_path": "/elsewhere/a.py"},
+            },
+        ),
+        expect(200),
+    ),
     ("GET", "/v1/queue/{principal}"): (
         lambda c: ("GET", f"/v1/queue/{HOLDER}", None),
         expect(200),

@@ -57,11 +57,13 @@ def test_acquire_renew_extend_show_ls_release(jo: Shell, jos: tenure.Client) -> 
     jos.acquire("deploy/prod", ttl_ms=30_000)
     table = ok(jo, "lock", "ls", "--prefix", "jobs/")
     header, *rows = table.splitlines()
-    assert header.split() == ["KEY", "HOLDER", "SESSION", "TASK", "TOKEN", "EXPIRES", "LEFT"]
+    assert header.split() == [
+        "KEY", "SCOPE", "HOLDER", "SESSION", "TASK", "TOKEN", "EXPIRES", "LEFT"
+    ]  # fmt: skip
     assert KEY in table and "jobs/hourly" in table and "deploy/prod" not in table
-    assert [row.split()[:3] for row in rows] == [
-        ["jobs/hourly", "jo", jos.session],  # the Python client: a session of its own
-        [KEY, "jo", session],  # the CLI's
+    assert [row.split()[:4] for row in rows] == [
+        ["jobs/hourly", "key", "jo", jos.session],  # the Python client: a session of its own
+        [KEY, "key", "jo", session],  # the CLI's
     ]
     # another session of jo (the Python client) holds jobs/hourly: refused like anyone's
     said = fails(jo, 3, "lock", "acquire", "jobs/hourly")

@@ -308,6 +308,70 @@ def test_leases_page_through_the_server(live_server, tabs):
     tab.shot("leases-paged")
 
 
+REPO_FILES = "files/github.com/acme/shop"
+
+
+def _file_leases(live_server: Any) -> httpx.Client:
+    """Two agent sessions of ``dev`` editing files of one repository, a lease elsewhere."""
+    dev = live_server.http(live_server.token_for("dev"))
+    for session, path in (("claude:a", "src/app.py"), ("claude:b", "src/db.py"),
+                          ("claude:a", "README.md")):  # fmt: skip
+        body = {"key": f"{REPO_FILES}/{path}", "ttl_ms": 600_000, "session": session,
+                "task": session}  # fmt: skip
+        ok(dev.post("/v1/leases/acquire", json=body))
+    ok(dev.post("/v1/leases/acquire", json={"key": "jobs/nightly", "ttl_ms": 600_000}))
+    return dev
+
+
+def test_leases_by_session_shows_which_session_holds_which_files(live_server, tabs):
+    _file_leases(live_server)
+    tab = tabs(live_server.url)
+    page = tab.sign_in(live_server.admin_token, "root")
+    tab.go(f"#/leases?prefix={REPO_FILES}/")
+    rows = page.locator("#leases-body tr")
+    expect(rows).to_have_count(3)  # by key, not grouped yet
+    expect(page.locator("#leases-body tr.group-row")).to_have_count(0)
+    page.check("input[name=group]")
+    expect(rows).to_have_count(5)
+    groups = page.locator("#leases-body tr.group-row")
+    expect(groups).to_have_count(2)
+    expect(groups.nth(0)).to_have_attribute("data-session", "claude:a")
+    expect(groups.nth(0)).to_contain_text("dev")
+    expect(groups.nth(0).locator(".group-count")).to_have_text("2")
+    expect(groups.nth(1)).to_have_attribute("data-session", "claude:b")
+    order = [rows.nth(i).get_attribute("data-key") or rows.nth(i).get_attribute("data-session")
+             for i in range(5)]  # fmt: skip
+    assert order == [
+        "claude:a", f"{REPO_FILES}/README.md", f"{REPO_FILES}/src/app.py",
+        "claude:b", f"{REPO_FILES}/src/db.py",
+    ]  # fmt: skip
+    expect(page.locator('tr[data-key$="src/db.py"] .session')).to_have_text("claude:b")
+    expect(page.locator('tr[data-key$="src/db.py"]')).to_contain_text("claude:b")  # its task
+    page.uncheck("input[name=group]")
+    expect(rows).to_have_count(3)
+    tab.go(f"#/leases?prefix={REPO_FILES}/&group=session")  # a link can open it grouped
+    expect(page.locator("input[name=group]")).to_be_checked()
+    expect(page.locator("#leases-body tr.group-row")).to_have_count(2)
+    tab.shot("leases-by-session")
+
+
+def test_leases_mark_a_subtree_lease(live_server, tabs):
+    _file_leases(live_server)
+    jo = live_server.http(live_server.token_for("jo", kind="human"))
+    body = {"key": f"{REPO_FILES}/src/billing/", "scope": "subtree", "ttl_ms": 600_000,
+            "task": "refactor"}  # fmt: skip
+    ok(jo.post("/v1/leases/acquire", json=body))
+    tab = tabs(live_server.url)
+    page = tab.sign_in(live_server.admin_token, "root")
+    tab.go(f"#/leases?prefix={REPO_FILES}/&group=session")
+    subtree = page.locator('tr[data-key$="src/billing/"]')
+    expect(subtree).to_have_attribute("data-scope", "subtree")
+    expect(subtree.locator(".badge-subtree")).to_have_text("subtree")
+    expect(subtree).to_contain_text("refactor")
+    expect(page.locator('tr[data-key$="src/app.py"] .badge-subtree')).to_have_count(0)
+    expect(page.locator('tr.group-row[data-holder="jo"]')).to_contain_text("(1 subtree)")
+
+
 def test_leases_page_force_releases_an_item_claim_through_the_item(live_server, tabs):
     """The generic route refuses item keys: the leases page ends a claim with the item's own
     force-release, which keeps the assignee (revoked)."""

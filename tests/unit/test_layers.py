@@ -26,12 +26,13 @@ LAYERS = {
     "store": 1,
     "service": 2,
     "verbs": 3,
-    "server": 4, "client": 4, "cli": 4, "mcp": 4, "fence": 4, "demo": 4, "compose": 5,
+    "server": 4, "client": 4, "cli": 4, "mcp": 4, "fence": 4, "demo": 4, "hooks": 4,
+    "compose": 5, "entry": 5,
 }  # fmt: skip
 #: the fronts a front may import: the CLI runs the client, and starts the servers (``tenure
 #: serve`` through the composition root, which mounts the MCP tools on the server)
 FRONT_EDGES = {
-    "cli": {"client", "fence", "server.run", "mcp.entry", "compose"},
+    "cli": {"client", "fence", "server.run", "mcp.entry", "compose", "hooks.command"},
     "compose": {"server", "mcp"},
     "mcp": {"client"},  # the MCP tools over a remote server (`tenure mcp`) use the client
 }

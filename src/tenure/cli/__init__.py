@@ -9,8 +9,10 @@ dispatched items that went back to open. docs/cli.md is the reference.
 """
 
 from tenure.cli import admin as _admin  # noqa: F401  (registers commands)
+from tenure.cli import agent_setup as _agent_setup  # noqa: F401
 from tenure.cli import dispatch as _dispatch  # noqa: F401
 from tenure.cli import fence as _fence  # noqa: F401
+from tenure.cli import hook as _hook  # noqa: F401
 from tenure.cli import items as _items  # noqa: F401
 from tenure.cli import locks as _locks  # noqa: F401
 from tenure.cli import ops as _ops  # noqa: F401

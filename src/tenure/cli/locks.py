@@ -57,12 +57,20 @@ def deadline(lease: Lease) -> list[tuple[str, str]]:
     return []
 
 
+def scope_of(lease: Lease) -> str:
+    """``subtree`` for a lease on every key under its own (a key ending in ``/``), else
+    ``key``."""
+    return str(getattr(lease, "scope", None) or "key")
+
+
 def leases_table(leases: list[Lease]) -> Any:
+    """Who holds what: a subtree lease reads ``subtree`` in SCOPE (it holds every key under
+    its own); SESSION tells one agent session (one process) of a principal from another."""
     return table(
-        ["KEY", "HOLDER", "SESSION", "TASK", "TOKEN", "EXPIRES", "LEFT"],
+        ["KEY", "SCOPE", "HOLDER", "SESSION", "TASK", "TOKEN", "EXPIRES", "LEFT"],
         [
             (
-                x.key, x.holder, x.session, x.task, x.token, clock(x.expires_at),
+                x.key, scope_of(x), x.holder, x.session, x.task, x.token, clock(x.expires_at),
                 relative(x.expires_at),
             )
             for x in leases
@@ -205,8 +213,9 @@ def lock_force_release(key: str, reason: str) -> None:
 @click.option("--holder", help="Only leases of this principal.")
 @click.option("--task", help="Only leases serving this task.")
 def lock_ls(prefix: str | None, holder: str | None, task: str | None) -> None:
-    """Live leases, by key, with the holder's session (one running process of the
-    principal: a `tenure run`, a client, the CLI)."""
+    """Live leases, by key, with their scope (`subtree`: the lease holds every key under its
+    own), the holder and the holder's session (one running process of the principal: a
+    `tenure run`, a client, the CLI, an agent session)."""
     run = cli_of()
     leases = run.client.list_leases(prefix, holder, task)
     run.out.emit({"leases": [x.to_dict() for x in leases]}, lambda: leases_table(leases))

@@ -27,6 +27,7 @@ from tenure.core import models as m
 from tenure.core.models import Event, Lease, Principal
 from tenure.core.models import IssuedToken as IssuedToken
 from tenure.errors import InvalidRequest, TenureError
+from tenure.verbs import hooks as hv
 from tenure.verbs import leases as lv
 from tenure.verbs import ops as ov
 from tenure.verbs import principals as pv
@@ -107,6 +108,16 @@ def renew_all(
 
 def release_all(session: str | None = None) -> Call[m.ReleaseAllResult]:
     return verb_call(lv.RELEASE_ALL, session=session)
+
+
+def hook_claude_code(
+    event: Mapping[str, Any] | None = None, repo: str | None = None, root: str | None = None
+) -> Call[dict[str, Any]]:
+    """A Claude Code hook event (its own fields as the body), answered with the harness's
+    decision; ``repo``/``root`` name the repository (default: found from the event's ``cwd``)."""
+    body = {**(event or {}), **_drop_none(tenure_repo=repo, tenure_root=root)}
+    verb = hv.CLAUDE_CODE
+    return Call(verb.name, verb.method, verb.path, verb.parse, body, safety=Safety.UNSAFE)
 
 
 def extend(

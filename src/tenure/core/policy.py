@@ -39,19 +39,50 @@ class Policy:
         return replace(self, **changes)
 
 
+#: the files an agent edits (a harness hook's keys, ``files/<repo>/<path>``): a session that
+#: dies without ending lets go of them after this long
+FILES_PREFIX = "files/"
+FILES_TTL = 10 * MINUTE
+
+
+def builtin_changes(default: Policy) -> dict[str, dict[str, int]]:
+    """The built-in overrides, by prefix, that fit ``default``: ``files/`` gets a default TTL
+    of :data:`FILES_TTL` (within the default's ``min_ttl`` and ``max_lease``; its ``max_ttl``
+    raised to it when lower). Its ``max_ttl`` stays the default's otherwise: the OpenAPI
+    document publishes the widest bound of any prefix as every key's."""
+    ttl = max(default.min_ttl, min(FILES_TTL, default.max_lease))
+    return {FILES_PREFIX: {"default_ttl": ttl, "max_ttl": max(ttl, default.max_ttl)}}
+
+
 @dataclass(frozen=True)
 class PolicySet:
-    """A default policy and overrides by key prefix; the longest matching prefix wins."""
+    """A default policy and overrides by key prefix; the longest matching prefix wins.
+
+    The built-in overrides (:func:`builtin_changes`: ``files/``) are there unless ``overrides``
+    names their prefix; an override of that prefix with :meth:`with_prefix` starts from them."""
 
     default: Policy = field(default_factory=Policy)
     overrides: tuple[tuple[str, Policy], ...] = ()
 
+    def __post_init__(self) -> None:
+        named = {prefix for prefix, _ in self.overrides}
+        builtin = tuple(
+            (prefix, self.default.override(**changes))
+            for prefix, changes in builtin_changes(self.default).items()
+            if prefix not in named
+        )
+        if builtin:
+            object.__setattr__(self, "overrides", (*builtin, *self.overrides))
+
     def with_prefix(self, prefix: str, **changes: Any) -> PolicySet:
-        """A copy with ``changes`` applied (on top of the default) to keys under ``prefix``."""
+        """A copy with ``changes`` applied (on top of the default, or of the built-in override
+        of ``prefix``) to keys under ``prefix``."""
         if not prefix:
             raise ValueError("an override needs a non-empty prefix")
         rest = tuple((p, pol) for p, pol in self.overrides if p != prefix)
-        return PolicySet(self.default, (*rest, (prefix, self.default.override(**changes))))
+        base = builtin_changes(self.default).get(prefix, {})
+        mine = self.default.override(**{**base, **changes})
+        return PolicySet(self.default, (*rest, (prefix, mine)))
 
     def shortest_stall(self) -> int:
         """The shortest ``stall_after`` of any prefix: claims idle for less are not stalled."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tenure.verbs import items, leases, ops, principals
+from tenure.verbs import hooks, items, leases, ops, principals
 from tenure.verbs.table import Verb
 
 VERBS: list[Verb[Any, Any]] = [
@@ -49,5 +49,6 @@ VERBS: list[Verb[Any, Any]] = [
     items.QUEUE_OF,
     items.READY_ITEMS,
     items.BRIEFING,
+    hooks.CLAUDE_CODE,
 ]
 BY_NAME: dict[str, Verb[Any, Any]] = {verb.name: verb for verb in VERBS}

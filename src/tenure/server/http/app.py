@@ -23,6 +23,7 @@ from tenure.server.http import convertors, openapi, problems
 from tenure.server.http import schemas as s
 from tenure.server.http.auth import Authenticator
 from tenure.server.http.deps import St, State
+from tenure.server.http.hook_routes import HOOK_SERVED, add_hook_routes
 from tenure.server.http.hotpath import HOT, MAX_FAST_BODY, HotPath
 from tenure.server.http.ops import HAND_SERVED, add_ops_routes
 from tenure.server.http.problems import BodyLimit, JsonByDefault
@@ -154,7 +155,8 @@ def create_app(
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
     app.hot_path_limit = settings.max_body_bytes
     convertors.install()  # ``{name:principal}``
-    add_verb_routes(app, [verb for verb in VERBS if verb not in HAND_SERVED])
+    add_verb_routes(app, [verb for verb in VERBS if verb not in (*HAND_SERVED, *HOOK_SERVED)])
+    add_hook_routes(app)
     add_other_routes(app)
     add_ops_routes(app)
     dashboard.install(app)  # GET /: the web dashboard (tenure.server.dashboard)

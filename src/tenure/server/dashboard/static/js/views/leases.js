@@ -1,8 +1,10 @@
 // Live leases: server-side paging by key (`after` cursor) with prefix/holder/task filters,
-// countdowns that tick every second, refreshed on events and periodically.
+// countdowns that tick every second, refreshed on events and periodically. "By session" groups
+// the page's leases under their holder and session (which agent session holds which files);
+// a subtree lease (it holds every key under its own) is marked in its key cell.
 
 import { api, enc, session } from "../api.js";
-import { card, clear, fmtInt, h, problemBox, throttle, timeEl, toast, keyLink } from "../dom.js";
+import { badge, card, clear, fmtInt, h, problemBox, throttle, timeEl, toast, keyLink } from "../dom.js";
 import { askForceRelease } from "../force.js";
 import { CHANGES, onFeedEvent } from "../feed.js";
 import { countdown, holderOf, holderText, tickCountdowns } from "./common.js";
@@ -15,6 +17,7 @@ export function leases(el, _arg, query) {
     holder: query.get("holder") ?? "",
     task: query.get("task") ?? "",
     size: 50,
+    grouped: query.get("group") === "session",
     cursors: [null], // cursors[i]: the `after` of page i
     page: 0,
     hasNext: false,
@@ -34,6 +37,15 @@ export function leases(el, _arg, query) {
     st.size = Number(e.target.value);
     filtersChanged(0);
   } }, SIZES.map((n) => h("option", { value: String(n) }, `${n} per page`)));
+  const groupToggle = h(
+    "label",
+    { class: "toggle", title: "Group the leases of this page by holder and session" },
+    h("input", { type: "checkbox", name: "group", checked: st.grouped, onchange: (e) => {
+      st.grouped = e.target.checked;
+      render();
+    } }),
+    "By session",
+  );
   const prev = h("button", { type: "button", class: "btn", id: "leases-prev", onclick: () => go(-1) }, "← Previous");
   const next = h("button", { type: "button", class: "btn", id: "leases-next", onclick: () => go(1) }, "Next →");
   const range = h("span", { class: "muted", id: "leases-range" });
@@ -52,7 +64,7 @@ export function leases(el, _arg, query) {
       h("span", {}, "Live leases ", h("span", { class: "count", id: "leases-total" })),
       h("div", {}, message, h("div", { class: "table-scroll" }, table)),
       {
-        actions: h("div", { class: "toolbar" }, input("prefix", "Key prefix"), input("holder", "Holder"), input("task", "Task"), sizeSelect),
+        actions: h("div", { class: "toolbar" }, input("prefix", "Key prefix"), input("holder", "Holder"), input("task", "Task"), sizeSelect, groupToggle),
       },
     ),
     h("div", { class: "pager" }, range, h("div", { class: "pager-buttons" }, prev, next)),
@@ -133,21 +145,57 @@ export function leases(el, _arg, query) {
     next.disabled = pending || !st.hasNext;
   }
 
+  const columns = canForce ? 8 : 7;
+
   function render() {
     clear(
       tbody,
       st.rows.length
-        ? st.rows.map(row)
-        : h("tr", {}, h("td", { colspan: canForce ? 8 : 7, class: "empty" }, st.prefix || st.holder || st.task ? "No live lease matches." : "No live leases.")),
+        ? st.grouped ? groupedRows(st.rows) : st.rows.map(row)
+        : h("tr", {}, h("td", { colspan: columns, class: "empty" }, st.prefix || st.holder || st.task ? "No live lease matches." : "No live leases.")),
     );
     renderRange();
   }
 
+  // The page's leases under one header row per holder and session, in order of first key.
+  function groupedRows(rows) {
+    const groups = new Map();
+    for (const lease of rows) {
+      const id = `${lease.holder}\u0000${lease.session ?? ""}`;
+      if (!groups.has(id)) groups.set(id, []);
+      groups.get(id).push(lease);
+    }
+    return [...groups.values()].flatMap((leases) => {
+      const first = leases[0];
+      const subtrees = leases.filter((l) => l.scope === "subtree").length;
+      const head = h(
+        "tr",
+        { class: "group-row", dataset: { holder: first.holder, session: first.session ?? "" } },
+        h(
+          "td",
+          { colspan: columns },
+          h("span", { class: "holder" }, first.holder),
+          h("span", { class: "session muted mono", title: "session" }, first.session || "default session"),
+          h("span", { class: "count group-count" }, fmtInt(leases.length)),
+          h("span", { class: "muted group-what" }, leases.length === 1 ? "lease" : "leases"),
+          subtrees ? h("span", { class: "muted group-what" }, `(${subtrees} subtree${subtrees === 1 ? "" : "s"})`) : null,
+        ),
+      );
+      return [head, ...leases.map(row)];
+    });
+  }
+
   function row(lease) {
+    const subtree = lease.scope === "subtree";
     return h(
       "tr",
-      { dataset: { key: lease.key } },
-      h("td", { class: "mono key-cell" }, keyLink(lease.key)),
+      { dataset: { key: lease.key, scope: lease.scope ?? "key" } },
+      h(
+        "td",
+        { class: "mono key-cell", title: subtree ? `${lease.key}: every key under it` : lease.key },
+        keyLink(lease.key),
+        subtree ? badge("subtree", "subtree") : null,
+      ),
       h("td", { class: "holder-cell" }, holderOf(lease)),
       h("td", { class: "muted" }, lease.task ?? ""),
       h("td", { class: "mono num" }, String(lease.token)),

@@ -1,0 +1,94 @@
+"""A harness's hook event acted on: the lease of the file an edit changes, the session's
+heartbeat, its end. The rules of reading an event are :mod:`tenure.core.hooks`'; this module
+only calls the lease service with them and words its refusals.
+
+- an edit: ``acquire(files/<repo>/<path>, session=<session_id>, task=<prompt or session id>)``
+  (your own session's lease is renewed, same token); held by another session (or under another
+  session's subtree): a deny naming who, which session, what task, until when. Any other
+  refusal of the edit (a key too long, …) denies it too: tenure does not let through an edit it
+  could not check. A file outside the repository: no lease, allowed.
+- a heartbeat: ``renew_all(session=…)``; an end: ``release_all(session=…)``; others: nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from tenure.core import hooks as h
+from tenure.errors import InvalidRequest, LeaseHeld, TenureError
+from tenure.service.gitrepo import Repo, cached, locate
+from tenure.service.leases import Service, Who
+
+#: the repository of a working directory (the server's: git, remembered per directory)
+Locate = Callable[[str], Repo | None]
+UNCHECKED = (
+    " tenure blocks an edit it cannot check: this is a fault of the hook's input, not of the "
+    "file; tell the user."
+)
+
+
+def claude_code(
+    service: Service,
+    who: Who,
+    event: Mapping[str, Any],
+    repo: str | None = None,
+    root: str | None = None,
+    where: Locate = cached,
+) -> dict[str, Any]:
+    """Act on one Claude Code hook event and return the harness's reply (its decision JSON).
+
+    ``repo`` names the repository (``TENURE_REPO``); ``root`` is its top directory as the
+    command hook found it. Without ``root`` the repository is found from the event's ``cwd``
+    with ``where`` (git on this machine), else ``cwd`` stands for it. An event without a
+    usable ``hook_event_name`` is ``InvalidRequest``: not an event tenure can read."""
+    read = h.read_event(event)
+    if isinstance(read, h.Malformed):
+        return _malformed(read)
+    if read.kind == "edit":
+        return _edit(service, who, read, _place(read.cwd, repo or None, root or None, where))
+    if read.kind == "heartbeat":
+        service.renew_all(who, session=read.session)
+    elif read.kind == "end":
+        service.release_all(who, session=read.session)
+    return h.allow()
+
+
+def _malformed(bad: h.Malformed) -> dict[str, Any]:
+    if bad.kind == "edit":
+        return h.deny(bad.message + UNCHECKED)
+    if bad.kind in ("heartbeat", "end"):
+        return h.warn(f"tenure: {bad.message} Nothing was renewed or released.")
+    raise InvalidRequest(
+        f"{bad.message} Send a hook event as the harness sends it.", field=bad.field
+    )
+
+
+def _place(cwd: str, repo: str | None, root: str | None, where: Locate) -> Repo | None:
+    if root:
+        found = Repo(repo or h.repo_from_root(root), root)
+        return found
+    located = where(cwd)
+    if located is not None:
+        return Repo(repo or located.name, located.root)
+    return locate("", repo, fallback=cwd)
+
+
+def _edit(service: Service, who: Who, ev: h.HookEvent, place: Repo | None) -> dict[str, Any]:
+    rel = None if place is None else h.relative_path(place.root, ev.path, ev.cwd)
+    if place is None or rel is None:
+        return h.allow()  # not in the repository: not tenure's to coordinate
+    key = h.file_key(place.name, rel)
+    try:
+        service.acquire(who, key, task=ev.task, session=ev.session)
+    except LeaseHeld as err:
+        return h.deny(h.held_reason(rel, key, _holder(err, key), service.store.now_ms()))
+    except TenureError as err:
+        return h.deny(f"{err.code}: {rel} (key {key}): {err.detail}.{UNCHECKED}")
+    return h.allow()
+
+
+def _holder(err: LeaseHeld, asked: str) -> h.Holder:
+    """The blocking lease: ``held_key`` names it when it is a subtree above the file."""
+    held = getattr(err, "held_key", None) or err.key or asked
+    return h.Holder(str(held), err.holder, err.session, err.task, err.expires_at)

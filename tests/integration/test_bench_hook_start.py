@@ -1,0 +1,29 @@
+"""``bench/hook_start.py`` still runs and reports (a smoke run of a few runs). Nothing here
+asserts a speed: only that the command hook ran against a real server and the figures came out."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_hook_start_bench_runs_and_reports(tmp_path: Path) -> None:
+    out = tmp_path / "hook.jsonl"
+    done = subprocess.run(
+        [sys.executable, "bench/hook_start.py", "-n", "3", "--json", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "## tenure hook claude-code: wall time per run (ms)" in done.stdout
+    assert "| edit | 3 |" in done.stdout and "| heartbeat | 3 |" in done.stdout
+    (line,) = [json.loads(text) for text in out.read_text().splitlines()]
+    for row in ("edit", "heartbeat", "python -c pass", "tenure --version"):
+        assert 0 < line[row]["p50_ms"] <= line[row]["p99_ms"], (row, line)
