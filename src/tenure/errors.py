@@ -96,14 +96,19 @@ class NotFound(TenureError):
 
 
 class LeaseHeld(TenureError):
+    """``held_key``: the key of the lease that blocks (the asked key itself, or a subtree
+    above it, or a key under the subtree asked); ``scope``: that lease's scope."""
+
     code, status, title = "lease_held", 409, "the key is leased by someone else"
-    fields = ("holder", "session", "task", "expires_at", "token")
-    optional = ("session",)
+    fields = ("holder", "session", "task", "expires_at", "token", "held_key", "scope")
+    optional = ("session", "held_key", "scope")
     holder: str | None
     session: str | None
     task: str | None
     expires_at: int | None
     token: int | None
+    held_key: str | None
+    scope: str | None
 
 
 class LeaseLost(TenureError):

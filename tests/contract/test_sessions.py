@@ -33,6 +33,8 @@ def test_another_session_of_the_holder_is_refused_and_relabels_nothing(
         "task": "run-1",
         "expires_at": first.expires_at,
         "token": first.token,
+        "held_key": "jobs/nightly",
+        "scope": "key",
     }
     after = service.get("jobs/nightly")
     assert after == before  # no new task, ttl, deadline or meta

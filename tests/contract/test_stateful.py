@@ -3,7 +3,8 @@
 The model below is written from the SPEC (sections 1-3), not from :mod:`tenure.core.decide`.
 Hypothesis drives both with the same acquisitions, renewals, extends, releases,
 force-releases, fenced writes, reaper passes and clock jumps (to, just before and just past
-deadlines), by a few principals, each with a few sessions, on three keys, and after every step
+deadlines), by a few principals, each with a few sessions, on six keys (three of them a tree,
+taken plain or as subtrees), and after every step
 checks that results,
 errors and the stored state agree, and that the invariants hold: one holder per key, tokens
 that only grow, one recorded ending per lease, and no state change from refused input.
@@ -56,7 +57,7 @@ ADMIN = Principal("admin", kind="human", roles=("admin",))
 PRINCIPALS = (A, B, KID, SUP, ADMIN)
 BY_NAME = {p.name: p for p in PRINCIPALS}
 
-KEYS = ("k1", "k2", "short/k3")
+KEYS = ("k1", "k2", "short/k3", "t/", "t/b/", "t/b/c")
 # SPEC section 3 defaults, and a tighter policy under "short/".
 DEFAULT = {"default_ttl": 30_000, "min_ttl": 1_000, "max_ttl": 600_000, "max_lease": 86_400_000}
 SHORT = {"default_ttl": 2_000, "min_ttl": 500, "max_ttl": 5_000, "max_lease": 20_000}
@@ -78,6 +79,8 @@ targets = st.sampled_from([*KEYS, "last", "last", "last"])
 ttls = st.sampled_from([None, 0, 499, 500, 1_000, 2_000, 5_000, 30_000, 600_000, 600_001])
 tasks = st.sampled_from([None, "t1", "t2"])
 metas = st.sampled_from([None, {}, {"n": 1}])
+# An acquisition's scope: mostly the key alone; "subtree" (on a key not ending in "/": refused).
+scopes = st.sampled_from([None, None, "key", "subtree"])
 # Which token a call presents: the key's latest, an older one, one never issued, or 1.
 picks = st.sampled_from(["current", "current", "current", "older", "newer", "one"])
 values = st.one_of(st.integers(-3, 3), st.sampled_from(["x", "y", None, [1, "z"]]))
@@ -109,6 +112,7 @@ class MLease:
     ended: str | None = None  # "released" or "force_released"; lapsing is computed
     fence_open: bool = True
     session: str = ""
+    scope: str = "key"
 
     def live(self, now: int) -> bool:
         return self.ended is None and now < self.expires_at
@@ -132,6 +136,7 @@ class MLease:
             dict(self.meta),
             self.state(now),  # type: ignore[arg-type]
             self.session,
+            self.scope,  # type: ignore[arg-type]
         )
 
 
@@ -236,25 +241,25 @@ class Model:
         meta: dict[str, Any] | None,
         now: int,
         session: str | None = None,
+        scope: str | None = None,
     ) -> Any:
         ttl = self.ttl(key, ttl_ms)
         if isinstance(ttl, Err):
             return ttl
+        wide = scope or "key"
+        if wide == "subtree" and not key.endswith("/"):
+            return err(tenure.InvalidRequest, field="scope")
         sid = session or ""
         rec = self.leases.get(key)
-        if rec is not None and rec.live(now):
+        if rec is not None and rec.live(now) and (rec.holder != who.name or rec.session != sid):
             # another session of the same principal is refused like a stranger
-            if rec.holder != who.name or rec.session != sid:
-                self.conflicts[key] += 1
-                return err(
-                    tenure.LeaseHeld,
-                    key=key,
-                    holder=rec.holder,
-                    session=rec.session,
-                    task=rec.task,
-                    expires_at=rec.expires_at,
-                    token=rec.token,
-                )
+            self.conflicts[key] += 1
+            return self.held(key, rec)
+        blocker = self.blocker(who, key, wide, sid, now)
+        if blocker is not None:
+            return self.held(key, blocker)
+        if rec is not None and rec.live(now):
+            rec.scope = wide
             rec.renewed_at, rec.ttl_ms, rec.renewals = now, ttl, rec.renewals + 1
             rec.expires_at = max(rec.expires_at, now + ttl)
             if task is not None:
@@ -267,11 +272,41 @@ class Model:
         token = (rec.token if rec else 0) + 1
         self.issued[key].append(token)
         fresh = MLease(
-            key, who.name, task, token, ttl, now, now, now + ttl, 0, dict(meta or {}), session=sid
-        )
+            key, who.name, task, token, ttl, now, now, now + ttl, 0, dict(meta or {}), session=sid,
+            scope=wide,
+        )  # fmt: skip
         self.leases[key] = fresh
         self.last_key = key
         return fresh.view(now)
+
+    @staticmethod
+    def held(key: str, rec: MLease) -> Err:
+        return err(
+            tenure.LeaseHeld,
+            key=key,
+            holder=rec.holder,
+            session=rec.session,
+            task=rec.task,
+            expires_at=rec.expires_at,
+            token=rec.token,
+            held_key=rec.key,
+            scope=rec.scope,
+        )
+
+    def blocker(self, who: Principal, key: str, scope: str, sid: str, now: int) -> MLease | None:
+        """The live lease of someone else on another key that a ``scope`` lease on ``key``
+        would overlap: a subtree whose key is a prefix of ``key`` (the longest first), else
+        (for a subtree) a lease on a longer key starting with ``key`` (the smallest first)."""
+        others = [
+            r
+            for k, r in self.leases.items()
+            if k != key and r.live(now) and (r.holder, r.session) != (who.name, sid)
+        ]
+        above = [r for r in others if r.scope == "subtree" and key.startswith(r.key)]
+        if above:
+            return max(above, key=lambda r: len(r.key))
+        below = [r for r in others if scope == "subtree" and r.key.startswith(key)]
+        return min(below, key=lambda r: r.key) if below else None
 
     def renew(self, who: Principal, key: str, token: int, ttl_ms: int | None, now: int) -> Any:
         ttl = None if ttl_ms is None else self.ttl(key, ttl_ms)
@@ -395,7 +430,7 @@ class ServiceVsModel(RuleBasedStateMachine):
         expected = self.model.acquire(who, key, ttl, "first", None, self.now, sid)
         self.check(expected, lambda: self.service.acquire(who, key, ttl, "first", session=sid))
 
-    @rule(who=whos, key=keys, ttl=ttls, task=tasks, meta=metas, sid=sessions)
+    @rule(who=whos, key=keys, ttl=ttls, task=tasks, meta=metas, sid=sessions, scope=scopes)
     def acquire(
         self,
         who: Principal,
@@ -404,11 +439,12 @@ class ServiceVsModel(RuleBasedStateMachine):
         task: str | None,
         meta: dict[str, Any] | None,
         sid: str | None,
+        scope: str | None,
     ) -> None:
-        expected = self.model.acquire(who, key, ttl, task, meta, self.now, sid)
+        expected = self.model.acquire(who, key, ttl, task, meta, self.now, sid, scope)
         self.check(
             expected,
-            lambda: self.service.acquire(who, key, ttl, task, meta, session=sid),
+            lambda: self.service.acquire(who, key, ttl, task, meta, session=sid, scope=scope),
             "acquire",
         )
 
@@ -617,6 +653,16 @@ def test_model_sanity() -> None:
     assert isinstance(sibling, Err) and sibling.fields["session"] == "s1"
     assert model.leases["k2"].task is None
     assert replace(model.leases["k1"], ended="released").state(START_MS) == "released"
+    # a subtree holds the keys under it, and is held off by them
+    top = model.acquire(A, "t/b/", None, None, None, START_MS, None, "subtree")
+    assert isinstance(top, Lease) and top.scope == "subtree"
+    under = model.acquire(B, "t/b/c", None, None, None, START_MS)
+    assert isinstance(under, Err) and under.fields["held_key"] == "t/b/"
+    assert isinstance(model.acquire(A, "t/b/c", None, None, None, START_MS), Lease)  # mine
+    above = model.acquire(B, "t/", None, None, None, START_MS, None, "subtree")
+    assert isinstance(above, Err) and above.fields["held_key"] == "t/b/"
+    bad = model.acquire(B, "k1", None, None, None, START_MS, None, "subtree")
+    assert bad == err(tenure.InvalidRequest, field="scope")
 
 
 @pytest.mark.parametrize("busy", ["writes", "conflicts"])

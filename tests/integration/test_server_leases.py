@@ -27,6 +27,7 @@ LEASE_FIELDS = {
     "renewals",
     "meta",
     "state",
+    "scope",
 }
 
 

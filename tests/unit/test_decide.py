@@ -176,6 +176,8 @@ def test_acquiring_a_key_held_by_someone_else_is_refused_and_counted() -> None:
         "task": "job-1",
         "expires_at": NOW + 10_000,
         "token": 3,
+        "held_key": "k",
+        "scope": "key",
     }
 
 

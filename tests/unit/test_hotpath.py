@@ -204,7 +204,8 @@ def test_the_session_reaches_the_service(session: str | None) -> None:
     got = job(state, ACQUIRE, P, args_of(ACQUIRE, key="k", ttl_ms=5, **extra))()  # type: ignore[arg-type]
     assert json.loads(got)["lease"]["session"] == (session or "")
     job(state, RELEASE, P, args_of(RELEASE, key="k", **extra))()  # type: ignore[arg-type]
-    assert calls == [("acquire", "k", 5, None, None, session), ("release", "k", None, session)]
+    acquired = ("acquire", "k", 5, None, None, session, None)  # (scope: absent)
+    assert calls == [acquired, ("release", "k", None, session)]
 
 
 def test_a_meta_the_encoder_refuses_is_refused_alike() -> None:

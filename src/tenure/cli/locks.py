@@ -39,6 +39,7 @@ def lease_table(lease: Lease) -> Any:
             ("task", lease.task),
             ("token", lease.token),
             ("state", lease.state),
+            *([("scope", "subtree (every key under it)")] if lease.scope == "subtree" else []),
             *deadline(lease),
             ("acquired", when(lease.acquired_at)),
             ("renewals", lease.renewals),
@@ -92,22 +93,32 @@ def lock() -> None:
     "acquire",
     summary="Acquire a lease on KEY (renews it if your session holds it).",
     example="tenure lock acquire jobs/nightly --ttl 30s --task cron:nightly\n"
-    "tenure lock acquire deploy/prod --wait 2m --json",
+    "tenure lock acquire deploy/prod --wait 2m --json\n"
+    'tenure lock acquire src/billing/ --subtree --ttl 2h --task "refactor"',
 )
 @KEY
 @click.option("--ttl", type=DURATION, help="Lease duration (90s, 5m, 2h; default: the policy's).")
 @click.option("--task", help="What the lease serves (shown to whoever is refused).")
 @click.option("--wait", type=DURATION, help="Wait this long while someone else holds it.")
 @click.option("--meta", help="Small JSON object stored with the lease.")
+@click.option(
+    "--subtree",
+    is_flag=True,
+    help="Hold every key under KEY too (KEY must end in /); refused while anyone else holds "
+    "a key under it or a subtree above it.",
+)
 def lock_acquire(
-    key: str, ttl: int | None, task: str | None, wait: int | None, meta: str | None
+    key: str, ttl: int | None, task: str | None, wait: int | None, meta: str | None, subtree: bool
 ) -> None:
     """Acquire KEY and print the lease and its fencing token. The CLI remembers the token, so
     `lock renew`, `extend` and `release` do not need it. The lease is your CLI session's:
     acquiring it again renews it; a lease another session of yours holds (a `tenure run`, a
-    script) is refused like anyone else's (exit 3)."""
+    script) is refused like anyone else's (exit 3). With --subtree (KEY ending in /) the lease
+    holds every key under KEY: nobody else gets one while it lives."""
     run = cli_of()
-    lease = run.client.acquire(key, ttl, task, parse_json_object(meta, "--meta"), wait)
+    scope = "subtree" if subtree else None
+    meta_ = parse_json_object(meta, "--meta")
+    lease = run.client.acquire(key, ttl, task, meta_, wait, scope=scope)
     run.remember(key, lease.token)
     run.out.emit(lv.ACQUIRE.wire(lease), lambda: lease_table(lease))
 

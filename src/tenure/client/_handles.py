@@ -65,8 +65,8 @@ class FencedLeaseHandle(LeaseHandle):
     """A lease handle (:class:`LeaseHandle`) that admits its token in ``fences`` as soon
     as it is granted, before the block runs (a refusal releases the lease and raises)."""
 
-    def __init__(self, *args: Any, fences: Iterable[Admits] | None = None) -> None:
-        super().__init__(*args)
+    def __init__(self, *args: Any, fences: Iterable[Admits] | None = None, **kw: Any) -> None:
+        super().__init__(*args, **kw)
         self.fences = check_fences(fences)
 
     def _acquire(self) -> tuple[Lease, float]:

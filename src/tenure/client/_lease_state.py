@@ -171,9 +171,11 @@ class _Handle(Generic[C]):
         meta: dict[str, Any] | None = None,
         wait: float | None = None,
         on_lost: Callable[[Any], object] | None = None,
+        scope: str | None = None,
     ) -> None:
         _check_args(ttl, wait)
         self.key = key
+        self.scope = scope  # "subtree": every key under ``key`` too (None: the key alone)
         self.ttl = float(ttl)
         self.task = task
         self.meta = meta
@@ -257,7 +259,7 @@ class _Handle(Generic[C]):
     def _acquire_call(self, give_up: float, session: str) -> Call[Lease]:
         ttl_ms = max(1, round(self.ttl * 1000))
         wait_ms = self._wait_ms(give_up)
-        return sh.acquire(self.key, ttl_ms, self.task, self.meta, wait_ms, session)
+        return sh.acquire(self.key, ttl_ms, self.task, self.meta, wait_ms, session, self.scope)
 
     def _pause_or_raise(self, held: LeaseHeld, give_up: float) -> float:
         """How long to pause before polling on after ``held`` (a long poll's chunk ended), or

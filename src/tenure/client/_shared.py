@@ -86,11 +86,14 @@ def acquire(
     meta: dict[str, Any] | None = None,
     wait_ms: int | None = None,
     session: str | None = None,
+    scope: str | None = None,
 ) -> Call[Lease]:
+    """``scope``: ``"subtree"`` for a key ending in ``/`` (``None``: the key alone, sent as
+    nothing, so that an older server takes it)."""
     wait_s = wait_ms / 1000 if isinstance(wait_ms, int) and wait_ms > 0 else 0.0
     return verb_call(
         lv.ACQUIRE, wait_s=wait_s, key=key, ttl_ms=ttl_ms, task=task, meta=meta,
-        wait_ms=wait_ms, session=session,
+        wait_ms=wait_ms, session=session, scope=None if scope == "key" else scope,
     )  # fmt: skip
 
 

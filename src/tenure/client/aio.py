@@ -191,12 +191,16 @@ class AsyncClient(AsyncEventsMixin):
         meta: dict[str, Any] | None = None,
         wait_ms: int | None = None,
         fences: Iterable[Admits] | None = None,
+        scope: str | None = None,
     ) -> Lease:
         """Acquire ``key`` for this client's session (or renew it if the session holds it);
         ``wait_ms`` waits while it is held (also by another session of your principal).
-        ``fences`` admit the new token at once (see :meth:`lease`)."""
+        ``fences`` admit the new token at once (see :meth:`lease`). ``scope="subtree"`` (on a
+        key ending in ``/``) holds every key under it too; a refusal
+        (:class:`~tenure.LeaseHeld`) names the blocking lease's key in ``held_key``."""
         admits = check_fences(fences)
-        lease = await self._call(sh.acquire(key, ttl_ms, task, meta, wait_ms, self.session))
+        call = sh.acquire(key, ttl_ms, task, meta, wait_ms, self.session, scope)
+        lease = await self._call(call)
         try:
             await admit_all_async(admits, key, lease.token)
         except BaseException:
@@ -261,6 +265,7 @@ class AsyncClient(AsyncEventsMixin):
         wait: float | None = None,
         on_lost: Callable[[AsyncLeaseHandle], object] | None = None,
         fences: Iterable[Admits] | None = None,
+        scope: str | None = None,
     ) -> AsyncLeaseHandle:
         """An async context manager holding ``key``: acquires on entry (waiting up to ``wait``
         seconds), renews in a task every ``ttl``/3 seconds, releases on exit. If the lease is
@@ -268,11 +273,14 @@ class AsyncClient(AsyncEventsMixin):
 
         See :class:`~tenure.client.lease.AsyncLeaseHandle` for how a lost lease is reported.
         ``fences``: each fence's ``admit(key, token)`` runs with the new token as soon as it is
-        granted, before the block (a refusal releases the lease and raises).
+        granted, before the block (a refusal releases the lease and raises). ``scope``:
+        ``"subtree"`` (on a key ending in ``/``) holds every key under it too.
         """
         if fences is None:
-            return AsyncLeaseHandle(self, key, ttl, task, meta, wait, on_lost)
-        return AsyncFencedLeaseHandle(self, key, ttl, task, meta, wait, on_lost, fences=fences)
+            return AsyncLeaseHandle(self, key, ttl, task, meta, wait, on_lost, scope)
+        return AsyncFencedLeaseHandle(
+            self, key, ttl, task, meta, wait, on_lost, fences=fences, scope=scope
+        )
 
     # fenced register --------------------------------------------------------------------------
     async def fenced_write(

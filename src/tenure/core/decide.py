@@ -23,7 +23,9 @@ from tenure.core.models import (
     Lease,
     Principal,
     ReleaseResult,
+    Scope,
 )
+from tenure.core.subtree import blocking
 from tenure.core.work import ITEM_PREFIX
 from tenure.errors import (
     Forbidden,
@@ -133,33 +135,30 @@ def decide_acquire(
     now: int,
     session: str = "",
     floor: int = 0,
+    scope: Scope = "key",
+    nearby: Sequence[KeyRecord] = (),
 ) -> Decision:
-    """Grant ``key`` to ``who``'s ``session``; the same principal and session renews its own
-    live lease (same token); anyone else, another session of ``who`` included, is refused. A
+    """Grant ``key`` (with ``scope``) to ``who``'s ``session``; the same principal and session
+    renews its own live lease (same token, the scope asked); anyone else, another session of
+    ``who`` included, is refused, and so is a lease on another key that conflicts through a
+    subtree (``nearby``: the store's candidates, see :func:`tenure.core.subtree.blocking`). A
     new token is above the key's last one and above the token ``floor``."""
     rec, events = settle(before, now)
-    if rec is not None and rec.is_live(now):
-        if rec.holder == who.name and rec.session == session:
-            changes: dict[str, Any] = {}
-            if task is not None:
-                changes["task"] = task
-            if meta is not None:
-                changes["meta"] = meta
-            renewed = _renewed(rec, now, ttl_ms, **changes)
-            return Decision(renewed, events, renewed.lease(now))
+    mine = rec is not None and rec.holder == who.name and rec.session == session
+    if rec is not None and rec.is_live(now) and not mine:
         held = rec.update(conflicts=rec.conflicts + 1)
-        wanted = {"wanted_task": task, **({"wanted_session": session} if session else {})}
-        conflict = conflict_event(rec, key, who, wanted)
-        error = LeaseHeld(
-            f"{key!r} is held by {held_by(rec)}",
-            key=key,
-            holder=rec.holder,
-            session=rec.session,
-            task=rec.task,
-            expires_at=rec.expires_at,
-            token=rec.token,
-        )
-        return Decision(held, (*events, conflict), None, error)
+        return _refused(held, rec, key, who, task, session, events)
+    blocker = blocking(key, scope, who.name, session, nearby, now) if nearby else None
+    if blocker is not None:
+        return _refused(_changed(before, rec), blocker, key, who, task, session, events)
+    if rec is not None and rec.is_live(now):
+        changes: dict[str, Any] = {"scope": scope} if scope != rec.scope else {}
+        if task is not None:
+            changes["task"] = task
+        if meta is not None:
+            changes["meta"] = meta
+        renewed = _renewed(rec, now, ttl_ms, **changes)
+        return Decision(renewed, events, renewed.lease(now))
     fresh = KeyRecord(
         key=key,
         token=max(rec.token if rec else 0, floor) + 1,
@@ -172,10 +171,46 @@ def decide_acquire(
         meta=meta or {},
         conflicts=rec.conflicts if rec else 0,
         session=session,
+        scope=scope,
     )
     data: dict[str, Any] = {"ttl_ms": ttl_ms, "session": session} if session else {"ttl_ms": ttl_ms}
+    if scope != "key":
+        data["scope"] = scope
     acquired = EventDraft("acquired", key, who.name, task, fresh.token, actor=who.name, data=data)
     return Decision(fresh, (*events, acquired), fresh.lease(now))
+
+
+def _refused(
+    record: KeyRecord | None,
+    held: KeyRecord,
+    key: str,
+    who: Principal,
+    task: str | None,
+    session: str,
+    events: tuple[EventDraft, ...],
+) -> Decision:
+    """``key`` is refused to ``who``: ``held`` (the key's own lease, or one that conflicts
+    through a subtree) blocks it. ``record``: the key's record to save, if it changed."""
+    wanted: dict[str, Any] = {
+        "wanted_task": task,
+        **({"wanted_session": session} if session else {}),
+    }
+    if held.key != key:
+        wanted["held_key"] = held.key
+    conflict = conflict_event(held, key, who, wanted)
+    where = "" if held.key == key else f" through {held.key!r} ({held.scope})"
+    error = LeaseHeld(
+        f"{key!r} is held{where} by {held_by(held)}",
+        key=key,
+        holder=held.holder,
+        session=held.session,
+        task=held.task,
+        expires_at=held.expires_at,
+        token=held.token,
+        held_key=held.key,
+        scope=held.scope,
+    )
+    return Decision(record, (*events, conflict), None, error)
 
 
 def _check_own(

@@ -14,6 +14,9 @@ ENDINGS: tuple[str, ...] = ("released", "expired", "force_released", "taken_over
 #: the events after which a key may be free: a lease ended, or an item's claim was given up
 FREEING = frozenset((*ENDINGS, "released_item", "completed", "cancelled", "reassigned"))
 LeaseState = Literal["live", "released", "expired", "force_released", "taken_over"]
+#: what a lease grants: its key alone, or (on a key ending in ``/``) every key under it too
+Scope = Literal["key", "subtree"]
+SCOPES: tuple[str, ...] = ("key", "subtree")
 Kind = Literal["human", "agent", "service"]
 KINDS: tuple[str, ...] = ("human", "agent", "service")
 ROLES: tuple[str, ...] = ("admin", "supervisor")
@@ -90,6 +93,7 @@ class Lease:
     meta: dict[str, Any] = field(default_factory=dict)
     state: LeaseState = "live"
     session: str = ""
+    scope: Scope = "key"
 
     def to_dict(self) -> dict[str, Any]:
         # what asdict() gives (meta deep-copied), without its generic recursion: hot path
@@ -106,6 +110,7 @@ class Lease:
             "renewals": self.renewals,
             "meta": deepcopy(self.meta) if self.meta else {},
             "state": self.state,
+            "scope": self.scope,
         }
 
     @classmethod
@@ -115,7 +120,7 @@ class Lease:
             data["key"], data["holder"], data["task"], data["token"], data["ttl_ms"],
             data["acquired_at"], data["renewed_at"], data["expires_at"], data["renewals"],
             meta=dict(data.get("meta") or {}), state=data.get("state", "live"),
-            session=data.get("session") or "",
+            session=data.get("session") or "", scope=data.get("scope") or "key",
         )  # fmt: skip
 
 
@@ -129,6 +134,7 @@ class KeyRecord:
     ``fence_open`` is false once a force-release revoked the latest token for fenced writes.
     ``session`` is the holder's session (one running process of the principal; ``""`` its
     default session): a lease is re-acquired (renewed) only by the same principal *and* session.
+    ``scope`` is ``"subtree"`` when the lease (on a key ending in ``/``) holds every key under it.
     """
 
     key: str
@@ -145,6 +151,7 @@ class KeyRecord:
     fence_open: bool = True
     conflicts: int = 0
     session: str = ""
+    scope: Scope = "key"
 
     def is_live(self, now: int) -> bool:
         return self.ended is None and self.expires_at > now
@@ -168,6 +175,7 @@ class KeyRecord:
             dict(self.meta),
             self.state(now),
             self.session,
+            self.scope,
         )
 
     def update(self, **changes: Any) -> KeyRecord:

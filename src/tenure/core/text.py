@@ -61,10 +61,15 @@ def held_by(holder: str | None, session: str | None = None, task: str | None = N
 
 
 def held(err: e.LeaseHeld | e.NotHolder, at: Callable[[int], str], sessions: bool) -> str:
-    """``items/42 held by jo/agent-3 (session mcp-1f2e, task fix-login) until 14:03:10``."""
+    """``items/42 held by jo/agent-3 (session mcp-1f2e, task fix-login) until 14:03:10``;
+    ``src/a.py held through subtree src/ by jo …`` when another key's lease blocks it."""
     key = f"{err.key} " if err.key else ""
     holder = held_by(err.holder, err.session if sessions else None, err.task)
     left = f" until {at(err.expires_at)}" if err.expires_at else ""
+    other = getattr(err, "held_key", None)
+    if other and other != err.key:
+        kind = "subtree" if getattr(err, "scope", None) == "subtree" else "key"
+        return f"{key}held through {kind} {other} by {holder}{left}".strip()
     return f"{key}held by {holder}{left}".strip()
 
 

@@ -7,6 +7,7 @@ import re
 import unicodedata
 from typing import Any
 
+from tenure.core.models import Scope
 from tenure.core.policy import Policy
 from tenure.errors import InvalidRequest, TooLarge
 
@@ -59,6 +60,22 @@ def check_session(session: object, field: str = "session") -> str:
     if KEY_FORBIDDEN.search(session):
         raise _invalid(field, "must not contain control characters or lone surrogates")
     return session
+
+
+def check_scope(scope: object, key: str) -> Scope:
+    """``"key"`` (``None`` too) or ``"subtree"``, which needs a key ending in ``/``."""
+    if scope is None or scope == "key":
+        return "key"
+    if scope != "subtree":
+        raise _invalid("scope", f"must be 'key' or 'subtree', not {scope!r}")
+    if not key.endswith("/"):
+        raise InvalidRequest(
+            f"scope: a subtree lease needs a key ending in '/', and {key!r} does not. "
+            f"Ask for {key + '/'!r} with scope 'subtree', or for {key!r} with scope 'key'.",
+            key=key,
+            field="scope",
+        )
+    return "subtree"
 
 
 def check_key(key: object, policy: Policy, field: str = "key") -> str:

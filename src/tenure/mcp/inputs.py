@@ -28,6 +28,13 @@ TtlMs = Annotated[
 Task = Annotated[
     wire.Task | None, Field(description="what you are doing it for: a run id, a job or a session")
 ]
+Scope = Annotated[
+    wire.LeaseScope | None,
+    Field(
+        description="'subtree' on a key ending in '/' (e.g. files/REPO/src/billing/) locks every "
+        "key under it too: refused while anyone else holds one of them; default 'key'"
+    ),
+]
 Reason = Annotated[wire.Reason, Field(description="why, recorded with your name for all to see")]
 Token = Annotated[wire.Token, Field(description="the lease's token from acquire_lock")]
 Limit = Annotated[int, Field(ge=1, le=MAX_LIMIT), wire.Whole]

@@ -24,21 +24,19 @@ def add_lock_tools(server: MCPServer[Any], resolve: Resolver) -> None:
         ttl_ms: a.TtlMs = None,
         task: a.Task = None,
         meta: a.Meta = None,
+        scope: a.Scope = None,
     ) -> m.LeaseReplyOut:
         """Take a lease (a lock) on any key, e.g. a file, a branch or a deploy target, before
         touching what it guards. Held by this connection's session; lasts ttl_ms (default 30 s)
         and is renewed by each of your calls to a tool that is not read-only (or heartbeat).
         lease.token is the fencing token. Acquiring a key this session holds renews it (same
-        token). lease_held means someone else (or another session of yours) holds the lock:
-        wait for it (it frees at the latest at the expiry the error names, unless renewed) or
-        use another key."""
-        return await act(
-            ctx,
-            resolve,
-            lambda b: m.LeaseReplyOut.of(
-                b.acquire_lock(key, given(ttl_ms=ttl_ms, task=task, meta=meta))
-            ),
-        )
+        token). scope 'subtree' on a key ending in '/' locks every key under it too.
+        lease_held means someone else (or another session of yours) holds the lock, or a
+        subtree above it, or (for a subtree) a key under it: held_key names which. Wait for it
+        (it frees at the latest at the expiry the error names, unless renewed) or use another
+        key."""
+        fields = given(ttl_ms=ttl_ms, task=task, meta=meta, scope=scope)
+        return await act(ctx, resolve, lambda b: m.LeaseReplyOut.of(b.acquire_lock(key, fields)))
 
     @tool(server, SAFE_AGAIN)
     async def renew_lock(

@@ -29,7 +29,7 @@ from tenure.core.policy import Policy, PolicySet
 from tenure.errors import InvalidRequest, LeaseLost
 from tenure.metrics import Metrics
 from tenure.service.principals import ancestors
-from tenure.store.base import KeyTx, Store
+from tenure.store.base import KeyTx, Reach, Store
 
 MAX_ANCESTRY = 64
 
@@ -62,8 +62,16 @@ class Engine:
         self.listeners: builtins.list[Listener] = []
         self._deferred = _Deferred()
 
-    def _run(self, key: str, decide: Callable[[KeyTx], Decision], *, create: bool = False) -> Any:
-        with self.store.key_tx(key, create=create) as tx:
+    def _run(
+        self,
+        key: str,
+        decide: Callable[[KeyTx], Decision],
+        *,
+        create: bool = False,
+        reach: Reach | None = None,
+        extends: bool = False,
+    ) -> Any:
+        with self.store.key_tx(key, create=create, reach=reach, extends=extends) as tx:
             decision = decide(tx)
             if decision.record is not None:
                 tx.save(decision.record)
@@ -119,7 +127,9 @@ class Engine:
         ttl = None if ttl_ms is None else v.check_ttl(ttl_ms, policy)
         try:
             lease: Lease = self._run(
-                key, lambda tx: decide_renew(tx.record, key, me, token, ttl, tx.now)
+                key,
+                lambda tx: decide_renew(tx.record, key, me, token, ttl, tx.now),
+                extends=True,
             )
         except LeaseLost as lost:
             raise self._explain(lost, key) from None
@@ -145,7 +155,7 @@ class Engine:
             return decide_extend(tx.record, key, me, token, wanted, policy.max_lease, tx.now)
 
         try:
-            result: ExtendResult = self._run(key, decide)
+            result: ExtendResult = self._run(key, decide, extends=True)
         except LeaseLost as lost:
             raise self._explain(lost, key) from None
         return result

@@ -42,7 +42,7 @@ from tenure.service.engine import Engine, Who, as_principal
 from tenure.service.queue import WorkQueue
 from tenure.service.stats import StatsView
 from tenure.service.token_floors import floor_for
-from tenure.store.base import KeyTx, Store
+from tenure.store.base import KeyTx, Reach, Store
 
 __all__ = ["ITEM_VERBS", "Service", "Who", "as_principal"]
 
@@ -87,23 +87,30 @@ class Service(Engine):
         task: str | None = None,
         meta: dict[str, Any] | None = None,
         session: str | None = None,
+        scope: str | None = "key",
     ) -> Lease:
         """Grant ``key`` to ``who``'s ``session`` (``None``: the default session ``""``), or
         renew it if that same session holds it already (same token). Another session of
-        ``who`` holding it is refused like anyone else (``LeaseHeld``)."""
+        ``who`` holding it is refused like anyone else (``LeaseHeld``).
+
+        ``scope="subtree"`` (on a key ending in ``/``) grants every key under it too: it is
+        refused while anyone else holds a key under it or a subtree above it, and while it
+        lives nobody else gets a key under it (:mod:`tenure.core.subtree`)."""
         me = as_principal(who)
         policy = self._lease_policy(key, "acquire")
         ttl = v.check_ttl(ttl_ms, policy)
         task = v.check_task(task)
         meta = v.check_meta(meta, policy)
         sid = v.check_session(session)
-        lease: Lease = self._run(
-            key,
-            lambda tx: decide_acquire(
-                tx.record, key, me, ttl, task, meta, tx.now, sid, floor_for(tx)
-            ),
-            create=True,
-        )
+        wide = v.check_scope(scope, key)
+
+        def decide(tx: KeyTx) -> Decision:
+            floor = floor_for(tx)
+            return decide_acquire(
+                tx.record, key, me, ttl, task, meta, tx.now, sid, floor, wide, tx.nearby()
+            )
+
+        lease: Lease = self._run(key, decide, create=True, reach=Reach(wide, me.name, sid))
         return lease
 
     def renew(self, who: Who, key: str, token: int, ttl_ms: int | None = None) -> Lease:

@@ -26,10 +26,10 @@ from tenure.core.models import (
 from tenure.core.token_floor import TokenFloor
 from tenure.store import rows
 from tenure.store.reads import Reads
-from tenure.store.values import ENDED, Credential, NewToken, Removal, TokenInfo
+from tenure.store.values import ENDED, Credential, NewToken, Reach, Removal, TokenInfo
 from tenure.store.writes import Writes
 
-__all__ = ["ENDED", "Credential", "KeyTx", "Removal", "Store", "TokenInfo"]
+__all__ = ["ENDED", "Credential", "KeyTx", "Reach", "Removal", "Store", "TokenInfo"]
 
 
 class KeyTx(Protocol):
@@ -44,6 +44,15 @@ class KeyTx(Protocol):
         ...
 
     def register(self) -> FencedValue | None: ...
+
+    def nearby(self) -> Sequence[KeyRecord]:
+        """For the acquisition the transaction was opened for (its :class:`Reach`; none: an
+        empty list): the leases on other keys that may conflict with it through a subtree, a
+        superset the core sifts (:func:`tenure.core.subtree.blocking`): the unended subtree
+        leases on the prefixes above the key and, for a subtree, the unended lease under it
+        with the latest deadline among those not the acquirer's. None of them can change
+        before this transaction ends (SQLite: the write lock; PostgreSQL: the prefix locks)."""
+        ...
 
     def token_floor(self) -> int:
         """Every token granted from now on is larger than this (0: no floor)."""
@@ -101,8 +110,19 @@ class Store(Reads, Writes, Protocol):
 
     url: str
 
-    def key_tx(self, key: str, *, create: bool = False) -> AbstractContextManager[KeyTx]:
-        """Lock ``key`` and open a transaction; ``create`` makes its row if missing."""
+    def key_tx(
+        self,
+        key: str,
+        *,
+        create: bool = False,
+        reach: Reach | None = None,
+        extends: bool = False,
+    ) -> AbstractContextManager[KeyTx]:
+        """Lock ``key`` and open a transaction; ``create`` makes its row if missing; ``reach``:
+        the acquisition it is for, whose nearby leases :meth:`KeyTx.nearby` gives; ``extends``:
+        it may push a live lease's deadline (a renewal, an extend). An acquisition or such a
+        transaction excludes subtree acquisitions that would read its key (PostgreSQL: the
+        prefix locks of :mod:`tenure.store.postgres.tree`)."""
         ...
 
     def now_ms(self) -> int: ...

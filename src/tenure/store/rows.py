@@ -43,9 +43,9 @@ def loads_text(value: Any) -> Any:
 
 def record_from(row: Sequence[Any], loads: Loads = loads_text) -> KeyRecord:
     """A lease row: key, token, holder, task, ttl_ms, acquired_at, renewed_at, expires_at,
-    renewals, meta, ended, fence_open, conflicts, session (by index: the hot path)."""
+    renewals, meta, ended, fence_open, conflicts, session, scope (by index: the hot path)."""
     return KeyRecord(row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], row[8],
-                     loads(row[9]), row[10], bool(row[11]), row[12], row[13])  # fmt: skip
+                     loads(row[9]), row[10], bool(row[11]), row[12], row[13], row[14])  # fmt: skip
 
 
 def record_params(rec: KeyRecord, meta: Any) -> dict[str, Any]:
@@ -64,6 +64,7 @@ def record_params(rec: KeyRecord, meta: Any) -> dict[str, Any]:
         "fence_open": rec.fence_open,
         "conflicts": rec.conflicts,
         "session": rec.session,
+        "scope": rec.scope,
     }
 
 

@@ -4,9 +4,9 @@ what removing a principal did."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
-from tenure.core.models import Principal
+from tenure.core.models import Principal, Scope
 
 #: the reason recorded when a dispatched agent's tokens end with its claim
 ENDED = "its claim ended"
@@ -66,3 +66,12 @@ class Removal:
     leases: tuple[str, ...] = ()
     items: tuple[str, ...] = ()
     children: tuple[str, ...] = ()
+
+
+class Reach(NamedTuple):
+    """An acquisition a key's transaction is opened for: the store reads, with the lock, the
+    leases on other keys that may conflict with it through a subtree (:meth:`KeyTx.nearby`)."""
+
+    scope: Scope
+    holder: str
+    session: str

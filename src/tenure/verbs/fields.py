@@ -11,7 +11,7 @@ is built.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
@@ -121,6 +121,15 @@ WaitMs = Annotated[
     Whole,
 ]
 Task = Annotated[str, Field(json_schema_extra=text_schema(MAX_TASK_CHARS, "what the lease serves"))]
+LeaseScope = Annotated[
+    Literal["key", "subtree"],
+    Field(
+        description="`key` (default): the key alone; `subtree` (a key ending in `/`): every key "
+        "under it too. A subtree is refused while anyone else holds a key under it or a subtree "
+        "above it, and while it lives nobody else gets a key under it; leases of your own "
+        "session never block each other this way"
+    ),
+]
 Reason = Annotated[
     str, Field(json_schema_extra=text_schema(MAX_REASON_CHARS, "why (recorded in the event)"))
 ]

@@ -16,6 +16,7 @@ from tenure.verbs.fields import (
     Instant,
     Key,
     LeaseKey,
+    LeaseScope,
     Millis,
     OpId,
     Reason,
@@ -54,6 +55,7 @@ class AcquireIn(Body):
     ] = None
     wait_ms: WaitMs | None = None
     session: Session | None = None
+    scope: LeaseScope | None = None
 
 
 class RenewIn(Body):
@@ -137,7 +139,7 @@ def _get_lease(services: Services, me: Principal, a: GetLeaseIn) -> Lease:
 
 
 def _acquire(services: Services, me: Principal, a: AcquireIn) -> Lease:
-    return services.leases.acquire(me, a.key, a.ttl_ms, a.task, a.meta, a.session)
+    return services.leases.acquire(me, a.key, a.ttl_ms, a.task, a.meta, a.session, a.scope)
 
 
 def _renew(services: Services, me: Principal, a: RenewIn) -> Lease:
@@ -154,7 +156,9 @@ ACQUIRE: Verb[AcquireIn, Lease] = Verb(
     "acquire", "POST", "/v1/leases/acquire", AcquireIn, _acquire, lease_reply, lease_of_reply,
     LeaseReply, problems=(*ASKED, 409), tags=("leases",), repeatable=_never_again, grouped=True,
     doc="Acquire `key`, or renew it if your `session` holds it; `wait_ms` long-polls while it "
-    "is held. Another session of yours holding it is `409 lease_held`, like anyone else.",
+    "is held. Another session of yours holding it is `409 lease_held`, like anyone else. "
+    "`scope: subtree` on a key ending in `/` holds every key under it; `lease_held` names the "
+    "blocking lease (`held_key`).",
 )  # fmt: skip
 RENEW: Verb[RenewIn, Lease] = Verb(
     "renew", "POST", "/v1/leases/renew", RenewIn, _renew, lease_reply, lease_of_reply,

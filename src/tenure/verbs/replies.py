@@ -31,6 +31,10 @@ class LeaseOut(Out):
     renewals: int
     meta: dict[str, Any]
     state: Literal["live", "released", "expired", "force_released", "taken_over"]
+    scope: Annotated[
+        Literal["key", "subtree"],
+        Field(description="`subtree`: the lease (on a key ending in `/`) holds every key under it"),
+    ]
 
 
 class LeaseReply(Out):

@@ -28,6 +28,12 @@ class Problem(BaseModel):
     task: str | None = None
     expires_at: int | None = None
     token: int | None = None
+    held_key: str | None = Field(
+        None,
+        description="the key of the lease that blocks (lease_held): the asked key, a subtree "
+        "above it, or a key under the subtree asked",
+    )
+    scope: str | None = Field(None, description="the blocking lease's scope (lease_held)")
     current_token: int | None = Field(None, description="the key's current token (stale_token)")
     reason: str | None = None
     actor: str | None = None

@@ -4,8 +4,10 @@ Every request for a key joins the key's queue on arrival; only the head of the q
 acquire. The head sleeps until the key is released (a notification from the release route) or
 until the holder's deadline, whichever comes first, and never polls the database on a short
 timer. When the head leaves (with the lease, or because its wait ended) the next waiter becomes
-the head and tries at once. A request that does not wait (``wait_ms`` 0) makes one attempt
-whatever the queue holds.
+the head and tries at once. A head refused because of a lease on *another* key (a subtree above
+its key, or a key under the subtree it asks for: the refusal's ``held_key``) also watches that
+key while it sleeps, so the release of the blocking key wakes it too. A request that does not
+wait (``wait_ms`` 0) makes one attempt whatever the queue holds.
 
 :meth:`Waiters.notify` and :meth:`Waiters.close` may be called from any thread (the release
 route runs in a worker thread, ``close`` from a signal handler); they hand over to the event loop.
@@ -31,6 +33,8 @@ class Waiters:
     def __init__(self, now_ms: Callable[[], int]) -> None:
         self._now_ms = now_ms
         self._queues: dict[str, deque[asyncio.Event]] = {}
+        #: key -> the heads (of other keys' queues) that a lease on it blocks
+        self._watching: dict[str, set[asyncio.Event]] = {}
         self._closing = False
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -62,6 +66,8 @@ class Waiters:
         queue = self._queues.get(key)
         if queue:
             queue[0].set()
+        for event in self._watching.get(key, ()):
+            event.set()
 
     def _wake_all(self) -> None:
         for queue in self._queues.values():
@@ -92,13 +98,30 @@ class Waiters:
                     if left <= 0 or self._closing:
                         raise
                     until_expiry = ((held.expires_at or 0) - self._now_ms()) / 1000 + SLACK_S
-                    await _sleep_on(me, max(MIN_SLEEP_S, min(left, until_expiry)))
+                    with self._watch(held.held_key, key, me):
+                        await _sleep_on(me, max(MIN_SLEEP_S, min(left, until_expiry)))
         finally:
             queue.remove(me)
             if queue:
                 queue[0].set()
             elif self._queues.get(key) is queue:
                 del self._queues[key]
+
+    @contextlib.contextmanager
+    def _watch(self, held_key: str | None, key: str, me: asyncio.Event) -> Iterator[None]:
+        """While the block runs, a release of ``held_key`` (another key than ``key``) wakes
+        ``me``."""
+        if held_key is None or held_key == key:
+            yield
+            return
+        watchers = self._watching.setdefault(held_key, set())
+        watchers.add(me)
+        try:
+            yield
+        finally:
+            watchers.discard(me)
+            if not watchers and self._watching.get(held_key) is watchers:
+                del self._watching[held_key]
 
 
 class Slots:

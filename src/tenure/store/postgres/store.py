@@ -33,11 +33,13 @@ from tenure.core.models import (
 from tenure.core.token_floor import TokenFloor
 from tenure.store import rows
 from tenure.store.postgres import session as session
+from tenure.store.postgres import tree
 from tenure.store.postgres.listen import Listener, notices
 from tenure.store.postgres.stats import PostgresStats
 from tenure.store.postgres.tx import SAVEPOINT, Batch, Group, KeyTx, record
 from tenure.store.reads import Reads
 from tenure.store.sqlfiles import migrations, queries
+from tenure.store.values import Reach
 from tenure.store.writes import Writes
 
 Q = queries("postgres")
@@ -176,24 +178,36 @@ class PostgresStore(PostgresStats, Reads, Writes):
         return int(row[0])
 
     @contextmanager
-    def key_tx(self, key: str, *, create: bool = False) -> Iterator[KeyTx]:
+    def key_tx(
+        self,
+        key: str,
+        *,
+        create: bool = False,
+        reach: Reach | None = None,
+        extends: bool = False,
+    ) -> Iterator[KeyTx]:
         group: Group | None = getattr(self._local, "group", None)
+        guard = reach is not None or extends  # it may make a lease live: the prefix locks
         if group is not None:
-            with self._joined(group, key, create=create) as tx:
+            with self._joined(group, key, create=create, reach=reach, guard=guard) as tx:
                 yield tx
             return
         with self.pool.connection() as conn:
             try:
                 batch = Batch(conn)
-                # One round trip: BEGIN, a new key's placeholder row, the row lock, the
-                # instant. PostgreSQL runs them in order, so the instant is read once the row
-                # lock is granted (a waiter reads it after the holder committed): it orders
-                # with the commit, as if the client had waited for the lock before asking.
+                # One round trip: BEGIN, the prefix locks (tree), a new key's placeholder
+                # row, the row lock, the nearby leases, the instant. PostgreSQL runs them in
+                # order, so the instant is read once the row lock is granted (a waiter reads it
+                # after the holder committed): it orders with the commit, as if the client had
+                # waited for the lock before asking.
                 batch.add_sql("BEGIN")
+                if guard:
+                    tree.queue_key_locks(batch, key)
                 if create:
                     batch.add("create_lease_row", {"key": key})
-                row, now, floor = self._lock(batch, key)
+                row, now, floor, nearby = self._lock(batch, key, reach)
                 tx = KeyTx(batch, key, now, record(row), floor=floor)
+                tx.nearby_records = nearby
                 yield tx
                 batch.queue_events([(e, now) for e in tx.events])
                 batch.commit()
@@ -204,40 +218,58 @@ class PostgresStore(PostgresStats, Reads, Writes):
                 _rollback(conn)
                 raise
 
-    def _lock(self, batch: Batch, key: str) -> tuple[Any, int, int]:
-        """Send what is queued, the row lock, the token floor and the instant: the row (or
-        None), the instant, the floor (read in the same round trip: a new token costs no
-        round trip of its own)."""
+    def _lock(
+        self,
+        batch: Batch,
+        key: str,
+        reach: Reach | None = None,
+        group: Group | None = None,
+    ) -> tuple[Any, int, int, list[KeyRecord]]:
+        """Send what is queued, the row lock, the token floor, the nearby leases of ``reach``
+        and the instant: the row (or None), the instant, the floor (read in the same round
+        trip: a new token costs no round trip of its own), the nearby leases."""
         batch.add("lock_lease", {"key": key})
         batch.add("token_floor")
-        if self.clock is not None:
-            row, floor = batch.rows(2)
-            return row, self.clock.now_ms(), _first_int(floor)
-        batch.add("now_ms")
-        row, floor, now = batch.rows(3)
-        return row, int(now[0]), _first_int(floor)
+        locked, subtrees = (group.locked, group.subtrees) if group else ({}, {})
+        reads = tree.queue_nearby(batch, key, reach, locked, subtrees)
+        if self.clock is None:
+            batch.add("now_ms")
+        got = batch.all_rows(2 + reads + (self.clock is None))
+        row = got[0][0] if got[0] else None
+        floor = _first_int(got[1][0] if got[1] else None)
+        nearby = tree.records(got[2 : 2 + reads])
+        now = int(got[-1][0][0]) if self.clock is None else self.clock.now_ms()
+        return row, now, floor, nearby
 
     @contextmanager
-    def _joined(self, group: Group, key: str, *, create: bool) -> Iterator[KeyTx]:
+    def _joined(
+        self, group: Group, key: str, *, create: bool, reach: Reach | None, guard: bool
+    ) -> Iterator[KeyTx]:
         """A key transaction inside ``group``: its lock goes with the writes queued before it;
         a new key's placeholder row costs a second round trip (and a savepoint, since it is
         written before the call could fail)."""
         batch = group.batch
         floor: int | None = group.floor
+        nearby: list[KeyRecord] = []
         if key in group.locked:
             rec, now = group.locked[key], group.now
+            if reach is not None and reach.scope == "subtree":  # the keys under it: a read
+                nearby, now = self._under(group, key, reach)
         else:
-            row, now, floor = self._lock(batch, key)
+            if guard:
+                tree.queue_key_locks(batch, key)
+            row, now, floor, nearby = self._lock(batch, key, reach, group)
             rec = record(row)
         savepoint = False
         if rec is None and create:
             batch.add_sql(f"SAVEPOINT {SAVEPOINT}")
             batch.add("create_lease_row", {"key": key})
-            row, now, floor = self._lock(batch, key)
+            row, now, floor, _ = self._lock(batch, key)
             rec = record(row)
             savepoint = True
         tx = KeyTx(batch, key, now, rec, mark=batch.mark(), floor=floor)
         tx.savepoint = savepoint
+        tx.nearby_records = nearby + tree.from_group(key, reach, group.locked, group.subtrees)
         try:
             yield tx
         except BaseException:
@@ -248,6 +280,18 @@ class PostgresStore(PostgresStats, Reads, Writes):
         if tx.saved is not None:
             group.saves[key] = group.locked[key] = tx.saved
         group.events.extend((e, now) for e in tx.events)
+
+    def _under(self, group: Group, key: str, reach: Reach) -> tuple[list[KeyRecord], int]:
+        """In ``group``, a subtree acquisition of a key locked ahead: the unended lease under it
+        and an instant read after it (a release, which takes no prefix lock, may have committed
+        since the group's instant: the decision must not predate what it read)."""
+        batch = group.batch
+        batch.add("nearby_under", tree.under_params(key, reach, group.locked, group.subtrees))
+        if self.clock is None:
+            batch.add("now_ms")
+        got = batch.all_rows(1 + (self.clock is None))
+        now = int(got[1][0][0]) if self.clock is None else self.clock.now_ms()
+        return tree.records(got[:1]), now
 
     @contextmanager
     def group(self, keys: Sequence[str] = ()) -> Iterator[None]:
@@ -262,7 +306,10 @@ class PostgresStore(PostgresStats, Reads, Writes):
         ``keys``: the keys the calls will write, if known. The group's first round trip locks
         them (in key order, so that groups of different servers cannot deadlock on them) and
         reads the instant and the auth version: their calls then need no round trip of their
-        own, and all see that instant."""
+        own, and all see that instant. Subtree acquisitions run in groups like any call: the
+        same round trip takes the keys' prefix locks (all of them, shortest first) and reads
+        the subtree leases above them, and each call decides on the group's own records where
+        it has them (:mod:`tenure.store.postgres.tree`)."""
         if getattr(self._local, "group", None) is not None:
             yield
             return
@@ -280,18 +327,30 @@ class PostgresStore(PostgresStats, Reads, Writes):
                 self._local.group = None
 
     def _lock_ahead(self, group: Group, keys: list[str]) -> None:
+        """The group's first round trip: the auth version, the keys' prefix locks, their rows
+        (locked), the subtree leases above them (:mod:`tenure.store.postgres.tree`), the token
+        floor and the instant."""
         batch = group.batch
         batch.add("auth_version")
+        locks = tree.queue_locks(batch, keys)
         batch.add("lock_leases", {"keys": keys})
+        above = tree.above_all(keys)
+        if above:
+            batch.add("nearby_subtrees", {"prefixes": above})
         batch.add("token_floor")
         if self.clock is None:
             batch.add("now_ms")
-        got = batch.all_rows(4 if self.clock is None else 3)
+        got = batch.all_rows(3 + locks + bool(above) + (self.clock is None))
         group.auth_version = int(got[0][0][0])
+        got = got[1 + locks :]
         group.locked = dict.fromkeys(keys)  # a key without a row: None
-        group.locked.update((row[0], record(row)) for row in got[1])
-        group.floor = int(got[2][0][0]) if got[2] else 0
-        group.now = int(got[3][0][0]) if self.clock is None else self.clock.now_ms()
+        group.locked.update((row[0], record(row)) for row in got[0])
+        if above:
+            group.subtrees = dict.fromkeys(above)
+            group.subtrees.update((r.key, r) for r in tree.records(got[1:2]))
+            got = got[1:]
+        group.floor = int(got[1][0][0]) if got[1] else 0
+        group.now = int(got[2][0][0]) if self.clock is None else self.clock.now_ms()
 
     def auth_version(self) -> int:
         """Moves whenever a principal or a token changes (migration 0004's triggers)."""

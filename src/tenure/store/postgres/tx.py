@@ -75,6 +75,9 @@ HOT = (
     "notify_all",
     "record_conflict",
     "token_floor",
+    "lock_prefixes",
+    "nearby_subtrees",
+    "nearby_under",
 )
 _PARAM = re.compile(r"%\((\w+)\)s")
 
@@ -264,6 +267,10 @@ class KeyTx(base.KeyTx):
         self.saved: KeyRecord | None = None  # the last record saved
         self.mark = mark  # in a group: where this call's writes begin in the queue
         self.savepoint = False  # in a group: taken at the mark, before this call's writes
+        self.nearby_records: list[KeyRecord] = []  # read with the lock (tree.queue_nearby)
+
+    def nearby(self) -> list[KeyRecord]:
+        return self.nearby_records
 
     def write(self, name: str, params: dict[str, Any]) -> None:
         self.batch.add(name, params)
@@ -337,6 +344,8 @@ class Group:
         self.events: list[tuple[EventDraft, int]] = []
         self.saves: dict[str, KeyRecord] = {}  # key -> the record to save at the commit
         self.locked: dict[str, KeyRecord | None] = {}  # key -> its record, locked ahead
+        #: prefix -> its unended subtree lease (None: none), read ahead for the keys locked
+        self.subtrees: dict[str, KeyRecord | None] = {}
         self.now = 0  # the instant, read once the keys locked ahead were
         self.auth_version: int | None = None  # read in the same round trip
         self.floor: int | None = None  # the token floor, read in the same round trip

@@ -27,6 +27,7 @@ from tenure.store.sqlite.records import SqliteRecords, insert_events
 from tenure.store.sqlite.stats import SqliteStats
 from tenure.store.sqlite.sync import WalSync
 from tenure.store.sqlite.tx import Batch, SqliteKeyTx
+from tenure.store.values import Reach
 
 Q = queries("sqlite")
 SYNCHRONOUS = ("FULL", "NORMAL", "EXTRA")
@@ -62,15 +63,16 @@ class _GroupKeyTx:
     """:meth:`SqliteStore.key_tx` in this thread's open group: a :class:`_Savepoint` and the
     key's transaction in it."""
 
-    __slots__ = ("key", "savepoint")
+    __slots__ = ("key", "reach", "savepoint")
 
-    def __init__(self, store: SqliteStore, group: Batch, key: str) -> None:
-        self.savepoint, self.key = _Savepoint(store, group), key
+    def __init__(self, store: SqliteStore, group: Batch, key: str, reach: Reach | None) -> None:
+        self.savepoint, self.key, self.reach = _Savepoint(store, group), key, reach
 
     def __enter__(self) -> SqliteKeyTx:
         conn = self.savepoint.__enter__()
         try:  # the instant is read under the write lock, so it orders with the commit
-            return SqliteKeyTx(conn, self.key, self.savepoint.store.clock.now_ms())
+            now = self.savepoint.store.clock.now_ms()
+            return SqliteKeyTx(conn, self.key, now, self.reach)
         except BaseException as exc:
             self.savepoint.__exit__(type(exc))
             raise
@@ -377,17 +379,24 @@ class SqliteStore(SqliteRecords, SqliteStats):
     def now_ms(self) -> int:
         return self.clock.now_ms()
 
-    def key_tx(self, key: str, *, create: bool = False) -> AbstractContextManager[SqliteKeyTx]:
+    def key_tx(
+        self,
+        key: str,
+        *,
+        create: bool = False,
+        reach: Reach | None = None,
+        extends: bool = False,  # (SQLite's write lock already excludes every other writer)
+    ) -> AbstractContextManager[SqliteKeyTx]:
         group: Batch | None = getattr(self._local, "group", None)
         if group is not None:  # the server's groups (the hot path): no generator frames
-            return _GroupKeyTx(self, group, key)
-        return self._key_tx(key)
+            return _GroupKeyTx(self, group, key, reach)
+        return self._key_tx(key, reach)
 
     @contextmanager
-    def _key_tx(self, key: str) -> Iterator[SqliteKeyTx]:
+    def _key_tx(self, key: str, reach: Reach | None) -> Iterator[SqliteKeyTx]:
         with self._write() as conn:
             # The instant is read once the write lock is held, so it orders with the commit.
-            yield SqliteKeyTx(conn, key, self.clock.now_ms())
+            yield SqliteKeyTx(conn, key, self.clock.now_ms(), reach)
 
     def renew_all(
         self, holder: str, session: str | None, keys: Sequence[str] | None

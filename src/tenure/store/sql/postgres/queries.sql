@@ -4,7 +4,7 @@ SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint;
 
 -- name: lock_lease
 SELECT key, token, holder, task, ttl_ms, acquired_at, renewed_at, expires_at, renewals, meta,
-       ended, fence_open, conflicts, session
+       ended, fence_open, conflicts, session, scope
 FROM tenure_leases WHERE key = %(key)s FOR UPDATE;
 
 -- name: create_lease_row
@@ -17,7 +17,7 @@ ON CONFLICT (key) DO NOTHING;
 
 -- name: get_lease
 SELECT key, token, holder, task, ttl_ms, acquired_at, renewed_at, expires_at, renewals, meta,
-       ended, fence_open, conflicts, session
+       ended, fence_open, conflicts, session, scope
 FROM tenure_leases WHERE key = %(key)s AND token > 0;
 
 -- name: save_lease
@@ -32,7 +32,7 @@ WITH saved AS (
         acquired_at = %(acquired_at)s, renewed_at = %(renewed_at)s,
         expires_at = %(expires_at)s, renewals = %(renewals)s, meta = %(meta)s,
         ended = %(ended)s, fence_open = %(fence_open)s, conflicts = %(conflicts)s,
-        session = %(session)s
+        session = %(session)s, scope = %(scope)s
     WHERE key = %(key)s AND %(token)s >= token
     RETURNING 1
 )
@@ -40,7 +40,7 @@ SELECT 1 / count(*) FROM saved;
 
 -- name: live_leases
 SELECT key, token, holder, task, ttl_ms, acquired_at, renewed_at, expires_at, renewals, meta,
-       ended, fence_open, conflicts, session
+       ended, fence_open, conflicts, session, scope
 FROM tenure_leases
 WHERE ended IS NULL AND expires_at > %(now)s AND token > 0
   AND (%(prefix)s::text IS NULL OR left(key, length(%(prefix)s::text)) = %(prefix)s::text)
@@ -211,7 +211,7 @@ SET renewed_at = %(now)s, renewals = renewals + 1,
 WHERE key = ANY(%(locked)s::text[]) AND holder = %(holder)s AND ended IS NULL
   AND expires_at > %(now)s AND token > 0
 RETURNING key, token, holder, task, ttl_ms, acquired_at, renewed_at, expires_at, renewals, meta,
-          ended, fence_open, conflicts, session;
+          ended, fence_open, conflicts, session, scope;
 
 -- name: renew_all_json
 -- renew_all without keys, second step, whose reply PostgreSQL writes: the update of renew_all
@@ -227,14 +227,14 @@ WITH renewed AS (
     WHERE key = ANY(%(locked)s::text[]) AND holder = %(holder)s AND ended IS NULL
       AND expires_at > %(now)s AND token > 0
     RETURNING key, holder, session, task, token, ttl_ms, acquired_at, renewed_at, expires_at,
-              renewals, meta
+              renewals, meta, scope
 )
 SELECT count(*),
        string_agg(json_build_object(
            'key', key, 'holder', holder, 'session', session, 'task', task, 'token', token,
            'ttl_ms', ttl_ms,
            'acquired_at', acquired_at, 'renewed_at', renewed_at, 'expires_at', expires_at,
-           'renewals', renewals, 'meta', meta::json, 'state', 'live')::text,
+           'renewals', renewals, 'meta', meta::json, 'state', 'live', 'scope', scope)::text,
            ',' ORDER BY key COLLATE "C")
 FROM renewed;
 
@@ -247,15 +247,16 @@ WITH v AS (
         %(key)s::text[], %(token)s::bigint[], %(holder)s::text[], %(task)s::text[],
         %(ttl_ms)s::bigint[], %(acquired_at)s::bigint[], %(renewed_at)s::bigint[],
         %(expires_at)s::bigint[], %(renewals)s::bigint[], %(meta)s::text[], %(ended)s::text[],
-        %(fence_open)s::boolean[], %(conflicts)s::bigint[], %(session)s::text[]
+        %(fence_open)s::boolean[], %(conflicts)s::bigint[], %(session)s::text[],
+        %(scope)s::text[]
     ) AS v(key, token, holder, task, ttl_ms, acquired_at, renewed_at, expires_at, renewals,
-           meta, ended, fence_open, conflicts, session)
+           meta, ended, fence_open, conflicts, session, scope)
 ), saved AS (
     UPDATE tenure_leases l SET
         token = v.token, holder = v.holder, task = v.task, ttl_ms = v.ttl_ms,
         acquired_at = v.acquired_at, renewed_at = v.renewed_at, expires_at = v.expires_at,
         renewals = v.renewals, meta = v.meta, ended = v.ended, fence_open = v.fence_open,
-        conflicts = v.conflicts, session = v.session
+        conflicts = v.conflicts, session = v.session, scope = v.scope
     FROM v
     WHERE l.key = v.key AND v.token >= l.token
     RETURNING 1
@@ -276,7 +277,7 @@ ORDER BY n;
 -- A group's keys locked ahead in one statement, in key order (so that groups of different
 -- servers cannot deadlock on them): the rows there are (a new key has none yet).
 SELECT key, token, holder, task, ttl_ms, acquired_at, renewed_at, expires_at, renewals, meta,
-       ended, fence_open, conflicts, session
+       ended, fence_open, conflicts, session, scope
 FROM tenure_leases WHERE key = ANY(%(keys)s::text[])
 ORDER BY key
 FOR UPDATE;
@@ -372,3 +373,36 @@ WHERE id IN (SELECT id FROM (SELECT id, at FROM tenure_events WHERE id <= %(prun
 -- name: token_floor_for_update
 SELECT floor FROM tenure_token_floor FOR UPDATE;
 
+
+-- name: lock_prefixes
+-- Subtree leases are decided under advisory locks on key prefixes (tenure.store.postgres.tree):
+-- a transaction that may make a lease on a key live holds a shared lock on each prefix above it
+-- ending in '/', and an exclusive one on the key itself when it ends in '/'. So a subtree acquisition of P/ and any
+-- transaction on a key under P/ (or on a subtree above it) run one after the other, and what
+-- each reads of the other's keys cannot change before it commits. Taken in the order given
+-- (shortest prefix first): transactions that take them in that order cannot deadlock on them.
+SELECT count(CASE WHEN x THEN pg_advisory_xact_lock(hashtextextended(p, 7468))::text
+                  ELSE pg_advisory_xact_lock_shared(hashtextextended(p, 7468))::text END)
+FROM unnest(%(prefixes)s::text[], %(exclusive)s::boolean[]) AS u(p, x);
+
+-- name: nearby_subtrees
+-- Subtree leases on the prefixes above the keys being acquired, unended (the core decides which
+-- are live and whose): primary-key lookups.
+SELECT key, token, holder, task, ttl_ms, acquired_at, renewed_at, expires_at, renewals, meta,
+       ended, fence_open, conflicts, session, scope
+FROM tenure_leases
+WHERE key = ANY(%(prefixes)s::text[]) AND scope = 'subtree' AND ended IS NULL AND token > 0;
+
+-- name: nearby_under
+-- The unended lease under the subtree %(prefix)s (keys in [prefix, upper), byte order: the
+-- pattern operators, along the partial index of unended keys) that is not (holder, session)'s
+-- and not among %(skip)s (a group's own, which it knows better), with the latest deadline: if
+-- it is not live, none is.
+SELECT key, token, holder, task, ttl_ms, acquired_at, renewed_at, expires_at, renewals, meta,
+       ended, fence_open, conflicts, session, scope
+FROM tenure_leases
+WHERE key ~>~ %(prefix)s::text AND key ~<~ %(upper)s::text AND ended IS NULL AND token > 0
+  AND NOT (holder = %(holder)s::text AND session = %(session)s::text)
+  AND key <> ALL(%(skip)s::text[])
+ORDER BY expires_at DESC
+LIMIT 1;

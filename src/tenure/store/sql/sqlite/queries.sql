@@ -1,26 +1,27 @@
 -- name: get_lease
 SELECT key, token, holder, task, ttl_ms, acquired_at, renewed_at, expires_at, renewals, meta,
-       ended, fence_open, conflicts, session
+       ended, fence_open, conflicts, session, scope
 FROM tenure_leases WHERE key = :key;
 
 -- name: save_lease
 INSERT INTO tenure_leases (key, token, holder, task, ttl_ms, acquired_at, renewed_at,
-                           expires_at, renewals, meta, ended, fence_open, conflicts, session)
+                           expires_at, renewals, meta, ended, fence_open, conflicts, session,
+                           scope)
 VALUES (:key, :token, :holder, :task, :ttl_ms, :acquired_at, :renewed_at, :expires_at,
-        :renewals, :meta, :ended, :fence_open, :conflicts, :session)
+        :renewals, :meta, :ended, :fence_open, :conflicts, :session, :scope)
 ON CONFLICT (key) DO UPDATE SET
     token = excluded.token, holder = excluded.holder, task = excluded.task,
     ttl_ms = excluded.ttl_ms, acquired_at = excluded.acquired_at,
     renewed_at = excluded.renewed_at, expires_at = excluded.expires_at,
     renewals = excluded.renewals, meta = excluded.meta, ended = excluded.ended,
     fence_open = excluded.fence_open, conflicts = excluded.conflicts,
-    session = excluded.session
+    session = excluded.session, scope = excluded.scope
 -- Tokens only grow, whatever the caller computed.
 WHERE excluded.token >= tenure_leases.token;
 
 -- name: live_leases
 SELECT key, token, holder, task, ttl_ms, acquired_at, renewed_at, expires_at, renewals, meta,
-       ended, fence_open, conflicts, session
+       ended, fence_open, conflicts, session, scope
 FROM tenure_leases
 WHERE ended IS NULL AND expires_at > :now
   AND (:prefix IS NULL OR substr(key, 1, length(:prefix)) = :prefix)
@@ -168,7 +169,7 @@ WHERE holder = :holder AND ended IS NULL AND expires_at > :now
   AND (:session IS NULL OR session = :session)
   AND (:keys IS NULL OR key IN (SELECT value FROM json_each(:keys)))
 RETURNING key, token, holder, task, ttl_ms, acquired_at, renewed_at, expires_at, renewals, meta,
-          ended, fence_open, conflicts, session;
+          ended, fence_open, conflicts, session, scope;
 
 -- name: renew_held
 -- renew_all without keys, whose reply SQLite writes (renewed_json): the update of renew_all
@@ -196,7 +197,7 @@ FROM (
                        'ttl_ms', ttl_ms, 'acquired_at', acquired_at, 'renewed_at', renewed_at,
                        'expires_at', expires_at, 'renewals', renewals,
                        'meta', CASE meta WHEN '{}' THEN json_object() ELSE json(meta) END,
-                       'state', 'live') AS lease
+                       'state', 'live', 'scope', scope) AS lease
     FROM tenure_leases
     WHERE holder = :holder AND ended IS NULL AND expires_at > :now
       AND (:session IS NULL OR session = :session)
@@ -280,3 +281,34 @@ WHERE id IN (SELECT id FROM (SELECT id, at FROM tenure_events WHERE id <= :prune
 -- (the transaction already holds SQLite's write lock)
 SELECT floor FROM tenure_token_floor;
 
+
+-- name: get_lease_to_acquire
+-- get_lease for an acquisition, and whether any unended subtree lease exists at all (a probe of
+-- their own small index, in the same statement): if none does, no acquisition of a plain key
+-- needs to read the prefixes above it. One row even for a key never leased (then NULLs).
+SELECT l.key, l.token, l.holder, l.task, l.ttl_ms, l.acquired_at, l.renewed_at, l.expires_at,
+       l.renewals, l.meta, l.ended, l.fence_open, l.conflicts, l.session, l.scope,
+       EXISTS (SELECT 1 FROM tenure_leases INDEXED BY tenure_leases_subtrees
+               WHERE scope = 'subtree' AND ended IS NULL)
+FROM (SELECT :key AS k) AS asked LEFT JOIN tenure_leases AS l ON l.key = asked.k;
+
+-- name: nearby_subtrees
+-- The unended subtree leases on the prefixes above a key being acquired (the core decides which
+-- are live and whose), along their own small index. `(:prefixes)` is replaced by one `?` per
+-- prefix (tenure.store.sqlite.tx).
+SELECT key, token, holder, task, ttl_ms, acquired_at, renewed_at, expires_at, renewals, meta,
+       ended, fence_open, conflicts, session, scope
+FROM tenure_leases INDEXED BY tenure_leases_subtrees
+WHERE key IN (:prefixes) AND scope = 'subtree' AND ended IS NULL;
+
+-- name: nearby_under
+-- The unended lease under the subtree :prefix (keys in [prefix, upper), byte order: a range of
+-- the primary key) that is not (:holder, :session)'s, with the latest deadline: if it is not
+-- live, none is.
+SELECT key, token, holder, task, ttl_ms, acquired_at, renewed_at, expires_at, renewals, meta,
+       ended, fence_open, conflicts, session, scope
+FROM tenure_leases
+WHERE key > :prefix AND key < :upper AND ended IS NULL
+  AND NOT (holder = :holder AND session = :session)
+ORDER BY expires_at DESC
+LIMIT 1;
