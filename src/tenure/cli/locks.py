@@ -58,12 +58,6 @@ def deadline(lease: Lease) -> list[tuple[str, str]]:
     return []
 
 
-def scope_of(lease: Lease) -> str:
-    """``subtree`` for a lease on every key under its own (a key ending in ``/``), else
-    ``key``."""
-    return str(getattr(lease, "scope", None) or "key")
-
-
 def leases_table(leases: list[Lease]) -> Any:
     """Who holds what: a subtree lease reads ``subtree`` in SCOPE (it holds every key under
     its own); SESSION tells one agent session (one process) of a principal from another."""
@@ -71,7 +65,7 @@ def leases_table(leases: list[Lease]) -> Any:
         ["KEY", "SCOPE", "HOLDER", "SESSION", "TASK", "TOKEN", "EXPIRES", "LEFT"],
         [
             (
-                x.key, scope_of(x), x.holder, x.session, x.task, x.token, clock(x.expires_at),
+                x.key, x.scope, x.holder, x.session, x.task, x.token, clock(x.expires_at),
                 relative(x.expires_at),
             )
             for x in leases
