@@ -32,6 +32,7 @@ from tenure.core.models import (
 )
 from tenure.core.token_floor import TokenFloor
 from tenure.store import rows
+from tenure.store.compaction import Compaction
 from tenure.store.postgres import session as session
 from tenure.store.postgres.listen import Listener, notices
 from tenure.store.postgres.stats import PostgresStats
@@ -44,8 +45,9 @@ Q = queries("postgres")
 MIGRATION_LOCK = (7468, 0)
 
 
-def _first_int(row: Any) -> int:
-    return int(row[0]) if row else 0
+def _floors(row: Any) -> tuple[int, int]:
+    """The token floor and the retired-token mark (:data:`Q` ``token_floor``)."""
+    return (int(row[0]), int(row[1])) if row else (0, 0)
 
 
 def _floor(cur: psycopg.Cursor[Any]) -> TokenFloor:
@@ -74,7 +76,7 @@ def insert_events(cur: psycopg.Cursor[Any], events: Sequence[EventDraft], now: i
     return out
 
 
-class PostgresStore(PostgresStats, Reads, Writes):
+class PostgresStore(PostgresStats, Reads, Writes, Compaction):
     """A store in one PostgreSQL database, shareable by several servers."""
 
     Q: Mapping[str, str] = Q
@@ -164,6 +166,9 @@ class PostgresStore(PostgresStats, Reads, Writes):
     def _query_all(self, name: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
         return self._all(Q[name], params)
 
+    def _texts(self, values: Sequence[str]) -> list[str]:
+        return list(values)
+
     def _query_one(self, name: str, params: dict[str, Any]) -> tuple[Any, ...] | None:
         return self._one(Q[name], params)
 
@@ -193,6 +198,12 @@ class PostgresStore(PostgresStats, Reads, Writes):
                 if create:
                     batch.add("create_lease_row", {"key": key})
                 row, now, floor = self._lock(batch, key)
+                if create and row is None:
+                    # Its row was there when the placeholder was tried, and a compaction
+                    # deleted it before the lock was granted: make the placeholder now, so the
+                    # key is locked (a concurrent acquisition waits for this one).
+                    batch.add("create_lease_row", {"key": key})
+                    row, now, floor = self._lock(batch, key)
                 tx = KeyTx(batch, key, now, record(row), floor=floor)
                 yield tx
                 batch.queue_events([(e, now) for e in tx.events])
@@ -204,7 +215,7 @@ class PostgresStore(PostgresStats, Reads, Writes):
                 _rollback(conn)
                 raise
 
-    def _lock(self, batch: Batch, key: str) -> tuple[Any, int, int]:
+    def _lock(self, batch: Batch, key: str) -> tuple[Any, int, tuple[int, int]]:
         """Send what is queued, the row lock, the token floor and the instant: the row (or
         None), the instant, the floor (read in the same round trip: a new token costs no
         round trip of its own)."""
@@ -212,10 +223,10 @@ class PostgresStore(PostgresStats, Reads, Writes):
         batch.add("token_floor")
         if self.clock is not None:
             row, floor = batch.rows(2)
-            return row, self.clock.now_ms(), _first_int(floor)
+            return row, self.clock.now_ms(), _floors(floor)
         batch.add("now_ms")
         row, floor, now = batch.rows(3)
-        return row, int(now[0]), _first_int(floor)
+        return row, int(now[0]), _floors(floor)
 
     @contextmanager
     def _joined(self, group: Group, key: str, *, create: bool) -> Iterator[KeyTx]:
@@ -223,7 +234,7 @@ class PostgresStore(PostgresStats, Reads, Writes):
         a new key's placeholder row costs a second round trip (and a savepoint, since it is
         written before the call could fail)."""
         batch = group.batch
-        floor: int | None = group.floor
+        floor: tuple[int, int] | None = group.floor
         if key in group.locked:
             rec, now = group.locked[key], group.now
         else:
@@ -290,7 +301,7 @@ class PostgresStore(PostgresStats, Reads, Writes):
         group.auth_version = int(got[0][0][0])
         group.locked = dict.fromkeys(keys)  # a key without a row: None
         group.locked.update((row[0], record(row)) for row in got[1])
-        group.floor = int(got[2][0][0]) if got[2] else 0
+        group.floor = _floors(got[2][0] if got[2] else None)
         group.now = int(got[3][0][0]) if self.clock is None else self.clock.now_ms()
 
     def auth_version(self) -> int:
