@@ -29,6 +29,10 @@
   most this many events besides the endings (1,000,000) and none older than this (30 days): the
   endings (``released``, ``expired``, ``force_released``, …) go by age only. Older ones are
   pruned in batches, their counts kept in the all-time totals of ``/v1/stats``.
+- ``TENURE_COMPACT_EVERY_S``: how often the server runs a compaction pass (60 s; ``0`` turns
+  the schedule off): lease rows of keys idle past the policy's ``lease_retention`` (7 days),
+  op_ids past its ``op_window`` (24 h), events past the retention, and dispatched agents
+  ``TENURE_AGENT_GRACE_MS`` (24 h) after their claim ended and their tokens were revoked.
 - ``TENURE_POLICY``: the policy as JSON,
   ``{"default": {"default_ttl": 30000, …}, "prefixes": {"jobs/": {"max_ttl": 600000}}}``.
 """
@@ -43,12 +47,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from tenure.core.compaction import DEFAULT_AGENT_GRACE_MS, Retention
 from tenure.core.policy import Policy, PolicySet
 
 DEFAULT_PORT = 7676
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_EVENTS_MAX = 1_000_000
 DEFAULT_EVENTS_MAX_AGE_MS = 30 * 86_400_000
+DEFAULT_COMPACT_EVERY_S = 60
 LOGIN_FILE = "login.json"
 
 
@@ -137,6 +143,8 @@ class Settings:
     stall_ms: int | None = None  # TENURE_STALL_MS; None: the policy's stall_after decides
     events_max: int = DEFAULT_EVENTS_MAX
     events_max_age_ms: int = DEFAULT_EVENTS_MAX_AGE_MS
+    compact_every_s: int = DEFAULT_COMPACT_EVERY_S  # 0: no scheduled compaction
+    agent_grace_ms: int = DEFAULT_AGENT_GRACE_MS
     policy: PolicySet = field(default_factory=PolicySet)
     config_dir: Path = Path(".")
     state_dir: Path = Path(".")
@@ -172,6 +180,8 @@ class Settings:
             stall_ms=_optional_int(env, "TENURE_STALL_MS"),
             events_max=_int(env, "TENURE_EVENTS_MAX", DEFAULT_EVENTS_MAX),
             events_max_age_ms=_int(env, "TENURE_EVENTS_MAX_AGE_MS", DEFAULT_EVENTS_MAX_AGE_MS),
+            compact_every_s=_int(env, "TENURE_COMPACT_EVERY_S", DEFAULT_COMPACT_EVERY_S, zero=True),
+            agent_grace_ms=_int(env, "TENURE_AGENT_GRACE_MS", DEFAULT_AGENT_GRACE_MS),
             policy=parse_policy(env.get("TENURE_POLICY")),
             config_dir=config_dir,
             state_dir=_home_dir(env, "TENURE_STATE_DIR", "XDG_STATE_HOME", ".local/state"),
@@ -192,13 +202,19 @@ class Settings:
         """``(events_max, events_max_age_ms)``."""
         return self.events_max, self.events_max_age_ms
 
+    @property
+    def compaction(self) -> Retention:
+        """What compaction keeps of the event log and of dispatched agents."""
+        return Retention(self.events_max, self.events_max_age_ms, self.agent_grace_ms)
+
 
 def _ints(env: Mapping[str, str], cls: type[Any], names: Mapping[str, str]) -> dict[str, Any]:
     """Each field in ``names`` from its environment variable, else the field's default."""
     return {field: _int(env, name, getattr(cls, field)) for field, name in names.items()}
 
 
-def _int(env: Mapping[str, str], name: str, default: int) -> int:
+def _int(env: Mapping[str, str], name: str, default: int, *, zero: bool = False) -> int:
+    """``name`` as a positive integer (``zero``: or 0), ``default`` when unset or empty."""
     raw = env.get(name)
     if not raw:
         return default
@@ -206,8 +222,8 @@ def _int(env: Mapping[str, str], name: str, default: int) -> int:
         value = int(raw)
     except ValueError:
         raise ValueError(f"{name} must be an integer, got {raw!r}") from None
-    if value <= 0:
-        raise ValueError(f"{name} must be positive, got {raw!r}")
+    if value < 0 or (value == 0 and not zero):
+        raise ValueError(f"{name} must be {'0 or more' if zero else 'positive'}, got {raw!r}")
     return value
 
 

@@ -143,6 +143,11 @@ TABLE: dict[tuple[str, str], tuple[Request, dict[str, Any]]] = {
         lambda c: ("PUT", "/v1/admin/token-floor", {"floor": 0}),
         expect(403, "forbidden", admin=200),
     ),
+    # compaction: admins only
+    ("POST", "/v1/admin/compact"): (
+        lambda c: ("POST", "/v1/admin/compact", {"batch": 10, "max_batches": 1}),
+        expect(403, "forbidden", admin=200),
+    ),
     ("GET", "/healthz"): (lambda c: ("GET", "/healthz", None), {a: 200 for a in ACTORS}),
     ("GET", "/readyz"): (lambda c: ("GET", "/readyz", None), {a: 200 for a in ACTORS}),
     ("GET", "/metrics"): (lambda c: ("GET", "/metrics", None), {a: 200 for a in ACTORS}),

@@ -1,5 +1,6 @@
-"""``tenure admin token-floor``: read or raise the token floor, through the server as an admin
-or with ``--db`` directly on the database (trusted: for bootstrap after a reset or a move)."""
+"""``tenure admin token-floor``: read or raise the token floor; ``tenure admin compact``: run
+one compaction pass. Through the server as an admin, or with ``--db`` directly on the database
+(trusted: for bootstrap after a reset or a move, or a database no server runs on)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from tenure.cli.app import cli
 from tenure.cli.context import cli_of, verb
 from tenure.cli.options import DIRECT_DB
 from tenure.cli.render import pairs
+from tenure.core.compaction import MAX_BATCH, CompactionResult
 from tenure.core.token_floor import TokenFloor
 from tenure.service.token_floors import set_floor, show_floor
 from tenure.settings import Settings
@@ -16,10 +18,11 @@ from tenure.settings import Settings
 
 @cli.group(
     epilog="\b\nExamples:\n  tenure admin token-floor\n  tenure admin token-floor --set 48213"
+    "\n  tenure admin compact"
 )
 def admin() -> None:
     """Operate tenure itself (admins): the token floor after a reset or a move of its
-    database."""
+    database; compaction of what retention no longer keeps."""
 
 
 @verb(
@@ -54,5 +57,46 @@ def _on_database(db: str, floor: int | None) -> TokenFloor:
     store = open_store(Settings.from_env(db=db).db)
     try:
         return show_floor(store, None) if floor is None else set_floor(store, None, floor)
+    finally:
+        store.close()
+
+
+@verb(
+    admin,
+    "compact",
+    summary="Run one compaction pass: delete what retention no longer keeps (admins).",
+    example="tenure admin compact\ntenure admin compact --json\n"
+    "tenure admin compact --db postgresql://tenure@db/tenure",
+)
+@click.option(
+    "--batch",
+    type=click.IntRange(1, MAX_BATCH),
+    default=1000,
+    show_default=True,
+    help="Rows one transaction deletes at most.",
+)
+@DIRECT_DB
+def compact(batch: int, db: str | None) -> None:
+    """Run one compaction pass: delete the lease rows of keys idle past the policy's
+    lease_retention (a key acquired again still gets a larger token than any it had), the
+    op_ids of writes past the op_window (a retry past it is a new write), events past the
+    retention (their counts stay in the all-time totals) and dispatched agents retired after
+    their grace period. Each batch is its own short transaction; a pass stops at a budget of
+    batches and says whether more is due (run it again). The server runs it on its own every
+    TENURE_COMPACT_EVERY_S seconds."""
+    done = _compact_on_database(db, batch) if db else cli_of().client.compact(batch)
+    shown = [(name.replace("_", " "), value) for name, value in done.to_dict().items()]
+    cli_of().out.emit(done.to_dict(), lambda: pairs(shown))
+
+
+def _compact_on_database(db: str, batch: int) -> CompactionResult:
+    from tenure.service.leases import Service
+    from tenure.store.open import open_store
+
+    settings = Settings.from_env(db=db)
+    store = open_store(settings.db)
+    try:
+        service = Service(store, settings.policy, retention=settings.compaction)
+        return service.compact(batch)
     finally:
         store.close()

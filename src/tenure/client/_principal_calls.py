@@ -5,8 +5,10 @@ token floor, and what the replies mean (``add_principal`` and ``revoke_token`` a
 from __future__ import annotations
 
 from tenure.client._shared import Call, _listed, verb_call
+from tenure.core.compaction import CompactionResult
 from tenure.core.models import Principal
 from tenure.core.token_floor import TokenFloor
+from tenure.verbs import admin as av
 from tenure.verbs import principals as pv
 from tenure.verbs.principals import PrincipalInfo, RemovedPrincipal
 
@@ -35,3 +37,7 @@ def token_floor() -> Call[TokenFloor]:
 
 def set_token_floor(floor: int) -> Call[TokenFloor]:
     return verb_call(pv.SET_TOKEN_FLOOR, floor=floor)
+
+
+def compact(batch: int = 1000, max_batches: int = 100) -> Call[CompactionResult]:
+    return verb_call(av.COMPACT, batch=batch, max_batches=max_batches)

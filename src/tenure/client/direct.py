@@ -62,7 +62,12 @@ class DirectBackend:
         self.url = url
         self.store = open_store(url)
         settings = Settings.from_env()
-        self.service = Service(self.store, policy or settings.policy, stall_ms=settings.stall_ms)
+        self.service = Service(
+            self.store,
+            policy or settings.policy,
+            stall_ms=settings.stall_ms,
+            retention=settings.compaction,
+        )
         self.principals = Principals(self.store)
         self.services = Services(self.service, self.principals, settings.limits)
         self._lock = threading.Lock()

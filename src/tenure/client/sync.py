@@ -24,6 +24,7 @@ from tenure.client._session import client_session
 from tenure.client._shared import IssuedToken
 from tenure.client._transport import RetryPolicy, SyncTransport
 from tenure.client.direct import DirectBackend, DirectTransport
+from tenure.core.compaction import CompactionResult
 from tenure.core.models import (
     ExtendResult,
     FencedValue,
@@ -336,6 +337,11 @@ class Client(EventsMixin):
         """Raise the token floor (admins): every token granted from now on is larger than
         ``floor``; floors only grow (a lower one is refused, ``InvalidRequest``)."""
         return self._call(pc.set_token_floor(floor))
+
+    def compact(self, batch: int = 1000, max_batches: int = 100) -> CompactionResult:
+        """One compaction pass (admins): what retention no longer keeps is deleted, in
+        transactions of at most ``batch`` rows, at most ``max_batches`` of each kind."""
+        return self._call(pc.compact(batch, max_batches))
 
     def set_roles(self, name: str, roles: tuple[str, ...] | list[str]) -> Principal:
         """Replace the roles of ``name`` (admins only); ``[]`` removes them all."""

@@ -8,6 +8,7 @@ from typing import Any
 SECOND = 1000
 MINUTE = 60 * SECOND
 HOUR = 60 * MINUTE
+DAY = 24 * HOUR
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,11 @@ class Policy:
     #: a live claim without progress for this long is ``stalled`` (recorded once, and open to a
     #: takeover with a reason)
     stall_after: int = 10 * MINUTE
+    #: compaction deletes the lease row of a key whose last lease ended (and whose deadline
+    #: passed) this long ago; its token stays covered by the retired-token mark
+    lease_retention: int = 7 * DAY
+    #: how long a write's op_id is remembered (a retry within it gets the first result)
+    op_window: int = 24 * HOUR
 
     def __post_init__(self) -> None:
         for f in fields(self):

@@ -12,6 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 from tenure.core import validate as v
+from tenure.core.compaction import CompactionResult, Retention
 from tenure.core.decide import (
     Decision,
     decide_acquire,
@@ -38,6 +39,7 @@ from tenure.core.models import (
 )
 from tenure.core.policy import Policy, PolicySet
 from tenure.errors import InvalidRequest, NotFound, StaleToken, TenureError
+from tenure.service.compaction import Ages, compact
 from tenure.service.engine import Engine, Who, as_principal
 from tenure.service.queue import WorkQueue
 from tenure.service.stats import StatsView
@@ -70,11 +72,18 @@ class Service(Engine):
     is :attr:`items`."""
 
     def __init__(
-        self, store: Store, policy: PolicySet | None = None, *, stall_ms: int | None = None
+        self,
+        store: Store,
+        policy: PolicySet | None = None,
+        *,
+        stall_ms: int | None = None,
+        retention: Retention | None = None,
     ) -> None:
         """``stall_ms``: a live claim without progress for this long is ``stalled``, whatever
-        the policy's ``stall_after`` says (which is 10 minutes unless set)."""
+        the policy's ``stall_after`` says (which is 10 minutes unless set); ``retention``: what
+        :meth:`compact` keeps of the event log and of dispatched agents."""
         super().__init__(store, policy)
+        self.retention = retention or Retention()
         self.stats_view = StatsView(store)
         self.items = WorkQueue(self, stall_ms)
 
@@ -343,6 +352,21 @@ class Service(Engine):
         ``max_age_ms`` (their counts are kept in the all-time totals); the number dropped."""
         before = self.store.now_ms() - max_age_ms
         return self.store.prune_events(max_count, before, batch)
+
+    def compact(
+        self,
+        batch: int = 1000,
+        max_batches: int = 100,
+        *,
+        actor: Who | None = None,
+        ages: Ages | None = None,
+    ) -> CompactionResult:
+        """One compaction pass (:mod:`tenure.service.compaction`) in transactions of at most
+        ``batch`` rows, at most ``max_batches`` of each kind; ``actor`` (``None``: the server or
+        the CLI on the database) must be an admin; ``ages`` override the retention's."""
+        me = None if actor is None else as_principal(actor)
+        given = ages or Ages()
+        return compact(self.store, self.policy, self.retention, me, batch, max_batches, given)
 
     def stats(self) -> dict[str, Any]:
         """Counts by ending, expired share over 1 h and 24 h, contention, hold times."""

@@ -11,6 +11,7 @@ import logging
 import threading
 import time
 
+from tenure.core.compaction import CompactionResult
 from tenure.core.models import Event
 from tenure.service.leases import Service
 
@@ -24,6 +25,11 @@ class Reaper:
     With ``retention`` (``(max events, max age ms)``), it also prunes the event log every
     ``prune_every`` seconds, at most ``PRUNE_BATCHES`` batches of ``batch`` events a round, so
     pruning a large backlog never holds the write lock for long.
+
+    With ``compact_every`` (seconds; 0: never), it runs a compaction pass
+    (:meth:`Service.compact`) that often, at most ``PRUNE_BATCHES`` batches of each kind a
+    round; a pass that left work due is followed by another the next round, so a large backlog
+    is worked off between the rounds of reaping, never holding them up for long.
     """
 
     def __init__(
@@ -34,6 +40,7 @@ class Reaper:
         *,
         retention: tuple[int, int] | None = None,
         prune_every: float = 5.0,
+        compact_every: float = 0,
     ) -> None:
         if not 0 < interval <= 1:
             raise ValueError("the reaper interval must be in (0, 1] seconds")
@@ -41,6 +48,9 @@ class Reaper:
         self.retention, self.prune_every = retention, prune_every
         self._next_prune = 0.0
         self.pruned = 0
+        self.compact_every = compact_every
+        self._next_compact = time.monotonic() + compact_every
+        self.compacted = 0  # rows deleted by the scheduled passes
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.recorded = 0
@@ -79,6 +89,14 @@ class Reaper:
         self.pruned += dropped
         return dropped
 
+    def compact_once(self) -> CompactionResult:
+        """One bounded compaction pass; the next is due at once if this one left work."""
+        result = self.service.compact(self.batch, PRUNE_BATCHES)
+        self.compacted += result.deleted
+        wait = self.compact_every if result.complete else 0
+        self._next_compact = time.monotonic() + wait
+        return result
+
     def _loop(self) -> None:
         while not self._stop.wait(self.interval):
             try:
@@ -86,6 +104,8 @@ class Reaper:
                 if time.monotonic() >= self._next_prune:
                     self._next_prune = time.monotonic() + self.prune_every
                     self.prune_once()
+                if self.compact_every > 0 and time.monotonic() >= self._next_compact:
+                    self.compact_once()
             except Exception:  # the next round retries; a reaper must not die
                 log.exception("reaper round failed")
 

@@ -25,6 +25,7 @@ from tenure.core.models import (
 )
 from tenure.core.token_floor import TokenFloor
 from tenure.store import rows
+from tenure.store.compaction import Compaction
 from tenure.store.reads import Reads
 from tenure.store.values import ENDED, Credential, NewToken, Reach, Removal, TokenInfo
 from tenure.store.writes import Writes
@@ -55,7 +56,9 @@ class KeyTx(Protocol):
         ...
 
     def token_floor(self) -> int:
-        """Every token granted from now on is larger than this (0: no floor)."""
+        """Every token granted from now on on this key is larger than this (0: no floor): the
+        token floor, and for a key without a row also the largest token of the rows compaction
+        deleted."""
         ...
 
     def find_op(self, token: int, op_id: str) -> FencedWrite | None:
@@ -68,7 +71,6 @@ class KeyTx(Protocol):
         params = rows.register_params(write, self.now)
         self.write("save_register", params)
         if op_id is not None:  # the write is remembered by its op_id (a retry finds it)
-            del params["now"]
             self.write("save_op", {**params, "op_id": op_id, "writer": write.writer})
 
     def append(self, events: Sequence[EventDraft]) -> None: ...
@@ -89,7 +91,7 @@ class KeyTx(Protocol):
     def find_item_op(self, item_id: str, op_id: str) -> Any: ...
 
     def save_item_op(self, item_id: str, op_id: str, result: Any) -> None:
-        params = {"item": item_id, "op_id": op_id, "result": rows.dumps(result)}
+        params = {"item": item_id, "op_id": op_id, "result": rows.dumps(result), "now": self.now}
         self.write("save_item_op", params)
 
     def add_principal(
@@ -102,7 +104,7 @@ class KeyTx(Protocol):
         self.write("add_token", token.row(principal.name, self.now))
 
 
-class Store(Reads, Writes, Protocol):
+class Store(Reads, Writes, Compaction, Protocol):
     """What the service needs from a database. Instants come from :meth:`now_ms`. The reads
     and writes both backends make alike are written once, in :class:`tenure.store.reads.Reads`
     and :class:`tenure.store.writes.Writes` (each backend gives them its queries and its

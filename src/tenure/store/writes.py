@@ -74,7 +74,7 @@ class Writes(Protocol):
                 revoked = cur.execute(self.Q["revoke_all_tokens"], {"name": name, "now": now})
                 for (token_id,) in revoked.fetchall():
                     events.append(token_event("token_revoked", name, token_id, None, ENDED))
-                cur.execute(self.Q["swept_agent"], {"name": name})
+                cur.execute(self.Q["swept_agent"], {"name": name, "now": now})
             return self._append(cur, events, now)
 
     def set_token_floor(self, floor: int, actor: str | None) -> TokenFloor:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tenure.verbs import hooks, items, leases, ops, principals
+from tenure.verbs import admin, hooks, items, leases, ops, principals
 from tenure.verbs.table import Verb
 
 VERBS: list[Verb[Any, Any]] = [
@@ -28,6 +28,7 @@ VERBS: list[Verb[Any, Any]] = [
     principals.REMOVE_PRINCIPAL,
     principals.TOKEN_FLOOR,
     principals.SET_TOKEN_FLOOR,
+    admin.COMPACT,
     ops.EVENTS,
     ops.STATS,
     ops.TIMELINE,

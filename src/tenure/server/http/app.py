@@ -106,8 +106,12 @@ def create_app(
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:  # (the app is ``app`` below)
         store = await anyio.to_thread.run_sync(lambda: open_store(settings.db, clock=clock))
-        service = Service(store, settings.policy, stall_ms=settings.stall_ms)
-        reaper = Reaper(service, retention=settings.retention).start()
+        service = Service(
+            store, settings.policy, stall_ms=settings.stall_ms, retention=settings.compaction
+        )
+        reaper = Reaper(
+            service, retention=settings.retention, compact_every=settings.compact_every_s
+        ).start()
         waiters = Waiters((clock or SystemClock()).now_ms)
         bell = Bell()
         service.listeners.append(functools.partial(_wake, bell, waiters))

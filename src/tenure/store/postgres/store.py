@@ -32,6 +32,7 @@ from tenure.core.models import (
 )
 from tenure.core.token_floor import TokenFloor
 from tenure.store import rows
+from tenure.store.compaction import Compaction
 from tenure.store.postgres import session as session
 from tenure.store.postgres import tree
 from tenure.store.postgres.listen import Listener, notices
@@ -46,8 +47,9 @@ Q = queries("postgres")
 MIGRATION_LOCK = (7468, 0)
 
 
-def _first_int(row: Any) -> int:
-    return int(row[0]) if row else 0
+def _floors(row: Any) -> tuple[int, int]:
+    """The token floor and the retired-token mark (:data:`Q` ``token_floor``)."""
+    return (int(row[0]), int(row[1])) if row else (0, 0)
 
 
 def _floor(cur: psycopg.Cursor[Any]) -> TokenFloor:
@@ -76,7 +78,7 @@ def insert_events(cur: psycopg.Cursor[Any], events: Sequence[EventDraft], now: i
     return out
 
 
-class PostgresStore(PostgresStats, Reads, Writes):
+class PostgresStore(PostgresStats, Reads, Writes, Compaction):
     """A store in one PostgreSQL database, shareable by several servers."""
 
     Q: Mapping[str, str] = Q
@@ -166,6 +168,9 @@ class PostgresStore(PostgresStats, Reads, Writes):
     def _query_all(self, name: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
         return self._all(Q[name], params)
 
+    def _texts(self, values: Sequence[str]) -> list[str]:
+        return list(values)
+
     def _query_one(self, name: str, params: dict[str, Any]) -> tuple[Any, ...] | None:
         return self._one(Q[name], params)
 
@@ -206,6 +211,12 @@ class PostgresStore(PostgresStats, Reads, Writes):
                 if create:
                     batch.add("create_lease_row", {"key": key})
                 row, now, floor, nearby = self._lock(batch, key, reach)
+                if create and row is None:
+                    # Its row was there when the placeholder was tried, and a compaction
+                    # deleted it before the lock was granted: make the placeholder now, so the
+                    # key is locked (a concurrent acquisition waits for this one).
+                    batch.add("create_lease_row", {"key": key})
+                    row, now, floor, nearby = self._lock(batch, key, reach)
                 tx = KeyTx(batch, key, now, record(row), floor=floor)
                 tx.nearby_records = nearby
                 yield tx
@@ -224,7 +235,7 @@ class PostgresStore(PostgresStats, Reads, Writes):
         key: str,
         reach: Reach | None = None,
         group: Group | None = None,
-    ) -> tuple[Any, int, int, list[KeyRecord]]:
+    ) -> tuple[Any, int, tuple[int, int], list[KeyRecord]]:
         """Send what is queued, the row lock, the token floor, the nearby leases of ``reach``
         and the instant: the row (or None), the instant, the floor (read in the same round
         trip: a new token costs no round trip of its own), the nearby leases."""
@@ -236,7 +247,7 @@ class PostgresStore(PostgresStats, Reads, Writes):
             batch.add("now_ms")
         got = batch.all_rows(2 + reads + (self.clock is None))
         row = got[0][0] if got[0] else None
-        floor = _first_int(got[1][0] if got[1] else None)
+        floor = _floors(got[1][0] if got[1] else None)
         nearby = tree.records(got[2 : 2 + reads])
         now = int(got[-1][0][0]) if self.clock is None else self.clock.now_ms()
         return row, now, floor, nearby
@@ -249,7 +260,7 @@ class PostgresStore(PostgresStats, Reads, Writes):
         a new key's placeholder row costs a second round trip (and a savepoint, since it is
         written before the call could fail)."""
         batch = group.batch
-        floor: int | None = group.floor
+        floor: tuple[int, int] | None = group.floor
         nearby: list[KeyRecord] = []
         if key in group.locked:
             rec, now = group.locked[key], group.now
@@ -349,7 +360,7 @@ class PostgresStore(PostgresStats, Reads, Writes):
             group.subtrees = dict.fromkeys(above)
             group.subtrees.update((r.key, r) for r in tree.records(got[1:2]))
             got = got[1:]
-        group.floor = int(got[1][0][0]) if got[1] else 0
+        group.floor = _floors(got[1][0] if got[1] else None)
         group.now = int(got[2][0][0]) if self.clock is None else self.clock.now_ms()
 
     def auth_version(self) -> int:

@@ -259,10 +259,10 @@ class KeyTx(base.KeyTx):
         now: int,
         record: KeyRecord | None,
         mark: int | None = None,
-        floor: int | None = None,
+        floor: tuple[int, int] | None = None,
     ) -> None:
         self.batch, self.key, self.now, self.record = batch, key, now, record
-        self.floor = floor  # the token floor, when read with the lock
+        self.floor = floor  # the token floor and the retired-token mark, read with the lock
         self.events: list[EventDraft] = []
         self.saved: KeyRecord | None = None  # the last record saved
         self.mark = mark  # in a group: where this call's writes begin in the queue
@@ -297,10 +297,11 @@ class KeyTx(base.KeyTx):
         return rows.register_from(row) if row else None
 
     def token_floor(self) -> int:
-        if self.floor is not None:
-            return self.floor
-        row = self._ask("token_floor", {})
-        return int(row[0]) if row else 0
+        if self.floor is None:
+            row = self._ask("token_floor", {})
+            self.floor = (int(row[0]), int(row[1])) if row else (0, 0)
+        floor, retired = self.floor
+        return floor if self.record is not None else max(floor, retired)
 
     def find_op(self, token: int, op_id: str) -> FencedWrite | None:
         row = self._ask("find_op", {"key": self.key, "token": token, "op_id": op_id})
@@ -348,7 +349,8 @@ class Group:
         self.subtrees: dict[str, KeyRecord | None] = {}
         self.now = 0  # the instant, read once the keys locked ahead were
         self.auth_version: int | None = None  # read in the same round trip
-        self.floor: int | None = None  # the token floor, read in the same round trip
+        #: the token floor and the retired-token mark, read in the same round trip
+        self.floor: tuple[int, int] | None = None
 
     def commit(self) -> None:
         """One round trip: what is queued, every lease the group saved (one statement), the

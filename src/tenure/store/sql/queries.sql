@@ -16,8 +16,8 @@ SELECT key, token, value, version, writer FROM tenure_fenced_ops
 WHERE key = :key AND token = :token AND op_id = :op_id;
 
 -- name: save_op
-INSERT INTO tenure_fenced_ops (key, op_id, token, value, version, writer)
-VALUES (:key, :op_id, :token, :value, :version, :writer);
+INSERT INTO tenure_fenced_ops (key, op_id, token, value, version, writer, at)
+VALUES (:key, :op_id, :token, :value, :version, :writer, :now);
 
 -- name: add_principal
 INSERT INTO tenure_principals (name, kind, roles, parent, created_at, dispatched_for)
@@ -103,7 +103,7 @@ FROM tenure_transfers WHERE item = :item ORDER BY id;
 SELECT result FROM tenure_item_ops WHERE item = :item AND op_id = :op_id;
 
 -- name: save_item_op
-INSERT INTO tenure_item_ops (item, op_id, result) VALUES (:item, :op_id, :result);
+INSERT INTO tenure_item_ops (item, op_id, result, at) VALUES (:item, :op_id, :result, :now);
 
 -- name: get_cursor
 SELECT event_id FROM tenure_cursors WHERE principal = :principal AND name = :name;
@@ -129,8 +129,8 @@ WHERE principal = :name AND revoked_at IS NULL
 RETURNING id;
 
 -- name: swept_agent
--- Its tokens are revoked: the sweep does not look at it again.
-UPDATE tenure_principals SET dispatched_for = NULL WHERE name = :name;
+-- Its tokens are revoked: the sweep does not look at it again (compaction retires it later).
+UPDATE tenure_principals SET dispatched_for = NULL, swept_at = :now WHERE name = :name;
 -- name: count_stalled
 -- Live claims whose stall is recorded (progress clears it): the stalled-claims gauge.
 SELECT count(*)
@@ -146,8 +146,9 @@ DELETE FROM tenure_conflict_windows WHERE at <= :since;
 
 -- name: conflict_total
 -- Every refusal ever counted, from the keys' own counters (not the log: it coalesces and
--- retention drops events).
-SELECT coalesce(sum(conflicts), 0) FROM tenure_leases;
+-- retention drops events), and those of the rows compaction deleted.
+SELECT coalesce(sum(conflicts), 0) + (SELECT retired_conflicts FROM tenure_token_floor)
+FROM tenure_leases;
 
 -- name: set_roles
 UPDATE tenure_principals SET roles = :roles WHERE name = :name;
@@ -178,10 +179,46 @@ DELETE FROM tenure_cursors WHERE principal = :name;
 DELETE FROM tenure_principals WHERE name = :name;
 
 -- name: token_floor
-SELECT floor FROM tenure_token_floor;
+-- The floor, and the largest token of the lease rows compaction deleted: a key without a row
+-- gets a token above both.
+SELECT floor, retired FROM tenure_token_floor;
 
 -- name: max_token
-SELECT coalesce(max(token), 0) FROM tenure_leases;
+-- The largest token ever granted: the rows' and the deleted rows'.
+SELECT CASE WHEN most > retired THEN most ELSE retired END
+FROM (SELECT coalesce(max(token), 0) AS most FROM tenure_leases) AS rows_, tenure_token_floor;
 
 -- name: set_token_floor
 UPDATE tenure_token_floor SET floor = :floor;
+
+-- Compaction (tenure.store.compaction) ------------------------------------------------------
+
+-- name: raise_retired
+-- Before lease rows are deleted: their largest token (a key without a row gets a larger one)
+-- and their refusals (the all-time total keeps them).
+UPDATE tenure_token_floor
+SET retired = CASE WHEN retired > :top THEN retired ELSE :top END,
+    retired_conflicts = retired_conflicts + :conflicts;
+
+-- name: delete_item_ops
+-- Item op_ids past the window, the oldest first.
+DELETE FROM tenure_item_ops
+WHERE (item, op_id) IN (SELECT item, op_id FROM tenure_item_ops WHERE at < :before
+                        ORDER BY at LIMIT :limit);
+
+-- name: retirable_agents
+-- Dispatched agents swept (tokens revoked once their claim ended) before :before that hold
+-- nothing any more: no unrevoked token, no live lease, no item that is not done or cancelled,
+-- no agent of their own.
+SELECT p.name, p.kind, p.roles, p.parent
+FROM tenure_principals p
+WHERE p.swept_at IS NOT NULL AND p.swept_at < :before
+  AND NOT EXISTS (SELECT 1 FROM tenure_tokens t
+                  WHERE t.principal = p.name AND t.revoked_at IS NULL)
+  AND NOT EXISTS (SELECT 1 FROM tenure_leases l
+                  WHERE l.holder = p.name AND l.ended IS NULL AND l.expires_at > :now)
+  AND NOT EXISTS (SELECT 1 FROM tenure_items i
+                  WHERE i.assignee = p.name AND i.status NOT IN ('done', 'cancelled'))
+  AND NOT EXISTS (SELECT 1 FROM tenure_principals c WHERE c.parent = p.name)
+ORDER BY p.swept_at
+LIMIT :limit;

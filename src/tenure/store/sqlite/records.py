@@ -13,6 +13,7 @@ from tenure.core.clock import Clock
 from tenure.core.models import Event, EventDraft
 from tenure.core.token_floor import TokenFloor
 from tenure.store import rows
+from tenure.store.compaction import Compaction
 from tenure.store.reads import Reads
 from tenure.store.sqlfiles import queries
 from tenure.store.writes import Writes
@@ -37,7 +38,7 @@ def insert_events(conn: sqlite3.Connection, events: Sequence[EventDraft], now: i
     return out
 
 
-class SqliteRecords(Reads, Writes):
+class SqliteRecords(Reads, Writes, Compaction):
     clock: Clock
     NO_LIMIT: int | None = -1
     Q: Mapping[str, str] = queries("sqlite")

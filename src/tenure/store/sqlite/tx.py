@@ -79,7 +79,8 @@ class SqliteKeyTx(base.KeyTx):
         self.conn.execute(Q[name], params)
 
     def token_floor(self) -> int:
-        return int(self.conn.execute(Q["token_floor"]).fetchone()[0])
+        floor, retired = self.conn.execute(Q["token_floor"]).fetchone()
+        return int(floor) if self.record is not None else max(int(floor), int(retired))
 
     def register(self) -> FencedValue | None:
         row = self.conn.execute(Q["get_register"], {"key": self.key}).fetchone()

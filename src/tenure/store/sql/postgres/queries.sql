@@ -374,6 +374,37 @@ WHERE id IN (SELECT id FROM (SELECT id, at FROM tenure_events WHERE id <= %(prun
 SELECT floor FROM tenure_token_floor FOR UPDATE;
 
 
+-- Compaction (tenure.store.compaction) ------------------------------------------------------
+
+-- name: idle_leases
+-- The oldest ended leases of the scope's keys whose deadline is before the mark (never an
+-- item's claim), along their partial index, locked; a row another transaction holds (an
+-- acquisition of that key) is skipped.
+SELECT key, token, conflicts
+FROM tenure_leases
+WHERE ended IS NOT NULL AND left(key, 6) <> 'items/' AND expires_at < %(before)s
+  AND substr(key, 1, length(%(prefix)s)) = %(prefix)s
+  AND NOT EXISTS (SELECT 1 FROM unnest(%(skip)s::text[]) AS s(p)
+                  WHERE substr(key, 1, length(s.p)) = s.p)
+ORDER BY expires_at
+LIMIT %(limit)s
+FOR UPDATE SKIP LOCKED;
+
+-- name: delete_leases
+DELETE FROM tenure_leases
+WHERE key = ANY(%(keys)s::text[]) AND ended IS NOT NULL AND expires_at < %(before)s;
+
+-- name: delete_fenced_ops
+DELETE FROM tenure_fenced_ops
+WHERE (key, token, op_id) IN (
+    SELECT key, token, op_id FROM tenure_fenced_ops
+    WHERE at < %(before)s AND substr(key, 1, length(%(prefix)s)) = %(prefix)s
+      AND NOT EXISTS (SELECT 1 FROM unnest(%(skip)s::text[]) AS s(p)
+                      WHERE substr(key, 1, length(s.p)) = s.p)
+    ORDER BY at LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+);
+
 -- name: lock_prefixes
 -- Subtree leases are decided under advisory locks on key prefixes (tenure.store.postgres.tree):
 -- a transaction that may make a lease on a key live holds a shared lock on each prefix above it

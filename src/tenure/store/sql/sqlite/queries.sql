@@ -282,6 +282,35 @@ WHERE id IN (SELECT id FROM (SELECT id, at FROM tenure_events WHERE id <= :prune
 SELECT floor FROM tenure_token_floor;
 
 
+-- Compaction (tenure.store.compaction) ------------------------------------------------------
+
+-- name: idle_leases
+-- The oldest ended leases of :scope's keys whose deadline is before :before (never an item's
+-- claim), along their partial index.
+SELECT key, token, conflicts
+FROM tenure_leases INDEXED BY tenure_leases_idle
+WHERE ended IS NOT NULL AND substr(key, 1, 6) <> 'items/' AND expires_at < :before
+  AND substr(key, 1, length(:prefix)) = :prefix
+  AND NOT EXISTS (SELECT 1 FROM json_each(:skip) AS s
+                  WHERE substr(key, 1, length(s.value)) = s.value)
+ORDER BY expires_at
+LIMIT :limit;
+
+-- name: delete_leases
+DELETE FROM tenure_leases
+WHERE key IN (SELECT value FROM json_each(:keys)) AND ended IS NOT NULL AND expires_at < :before;
+
+-- name: delete_fenced_ops
+-- The fenced writes' op_ids of :scope's keys written before :before, the oldest first.
+DELETE FROM tenure_fenced_ops
+WHERE (key, token, op_id) IN (
+    SELECT key, token, op_id FROM tenure_fenced_ops
+    WHERE at < :before AND substr(key, 1, length(:prefix)) = :prefix
+      AND NOT EXISTS (SELECT 1 FROM json_each(:skip) AS s
+                      WHERE substr(key, 1, length(s.value)) = s.value)
+    ORDER BY at LIMIT :limit
+);
+
 -- name: get_lease_to_acquire
 -- get_lease for an acquisition, and whether any unended subtree lease exists at all (a probe of
 -- their own small index, in the same statement): if none does, no acquisition of a plain key

@@ -1,0 +1,98 @@
+"""Compaction's deletions, the same on both backends: each is one short write transaction of
+at most one batch (:meth:`Compaction._writing`: SQLite's write lock, or a PostgreSQL
+transaction whose rows are taken ``FOR UPDATE SKIP LOCKED``, so a key being acquired is left
+for the next pass and nothing waits on a pass).
+
+Lease rows: the batch's largest token is written to the retired-token mark (and its refusals to
+the retired total) in the transaction that deletes the rows, so no commit, crash or other server
+can see a key without its row and without the mark that covers its token.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
+
+from tenure.core.compaction import Scope
+from tenure.core.models import Event, EventDraft
+from tenure.store import rows
+from tenure.store.principal_writes import Cursor
+
+
+class Compaction(Protocol):
+    #: the backend's queries, by name
+    Q: Mapping[str, str]
+
+    def _writing(self) -> AbstractContextManager[Any]:
+        raise NotImplementedError
+
+    def _now_in(self, cur: Cursor) -> int:
+        raise NotImplementedError
+
+    def _append(self, cur: Any, events: Sequence[EventDraft], now: int) -> list[Event]:
+        raise NotImplementedError
+
+    def _texts(self, values: Sequence[str]) -> Any:
+        """``values`` as one query parameter: a JSON array on SQLite, an array on PostgreSQL."""
+        return json.dumps(list(values))
+
+    def compact_leases(self, scope: Scope, before: int, batch: int) -> int:
+        """Delete up to ``batch`` lease rows of ``scope``'s keys whose lease ended and whose
+        deadline is before ``before`` (never an item's claim), raising the retired-token mark
+        to their largest token first; the number deleted."""
+        with self._writing() as cur:
+            params = {"prefix": scope.prefix, "skip": self._texts(scope.skip), "before": before}
+            found = cur.execute(self.Q["idle_leases"], {**params, "limit": batch}).fetchall()
+            if not found:
+                return 0
+            top = max(int(r[1]) for r in found)
+            conflicts = sum(int(r[2]) for r in found)
+            cur.execute(self.Q["raise_retired"], {"top": top, "conflicts": conflicts})
+            keys = self._texts([r[0] for r in found])
+            return int(
+                cur.execute(self.Q["delete_leases"], {"keys": keys, "before": before}).rowcount
+            )
+
+    def compact_fenced_ops(self, scope: Scope, before: int, batch: int) -> int:
+        """Delete up to ``batch`` op_ids of fenced writes on ``scope``'s keys written before
+        ``before``; the number deleted."""
+        params = {"prefix": scope.prefix, "skip": self._texts(scope.skip), "before": before}
+        with self._writing() as cur:
+            deleted = cur.execute(self.Q["delete_fenced_ops"], {**params, "limit": batch})
+            return int(deleted.rowcount)
+
+    def compact_item_ops(self, before: int, batch: int) -> int:
+        """Delete up to ``batch`` op_ids of item writes written before ``before``."""
+        with self._writing() as cur:
+            deleted = cur.execute(self.Q["delete_item_ops"], {"before": before, "limit": batch})
+            return int(deleted.rowcount)
+
+    def retired_token(self) -> int:
+        """The largest token of the lease rows compaction deleted."""
+        with self._writing() as cur:
+            return int(cur.execute(self.Q["token_floor"]).fetchone()[1])
+
+    def retire_agents(self, before: int, batch: int) -> int:
+        """Delete up to ``batch`` dispatched agents whose tokens were revoked (their claim
+        ended) before ``before`` and that hold nothing (:data:`Q` ``retirable_agents``), with
+        their tokens and cursors; each recorded as ``principal_removed`` (reason ``retired``).
+        Events, items and transfers keep their names. The number retired."""
+        with self._writing() as cur:
+            now = self._now_in(cur)
+            params = {"before": before, "now": now, "limit": batch}
+            found = cur.execute(self.Q["retirable_agents"], params).fetchall()
+            events = []
+            for row in found:
+                for query in ("delete_tokens", "delete_cursors"):
+                    cur.execute(self.Q[query], {"name": row[0]})
+                if cur.execute(self.Q["delete_principal"], {"name": row[0]}).rowcount != 1:
+                    continue  # another server's pass retired it meanwhile
+                gone = rows.principal_from(row)
+                data = {"kind": gone.kind, "roles": list(gone.roles), "parent": gone.parent}
+                events.append(
+                    EventDraft("principal_removed", None, gone.name, reason="retired", data=data)
+                )
+            self._append(cur, events, now)
+            return len(events)
