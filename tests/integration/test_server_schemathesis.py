@@ -19,12 +19,6 @@ Settings about what counts, none excluding a check:
   nothing would hold each request for up to five minutes. Long-polls are tested in
   ``test_server_events.py``.
 
-- The server runs the default policy with one change: the built-in ``files/`` override keeps the
-  default's ``max_ttl`` (it allows 8 h otherwise). Where prefixes differ, the document publishes
-  the widest bounds (a schema cannot make a bound depend on the key's prefix), so a schema-valid
-  8 h ``ttl_ms`` on another key would be refused; with uniform bounds the document is exact.
-  The ``files/`` ceiling is tested in ``test_hooks_core.py`` and the subtree tests.
-
 ``TENURE_SCHEMATHESIS_SEED`` and ``TENURE_SCHEMATHESIS_EXAMPLES`` override the fixed seed and the
 number of examples per operation.
 """
@@ -35,14 +29,13 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from conftest import LiveServer
-from tenure.core.policy import Policy, PolicySet
+if TYPE_CHECKING:
+    from conftest import LiveServer
 
 SCHEMATHESIS = Path(sys.executable).with_name("schemathesis")
 # schemathesis' default list of rejections, and 413
@@ -60,19 +53,6 @@ parameters = {{ "query.wait_ms" = 0 }}
 """
 NOT_RUN = ("/v1/events/stream",)  # never ends: see the module's docstring
 BUDGET_S = 150  # keeps the suite's length bounded; not a performance figure
-
-
-@pytest.fixture
-def live_server(store_url: str) -> Iterator[LiveServer]:
-    """A server whose policy bounds are the same for every key (see the module's docstring)."""
-    server = LiveServer(store_url)
-    uniform = PolicySet().with_prefix("files/", max_ttl=Policy().max_ttl)
-    server.settings = replace(server.settings, policy=uniform)
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @pytest.mark.slow

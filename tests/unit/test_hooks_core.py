@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from tenure.core import hooks as h
-from tenure.core.policy import FILES_MAX_TTL, FILES_TTL, Policy, PolicySet
+from tenure.core.policy import FILES_TTL, Policy, PolicySet
 
 ROOT = "/home/dev/shop"
 
@@ -169,9 +169,6 @@ def test_files_keys_default_to_ten_minutes() -> None:
     policy = PolicySet()
     assert policy.for_key("files/r/a.py").default_ttl == FILES_TTL == 600_000
     assert policy.for_key("jobs/a").default_ttl == 30_000
-    # a person may take a folder for a refactor in one term; other keys keep 10 minutes
-    assert policy.for_key("files/r/src/").max_ttl == FILES_MAX_TTL == 8 * 3_600_000
-    assert policy.for_key("jobs/a").max_ttl == 600_000
     changed = policy.with_prefix("files/", max_ttl=3_600_000)
     assert changed.for_key("files/x").default_ttl == FILES_TTL  # starts from the built-in one
     assert changed.for_key("files/x").max_ttl == 3_600_000

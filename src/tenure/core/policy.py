@@ -46,20 +46,18 @@ class Policy:
 
 
 #: the files an agent edits (a harness hook's keys, ``files/<repo>/<path>``): a session that
-#: dies without ending lets go of them after :data:`FILES_TTL`; a person may take a file or a
-#: folder for up to :data:`FILES_MAX_TTL` in one term (``--ttl 2h`` for a refactor)
+#: dies without ending lets go of them after this long
 FILES_PREFIX = "files/"
 FILES_TTL = 10 * MINUTE
-FILES_MAX_TTL = 8 * HOUR
 
 
 def builtin_changes(default: Policy) -> dict[str, dict[str, int]]:
     """The built-in overrides, by prefix, that fit ``default``: ``files/`` gets a default TTL
-    of :data:`FILES_TTL` and a ``max_ttl`` of :data:`FILES_MAX_TTL` (each within the default's
-    ``min_ttl`` and ``max_lease``, and never below the default's own)."""
+    of :data:`FILES_TTL` (within the default's ``min_ttl`` and ``max_lease``; its ``max_ttl``
+    raised to it when lower). Its ``max_ttl`` stays the default's otherwise: the OpenAPI
+    document publishes the widest bound of any prefix as every key's."""
     ttl = max(default.min_ttl, min(FILES_TTL, default.max_lease))
-    ceiling = max(ttl, default.max_ttl, min(FILES_MAX_TTL, default.max_lease))
-    return {FILES_PREFIX: {"default_ttl": ttl, "max_ttl": ceiling}}
+    return {FILES_PREFIX: {"default_ttl": ttl, "max_ttl": max(ttl, default.max_ttl)}}
 
 
 @dataclass(frozen=True)
