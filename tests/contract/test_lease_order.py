@@ -46,13 +46,13 @@ def test_a_subtree_finds_the_keys_under_it_and_no_neighbour(svc: Service) -> Non
         svc.acquire(ALICE, "a/", scope="subtree")
 
 
+@pytest.mark.parametrize("backend", ["postgres"], indirect=True)
 def test_keys_compare_in_byte_order_on_postgresql(svc: Service) -> None:
     """On PostgreSQL, the order above holds whatever the database's collation because the key
     column's is "C" (byte order); the test server's own collation is byte order already, so the
     lists above would pass without it."""
     store = svc.store
-    if not isinstance(store, PostgresStore):
-        pytest.skip("PostgreSQL only")
+    assert isinstance(store, PostgresStore)
     with store.pool.connection() as conn:
         (collation,) = conn.execute(
             "SELECT collation_name FROM information_schema.columns"
