@@ -303,8 +303,10 @@ LIMIT %(limit)s;
 -- name: stalled_claims
 -- Live claims idle since %(before)s or earlier whose stall is not recorded yet (their items'
 -- ids); from the unended claims (their partial index), not from every item or every lease.
+-- (Keys compare in byte order, item ids in the database's collation: the join names the
+-- latter, so that each claim finds its item along the items' primary key.)
 SELECT i.id
-FROM tenure_leases l JOIN tenure_items i ON i.id = substr(l.key, 7)
+FROM tenure_leases l JOIN tenure_items i ON i.id = substr(l.key, 7) COLLATE "default"
 WHERE l.ended IS NULL AND l.key >= 'items/' AND l.key < 'items0'
   AND l.expires_at > %(now)s
   AND i.epoch = l.token AND i.stalled_epoch < i.epoch AND i.status NOT IN ('done', 'cancelled')
@@ -425,14 +427,14 @@ FROM tenure_leases
 WHERE key = ANY(%(prefixes)s::text[]) AND scope = 'subtree' AND ended IS NULL AND token > 0;
 
 -- name: nearby_under
--- The unended lease under the subtree %(prefix)s (keys in [prefix, upper), byte order: the
--- pattern operators, along the partial index of unended keys) that is not (holder, session)'s
+-- The unended lease under the subtree %(prefix)s (keys in [prefix, upper): a range of the
+-- primary key, whose collation is byte order) that is not (holder, session)'s
 -- and not among %(skip)s (a group's own, which it knows better), with the latest deadline: if
 -- it is not live, none is.
 SELECT key, token, holder, task, ttl_ms, acquired_at, renewed_at, expires_at, renewals, meta,
        ended, fence_open, conflicts, session, scope
 FROM tenure_leases
-WHERE key ~>~ %(prefix)s::text AND key ~<~ %(upper)s::text AND ended IS NULL AND token > 0
+WHERE key >= %(prefix)s::text AND key < %(upper)s::text AND ended IS NULL AND token > 0
   AND NOT (holder = %(holder)s::text AND session = %(session)s::text)
   AND key <> ALL(%(skip)s::text[])
 ORDER BY expires_at DESC
