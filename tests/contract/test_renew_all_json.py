@@ -15,6 +15,7 @@ import pytest
 
 import tenure
 from tenure import Service
+from tenure.store.postgres import renew_json
 
 ROOT = tenure.Principal("root", roles=("admin",))
 NESTED = {
@@ -193,3 +194,19 @@ def test_renew_all_json_of_many_leases_is_in_key_order(
     got = renewed_json(fast, "alice")
     assert [x["key"] for x in got] == sorted(keys)
     assert strict(got) == strict(models.renew_all("alice").to_dict()["renewed"])
+
+
+def test_renew_all_json_in_several_parts_is_one_reply(
+    twins: tuple[Service, Service], clock: tenure.FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PostgreSQL sends the reply in parts (``renew_json.PART`` leases each), joined in order;
+    parts of 7 make a last part shorter than the others. SQLite: the same reply in one piece."""
+    monkeypatch.setattr(renew_json, "PART", 7)
+    keys = [f"parts/{(i * 31) % 40:02d}" for i in range(40)]
+    both(twins, *[lambda s, k=k: s.acquire("alice", k, ttl_ms=60_000) for k in keys])
+    clock.advance(1_000)
+    fast, models = twins
+    got = renewed_json(fast, "alice")
+    assert [x["key"] for x in got] == sorted(keys)
+    assert strict(got) == strict(models.renew_all("alice").to_dict()["renewed"])
+    assert renewals_counted(fast) == len(keys)

@@ -171,7 +171,7 @@ class Service(Engine):
         _, leases, count = self.store.renew_all_json(me.name, sid)
         if count:
             self.metrics.inc("tenure_renewals_total", by=count)
-        return b"".join((b'{"renewed":[', leases, b'],"lost":[]}'))
+        return b"".join([b'{"renewed":[', *leases, b'],"lost":[]}'])
 
     def extend(
         self, who: Who, key: str, token: int, until: int | None = None, by_ms: int | None = None

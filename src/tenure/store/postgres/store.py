@@ -33,8 +33,8 @@ from tenure.core.models import (
 from tenure.core.token_floor import TokenFloor
 from tenure.store import rows
 from tenure.store.compaction import Compaction
+from tenure.store.postgres import renew_json, tree
 from tenure.store.postgres import session as session
-from tenure.store.postgres import tree
 from tenure.store.postgres.listen import Listener, notices
 from tenure.store.postgres.stats import PostgresStats
 from tenure.store.postgres.tx import SAVEPOINT, Batch, Group, KeyTx, record
@@ -397,17 +397,9 @@ class PostgresStore(PostgresStats, Reads, Writes, Compaction):
             params.update(now=now, locked=locked)
             return now, [rows.record_from(r) for r in cur.execute(Q["renew_all"], params)]
 
-    def renew_all_json(self, holder: str, session: str | None) -> tuple[int, bytes, int]:
+    def renew_all_json(self, holder: str, session: str | None) -> tuple[int, list[bytes], int]:
         with self._tx() as cur:
-            params: dict[str, Any] = {"holder": holder, "session": session, "keys": None}
-            locked = [row[0] for row in cur.execute(Q["lock_holder_leases"], params)]
-            now = self._now(cur)  # once the rows are locked, so it orders with the commit
-            if not locked:
-                return now, b"", 0
-            params.update(now=now, locked=locked)
-            row = cur.execute(Q["renew_all_json"], params).fetchone()
-            assert row is not None
-            return now, (row[1] or "").encode(), int(row[0])
+            return renew_json.renew_all_json(cur, holder, session, lambda: self._now(cur))
 
     def reap(self, limit: int) -> list[Event]:
         with self._tx() as cur:

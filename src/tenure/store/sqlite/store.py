@@ -412,7 +412,7 @@ class SqliteStore(SqliteRecords, SqliteStats):
             found = conn.execute(Q["renew_all"], params)
             return now, [rows.record_from(r, _meta) for r in found]
 
-    def renew_all_json(self, holder: str, session: str | None) -> tuple[int, bytes, int]:
+    def renew_all_json(self, holder: str, session: str | None) -> tuple[int, list[bytes], int]:
         with self._write() as conn:
             now = self.clock.now_ms()
             params = {"holder": holder, "session": session, "now": now}
@@ -420,7 +420,7 @@ class SqliteStore(SqliteRecords, SqliteStats):
             count, leases = conn.execute(Q["renewed_json"], params).fetchone()
             if count != renewed:  # renewed_json's predicate no longer matches renew_held's
                 raise RuntimeError(f"renewed {renewed} leases of {holder!r} but listed {count}")
-            return now, leases or b"", count
+            return now, [leases] if leases else [], count
 
     def reap(self, limit: int) -> list[Event]:
         with self._write() as conn:

@@ -215,11 +215,13 @@ RETURNING key, token, holder, task, ttl_ms, acquired_at, renewed_at, expires_at,
 
 -- name: renew_all_json
 -- renew_all without keys, second step, whose reply PostgreSQL writes: the update of renew_all
--- (on the rows lock_holder_leases locked), then the renewed leases as the JSON of the reply,
--- and their number: each one's Lease.to_dict() (state live), separated by commas (the inside
--- of the reply's array, whose brackets the caller adds), by key in code point order (COLLATE
--- "C"), as Python sorts them in renew_all, whatever the database's collation. Text, so that
--- psycopg hands it over as it is instead of parsing it.
+-- (on the rows lock_holder_leases locked), then the renewed leases as the JSON of the
+-- reply: each one's Lease.to_dict() (state live), by key in code point order (COLLATE "C"), as
+-- Python sorts them in renew_all, whatever the database's collation. In parts of :part leases,
+-- in order, each a row: their number and their JSON separated by commas, after a comma but for
+-- the first part (end to end, the parts are the inside of the reply's array), so that no
+-- one message holds the whole reply (libpq keeps a buffer as large as the largest one). Text,
+-- which the caller reads in binary form: its UTF-8 bytes as they are.
 WITH renewed AS (
     UPDATE tenure_leases
     SET renewed_at = %(now)s, renewals = renewals + 1,
@@ -228,15 +230,22 @@ WITH renewed AS (
       AND expires_at > %(now)s AND token > 0
     RETURNING key, holder, session, task, token, ttl_ms, acquired_at, renewed_at, expires_at,
               renewals, meta, scope
+), ordered AS (
+    SELECT row_number() OVER (ORDER BY key COLLATE "C") AS n,
+           json_build_object(
+               'key', key, 'holder', holder, 'session', session, 'task', task, 'token', token,
+               'ttl_ms', ttl_ms,
+               'acquired_at', acquired_at, 'renewed_at', renewed_at, 'expires_at', expires_at,
+               'renewals', renewals, 'meta', meta::json, 'state', 'live', 'scope', scope
+           )::text AS lease
+    FROM renewed
+), parted AS (
+    SELECT (n - 1) / %(part)s AS part, n, lease FROM ordered
 )
-SELECT count(*),
-       string_agg(json_build_object(
-           'key', key, 'holder', holder, 'session', session, 'task', task, 'token', token,
-           'ttl_ms', ttl_ms,
-           'acquired_at', acquired_at, 'renewed_at', renewed_at, 'expires_at', expires_at,
-           'renewals', renewals, 'meta', meta::json, 'state', 'live', 'scope', scope)::text,
-           ',' ORDER BY key COLLATE "C")
-FROM renewed;
+SELECT count(*), CASE WHEN part > 0 THEN ',' ELSE '' END || string_agg(lease, ',' ORDER BY n)
+FROM parted
+GROUP BY part
+ORDER BY part;
 
 -- name: save_leases
 -- A group's leases, each as the group saved it last, in one statement (tenure.store.postgres_tx
