@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Annotated, Any
 
 from pydantic import ConfigDict, Field
+from pydantic.config import JsonDict
 
 from tenure.core import models as m
 from tenure.core.models import Lease, Principal
@@ -45,7 +46,17 @@ from tenure.verbs.table import Services, Verb, never
 ASKED = (400, 401, 413, 422)
 
 
+#: a subtree lease names a key ending in ``/`` (JSON Schema's ``if``/``then``: the document
+#: says what the service checks, so a schema-valid request is never refused for it)
+SUBTREE_KEY: JsonDict = {
+    "if": {"properties": {"scope": {"const": "subtree"}}, "required": ["scope"]},
+    "then": {"properties": {"key": {"pattern": "/$"}}},
+}
+
+
 class AcquireIn(Body):
+    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra=SUBTREE_KEY)
+
     key: LeaseKey
     ttl_ms: Ttl | None = None
     task: Task | None = None
