@@ -272,3 +272,50 @@ def test_bad_input_changes_nothing(alice: Shell, http: httpx.Client) -> None:
     assert missing.returncode == 5 and "not found" in missing.stderr
     state = view(http, "calm")
     assert (state["item"]["status"], state["transfers"]) == ("open", [])
+
+
+def supervisor_of(parent: int) -> int | None:
+    """The pid of the ``tenure.cli.agent`` process ``parent`` started, once it runs."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            stat = (entry / "stat").read_text()
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            if ppid == parent and b"tenure.cli.agent" in (entry / "cmdline").read_bytes():
+                return int(entry.name)
+    return None
+
+
+def test_a_supervisor_slower_to_start_than_the_ttl_still_works_the_claim(
+    alice: Shell, http: httpx.Client, tmp_path: Path
+) -> None:
+    """A loaded machine: the supervisor is stopped for three ttls as it starts; ``tenure
+    dispatch`` holds the claim meanwhile, so the agent runs and completes its item."""
+    new_item(http, "slow-start")
+    out = tmp_path / "slow-start.json"
+    proc = alice.popen(
+        "dispatch", "slow-start", "--agent", "bot", "--ttl", "1s", "--json",
+        "--", sys.executable, "-c", AGENT, str(out), MODE="complete",
+    )  # fmt: skip
+    supervisor = wait_for(lambda: supervisor_of(proc.pid), timeout=10, what="the supervisor")
+    os.kill(supervisor, signal.SIGSTOP)
+    time.sleep(3)
+    os.kill(supervisor, signal.SIGCONT)
+    stdout, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 0, stderr
+    assert json.loads(stdout)["supervisor_pid"] == supervisor
+    wait_for(lambda: view(http, "slow-start")["item"]["status"] == "done", timeout=20)
+    assert [t["reason"] for t in view(http, "slow-start")["transfers"]] == ["claimed", "completed"]
+
+
+def test_a_command_that_cannot_start_fails_the_dispatch_and_frees_the_item(
+    alice: Shell, http: httpx.Client, tmp_path: Path
+) -> None:
+    new_item(http, "no-command")
+    done = alice("dispatch", "no-command", "--agent", "bot", "--", str(tmp_path / "missing"))
+    assert done.returncode == 1, (done.stdout, done.stderr)
+    assert "could not be started" in done.stderr and "claim is released" in done.stderr
+    state = view(http, "no-command")
+    assert (state["item"]["status"], state["item"]["assignee"]) == ("open", None)
+    assert [t["reason"] for t in state["transfers"]] == ["claimed", "released"]

@@ -33,7 +33,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from tenure.cli.supervise import Wakeup, exit_status, spawn_guarded, stop
+from tenure.cli.handover import READY, report
+from tenure.cli.supervise import Guarded, Wakeup, exit_status, spawn_guarded, stop
 from tenure.client import Client
 from tenure.client.work import WorkHandle
 from tenure.core.models import Lease
@@ -58,6 +59,7 @@ class Orders:
     grace_s: float
     cmd: list[str]
     session: str = ""  # the agent's session: the claim's, and CMD's
+    ready_fd: int = -1  # where ``tenure dispatch`` waits to hear that CMD started
 
     def env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("TENURE_")}
@@ -133,12 +135,16 @@ def supervise(orders: Orders) -> int:
         try:
             work = stack.enter_context(Dispatched(client, orders, lambda _work: wakeup.wake()))
         except Unauthenticated:
-            log(f"claim lost before the command started ({REVOKED})")
-            return 1
+            return failed(orders, f"claim lost before the command started ({REVOKED})")
         except TenureError as err:
-            log(f"claim lost before the command started ({err.code}: {err.detail})")
-            return 1
-        code, left_open = run_command(client, orders, work, wakeup)
+            why = f"{err.code}: {err.detail}"
+            return failed(orders, f"claim lost before the command started ({why})")
+        try:
+            proc = spawn_guarded(orders.cmd, orders.env())
+        except OSError as err:
+            return failed(orders, f"the command could not be started: {err}")
+        report(orders.ready_fd, READY)
+        code, left_open = run_command(client, orders, work, wakeup, proc)
     if left_open:
         log(
             f"command ended with status {code} but did not complete items/{orders.item}: "
@@ -149,12 +155,19 @@ def supervise(orders: Orders) -> int:
     return code
 
 
+def failed(orders: Orders, why: str) -> int:
+    """CMD was not started: say why in the log and to ``tenure dispatch`` (which releases the
+    claim)."""
+    log(why)
+    report(orders.ready_fd, why)
+    return 1
+
+
 def run_command(
-    client: Client, orders: Orders, work: Dispatched, wakeup: Wakeup
+    client: Client, orders: Orders, work: Dispatched, wakeup: Wakeup, proc: Guarded
 ) -> tuple[int, bool]:
-    """Start CMD as the agent, hold the claim while it runs; CMD's exit status, and whether
+    """Hold the claim while CMD (started as the agent) runs; CMD's exit status, and whether
     the item went back to open because CMD ended without completing it."""
-    proc = spawn_guarded(orders.cmd, orders.env())
     log(f"started pid {proc.pid} as {orders.agent} on item {orders.item} (epoch {orders.epoch})")
 
     def forward(signum: int, _frame: FrameType | None) -> None:

@@ -20,8 +20,10 @@ from tenure.cli.app import cli
 from tenure.cli.completion import complete_items
 from tenure.cli.context import Cli, cli_of, verb
 from tenure.cli.durations import DURATION
+from tenure.cli.handover import hand_over
 from tenure.cli.options import grace, takeover
 from tenure.cli.render import pairs
+from tenure.client import Client
 from tenure.client._session import new_session
 from tenure.core.text import when
 
@@ -33,25 +35,31 @@ def log_path(run: Cli, item: str, agent: str, given: str | None) -> Path:
     return run.settings.state_dir / "dispatch" / f"{safe}-{int(time.time())}.log"
 
 
-def start_supervisor(orders: dict[str, object], log: Path) -> int:
-    """The detached supervisor (own session, output to ``log``); returns its pid."""
+def start_supervisor(orders: dict[str, object], log: Path) -> tuple[int, int]:
+    """The detached supervisor (own session, output to ``log``); returns its pid and the read
+    end of the pipe it reports its start on (:mod:`tenure.cli.handover`)."""
     log.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)  # the agent's output
+    ready, said = os.pipe()
     with open(fd, "ab") as out:
         if os.fstat(fd).st_uid == os.getuid():
             os.fchmod(fd, 0o600)  # a log of ours that existed: ours alone too
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "tenure.cli.agent"],
-            stdin=subprocess.PIPE,
-            stdout=out,
-            stderr=out,
-            start_new_session=True,
-            close_fds=True,
-        )
+        try:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "tenure.cli.agent"],
+                stdin=subprocess.PIPE,
+                stdout=out,
+                stderr=out,
+                start_new_session=True,
+                close_fds=True,
+                pass_fds=(said,),
+            )
+        finally:
+            os.close(said)
     assert proc.stdin is not None
-    proc.stdin.write(json.dumps(orders).encode())
+    proc.stdin.write(json.dumps({**orders, "ready_fd": said}).encode())
     proc.stdin.close()
-    return proc.pid
+    return proc.pid, ready
 
 
 @verb(
@@ -89,10 +97,11 @@ def dispatch(
     TENURE_AGENT, TENURE_ITEM and TENURE_EPOCH in its environment, so that `tenure progress`,
     `tenure complete` and `tenure release "$TENURE_ITEM"` inside CMD act as the agent with that
     epoch. A detached supervisor renews the claim while CMD lives and releases it when CMD exits
-    (unless CMD completed the item); if the supervisor is killed, CMD dies too and the claim
-    lapses on its own: the item shows lapsed in your queue, and --takeover --reason … dispatches
-    it again to a new agent (an item of yours or of your agents, or one whose assignee you may
-    force-release); exit 3 without --takeover."""
+    (unless CMD completed the item); this command holds the claim until the supervisor has
+    started CMD, and fails, releasing it, if the supervisor cannot. If the supervisor is
+    killed, CMD dies too and the claim lapses on its own: the item shows lapsed in your queue,
+    and --takeover --reason … dispatches it again to a new agent (an item of yours or of your
+    agents, or one whose assignee you may force-release); exit 3 without --takeover."""
     if takeover and not reason:
         raise click.UsageError("--takeover needs --reason (it is recorded with the transfer)")
     run = cli_of()
@@ -105,7 +114,14 @@ def dispatch(
         "session": session, "epoch": granted.lease.token, "ttl_ms": granted.lease.ttl_ms,
         "expires_at": granted.lease.expires_at, "grace_s": grace / 1000, "cmd": list(cmd),
     }  # fmt: skip
-    pid = start_supervisor(orders, log)
+    pid, ready = start_supervisor(orders, log)
+    with Client(run.url, token=granted.token, session=session) as as_agent:
+        why = hand_over(as_agent, item, granted.lease.token, granted.lease.ttl_ms, pid, ready)
+    if why is not None:
+        raise click.ClickException(
+            f"the dispatch of {item} to {granted.agent.name} failed: {why}. The claim is "
+            f"released; the supervisor's log: {log}"
+        )
     doc = {**granted.to_dict(), "supervisor_pid": pid, "log": str(log)}
     token_id = granted.token.split("_")[1]  # tnr_<id>_<secret>: to revoke it
     doc["agent"] = {"name": granted.agent.name, "token_id": token_id}  # the token: agent only
