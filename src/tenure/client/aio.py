@@ -23,7 +23,6 @@ from tenure.client._principal_calls import PrincipalInfo, RemovedPrincipal
 from tenure.client._session import client_session
 from tenure.client._shared import IssuedToken
 from tenure.client._transport import AsyncTransport, RetryPolicy
-from tenure.client.direct import AsyncDirectTransport, DirectBackend
 from tenure.core.compaction import CompactionResult
 from tenure.core.models import (
     ExtendResult,
@@ -138,6 +137,10 @@ class AsyncClient(AsyncEventsMixin):
         if transport is None:
             if where.direct:
                 assert where.principal is not None
+                # imported here: direct mode loads the service, the store and both database
+                # drivers, which a client over HTTP (every CLI start) does without (~70 ms)
+                from tenure.client.direct import AsyncDirectTransport, DirectBackend
+
                 backend = DirectBackend(where.url, where.principal, policy=policy)
                 transport = AsyncDirectTransport(backend)
             else:
