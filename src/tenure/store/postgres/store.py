@@ -208,15 +208,12 @@ class PostgresStore(PostgresStats, Reads, Writes, Compaction):
                 batch.add_sql("BEGIN")
                 if guard:
                     tree.queue_key_locks(batch, key)
-                if create:
-                    batch.add("create_lease_row", {"key": key})
-                row, now, floor, nearby = self._lock(batch, key, reach)
+                row, now, floor, nearby = self._lock(batch, key, reach, create=create)
                 if create and row is None:
                     # Its row was there when the placeholder was tried, and a compaction
                     # deleted it before the lock was granted: make the placeholder now, so the
                     # key is locked (a concurrent acquisition waits for this one).
-                    batch.add("create_lease_row", {"key": key})
-                    row, now, floor, nearby = self._lock(batch, key, reach)
+                    row, now, floor, nearby = self._lock(batch, key, reach, create=True)
                 tx = KeyTx(batch, key, now, record(row), floor=floor)
                 tx.nearby_records = nearby
                 yield tx
@@ -235,20 +232,28 @@ class PostgresStore(PostgresStats, Reads, Writes, Compaction):
         key: str,
         reach: Reach | None = None,
         group: Group | None = None,
+        create: bool = False,
     ) -> tuple[Any, int, tuple[int, int], list[KeyRecord]]:
-        """Send what is queued, the row lock, the token floor, the nearby leases of ``reach``
-        and the instant: the row (or None), the instant, the floor (read in the same round
-        trip: a new token costs no round trip of its own), the nearby leases."""
+        """Send what is queued, the subtree leases above (share-locked), a new key's placeholder
+        row (if ``create``), the row lock, the token floor, the leases under a subtree
+        (share-locked) and the instant: the row (or None), the instant, the floor (read in the
+        same round trip: a new token costs no round trip of its own), the nearby leases. The
+        rows are locked in key order (:mod:`tenure.store.postgres.tree`)."""
+        locked, subtrees = (group.locked, group.subtrees) if group else ({}, {})
+        above = tree.queue_above(batch, key, reach, locked, subtrees)
+        if create:
+            batch.add("create_lease_row", {"key": key})
         batch.add("lock_lease", {"key": key})
         batch.add("token_floor")
-        locked, subtrees = (group.locked, group.subtrees) if group else ({}, {})
-        reads = tree.queue_nearby(batch, key, reach, locked, subtrees)
+        under = tree.queue_under(batch, key, reach, locked, subtrees)
         if self.clock is None:
             batch.add("now_ms")
-        got = batch.all_rows(2 + reads + (self.clock is None))
+        got = batch.all_rows(above + create + 2 + under + (self.clock is None))
+        nearby = tree.records(got[:above])
+        got = got[above + create :]
         row = got[0][0] if got[0] else None
         floor = _floors(got[1][0] if got[1] else None)
-        nearby = tree.records(got[2 : 2 + reads])
+        nearby += tree.records(got[2 : 2 + under])
         now = int(got[-1][0][0]) if self.clock is None else self.clock.now_ms()
         return row, now, floor, nearby
 
@@ -274,8 +279,7 @@ class PostgresStore(PostgresStats, Reads, Writes, Compaction):
         savepoint = False
         if rec is None and create:
             batch.add_sql(f"SAVEPOINT {SAVEPOINT}")
-            batch.add("create_lease_row", {"key": key})
-            row, now, floor, _ = self._lock(batch, key)
+            row, now, floor, _ = self._lock(batch, key, create=True)
             rec = record(row)
             savepoint = True
         tx = KeyTx(batch, key, now, rec, mark=batch.mark(), floor=floor)
@@ -318,9 +322,9 @@ class PostgresStore(PostgresStats, Reads, Writes, Compaction):
         them (in key order, so that groups of different servers cannot deadlock on them) and
         reads the instant and the auth version: their calls then need no round trip of their
         own, and all see that instant. Subtree acquisitions run in groups like any call: the
-        same round trip takes the keys' prefix locks (all of them, shortest first) and reads
-        the subtree leases above them, and each call decides on the group's own records where
-        it has them (:mod:`tenure.store.postgres.tree`)."""
+        same round trip takes the keys' prefix locks (all of them, shortest first) and locks
+        the subtree leases above them with the keys' rows, in key order, and each call decides
+        on the group's own records where it has them (:mod:`tenure.store.postgres.tree`)."""
         if getattr(self._local, "group", None) is not None:
             yield
             return
@@ -339,27 +343,24 @@ class PostgresStore(PostgresStats, Reads, Writes, Compaction):
 
     def _lock_ahead(self, group: Group, keys: list[str]) -> None:
         """The group's first round trip: the auth version, the keys' prefix locks, their rows
-        (locked), the subtree leases above them (:mod:`tenure.store.postgres.tree`), the token
-        floor and the instant."""
+        and the subtree leases above them (locked in key order, with the leases under the keys
+        that end in "/": :func:`tenure.store.postgres.tree.lock_ahead`), the token floor and
+        the instant."""
         batch = group.batch
         batch.add("auth_version")
         locks = tree.queue_locks(batch, keys)
-        batch.add("lock_leases", {"keys": keys})
         above = tree.above_all(keys)
-        if above:
-            batch.add("nearby_subtrees", {"prefixes": above})
+        batch.add(*tree.lock_ahead(keys, above))  # the rows near them too, in key order
         batch.add("token_floor")
         if self.clock is None:
             batch.add("now_ms")
-        got = batch.all_rows(3 + locks + bool(above) + (self.clock is None))
+        got = batch.all_rows(3 + locks + (self.clock is None))
         group.auth_version = int(got[0][0][0])
         got = got[1 + locks :]
-        group.locked = dict.fromkeys(keys)  # a key without a row: None
-        group.locked.update((row[0], record(row)) for row in got[0])
+        found = {row[0]: record(row) for row in got[0]}
+        group.locked = {k: found.get(k) for k in keys}  # a key without a row: None
         if above:
-            group.subtrees = dict.fromkeys(above)
-            group.subtrees.update((r.key, r) for r in tree.records(got[1:2]))
-            got = got[1:]
+            group.subtrees = {p: r if tree.live_subtree(r := found.get(p)) else None for p in above}
         group.floor = _floors(got[1][0] if got[1] else None)
         group.now = int(got[2][0][0]) if self.clock is None else self.clock.now_ms()
 

@@ -72,6 +72,8 @@ HOT = (
     "save_leases",
     "insert_events",
     "lock_leases",
+    "lock_leases_above",
+    "lock_leases_tree",
     "notify_all",
     "record_conflict",
     "token_floor",

@@ -429,22 +429,73 @@ FROM unnest(%(prefixes)s::text[], %(exclusive)s::boolean[]) AS u(p, x);
 
 -- name: nearby_subtrees
 -- Subtree leases on the prefixes above the keys being acquired, unended (the core decides which
--- are live and whose): primary-key lookups.
+-- are live and whose): primary-key lookups, each row share-locked, in key order. The lock waits
+-- for a writer of the row (a renew-all, which takes no prefix lock), and the row is then read
+-- as that writer committed it; the filter is on columns no renewal changes.
 SELECT key, token, holder, task, ttl_ms, acquired_at, renewed_at, expires_at, renewals, meta,
        ended, fence_open, conflicts, session, scope
 FROM tenure_leases
-WHERE key = ANY(%(prefixes)s::text[]) AND scope = 'subtree' AND ended IS NULL AND token > 0;
+WHERE key = ANY(%(prefixes)s::text[]) AND scope = 'subtree' AND ended IS NULL AND token > 0
+ORDER BY key
+FOR SHARE;
 
 -- name: nearby_under
 -- The unended lease under the subtree %(prefix)s (keys in [prefix, upper): a range of the
 -- primary key, whose collation is byte order) that is not (holder, session)'s
 -- and not among %(skip)s (a group's own, which it knows better), with the latest deadline: if
--- it is not live, none is.
+-- it is not live, none is. Every such row is share-locked first, in key order (as
+-- nearby_subtrees, so that a renewal in flight is waited for and read as it committed), then
+-- the latest deadline is taken among them.
+SELECT * FROM (
+    SELECT key, token, holder, task, ttl_ms, acquired_at, renewed_at, expires_at, renewals, meta,
+           ended, fence_open, conflicts, session, scope
+    FROM tenure_leases
+    WHERE key >= %(prefix)s::text AND key < %(upper)s::text AND ended IS NULL AND token > 0
+      AND NOT (holder = %(holder)s::text AND session = %(session)s::text)
+      AND key <> ALL(%(skip)s::text[])
+    ORDER BY key
+    FOR SHARE
+) AS under
+ORDER BY expires_at DESC
+LIMIT 1;
+
+-- name: lock_leases_above
+-- lock_leases for a group whose keys have prefixes above them (and none ends in '/'), in one
+-- statement and one key order: its keys and the unended subtree leases on the prefixes
+-- %(above)s. Those are locked for update too (one locking clause per statement): a renewal in
+-- flight is waited for, and the row is read as it committed it (the filter is on columns no
+-- renewal changes).
 SELECT key, token, holder, task, ttl_ms, acquired_at, renewed_at, expires_at, renewals, meta,
        ended, fence_open, conflicts, session, scope
 FROM tenure_leases
-WHERE key >= %(prefix)s::text AND key < %(upper)s::text AND ended IS NULL AND token > 0
-  AND NOT (holder = %(holder)s::text AND session = %(session)s::text)
-  AND key <> ALL(%(skip)s::text[])
-ORDER BY expires_at DESC
-LIMIT 1;
+WHERE key = ANY(%(keys)s::text[] || %(above)s::text[])
+  AND (key = ANY(%(keys)s::text[]) OR (scope = 'subtree' AND ended IS NULL AND token > 0))
+ORDER BY key
+FOR UPDATE;
+
+-- name: lock_leases_tree
+-- lock_leases for a group whose keys have subtrees near them, in one statement and one key
+-- order: its keys; the unended subtree leases on the prefixes %(above)s above them; every
+-- unended lease under a key of the group that ends in '/' (the ranges (%(lo)s, %(hi)s)), for a
+-- subtree acquisition among its calls. Rows are locked for update, all of them (one locking
+-- clause per statement): a renewal in flight is waited for, and the rows read then are as it
+-- committed them. The rows of the keys and of the prefixes above come back; those under the
+-- ranges stay locked (nearby_under reads them, for a subtree acquisition, without waiting).
+WITH wanted AS (
+    SELECT key FROM tenure_leases WHERE key = ANY(%(keys)s::text[])
+    UNION
+    SELECT key FROM tenure_leases
+    WHERE key = ANY(%(above)s::text[]) AND scope = 'subtree' AND ended IS NULL AND token > 0
+    UNION
+    SELECT t.key FROM unnest(%(lo)s::text[], %(hi)s::text[]) AS r(lo, hi)
+    JOIN tenure_leases AS t ON t.key > r.lo AND t.key < r.hi
+    WHERE t.ended IS NULL AND t.token > 0
+), locked AS MATERIALIZED (
+    SELECT key, token, holder, task, ttl_ms, acquired_at, renewed_at, expires_at, renewals, meta,
+           ended, fence_open, conflicts, session, scope
+    FROM tenure_leases WHERE key = ANY(ARRAY(SELECT key FROM wanted))
+    ORDER BY key
+    FOR UPDATE
+)
+SELECT * FROM locked
+WHERE key = ANY(%(keys)s::text[]) OR key = ANY(%(above)s::text[]);
