@@ -3,15 +3,21 @@ of a waiter on one server for a key released through another.
 
     python bench/servers.py                  # a throw-away embedded PostgreSQL, 5 s per count
     python bench/servers.py --seconds 2 --trials 10
+    python bench/servers.py --clients 16,48  # each count with 16 clients, then with 48
 
 For each count: that many servers on the one database (each its own process and connection
-pool), the shared runner's ``cycle`` workload with 16 clients split over them (one load
-process per server, all at once): ops/s summed, acquire p99 (the worst server's), each
-server's CPU and the database's (the PostgreSQL processes' CPU seconds over the run, per
-second of it). Then ``--trials`` wake-ups: a holder acquires a key through the first server,
-a waiter asks for it with ``wait_ms`` through the last one (the same server when there is one),
-the holder releases; lag = the waiter's grant minus the release's reply (both seen by this
-process). Nothing is asserted about speed. See bench/README.md.
+pool), the shared runner's ``cycle`` workload with 16 clients (or ``--clients``) split over
+them (one load process per server, all at once): ops/s summed, acquire p99 (the worst
+server's), the calls per commit and commits a second (PostgreSQL's transaction ids handed out
+over the load, per second of its window), each server's CPU over the window (as its load
+process measured it), the database's (the PostgreSQL processes' CPU seconds over the run, load
+processes' start included, per second of it), the load processes' own CPU and the machine's
+idle share over the window (``/proc/stat``, other work on the machine included). Then
+``--trials`` wake-ups: a holder acquires a key through the first server, a waiter asks for it
+with ``wait_ms`` through the last one (the same server when there is one), the holder releases;
+lag = the waiter's grant minus the release's reply (both seen by this process). Nothing is
+asserted about speed. bench/servers_probe.py takes the same cycle apart (each group's round
+trips, every process's CPU). See bench/README.md.
 """
 
 from __future__ import annotations
@@ -50,14 +56,27 @@ def postgres_processes(db: str) -> list[psutil.Process]:
     return [main, *main.children(recursive=True)] if main else []
 
 
-def commits(db: str) -> int:
-    """Transactions committed in the database so far (``pg_stat_database``)."""
+def next_xid(db: str) -> int:
+    """The next transaction id PostgreSQL will hand out: writing transactions since a reading
+    are the difference (exact at once, unlike ``pg_stat_database``, whose counts each backend
+    sends in about once a second)."""
     import psycopg
 
     with psycopg.connect(db, autocommit=True) as conn:
-        sql = "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()"
-        row = conn.execute(sql).fetchone()
+        row = conn.execute("SELECT pg_snapshot_xmax(pg_current_snapshot())::text").fetchone()
     return int(row[0]) if row else 0
+
+
+def load_figures(raw: Path, label: str) -> dict[str, float]:
+    """From the load generators' own records: the load window (s, the longest), their CPU
+    (s/s, summed) and the machine's idle share over the window (%, the first one's)."""
+    recs = [json.loads(line) for line in raw.read_text().splitlines() if line.strip()]
+    mine = [r["metrics"] for r in recs if r["label"].startswith(f"{label}#")]
+    return {
+        "window_s": max(m.get("window_s", 0.0) for m in mine),
+        "load_cpu_s_per_s": sum(m.get("client_cpu_pct", 0.0) for m in mine) / 100,
+        "idle_pct": 100 - (mine[0].get("host_busy_pct") or 100),
+    }
 
 
 def cpu_s(procs: list[psutil.Process]) -> dict[int, float]:
@@ -115,31 +134,46 @@ def wake_lag(holder: Server, waiter: Server, token: str, trials: int) -> dict[st
     }
 
 
-def one_count(db: str, token: str, n: int, seconds: float, raw: Path, trials: int) -> dict:
+def one_count(
+    db: str, token: str, n: int, seconds: float, raw: Path, trials: int, clients: int = CLIENTS
+) -> dict:
     with contextlib.ExitStack() as stack:
         servers = [stack.enter_context(serve(db)) for _ in range(n)]
         pg = postgres_processes(db)
-        cpu0 = [s.cpu_s() for s in servers]
-        db0, began, commits0 = cpu_s(pg), time.perf_counter(), commits(db)
-        m = cycle_load(servers, token, CLIENTS, seconds, raw, f"servers-{n}")
+        db0, began, xid0 = cpu_s(pg), time.perf_counter(), next_xid(db)
+        label = f"servers-{n}-{clients}-{time.time_ns()}"
+        m = cycle_load(servers, token, clients, seconds, raw, label)
         wall = time.perf_counter() - began
-        m["commits_per_s"] = (commits(db) - commits0) / wall
-        m["server_cpu_s_per_s"] = [
-            (s.cpu_s() - c) / wall for s, c in zip(servers, cpu0, strict=True)
+        if "error" in m:
+            return {"servers": n, "clients": clients, **m}
+        m |= load_figures(raw, label)
+        commits = next_xid(db) - xid0  # the load's own, and its set-up's (a few dozen)
+        m["commits_per_s"] = commits / m["window_s"]
+        m["calls_per_commit"] = m["ops_per_s"] * m["window_s"] / max(1, commits)
+        m["server_cpu_s_per_s"] = [  # over the load's window, as its load generator saw it
+            (pct or 0.0) / 100 for pct in m["server_cpu_pct"]
         ]
         m["db_cpu_s_per_s"] = cpu_between(db0, cpu_s(postgres_processes(db))) / wall
         m |= wake_lag(servers[0], servers[-1], token, trials)
-    return {"servers": n, **m}
+    return {"servers": n, "clients": clients, **m}
 
 
-def run(db: str, seconds: float, raw: Path, counts: tuple[int, ...] = (1, 2, 3), trials: int = 20):
+def run(
+    db: str,
+    seconds: float,
+    raw: Path,
+    counts: tuple[int, ...] = (1, 2, 3),
+    trials: int = 20,
+    clients: tuple[int, ...] = (CLIENTS,),
+):
     tenure.open_store(db).close()
     token = bench_token(db)
     rows = []
-    for n in counts:
-        rows.append(one_count(db, token, n, seconds, raw, trials))
-        print(f"[servers] {n}: {summary(rows[-1])}", file=sys.stderr, flush=True)
-    return {"rows": rows, "clients": CLIENTS, "seconds": seconds}
+    for c in clients:
+        for n in counts:
+            rows.append(one_count(db, token, n, seconds, raw, trials, c))
+            print(f"[servers] {n}, {c} clients: {summary(rows[-1])}", file=sys.stderr, flush=True)
+    return {"rows": rows, "clients": clients[0], "seconds": seconds}
 
 
 def summary(r: dict[str, Any]) -> str:
@@ -153,23 +187,26 @@ def summary(r: dict[str, Any]) -> str:
 
 def table(result: dict[str, Any]) -> str:
     head = (
-        "| servers | ops/s | vs 1 | acquire p50 / p99 ms | CPU per server (s/s) "
-        "| PostgreSQL CPU (s/s) | commits/s | wake-up lag p50 / p99 ms | errors |"
+        "| servers | clients | ops/s | vs 1 | acquire p50 / p99 ms | calls per commit "
+        "| commits/s | CPU per server (s/s) | PostgreSQL CPU (s/s) | load CPU (s/s) "
+        "| machine idle % | wake-up lag p50 / p99 ms | errors |"
     )
-    lines = [head, "|" + "---|" * 9]
+    lines = [head, "|" + "---|" * 13]
     rows = result.get("rows", [])
-    base = next((r.get("ops_per_s") for r in rows if "ops_per_s" in r), None)
+    base: dict[int, float] = {}  # clients -> the first count's ops/s
     for r in rows:
+        clients = r.get("clients", result.get("clients", CLIENTS))
         if "error" in r:
-            lines.append(f"| {r['servers']} | error: {r['error'][:80]} | | | | | | | |")
+            lines.append(f"| {r['servers']} | {clients} | error: {r['error'][:80]} |" + " |" * 10)
             continue
-        vs = f"{r['ops_per_s'] / base:.2f}" if base else ""
+        first = base.setdefault(clients, r["ops_per_s"])
         cpu = ", ".join(f"{c:.2f}" for c in r["server_cpu_s_per_s"])
         lines.append(
-            f"| {r['servers']} | {r['ops_per_s']:,.0f} | {vs} | {r['acquire_p50_ms']:.2f} / "
-            f"{r['acquire_p99_ms']:.2f} | {cpu} | {r['db_cpu_s_per_s']:.2f} "
-            f"| {r.get('commits_per_s', 0):,.0f} "
-            f"| {r['lag_p50_ms']:.1f} / {r['lag_p99_ms']:.1f} "
+            f"| {r['servers']} | {clients} | {r['ops_per_s']:,.0f} | {r['ops_per_s'] / first:.2f} "
+            f"| {r['acquire_p50_ms']:.2f} / {r['acquire_p99_ms']:.2f} "
+            f"| {r.get('calls_per_commit', 0):.1f} | {r.get('commits_per_s', 0):,.0f} | {cpu} "
+            f"| {r['db_cpu_s_per_s']:.2f} | {r.get('load_cpu_s_per_s', 0):.2f} "
+            f"| {r.get('idle_pct', 0):.0f} | {r['lag_p50_ms']:.1f} / {r['lag_p99_ms']:.1f} "
             f"| {r['errors'] + len(r['lag_errors'])} |"
         )
     return "\n".join(lines)
@@ -182,13 +219,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seconds", type=float, default=5.0, help="per count (default 5)")
     ap.add_argument("--trials", type=int, default=20, help="wake-ups per count (default 20)")
     ap.add_argument("--counts", default="1,2,3", help="server counts (default 1,2,3)")
+    ap.add_argument("--clients", default=str(CLIENTS), help=f"client totals (default {CLIENTS})")
     args = ap.parse_args(argv)
     counts = tuple(int(c) for c in args.counts.split(","))
+    clients = tuple(int(c) for c in args.clients.split(","))
     with (
         tempfile.TemporaryDirectory(prefix="tenure-servers-") as tmp,
         growth.databases("postgres", Path(tmp)) as fresh,
     ):
-        result = run(fresh("servers"), args.seconds, Path(tmp) / "raw.jsonl", counts, args.trials)
+        raw = Path(tmp) / "raw.jsonl"
+        result = run(fresh("servers"), args.seconds, raw, counts, args.trials, clients)
     print(table(result))
     return 1 if any("error" in r for r in result["rows"]) else 0
 
