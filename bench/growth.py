@@ -87,8 +87,9 @@ def load_bench(name: str) -> Any:
 
 # databases ------------------------------------------------------------------------------------
 @contextlib.contextmanager
-def databases(backend: str, tmp: Path) -> Iterator[Callable[[str], str]]:
-    """A maker of fresh databases of ``backend``: ``fresh(name)`` returns a URL."""
+def databases(backend: str, tmp: Path, settings: str = "") -> Iterator[Callable[[str], str]]:
+    """A maker of fresh databases of ``backend``: ``fresh(name)`` returns a URL. PostgreSQL
+    runs with ``settings`` (``name=value;...``, set and the server restarted) if any."""
     if backend == "sqlite":
         yield lambda name: f"sqlite:///{tmp / name}.db"
         return
@@ -96,6 +97,9 @@ def databases(backend: str, tmp: Path) -> Iterator[Callable[[str], str]]:
     with contextlib.ExitStack() as stack:
         server, origin = stack.enter_context(cycle.postgres_server())
         log(f"postgres: {origin}")
+        if settings:
+            gdb.configure(server, settings)
+            log(f"postgres: {settings}")
         yield lambda _name: str(stack.enter_context(cycle.postgres_database(server)))
 
 
@@ -334,6 +338,11 @@ def main(argv: list[str] | None = None) -> int:
             type=lambda text: [int(n) for n in text.split(",")],
             help=f"sizes of the {part} part, comma-separated ({FULL[key]}; quick {QUICK[key]})",
         )
+    ap.add_argument(
+        "--pg-settings",
+        default="",
+        help="PostgreSQL server settings for the run, 'name=value;...' (default: its own)",
+    )
     ap.add_argument("--json", type=Path, help="figures (bench/results/growth-<date>.json)")
     ap.add_argument("--svg", type=Path, help="the curves (docs/img/growth.svg)")
     args = ap.parse_args(argv)
@@ -378,6 +387,7 @@ def run(
         "seconds": args.seconds,
         "repeat": args.repeat,
         "clients": CLIENTS,
+        "pg_settings": args.pg_settings,
         "rows": [],
         "compaction": [],
         "servers": {},
@@ -385,7 +395,7 @@ def run(
     with tempfile.TemporaryDirectory(prefix="tenure-growth-") as tmp:
         args.raw = Path(tmp) / "loadgen.jsonl"
         for backend in backends:
-            with databases(backend, Path(tmp)) as fresh:
+            with databases(backend, Path(tmp), args.pg_settings) as fresh:
                 for what in ("leases", "events"):
                     if what in parts:
                         results["rows"] += grow(backend, fresh(what), sizes[what], what, args)

