@@ -247,3 +247,19 @@ def test_a_write_reads_the_instant_once_it_holds_the_keys_lock(make_store) -> No
         time.sleep(0.3)  # the waiter asks for the key (and the clock) meanwhile
     thread.join(10)
     assert seen and seen[0] >= locked_at + 300
+
+
+@pytest.mark.parametrize("last", ["a", "/", "\ud7ff", "\U0010ffff", "é"])
+def test_a_prefix_lists_exactly_the_keys_starting_with_it(service: Service, last: str) -> None:
+    """The keys just below, at and above the prefix's range in code point order."""
+    prefix = f"p{last}"
+    inside = [prefix, f"{prefix}x", f"{prefix}\U0010ffff", f"{prefix}/deep/er"]
+    outside = ["p", f"p{chr(ord(last) - 1)}z"]
+    if last != "\U0010ffff":
+        outside.append(f"p{chr(ord(last) + 1 if ord(last) + 1 != 0xD800 else 0xE000)}")
+    for i, key in enumerate(inside + outside):
+        service.acquire(f"holder{i}", key, ttl_ms=60_000)
+    assert [x.key for x in service.list(prefix=prefix)] == sorted(inside)
+    assert [x.key for x in service.list(prefix=prefix, limit=2)] == sorted(inside)[:2]
+    got = service.list(prefix=prefix, after=sorted(inside)[1])
+    assert [x.key for x in got] == sorted(inside)[2:]

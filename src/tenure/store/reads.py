@@ -54,7 +54,10 @@ class Reads(Protocol):
         limit = self.NO_LIMIT if query.limit is None else query.limit
         params = {"now": now, "prefix": query.prefix or None, "holder": query.holder}
         params.update(task=query.task, after=query.after, limit=limit)
-        return [rows.record_from(r) for r in self._query_all("live_leases", params)]
+        name, upper = "live_leases", prefix_end(query.prefix)
+        if upper is not None:  # the keys under it are one range of the primary key
+            name, params["upper"] = "live_leases_under", upper
+        return [rows.record_from(r) for r in self._query_all(name, params)]
 
     def read_register(self, key: str) -> FencedValue | None:
         row = self._query_one("get_register", {"key": key})
@@ -130,3 +133,12 @@ class Reads(Protocol):
 
     def get_cursor(self, principal: str, name: str) -> int:
         return _int(self._query_one("get_cursor", {"principal": principal, "name": name}))
+
+
+def prefix_end(prefix: str | None) -> str | None:
+    """The smallest string above every one starting with ``prefix`` in code point order (the
+    keys' order on both backends), or ``None`` when there is none to bound by."""
+    if not prefix or prefix[-1] == chr(0x10FFFF):
+        return None
+    after = ord(prefix[-1]) + 1
+    return prefix[:-1] + chr(0xE000 if 0xD800 <= after < 0xE000 else after)  # no surrogates

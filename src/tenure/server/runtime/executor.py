@@ -192,10 +192,8 @@ class PgGroupExecutor(_Calls):
                     item = self._queue.get(timeout=left)
                 except queue.Empty:
                     break
-                if item is None:  # closing: after these
-                    self._queue.put(None)
+                if not self._took(taken, item):
                     break
-                taken.append(item)
             taken = self._drain(taken)  # and whatever queued meanwhile
         self._last = len(taken)
         return taken
@@ -208,11 +206,18 @@ class PgGroupExecutor(_Calls):
                 item = self._queue.get_nowait()
             except queue.Empty:
                 break
-            if item is None:  # closing: after these
-                self._queue.put(None)
+            if not self._took(taken, item):
                 break
-            taken.append(item)
         return taken
+
+    def _took(self, taken: list[_Queued], item: _Queued | None) -> bool:
+        """Add ``item`` to ``taken``; false for the closing mark (put back: it comes after
+        these)."""
+        if item is None:
+            self._queue.put(None)
+            return False
+        taken.append(item)
+        return True
 
     def _run_group(self, jobs: list[Job], keys: list[str]) -> list[tuple[bool, Any]]:
         """In the group thread: the calls in one transaction, or each alone if it fails. The

@@ -50,6 +50,20 @@ WHERE ended IS NULL AND expires_at > %(now)s AND token > 0
 ORDER BY key
 LIMIT %(limit)s;
 
+-- name: live_leases_under
+-- live_leases of the keys starting with %(prefix)s: the range [prefix, upper) of the primary key
+-- (byte order), so a list far into a million keys reads only its own.
+SELECT key, token, holder, task, ttl_ms, acquired_at, renewed_at, expires_at, renewals, meta,
+       ended, fence_open, conflicts, session, scope
+FROM tenure_leases
+WHERE key >= %(prefix)s::text AND key < %(upper)s::text
+  AND ended IS NULL AND expires_at > %(now)s AND token > 0
+  AND (%(holder)s::text IS NULL OR holder = %(holder)s::text)
+  AND (%(task)s::text IS NULL OR task = %(task)s::text)
+  AND (%(after)s::text IS NULL OR key > %(after)s::text)
+ORDER BY key
+LIMIT %(limit)s;
+
 -- name: serialize_events
 -- Held to commit, so event ids are handed out in commit order and an `after` cursor never
 -- skips an event that commits late.

@@ -31,6 +31,20 @@ WHERE ended IS NULL AND expires_at > :now
 ORDER BY key
 LIMIT :limit;
 
+-- name: live_leases_under
+-- live_leases of the keys starting with :prefix: the range [prefix, upper) of the primary key
+-- (byte order), so a list far into a million keys reads only its own.
+SELECT key, token, holder, task, ttl_ms, acquired_at, renewed_at, expires_at, renewals, meta,
+       ended, fence_open, conflicts, session, scope
+FROM tenure_leases
+WHERE key >= :prefix AND key < :upper
+  AND ended IS NULL AND expires_at > :now
+  AND (:holder IS NULL OR holder = :holder)
+  AND (:task IS NULL OR task = :task)
+  AND (:after IS NULL OR key > :after)
+ORDER BY key
+LIMIT :limit;
+
 -- name: insert_event
 INSERT INTO tenure_events (at, type, key, holder, task, token, actor, reason, data)
 VALUES (:at, :type, :key, :holder, :task, :token, :actor, :reason, :data);
