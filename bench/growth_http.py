@@ -70,14 +70,18 @@ class Server:
 
 
 @contextlib.contextmanager
-def serve(db: str, env_extra: dict[str, str] | None = None) -> Iterator[Server]:
+def serve(
+    db: str, env_extra: dict[str, str] | None = None, launcher: list[str] | None = None
+) -> Iterator[Server]:
     """``tenure serve`` on ``db`` with its defaults (no ``TENURE_*`` of this shell), plus
-    ``env_extra``; its log goes to a temporary file, shown if it does not start."""
+    ``env_extra``, started by ``launcher`` (default ``python -m tenure.cli``: what runs
+    ``serve …``); its log goes to a temporary file, shown if it does not start."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("TENURE_")}
     env.update(env_extra or {})
     port = free_port()
     log = tempfile.TemporaryFile()  # noqa: SIM115 (closed below)
-    cmd = [sys.executable, "-m", "tenure.cli", "serve", "--db", db, "--port", str(port)]
+    cmd = [*(launcher or [sys.executable, "-m", "tenure.cli"])]
+    cmd += ["serve", "--db", db, "--port", str(port)]
     proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=log)
     url = f"http://127.0.0.1:{port}"
     try:

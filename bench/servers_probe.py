@@ -18,19 +18,16 @@ import argparse
 import contextlib
 import json
 import os
-import signal
-import subprocess
 import sys
 import tempfile
 import threading
 import time
-import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import growth_http
 import psutil
-from growth_http import Server, bench_token, cycle_load, free_port
+from growth_http import Server, bench_token, cycle_load
 from servers import cpu_between, cpu_s, postgres_processes
 
 import tenure
@@ -92,35 +89,9 @@ def launch(stats: str, opts: str, argv: list[str]) -> int:
 
 
 # the driver -----------------------------------------------------------------------------------
-@contextlib.contextmanager
-def serve(db: str, stats: Path, opts: str) -> Iterator[Server]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TENURE_")}
-    port = free_port()
-    cmd = [sys.executable, __file__, "launch", str(stats), opts]
-    cmd += ["serve", "--db", db, "--port", str(port)]
-    log = tempfile.TemporaryFile()  # noqa: SIM115
-    proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=log)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(url + "/healthz", timeout=2):
-                    break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    log.seek(0)
-                    raise SystemExit(log.read()[-2000:].decode(errors="replace")) from None
-                time.sleep(0.1)
-        yield Server(url, proc.pid, proc)
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
-        log.close()
+def serve(db: str, stats: Path, opts: str) -> contextlib.AbstractContextManager[Server]:
+    """``tenure serve`` on ``db`` through this script's ``launch`` (timing its groups)."""
+    return growth_http.serve(db, launcher=[sys.executable, __file__, "launch", str(stats), opts])
 
 
 def proc_stat() -> list[int]:
