@@ -11,29 +11,16 @@ can see a key without its row and without the mark that covers its token.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from tenure.core.compaction import Scope
-from tenure.core.models import Event, EventDraft
+from tenure.core.models import EventDraft
 from tenure.store import rows
-from tenure.store.principal_writes import Cursor
+from tenure.store.writes import Transactional
 
 
-class Compaction(Protocol):
-    #: the backend's queries, by name
-    Q: Mapping[str, str]
-
-    def _writing(self) -> AbstractContextManager[Any]:
-        raise NotImplementedError
-
-    def _now_in(self, cur: Cursor) -> int:
-        raise NotImplementedError
-
-    def _append(self, cur: Any, events: Sequence[EventDraft], now: int) -> list[Event]:
-        raise NotImplementedError
-
+class Compaction(Transactional, Protocol):
     def _texts(self, values: Sequence[str]) -> Any:
         """``values`` as one query parameter: a JSON array on SQLite, an array on PostgreSQL."""
         return json.dumps(list(values))

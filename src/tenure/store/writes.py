@@ -20,7 +20,9 @@ from tenure.store.principal_writes import Cursor
 from tenure.store.values import ENDED, NewToken, Removal
 
 
-class Writes(Protocol):
+class Transactional(Protocol):
+    """What a backend gives the writing mixins (:class:`Writes`, compaction's)."""
+
     #: the backend's queries, by name
     Q: Mapping[str, str]
 
@@ -35,6 +37,8 @@ class Writes(Protocol):
     def _append(self, cur: Any, events: Sequence[EventDraft], now: int) -> list[Event]:
         raise NotImplementedError
 
+
+class Writes(Transactional, Protocol):
     def add_principal(
         self, principal: Principal, token: NewToken | None = None, actor: str | None = None
     ) -> None:
