@@ -226,6 +226,22 @@ class RateLimited(TenureError):
     retry_after_s: int | None
 
 
+class QuotaExceeded(TenureError):
+    """A per-principal bound would be passed: live leases, items created in a minute, or
+    dispatched agents still working. Nothing was done. ``limit`` is the bound, ``current`` what
+    the principal has (or created this minute), ``setting`` the server setting that raises it;
+    ``retry_after_s`` (items per minute only) says when the minute ends. The client does not
+    retry it: only ending leases or agents, or the next minute, makes room."""
+
+    code, status, title = "quota_exceeded", 429, "a per-principal bound would be passed"
+    fields = ("limit", "current", "setting", "retry_after_s")
+    optional = ("retry_after_s",)
+    limit: int | None
+    current: int | None
+    setting: str | None
+    retry_after_s: int | None
+
+
 __all__ = [
     "AssignedToOther",
     "Conflict",
@@ -238,6 +254,7 @@ __all__ = [
     "LeaseLost",
     "NotFound",
     "NotHolder",
+    "QuotaExceeded",
     "RateLimited",
     "StaleToken",
     "TenureError",

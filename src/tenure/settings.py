@@ -35,6 +35,10 @@
   ``TENURE_AGENT_GRACE_MS`` (24 h) after their claim ended and their tokens were revoked.
 - ``TENURE_POLICY``: the policy as JSON,
   ``{"default": {"default_ttl": 30000, …}, "prefixes": {"jobs/": {"max_ttl": 600000}}}``.
+- ``TENURE_MAX_LIVE_LEASES``, ``TENURE_MAX_ITEMS_PER_MINUTE``, ``TENURE_MAX_LIVE_AGENTS``: the
+  bounds of every principal, admins included (:mod:`tenure.core.quotas`): live leases, item
+  claims included (10,000), items created per minute (600), dispatched agents still working
+  (100). Past one, ``429 quota_exceeded``; nothing is done.
 """
 
 from __future__ import annotations
@@ -49,6 +53,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 from tenure.core.compaction import DEFAULT_AGENT_GRACE_MS, Retention
 from tenure.core.policy import Policy, PolicySet
+from tenure.core.quotas import SETTINGS as QUOTA_SETTINGS
+from tenure.core.quotas import Quotas
 
 DEFAULT_PORT = 7676
 DEFAULT_HOST = "127.0.0.1"
@@ -156,6 +162,7 @@ class Settings:
     handed: Mapping[str, int] = field(default_factory=dict)  # see handed_tokens()
     limits: Limits = field(default_factory=lambda: Limits())  # see Limits, at the end
     auth: AuthSettings = field(default_factory=lambda: AuthSettings())  # at the end
+    quotas: Quotas = field(default_factory=Quotas)  # the per-principal bounds
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -193,6 +200,7 @@ class Settings:
             handed=handed_tokens(env),
             limits=Limits.from_env(env),
             auth=AuthSettings.from_env(env),
+            quotas=Quotas(**_ints(env, Quotas, QUOTA_SETTINGS)),
         )
         given = {k: v for k, v in overrides.items() if v is not None}
         return replace(settings, **given) if given else settings

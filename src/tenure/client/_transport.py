@@ -12,7 +12,8 @@ Retry rules. Every call says how safe it is to repeat (:class:`Safety`):
   only end that lease; a repeat says ``released: false``), and ``fenced_write`` *with* an
   ``op_id`` (the server answers a repeat with the first result).
 - ``UNSAFE`` calls are repeated only when the request provably never reached the server (the
-  connection could not be opened) or the server refused it without acting (``429``, ``503``):
+  connection could not be opened) or the server refused it without acting (``429``, ``503``;
+  not ``429 quota_exceeded``, which a retry within the budget would meet again):
   ``acquire``, ``release`` without a token, ``force_release``, ``fenced_write`` without an
   ``op_id``, ``add_principal`` and ``revoke_token``. ``acquire`` is in this group on purpose:
   re-acquiring your own live lease from the same session hands back the same lease and token,
@@ -105,11 +106,17 @@ def retryable(
     """Whether a failure of ``call`` may be retried (see the module's rules)."""
     if reply is not None:
         if reply.status in RETRY_ANYWAY:
-            return True
+            return not _over_quota(reply)
         return reply.status in RETRY_IDEMPOTENT and call.safety is Safety.IDEMPOTENT
     if isinstance(error, UnexpectedReply) or not isinstance(error, TransportError):
         return False
     return error.sent is False or call.safety is Safety.IDEMPOTENT
+
+
+def _over_quota(reply: Reply) -> bool:
+    """A ``429 quota_exceeded``: a retry within the budget would be refused again (room comes
+    only when the caller's leases or agents end, or the minute does)."""
+    return isinstance(reply.data, dict) and reply.data.get("code") == "quota_exceeded"
 
 
 def retry_after(value: str | None) -> float | None:

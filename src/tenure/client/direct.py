@@ -67,6 +67,7 @@ class DirectBackend:
             policy or settings.policy,
             stall_ms=settings.stall_ms,
             retention=settings.compaction,
+            quotas=settings.quotas,
         )
         self.principals = Principals(self.store)
         self.services = Services(self.service, self.principals, settings.limits)

@@ -22,10 +22,12 @@ from tenure.core.models import (
     EventDraft,
     EventQuery,
     ExtendResult,
+    KeyRecord,
     Lease,
     Principal,
 )
 from tenure.core.policy import Policy, PolicySet
+from tenure.core.quotas import Quotas, minute_of, refuse_items, refuse_lease
 from tenure.errors import InvalidRequest, LeaseLost
 from tenure.metrics import Metrics
 from tenure.service.principals import ancestors
@@ -54,9 +56,13 @@ class Engine:
     """One :class:`Store` under a :class:`PolicySet`: transactions on a key, and what follows
     their commit (metrics, then :attr:`listeners`)."""
 
-    def __init__(self, store: Store, policy: PolicySet | None = None) -> None:
+    def __init__(
+        self, store: Store, policy: PolicySet | None = None, quotas: Quotas | None = None
+    ) -> None:
         self.store = store
         self.policy = policy or PolicySet()
+        #: the per-principal bounds (live leases, items per minute, live agents)
+        self.quotas = quotas or Quotas()
         self.metrics = Metrics()
         #: called with the committed events after every commit that appended some
         self.listeners: builtins.list[Listener] = []
@@ -117,6 +123,27 @@ class Engine:
 
     def count_write(self, outcome: str) -> None:
         self.metrics.inc("tenure_fenced_writes_total", (("outcome", outcome),))
+
+    # per-principal bounds (tenure.core.quotas): raised inside the transaction, which then
+    # writes nothing ------------------------------------------------------------------------
+    def _bound_lease(self, tx: KeyTx, granted: KeyRecord | None) -> None:
+        """Refuse ``granted`` (the record a decision saves) if it is a new lease and its holder
+        holds as many live ones as it may already; a renewal is not a new lease."""
+        if granted is None or granted.ended is not None or granted.expires_at <= tx.now:
+            return
+        if tx.record is not None and tx.record.token == granted.token:
+            return  # the same lease, renewed (or re-acquired by its session)
+        limit = self.quotas.live_leases
+        held = tx.live_leases(granted.holder, limit)
+        if held >= limit:
+            raise refuse_lease(granted.holder, granted.key, limit, held)
+
+    def _bound_items(self, tx: KeyTx, creator: str, n: int) -> None:
+        """Count ``n`` new items of ``creator`` in this minute, or refuse them all."""
+        limit = self.quotas.items_per_minute
+        added, count = tx.count_items(creator, minute_of(tx.now), n, limit)
+        if not added:
+            raise refuse_items(creator, limit, count, n, tx.now)
 
     # any key, item claims included ----------------------------------------------------------
     def _renew(self, who: Who, key: str, token: int, ttl_ms: int | None = None) -> Lease:

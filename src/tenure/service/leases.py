@@ -38,6 +38,7 @@ from tenure.core.models import (
     RenewAllResult,
 )
 from tenure.core.policy import Policy, PolicySet
+from tenure.core.quotas import Quotas
 from tenure.errors import InvalidRequest, NotFound, StaleToken, TenureError
 from tenure.service.compaction import Ages, compact
 from tenure.service.engine import Engine, Who, as_principal
@@ -78,11 +79,13 @@ class Service(Engine):
         *,
         stall_ms: int | None = None,
         retention: Retention | None = None,
+        quotas: Quotas | None = None,
     ) -> None:
         """``stall_ms``: a live claim without progress for this long is ``stalled``, whatever
         the policy's ``stall_after`` says (which is 10 minutes unless set); ``retention``: what
-        :meth:`compact` keeps of the event log and of dispatched agents."""
-        super().__init__(store, policy)
+        :meth:`compact` keeps of the event log and of dispatched agents; ``quotas``: the
+        per-principal bounds (:mod:`tenure.core.quotas`)."""
+        super().__init__(store, policy, quotas)
         self.retention = retention or Retention()
         self.stats_view = StatsView(store)
         self.items = WorkQueue(self, stall_ms)
@@ -115,9 +118,12 @@ class Service(Engine):
 
         def decide(tx: KeyTx) -> Decision:
             floor = floor_for(tx)
-            return decide_acquire(
+            decision = decide_acquire(
                 tx.record, key, me, ttl, task, meta, tx.now, sid, floor, wide, tx.nearby()
             )
+            if decision.error is None:
+                self._bound_lease(tx, decision.record)
+            return decision
 
         lease: Lease = self._run(key, decide, create=True, reach=Reach(wide, me.name, sid))
         return lease

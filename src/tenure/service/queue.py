@@ -46,6 +46,7 @@ from tenure.core.models import (
     Principal,
 )
 from tenure.core.policy import Policy
+from tenure.core.quotas import refuse_agent
 from tenure.errors import Conflict, Forbidden, InvalidRequest, NotFound, StaleToken
 from tenure.service.engine import Engine, Who
 from tenure.service.principals import NAME_RE, check_principal, hash_token, new_token
@@ -146,6 +147,8 @@ class WorkQueue(QueueViews):
 
     def _add_items(self, tx: KeyTx, items: Sequence[Item]) -> None:
         """Create ``items`` in ``tx``; an id that is taken fails it all (nothing is created)."""
+        if items:  # one creator: the caller
+            self.service._bound_items(tx, items[0].created_by, len(items))
         for item in items:
             if not tx.add_item(item):
                 raise Conflict(f"id: an item {item.id!r} exists already", field="id")
@@ -498,6 +501,10 @@ class WorkQueue(QueueViews):
             )
             if decision.error is not None or decision.lease.error is not None or not decision.item:
                 return refused_dispatch(decision, me)
+            limit = self.service.quotas.live_agents
+            working = tx.live_agents(me.name, limit)
+            if working >= limit:  # raised: the transaction writes nothing
+                raise refuse_agent(me.name, item_key(item.id), limit, working)
             # the agent's token ends with its claim (the reaper revokes it), or at the latest
             # when the claim could last no longer: the policy's max_lease from now
             lifetime = self.service.policy.for_key(item_key(item.id)).max_lease
@@ -547,6 +554,8 @@ class WorkQueue(QueueViews):
             if item is None:
                 raise NotFound(f"no item {item_id!r}", key=item_key(item_id), what="item")
             decision = decide(tx, item)
+            if decision.lease.error is None and decision.error is None:
+                self.service._bound_lease(tx, decision.lease.record)  # a new claim
             if decision.lease.record is not None:
                 tx.save(decision.lease.record)
             if decision.item is not None:

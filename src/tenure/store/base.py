@@ -67,6 +67,36 @@ class KeyTx(Protocol):
 
     def save(self, record: KeyRecord) -> None: ...
 
+    # per-principal bounds (tenure.core.quotas) ---------------------------------------------
+    def live_leases(self, holder: str, cap: int) -> int:
+        """How many live leases ``holder`` has (item claims included; the count stops at
+        ``cap``), this transaction's own saves included. No other transaction adds one to
+        ``holder``'s before this one ends (SQLite: the write lock; PostgreSQL: a lock on the
+        principal, held to the end of the transaction)."""
+        ...
+
+    def live_agents(self, parent: str, cap: int) -> int:
+        """How many agents ``parent`` dispatched have a live claim (the count stops at
+        ``cap``); ordered with other transactions as :meth:`live_leases`."""
+        ...
+
+    def count_items(self, principal: str, minute: int, n: int, limit: int) -> tuple[bool, int]:
+        """Add ``n`` to the items ``principal`` created in ``minute`` unless that passes
+        ``limit``: ``(added, the count)`` (not added: the count as it stays)."""
+        name = f"quota:items:{minute:012d}"
+        params = {"principal": principal, "name": name, "n": n, "limit": limit}
+        got = self.read("count_items", params) if n <= limit else None
+        if got is None:
+            current = self.read("get_cursor", {"principal": principal, "name": name})
+            return False, 0 if current is None else int(current[0])
+        if int(got[0]) == n:  # the minute's first count: forget the minutes before it
+            self.write("forget_item_counts", {"principal": principal, "name": name})
+        return True, int(got[0])
+
+    def read(self, name: str, params: dict[str, Any]) -> tuple[Any, ...] | None:
+        """Run the backend's statement ``name`` in this transaction: its first row."""
+        ...
+
     def save_register(self, write: FencedWrite, op_id: str | None) -> None:
         params = rows.register_params(write, self.now)
         self.write("save_register", params)

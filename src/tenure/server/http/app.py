@@ -107,7 +107,11 @@ def create_app(
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:  # (the app is ``app`` below)
         store = await anyio.to_thread.run_sync(lambda: open_store(settings.db, clock=clock))
         service = Service(
-            store, settings.policy, stall_ms=settings.stall_ms, retention=settings.compaction
+            store,
+            settings.policy,
+            stall_ms=settings.stall_ms,
+            retention=settings.compaction,
+            quotas=settings.quotas,
         )
         reaper = Reaper(
             service, retention=settings.retention, compact_every=settings.compact_every_s

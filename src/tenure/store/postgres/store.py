@@ -285,6 +285,7 @@ class PostgresStore(PostgresStats, Reads, Writes, Compaction):
         tx = KeyTx(batch, key, now, rec, mark=batch.mark(), floor=floor)
         tx.savepoint = savepoint
         tx.nearby_records = nearby + tree.from_group(key, reach, group.locked, group.subtrees)
+        tx.pending = group.saves
         try:
             yield tx
         except BaseException:

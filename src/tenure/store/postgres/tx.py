@@ -80,6 +80,12 @@ HOT = (
     "lock_prefixes",
     "nearby_subtrees",
     "nearby_under",
+    "lock_principal",
+    "count_live_leases",
+    "count_live_agents",
+    "count_items",
+    "forget_item_counts",
+    "get_cursor",
 )
 _PARAM = re.compile(r"%\((\w+)\)s")
 
@@ -270,6 +276,8 @@ class KeyTx(base.KeyTx):
         self.mark = mark  # in a group: where this call's writes begin in the queue
         self.savepoint = False  # in a group: taken at the mark, before this call's writes
         self.nearby_records: list[KeyRecord] = []  # read with the lock (tree.queue_nearby)
+        #: in a group: the records it saves at its commit (Group.saves), newer than the table
+        self.pending: dict[str, KeyRecord] = {}
 
     def nearby(self) -> list[KeyRecord]:
         return self.nearby_records
@@ -284,6 +292,28 @@ class KeyTx(base.KeyTx):
             self.batch.add_sql(f"SAVEPOINT {SAVEPOINT}", at=self.mark)
             self.savepoint = True
         return self.batch.ask(name, params)
+
+    def read(self, name: str, params: dict[str, Any]) -> tuple[Any, ...] | None:
+        return self._ask(name, params)
+
+    def live_leases(self, holder: str, cap: int) -> int:
+        """Under the principal's lock: the table's count, but for the keys the group saves
+        at its commit, whose records are counted here."""
+        self.batch.add("lock_principal", {"principal": holder})
+        skip = list(self.pending)
+        params = {"holder": holder, "now": self.now, "cap": cap, "skip": skip}
+        row = self._ask("count_live_leases", params)
+        mine = sum(
+            1
+            for r in self.pending.values()
+            if r.holder == holder and r.ended is None and r.token > 0 and r.expires_at > self.now
+        )
+        return min(cap, (int(row[0]) if row else 0) + mine)
+
+    def live_agents(self, parent: str, cap: int) -> int:
+        self.batch.add("lock_principal", {"principal": parent})
+        row = self._ask("count_live_agents", {"parent": parent, "now": self.now, "cap": cap})
+        return int(row[0]) if row else 0
 
     def undo(self) -> None:
         """In a group: the call failed; forget its writes and its events."""

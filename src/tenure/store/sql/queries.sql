@@ -222,3 +222,33 @@ WHERE p.swept_at IS NOT NULL AND p.swept_at < :before
   AND NOT EXISTS (SELECT 1 FROM tenure_principals c WHERE c.parent = p.name)
 ORDER BY p.swept_at
 LIMIT :limit;
+
+-- name: count_items
+-- Per-principal bounds (tenure.core.quotas): add :n to the items :principal created in the
+-- minute :name names, unless that passes :limit; the new count, or no row (nothing added). The
+-- counts live in tenure_cursors, one row per principal and minute ('quota:items:<minute>'):
+-- the row's lock orders concurrent creations, so two of them cannot both take the last place.
+INSERT INTO tenure_cursors (principal, name, event_id) VALUES (:principal, :name, :n)
+ON CONFLICT (principal, name) DO UPDATE SET event_id = tenure_cursors.event_id + excluded.event_id
+WHERE tenure_cursors.event_id + excluded.event_id <= :limit
+RETURNING event_id;
+
+-- name: forget_item_counts
+-- The counts of the other minutes than :name's (done once a minute's first count is written).
+DELETE FROM tenure_cursors
+WHERE principal = :principal AND substr(name, 1, 12) = 'quota:items:' AND name <> :name;
+
+-- name: count_live_agents
+-- How many agents :parent dispatched are still working (their claim on their item is live),
+-- counting no further than :cap: along the principals' partial index on parent, the swept
+-- ones (their tokens revoked) left out.
+SELECT count(*) FROM (
+    SELECT 1 FROM tenure_principals p
+    WHERE p.parent = :parent AND p.dispatched_for IS NOT NULL AND p.swept_at IS NULL
+      AND EXISTS (
+          SELECT 1 FROM tenure_leases l
+          WHERE l.key = 'items/' || p.dispatched_for AND l.holder = p.name
+            AND l.ended IS NULL AND l.expires_at > :now
+      )
+    LIMIT :cap
+) AS working;

@@ -78,6 +78,18 @@ class SqliteKeyTx(base.KeyTx):
     def write(self, name: str, params: dict[str, Any]) -> None:
         self.conn.execute(Q[name], params)
 
+    def read(self, name: str, params: dict[str, Any]) -> tuple[Any, ...] | None:
+        row: tuple[Any, ...] | None = self.conn.execute(Q[name], params).fetchone()
+        return row
+
+    def live_leases(self, holder: str, cap: int) -> int:
+        params = {"holder": holder, "now": self.now, "cap": cap}
+        return int(self.conn.execute(Q["count_live_leases"], params).fetchone()[0])
+
+    def live_agents(self, parent: str, cap: int) -> int:
+        params = {"parent": parent, "now": self.now, "cap": cap}
+        return int(self.conn.execute(Q["count_live_agents"], params).fetchone()[0])
+
     def token_floor(self) -> int:
         floor, retired = self.conn.execute(Q["token_floor"]).fetchone()
         return int(floor) if self.record is not None else max(int(floor), int(retired))

@@ -506,3 +506,21 @@ WITH wanted AS (
 )
 SELECT * FROM locked
 WHERE key = ANY(%(keys)s::text[]) OR key = ANY(%(above)s::text[]);
+
+-- name: lock_principal
+-- Per-principal bounds (tenure.core.quotas): a transaction that counts what a principal has
+-- before adding one (a lease, an agent) holds this lock until it ends, so two of them cannot
+-- both take the last place. (Its own key space: hashtextextended's seed 7469; the prefix
+-- locks use 7468.)
+SELECT pg_advisory_xact_lock(hashtextextended(%(principal)s, 7469))::text;
+
+-- name: count_live_leases
+-- How many live leases %(holder)s has (item claims included), counting no further than
+-- %(cap)s, along the partial index of the unended leases by holder; the keys %(skip)s are
+-- left out (a group's own saves, not yet sent: the caller counts those).
+SELECT count(*) FROM (
+    SELECT 1 FROM tenure_leases
+    WHERE holder = %(holder)s AND ended IS NULL AND expires_at > %(now)s
+      AND NOT key = ANY(%(skip)s::text[])
+    LIMIT %(cap)s
+) AS held;

@@ -355,3 +355,12 @@ WHERE key > :prefix AND key < :upper AND ended IS NULL
   AND NOT (holder = :holder AND session = :session)
 ORDER BY expires_at DESC
 LIMIT 1;
+
+-- name: count_live_leases
+-- How many live leases :holder has (item claims included), counting no further than :cap:
+-- along the partial index of the unended leases by holder (tenure.core.quotas).
+SELECT count(*) FROM (
+    SELECT 1 FROM tenure_leases INDEXED BY tenure_leases_holder
+    WHERE holder = :holder AND ended IS NULL AND expires_at > :now
+    LIMIT :cap
+) AS held;

@@ -1,0 +1,224 @@
+"""Per-principal bounds (``tenure.core.quotas``) on both backends: live leases, items created per
+minute, dispatched agents still working. A refusal is ``QuotaExceeded`` naming the bound, what
+the principal has and the setting, and changes nothing; renewing or re-acquiring a lease you
+hold is not a new one; an ended lease or agent frees its place; admins are bounded too."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+import tenure
+from tenure import QuotaExceeded, Service
+from tenure.core.quotas import MINUTE_MS, Quotas
+from tenure.errors import Conflict
+
+from ._items import ADMIN, ALICE, BOB, org, snapshot
+
+
+@pytest.fixture
+def bounded(make_store: Callable[..., tenure.Store]) -> Callable[..., Service]:
+    """A service with the bounds given (the rest at their defaults), its store knowing the
+    principals of the item tests."""
+
+    def make(**bounds: int) -> Service:
+        return org(lambda: Service(make_store(), quotas=Quotas(**bounds)))
+
+    return make
+
+
+def everything(service: Service) -> tuple[Any, ...]:
+    return (service.events(limit=1000), service.list(), service.items.list(limit=1000))
+
+
+# live leases --------------------------------------------------------------------------------
+def test_a_new_lease_past_the_bound_is_refused_naming_it_and_nothing_changes(
+    bounded: Callable[..., Service],
+) -> None:
+    svc = bounded(live_leases=3)
+    for key in ("a", "b", "c"):
+        svc.acquire("alice", key)
+    before = everything(svc)
+    with pytest.raises(QuotaExceeded) as over:
+        svc.acquire("alice", "d")
+    err = over.value
+    assert (err.limit, err.current, err.setting, err.key) == (3, 3, "TENURE_MAX_LIVE_LEASES", "d")
+    assert err.status == 429 and "TENURE_MAX_LIVE_LEASES=3" in err.detail
+    assert everything(svc) == before
+    assert svc.store.get("d") is None  # not even the row of a new key
+    svc.acquire("bob", "d")  # another principal's bound is its own
+
+
+def test_renewing_or_re_acquiring_a_lease_you_hold_is_not_a_new_one(
+    bounded: Callable[..., Service],
+) -> None:
+    svc = bounded(live_leases=2)
+    a = svc.acquire("alice", "a", session="s")
+    svc.acquire("alice", "b", session="s")
+    again = svc.acquire("alice", "a", session="s")  # the same lease, renewed
+    assert again.token == a.token and again.renewals == 1
+    assert svc.renew("alice", "a", a.token).token == a.token
+    svc.renew_all("alice")
+    with pytest.raises(QuotaExceeded):
+        svc.acquire("alice", "c", session="s")
+
+
+def test_an_ended_lease_frees_its_place(
+    bounded: Callable[..., Service], clock: tenure.FakeClock
+) -> None:
+    svc = bounded(live_leases=2)
+    a = svc.acquire("alice", "a", ttl_ms=1_000)
+    svc.acquire("alice", "b", ttl_ms=60_000)
+    with pytest.raises(QuotaExceeded):
+        svc.acquire("alice", "c")
+    svc.release("alice", "a", a.token)
+    c = svc.acquire("alice", "c", ttl_ms=1_000)  # the released one's place
+    svc.force_release(ADMIN, "b", "stuck")
+    svc.acquire("alice", "d", ttl_ms=60_000)  # the force-released one's place
+    with pytest.raises(QuotaExceeded):
+        svc.acquire("alice", "e")
+    clock.advance(1_000)  # c lapses, unrecorded: it is not live, so it holds no place
+    svc.acquire("alice", "e")
+    assert svc.get("c").state == "expired" and c.key == "c"
+
+
+def test_a_subtree_lease_and_item_claims_count(
+    bounded: Callable[..., Service],
+) -> None:
+    svc = bounded(live_leases=3)
+    svc.acquire("alice", "tree/", scope="subtree")
+    svc.items.create(BOB, "job", id="job")
+    svc.items.claim(ALICE, "job")
+    svc.acquire("alice", "k")
+    with pytest.raises(QuotaExceeded):
+        svc.acquire("alice", "other/", scope="subtree")
+    svc.items.create(BOB, "two", id="two")
+    before = snapshot(svc, "two")
+    with pytest.raises(QuotaExceeded) as over:
+        svc.items.claim(ALICE, "two")
+    assert over.value.current == 3
+    assert snapshot(svc, "two") == before
+
+
+def test_admins_are_bounded_too(bounded: Callable[..., Service]) -> None:
+    svc = bounded(live_leases=1)
+    svc.acquire(ADMIN, "a")
+    with pytest.raises(QuotaExceeded):
+        svc.acquire(ADMIN, "b")
+
+
+def test_a_group_counts_its_own_new_leases(bounded: Callable[..., Service]) -> None:
+    svc = bounded(live_leases=2)
+    svc.acquire("alice", "a")
+    with svc.group():
+        svc.acquire("alice", "b")
+        with pytest.raises(QuotaExceeded) as over:
+            svc.acquire("alice", "c")
+        svc.acquire("bob", "c")
+    assert over.value.current == 2
+    assert [lease.key for lease in svc.list(holder="alice")] == ["a", "b"]
+    assert svc.get("c").holder == "bob"
+
+
+def test_concurrent_acquisitions_never_pass_the_bound(
+    bounded: Callable[..., Service], make_store: Callable[..., tenure.Store]
+) -> None:
+    limit, threads = 5, 8
+    services = [bounded(live_leases=limit)] + [
+        Service(make_store(), quotas=Quotas(live_leases=limit)) for _ in range(threads - 1)
+    ]
+    start = threading.Barrier(threads)
+    refused: list[QuotaExceeded] = []
+
+    def run(svc: Service, n: int) -> None:
+        start.wait(timeout=10)
+        for i in range(3):
+            try:
+                svc.acquire("alice", f"k{n}-{i}", ttl_ms=60_000)
+            except QuotaExceeded as err:
+                refused.append(err)
+
+    workers = [threading.Thread(target=run, args=(s, n)) for n, s in enumerate(services)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=60)
+    assert len(services[0].list(holder="alice")) == limit
+    assert len(refused) == threads * 3 - limit
+
+
+# items per minute ---------------------------------------------------------------------------
+def test_items_past_the_minutes_bound_are_refused_until_the_next_minute(
+    bounded: Callable[..., Service], clock: tenure.FakeClock
+) -> None:
+    svc = bounded(items_per_minute=3)
+    clock.advance(MINUTE_MS - clock.now_ms() % MINUTE_MS)  # the start of a minute
+    clock.advance(20_000)
+    for n in range(3):
+        svc.items.create(ALICE, f"t{n}", id=f"i{n}")
+    before = everything(svc)
+    with pytest.raises(QuotaExceeded) as over:
+        svc.items.create(ALICE, "one too many", id="i3")
+    err = over.value
+    assert (err.limit, err.current, err.setting) == (3, 3, "TENURE_MAX_ITEMS_PER_MINUTE")
+    assert err.retry_after_s == 40
+    assert everything(svc) == before
+    svc.items.create(BOB, "bob's own bound", id="b0")
+    clock.advance(40_000)  # the next minute
+    svc.items.create(ALICE, "room again", id="i3")
+
+
+def test_a_completions_follow_ups_and_fenced_creations_count(
+    bounded: Callable[..., Service],
+) -> None:
+    svc = bounded(items_per_minute=4)
+    svc.items.create(ALICE, "parent", id="p")
+    epoch = svc.items.claim(ALICE, "p").lease.token
+    svc.items.create(ALICE, "fenced", parent="p", id="f", parent_epoch=epoch)
+    before = snapshot(svc, "p")
+    ups = [{"title": f"u{n}", "id": f"u{n}"} for n in range(3)]
+    with pytest.raises(QuotaExceeded) as over:
+        svc.items.complete(ALICE, "p", epoch, follow_ups=ups)
+    assert (over.value.current, over.value.limit) == (2, 4)
+    assert snapshot(svc, "p") == before  # not completed, nothing created
+    done = svc.items.complete(ALICE, "p", epoch, follow_ups=ups[:2])
+    assert [i.id for i in done.follow_ups] == ["u0", "u1"]
+    with pytest.raises(QuotaExceeded):
+        svc.items.create(ALICE, "one too many")
+
+
+def test_a_creation_refused_for_another_reason_takes_no_place(
+    bounded: Callable[..., Service],
+) -> None:
+    svc = bounded(items_per_minute=2)
+    svc.items.create(ALICE, "one", id="one")
+    with pytest.raises(Conflict):
+        svc.items.create(ALICE, "taken", id="one")
+    svc.items.create(ALICE, "two", id="two")
+
+
+# dispatched agents --------------------------------------------------------------------------
+def test_dispatch_past_the_live_agents_bound_is_refused_until_one_ends(
+    bounded: Callable[..., Service],
+) -> None:
+    svc = bounded(live_agents=2)
+    for n in range(3):
+        svc.items.create(BOB, f"job{n}", id=f"job{n}")
+    first = svc.items.dispatch(ALICE, "job0", agent="a0")
+    svc.items.dispatch(ALICE, "job1", agent="a1")
+    before = snapshot(svc, "job2")
+    with pytest.raises(QuotaExceeded) as over:
+        svc.items.dispatch(ALICE, "job2", agent="a2")
+    err = over.value
+    assert (err.limit, err.current, err.setting) == (2, 2, "TENURE_MAX_LIVE_AGENTS")
+    assert err.key == "items/job2"
+    assert snapshot(svc, "job2") == before
+    assert svc.store.get_principal("alice/a2") is None
+    svc.items.dispatch(BOB, "job2", agent="b0")  # bob's agents are bob's
+    svc.items.create(BOB, "job3", id="job3")
+    agent = first.agent
+    svc.items.release(agent, "job0", first.lease.token)  # a0's claim ended
+    svc.items.dispatch(ALICE, "job3", agent="a3")
