@@ -15,6 +15,7 @@ import tenure
 from tenure import QuotaExceeded, Service
 from tenure.core.quotas import MINUTE_MS, Quotas
 from tenure.errors import Conflict
+from tenure.service.hooks import claude_code
 
 from ._items import ADMIN, ALICE, BOB, org, snapshot
 
@@ -222,3 +223,27 @@ def test_dispatch_past_the_live_agents_bound_is_refused_until_one_ends(
     agent = first.agent
     svc.items.release(agent, "job0", first.lease.token)  # a0's claim ended
     svc.items.dispatch(ALICE, "job3", agent="a3")
+
+
+def test_a_hooks_edit_past_the_bound_is_denied_saying_why(
+    bounded: Callable[..., Service],
+) -> None:
+    svc = bounded(live_leases=1)
+    svc.acquire("jo", "elsewhere")
+    edit = {
+        "session_id": "s-a",
+        "cwd": "/home/dev/shop",
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Edit",
+        "tool_input": {"file_path": "/home/dev/shop/src/app.py"},
+    }
+    reply = claude_code(svc, "jo", edit, repo="github.com/acme/shop", root="/home/dev/shop")
+    out = reply["hookSpecificOutput"]
+    assert out["permissionDecision"] == "deny"
+    assert out["permissionDecisionReason"].startswith("quota_exceeded: src/app.py")
+    assert "TENURE_MAX_LIVE_LEASES=1" in out["permissionDecisionReason"]
+    assert svc.list(holder="jo")[0].key == "elsewhere"
+    svc.release("jo", "elsewhere")
+    reply = claude_code(svc, "jo", edit, repo="github.com/acme/shop", root="/home/dev/shop")
+    assert reply == {}  # no decision: the edit goes on, its file leased
+    assert svc.list(holder="jo")[0].key == "files/github.com/acme/shop/src/app.py"

@@ -6,7 +6,8 @@ only calls the lease service with them and words its refusals.
   (your own session's lease is renewed, same token); held by another session (or under another
   session's subtree): a deny naming who, which session, what task, until when. Any other
   refusal of the edit (a key too long, …) denies it too: tenure does not let through an edit it
-  could not check. A file outside the repository: no lease, allowed.
+  could not check. A file outside the repository: no lease, allowed. Past the principal's
+  bound on live leases (``quota_exceeded``): a deny that says so.
 - a heartbeat: ``renew_all(session=…)``; an end: ``release_all(session=…)``; others: nothing.
 """
 
@@ -16,7 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from tenure.core import hooks as h
-from tenure.errors import InvalidRequest, LeaseHeld, TenureError
+from tenure.errors import InvalidRequest, LeaseHeld, QuotaExceeded, TenureError
 from tenure.service.gitrepo import Repo, cached, locate
 from tenure.service.leases import Service, Who
 
@@ -25,6 +26,10 @@ Locate = Callable[[str], Repo | None]
 UNCHECKED = (
     " tenure blocks an edit it cannot check: this is a fault of the hook's input, not of the "
     "file; tell the user."
+)
+OVER_QUOTA = (
+    "The edit is blocked because this principal holds as many leases as the server allows: "
+    "end sessions you no longer need, or tell the user."
 )
 
 
@@ -83,6 +88,8 @@ def _edit(service: Service, who: Who, ev: h.HookEvent, place: Repo | None) -> di
         service.acquire(who, key, task=ev.task, session=ev.session)
     except LeaseHeld as err:
         return h.deny(h.held_reason(rel, key, _holder(err, key), service.store.now_ms()))
+    except QuotaExceeded as err:
+        return h.deny(f"{err.code}: {rel} (key {key}): {err.detail}. {OVER_QUOTA}")
     except TenureError as err:
         return h.deny(f"{err.code}: {rel} (key {key}): {err.detail}.{UNCHECKED}")
     return h.allow()
