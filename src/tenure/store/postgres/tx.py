@@ -300,14 +300,14 @@ class KeyTx(base.KeyTx):
         """Under the principal's lock: the table's count, but for the keys the group saves
         at its commit, whose records are counted here."""
         self.batch.add("lock_principal", {"principal": holder})
-        skip = list(self.pending)
-        params = {"holder": holder, "now": self.now, "cap": cap, "skip": skip}
-        row = self._ask("count_live_leases", params)
         mine = sum(
             1
             for r in self.pending.values()
             if r.holder == holder and r.ended is None and r.token > 0 and r.expires_at > self.now
         )
+        room = max(0, cap - mine)  # what the table's count needs to reach no further than
+        params = {"holder": holder, "now": self.now, "cap": room, "skip": list(self.pending)}
+        row = self._ask("count_live_leases", params)
         return min(cap, (int(row[0]) if row else 0) + mine)
 
     def live_agents(self, parent: str, cap: int) -> int:
