@@ -152,13 +152,15 @@ def _with_op_id(args: Mapping[str, Any]) -> bool:
 
 ASKED = (400, 401, 413, 422)
 EDITS = (*ASKED, 403, 404, 409)
+#: a per-principal bound: claims count as live leases, creations as items, dispatches as agents
+BOUNDED = (*EDITS, 429)
 ITEMS = ("items",)
 VIEWS = ("queue",)
 ITEM = "/v1/items/{id}"
 
 CREATE_ITEM: Verb[ItemIn, Item] = Verb(
     "create_item", "POST", "/v1/items", ItemIn, _create, item_wire, item_of_reply, ir.ItemReply,
-    problems=EDITS, tags=ITEMS, status=201, repeatable=never,
+    problems=BOUNDED, tags=ITEMS, status=201, repeatable=never,
     doc="Add an item to the queue (`open`, unassigned).\n\nWith `parent_epoch`, fenced on the "
     "parent like progress: created only while that is the parent's current epoch and you hold "
     "its claim (`409 stale_token` for an older epoch, `403 not_holder` for someone else's), so "
@@ -179,7 +181,7 @@ GET_ITEM: Verb[OnItem, ItemView] = Verb(
 )  # fmt: skip
 UPDATE_ITEM: Verb[ItemPatchArgs, ItemView] = Verb(
     "update_item", "PATCH", ITEM, ItemPatchArgs, _update, to_dict, ItemView.from_wire,
-    ir.ItemViewOut, problems=EDITS, tags=ITEMS, repeatable=_not_claiming, body=ItemPatch,
+    ir.ItemViewOut, problems=BOUNDED, tags=ITEMS, repeatable=_not_claiming, body=ItemPatch,
     doc="Edit an item; `status: in_progress` claims it for you with the rules of `claim`.\n\n"
     "Only its assignee or an authority over the assignee (an admin, a supervisor, an ancestor) "
     "edits an assigned item: anyone else gets `403 not_holder`, naming the assignee, and "
@@ -187,7 +189,7 @@ UPDATE_ITEM: Verb[ItemPatchArgs, ItemView] = Verb(
 )  # fmt: skip
 CLAIM_ITEM: Verb[ClaimArgs, Claim] = Verb(
     "claim_item", "POST", f"{ITEM}/claim", ClaimArgs, _claim, to_dict, Claim.from_wire,
-    ir.ClaimReply, problems=(*ASKED, 404, 409), tags=ITEMS, repeatable=never, body=ClaimIn,
+    ir.ClaimReply, problems=(*ASKED, 404, 409, 429), tags=ITEMS, repeatable=never, body=ClaimIn,
     doc="Claim the item: its lease and the assignee edge; the lease's token is the epoch.\n\n"
     "Re-claiming your own live claim from the same `session` renews it. `409 lease_held` while "
     "someone else's claim (or another session's of yours) is live and not stalled; `409 "
@@ -224,7 +226,7 @@ PROGRESS_ITEM: Verb[ProgressArgs, Item] = Verb(
 )  # fmt: skip
 COMPLETE_ITEM: Verb[CompleteArgs, Completion] = Verb(
     "complete_item", "POST", f"{ITEM}/complete", CompleteArgs, _complete, to_dict,
-    Completion.from_wire, ir.CompletionReply, problems=EDITS, tags=ITEMS,
+    Completion.from_wire, ir.CompletionReply, problems=BOUNDED, tags=ITEMS,
     repeatable=_with_op_id, body=CompleteIn,
     doc="Complete the item, fenced by the epoch and only by the claim's holder (`403 "
     "not_holder` for anyone else); a repeated `op_id` returns the first result.\n\n`follow_ups` "
@@ -258,7 +260,7 @@ REASSIGN_ITEM: Verb[ReassignArgs, Item] = Verb(
 )  # fmt: skip
 DISPATCH_ITEM: Verb[DispatchArgs, Dispatch] = Verb(
     "dispatch_item", "POST", f"{ITEM}/dispatch", DispatchArgs, _dispatch, w.to_dict,
-    Dispatch.from_wire, ir.DispatchReply, problems=EDITS, tags=ITEMS, repeatable=never,
+    Dispatch.from_wire, ir.DispatchReply, problems=BOUNDED, tags=ITEMS, repeatable=never,
     body=DispatchIn,
     doc="Create a child agent of yours and claim the item for it, in one transaction.\n\nThe "
     "agent's token is in the reply, once. An item already claimed is `409 lease_held` and no "

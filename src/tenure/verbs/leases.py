@@ -165,7 +165,8 @@ def _never_again(_: Mapping[str, Any]) -> bool:
 
 ACQUIRE: Verb[AcquireIn, Lease] = Verb(
     "acquire", "POST", "/v1/leases/acquire", AcquireIn, _acquire, lease_reply, lease_of_reply,
-    LeaseReply, problems=(*ASKED, 409), tags=("leases",), repeatable=_never_again, grouped=True,
+    LeaseReply, problems=(*ASKED, 409, 429), tags=("leases",), repeatable=_never_again,
+    grouped=True,
     doc="Acquire `key`, or renew it if your `session` holds it; `wait_ms` long-polls while it "
     "is held. Another session of yours holding it is `409 lease_held`, like anyone else. "
     "`scope: subtree` on a key ending in `/` holds every key under it; `lease_held` names the "

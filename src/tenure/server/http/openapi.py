@@ -38,6 +38,9 @@ DESCRIPTIONS = {
     413: "`too_large`: a body, key, meta or value over its limit",
     422: "`invalid_request`: a field is missing, unknown, of the wrong type or out of range "
     "(or a generic lease verb on an `items/` key: use the item's own route)",
+    429: "`quota_exceeded`: a per-principal bound (live leases, items created per minute, "
+    "dispatched agents still working) would be passed; nothing was done (`limit`, `current`, "
+    "`setting`)",
     503: "`unavailable`: the database cannot be reached",
 }
 BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
@@ -191,7 +194,7 @@ def _fix_responses(doc: dict[str, Any]) -> None:
                 response["description"] = DESCRIPTIONS.get(int(status), response["description"])
                 if status == "401":
                     response["headers"] = AUTHENTICATE
-                if status == "503":
+                if status in ("429", "503"):
                     response["headers"] = RETRY_AFTER
 
 
