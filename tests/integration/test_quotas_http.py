@@ -41,7 +41,7 @@ def test_a_lease_past_the_bound_is_a_429_problem_and_the_client_raises_it(
     headers = {"Authorization": f"Bearer {token}"}
     with httpx.Client(base_url=bounded.url, headers=headers) as http:
         reply = http.post("/v1/leases/acquire", json={"key": "c"})
-    assert reply.status_code == 429
+    assert reply.status_code == 429 and reply.headers["retry-after"] == "1"
     assert reply.headers["content-type"].startswith("application/problem+json")
     problem = reply.json()
     assert problem["code"] == "quota_exceeded" and problem["setting"] == "TENURE_MAX_LIVE_LEASES"

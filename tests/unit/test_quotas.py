@@ -50,3 +50,12 @@ def test_the_client_retries_other_429s_but_not_quota_exceeded() -> None:
     assert tr.retryable(call, reply=busy) is True
     assert tr.retryable(call, reply=over) is False
     assert tr.RetryPolicy().next_delay(call, 1, 0.0, reply=over) is None
+
+
+def test_an_mcp_tool_says_what_to_do_about_it() -> None:
+    from tenure.core.quotas import refuse_lease
+    from tenure.mcp.failures import error_text
+
+    text = error_text(refuse_lease("jo", "deploy/prod", 10, 10))
+    assert text.startswith("quota_exceeded: ") and "TENURE_MAX_LIVE_LEASES=10" in text
+    assert "release the locks you no longer need" in text

@@ -63,6 +63,8 @@ NEXT_STEP: dict[str, str] = {
     "too_large": "Send less and call again.",
     "unauthenticated": "The token is missing, unknown or revoked.",
     "transport_error": "The tenure server did not answer: try again shortly.",
+    "quota_exceeded": "Do not call again at once: release the locks you no longer need, wait for "
+    "your agents to end (or, for new items, for the next minute); tell the user if it goes on.",
 }
 ITEM_LOST = (
     "Your claim is gone: claim the item again (tool claim) to go on, and check (tool show_item) "

@@ -128,10 +128,12 @@ class HotProtocol(HttpToolsProtocol):
     ) -> None:
         """The executor's answer (on the loop, once the call is durable): write the reply."""
         path = cycle.scope["path"]
+        headers = None
         if ok:
             status, content = 200, outcome
-        elif isinstance(outcome, TenureError):
+        elif isinstance(outcome, TenureError):  # a refusal: a 429's Retry-After too
             status, content = outcome.status, dumps(outcome.to_problem())
+            headers = problems.error_headers(outcome, None)
         elif isinstance(outcome, hotpath.Fallback):  # nothing changed: FastAPI answers it
             cycle.scope[FALLBACK] = True  # type: ignore[literal-required]
             super()._start_asgi_task(cycle, app)
@@ -140,7 +142,7 @@ class HotProtocol(HttpToolsProtocol):
             err = outcome if isinstance(outcome, Exception) else RuntimeError(outcome)
             super()._start_asgi_task(cycle, partial(_render, err, st, started))
             return
-        self._reply(cycle, status, content)
+        self._reply(cycle, status, content, headers)
         hotpath.observe(st, path, status, started)
 
     def _reply(
