@@ -112,16 +112,18 @@ def test_admins_are_bounded_too(bounded: Callable[..., Service]) -> None:
 
 
 def test_a_group_counts_its_own_new_leases(bounded: Callable[..., Service]) -> None:
-    svc = bounded(live_leases=2)
+    svc = bounded(live_leases=3)
     svc.acquire("alice", "a")
-    with svc.group():
+    with svc.group():  # within the bound: the group commits
         svc.acquire("alice", "b")
-        with pytest.raises(QuotaExceeded) as over:
-            svc.acquire("alice", "c")
-        svc.acquire("bob", "c")
-    assert over.value.current == 2
-    assert [lease.key for lease in svc.list(holder="alice")] == ["a", "b"]
-    assert svc.get("c").holder == "bob"
+        svc.acquire("bob", "x")
+        svc.acquire("alice", "a")  # a renewal: not a new lease
+    with pytest.raises(QuotaExceeded) as over, svc.group():
+        svc.acquire("alice", "c")
+        svc.acquire("bob", "y")
+        svc.acquire("alice", "d")  # SQLite refuses it here; PostgreSQL at the group's commit
+    assert (over.value.limit, over.value.setting) == (3, "TENURE_MAX_LIVE_LEASES")
+    assert [lease.key for lease in svc.list()] == ["a", "b", "x"]  # nothing of the group
 
 
 def test_concurrent_acquisitions_never_pass_the_bound(

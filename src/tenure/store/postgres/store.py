@@ -20,7 +20,7 @@ from contextlib import AbstractContextManager, contextmanager, suppress
 from typing import Any
 
 import psycopg
-from psycopg.errors import DivisionByZero
+from psycopg.errors import DivisionByZero, InvalidArgumentForLogarithm
 from psycopg_pool import ConnectionPool
 
 from tenure.core.clock import Clock
@@ -37,7 +37,7 @@ from tenure.store.postgres import renew_json, tree
 from tenure.store.postgres import session as session
 from tenure.store.postgres.listen import Listener, notices
 from tenure.store.postgres.stats import PostgresStats
-from tenure.store.postgres.tx import SAVEPOINT, Batch, Group, KeyTx, record
+from tenure.store.postgres.tx import SAVEPOINT, Batch, Group, KeyTx, over_bound, record
 from tenure.store.reads import Reads
 from tenure.store.sqlfiles import migrations, queries
 from tenure.store.values import Reach
@@ -285,7 +285,7 @@ class PostgresStore(PostgresStats, Reads, Writes, Compaction):
         tx = KeyTx(batch, key, now, rec, mark=batch.mark(), floor=floor)
         tx.savepoint = savepoint
         tx.nearby_records = nearby + tree.from_group(key, reach, group.locked, group.subtrees)
-        tx.pending = group.saves
+        tx.checks = group.checks
         try:
             yield tx
         except BaseException:
@@ -336,6 +336,9 @@ class PostgresStore(PostgresStats, Reads, Writes, Compaction):
                     self._lock_ahead(group, list(dict.fromkeys(keys)))
                 yield
                 group.commit()
+            except InvalidArgumentForLogarithm as err:  # check_live_leases: a bound passed
+                _rollback(conn)
+                raise over_bound(group.checks) from err
             except BaseException:
                 _rollback(conn)
                 raise

@@ -32,6 +32,8 @@ from psycopg.pq.abc import PGresult
 
 from tenure.core.items import Item
 from tenure.core.models import EventDraft, FencedValue, FencedWrite, KeyRecord
+from tenure.core.quotas import SETTINGS
+from tenure.errors import QuotaExceeded
 from tenure.store import base, rows
 from tenure.store.postgres import session as session
 from tenure.store.postgres.listen import notices
@@ -82,6 +84,7 @@ HOT = (
     "nearby_under",
     "lock_principal",
     "count_live_leases",
+    "check_live_leases",
     "count_live_agents",
     "count_items",
     "forget_item_counts",
@@ -251,6 +254,20 @@ class Batch:
             raise psycopg.OperationalError(f"the COMMIT said {status!r}")
 
 
+def over_bound(checks: dict[str, tuple[int, int]]) -> QuotaExceeded:
+    """A group's commit found a principal past its bound on live leases: the group failed,
+    nothing of it happened (the server's executor runs its calls again, each alone, and each
+    then counts for itself)."""
+    holders = ", ".join(repr(h) for h in sorted(checks))
+    limits = {limit for limit, _ in checks.values()}
+    return QuotaExceeded(
+        f"a group of calls would have given one of {holders} more live leases than it may "
+        "hold: nothing of the group was done",
+        limit=min(limits) if limits else None,
+        setting=SETTINGS["live_leases"],
+    )
+
+
 def columns(params: list[dict[str, Any]]) -> dict[str, list[Any]]:
     """Rows of parameters as one list per parameter (for ``unnest``)."""
     return {name: [p[name] for p in params] for name in params[0]}
@@ -276,8 +293,8 @@ class KeyTx(base.KeyTx):
         self.mark = mark  # in a group: where this call's writes begin in the queue
         self.savepoint = False  # in a group: taken at the mark, before this call's writes
         self.nearby_records: list[KeyRecord] = []  # read with the lock (tree.queue_nearby)
-        #: in a group: the records it saves at its commit (Group.saves), newer than the table
-        self.pending: dict[str, KeyRecord] = {}
+        #: in a group: the bounds on live leases it checks at its commit (Group.checks)
+        self.checks: dict[str, tuple[int, int]] | None = None
 
     def nearby(self) -> list[KeyRecord]:
         return self.nearby_records
@@ -297,18 +314,15 @@ class KeyTx(base.KeyTx):
         return self._ask(name, params)
 
     def live_leases(self, holder: str, cap: int) -> int:
-        """Under the principal's lock: the table's count, but for the keys the group saves
-        at its commit, whose records are counted here."""
+        """Alone: counted under the principal's lock. In a group: 0, and the group checks at
+        its commit, in the same round trip, that ``holder`` has no more than ``cap`` live
+        leases then (:meth:`Group.commit`): a group's acquisitions cost no round trip more."""
+        if self.checks is not None:
+            self.checks[holder] = (cap, self.now)
+            return 0
         self.batch.add("lock_principal", {"principal": holder})
-        mine = sum(
-            1
-            for r in self.pending.values()
-            if r.holder == holder and r.ended is None and r.token > 0 and r.expires_at > self.now
-        )
-        room = max(0, cap - mine)  # what the table's count needs to reach no further than
-        params = {"holder": holder, "now": self.now, "cap": room, "skip": list(self.pending)}
-        row = self._ask("count_live_leases", params)
-        return min(cap, (int(row[0]) if row else 0) + mine)
+        row = self._ask("count_live_leases", {"holder": holder, "now": self.now, "cap": cap})
+        return int(row[0]) if row else 0
 
     def live_agents(self, parent: str, cap: int) -> int:
         self.batch.add("lock_principal", {"principal": parent})
@@ -383,12 +397,21 @@ class Group:
         self.auth_version: int | None = None  # read in the same round trip
         #: the token floor and the retired-token mark, read in the same round trip
         self.floor: tuple[int, int] | None = None
+        #: holder -> (its bound on live leases, an instant): checked at the commit
+        self.checks: dict[str, tuple[int, int]] = {}
 
     def commit(self) -> None:
         """One round trip: what is queued, every lease the group saved (one statement), the
-        notices, the events and the ``COMMIT``."""
+        bounds of the principals that got a new lease (each under the principal's lock; one
+        passed fails the group: :func:`over_bound`), the notices, the events and the
+        ``COMMIT``."""
         if self.saves:
             params = [rows.record_params(r, rows.dumps(r.meta)) for r in self.saves.values()]
             self.batch.add("save_leases", columns(params))
+        for holder in sorted(self.checks):  # the principals' locks, in one order
+            limit, now = self.checks[holder]
+            self.batch.add("lock_principal", {"principal": holder})
+            check = {"holder": holder, "now": now, "over": limit + 1, "limit": limit}
+            self.batch.add("check_live_leases", check)
         self.batch.queue_events(self.events)
         self.batch.commit()

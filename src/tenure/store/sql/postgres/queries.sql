@@ -516,11 +516,19 @@ SELECT pg_advisory_xact_lock(hashtextextended(%(principal)s, 7469))::text;
 
 -- name: count_live_leases
 -- How many live leases %(holder)s has (item claims included), counting no further than
--- %(cap)s, along the partial index of the unended leases by holder; the keys %(skip)s are
--- left out (a group's own saves, not yet sent: the caller counts those).
+-- %(cap)s, along the partial index of the unended leases by holder.
 SELECT count(*) FROM (
     SELECT 1 FROM tenure_leases
     WHERE holder = %(holder)s AND ended IS NULL AND expires_at > %(now)s
-      AND NOT key = ANY(%(skip)s::text[])
     LIMIT %(cap)s
+) AS held;
+
+-- name: check_live_leases
+-- A group's commit (its saves sent before): fail if %(holder)s has more than %(limit)s live
+-- leases (counting to %(over)s, one more): ln(0)'s error, which nothing else raises (the
+-- store knows it for a bound passed: the whole group is lost); else ln(1).
+SELECT ln(CASE WHEN count(*) > %(limit)s THEN 0 ELSE 1 END::float8) FROM (
+    SELECT 1 FROM tenure_leases
+    WHERE holder = %(holder)s AND ended IS NULL AND expires_at > %(now)s
+    LIMIT %(over)s
 ) AS held;
