@@ -72,7 +72,9 @@ class KeyTx(Protocol):
         """How many live leases ``holder`` has (item claims included; the count stops at
         ``cap``), this transaction's own saves included. No other transaction adds one to
         ``holder``'s before this one ends (SQLite: the write lock; PostgreSQL: a lock on the
-        principal, held to the end of the transaction)."""
+        principal, held to the end of the transaction). In a PostgreSQL group: 0, and the
+        group's commit checks that ``holder`` has no more than ``cap`` then, or fails whole
+        with :class:`tenure.errors.QuotaExceeded` (its calls may then run again, each alone)."""
         ...
 
     def live_agents(self, parent: str, cap: int) -> int:
