@@ -5,6 +5,7 @@ hold is not a new one; an ended lease or agent frees its place; admins are bound
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -126,9 +127,12 @@ def test_a_group_counts_its_own_new_leases(bounded: Callable[..., Service]) -> N
     assert [lease.key for lease in svc.list()] == ["a", "b", "x"]  # nothing of the group
 
 
+@pytest.mark.parametrize("grouped", [False, True], ids=["alone", "grouped"])
 def test_concurrent_acquisitions_never_pass_the_bound(
-    bounded: Callable[..., Service], make_store: Callable[..., tenure.Store]
+    bounded: Callable[..., Service], make_store: Callable[..., tenure.Store], grouped: bool
 ) -> None:
+    """Eight connections acquire for one principal at once, each call alone or in a group
+    of its own (as the server's group commits run them)."""
     limit, threads = 5, 8
     services = [bounded(live_leases=limit)] + [
         Service(make_store(), quotas=Quotas(live_leases=limit)) for _ in range(threads - 1)
@@ -140,7 +144,8 @@ def test_concurrent_acquisitions_never_pass_the_bound(
         start.wait(timeout=10)
         for i in range(3):
             try:
-                svc.acquire("alice", f"k{n}-{i}", ttl_ms=60_000)
+                with svc.group() if grouped else contextlib.nullcontext():
+                    svc.acquire("alice", f"k{n}-{i}", ttl_ms=60_000)
             except QuotaExceeded as err:
                 refused.append(err)
 
