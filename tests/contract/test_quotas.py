@@ -127,6 +127,20 @@ def test_a_group_counts_its_own_new_leases(bounded: Callable[..., Service]) -> N
     assert [lease.key for lease in svc.list()] == ["a", "b", "x"]  # nothing of the group
 
 
+def test_a_principal_at_its_bound_does_not_make_the_groups_it_joins_fail(
+    bounded: Callable[..., Service],
+) -> None:
+    svc = bounded(live_leases=1)
+    svc.acquire("alice", "a")
+    with pytest.raises(QuotaExceeded), svc.group():
+        svc.acquire("alice", "b")  # PostgreSQL: found at the group's commit, the group lost
+    with svc.group():  # from now on alice's new leases are counted in the call
+        with pytest.raises(QuotaExceeded):
+            svc.acquire("alice", "c")
+        svc.acquire("bob", "z")
+    assert [lease.key for lease in svc.list()] == ["a", "z"]
+
+
 @pytest.mark.parametrize("grouped", [False, True], ids=["alone", "grouped"])
 def test_concurrent_acquisitions_never_pass_the_bound(
     bounded: Callable[..., Service], make_store: Callable[..., tenure.Store], grouped: bool

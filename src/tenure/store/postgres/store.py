@@ -35,6 +35,7 @@ from tenure.store import rows
 from tenure.store.compaction import Compaction
 from tenure.store.postgres import renew_json, tree
 from tenure.store.postgres import session as session
+from tenure.store.postgres import tx as tx_module
 from tenure.store.postgres.listen import Listener, notices
 from tenure.store.postgres.stats import PostgresStats
 from tenure.store.postgres.tx import SAVEPOINT, Batch, Group, KeyTx, over_bound, record
@@ -95,6 +96,8 @@ class PostgresStore(PostgresStats, Reads, Writes, Compaction):
         self.url = url
         self.clock = clock
         self._local = threading.local()  # .group: this thread's open group, if any
+        #: principals a group's commit found at their bound lately: counted in the call
+        self.crowded = tx_module.Crowded()
         self.pool = ConnectionPool(
             url,
             min_size=min_size,
@@ -285,7 +288,7 @@ class PostgresStore(PostgresStats, Reads, Writes, Compaction):
         tx = KeyTx(batch, key, now, rec, mark=batch.mark(), floor=floor)
         tx.savepoint = savepoint
         tx.nearby_records = nearby + tree.from_group(key, reach, group.locked, group.subtrees)
-        tx.checks = group.checks
+        tx.checks, tx.crowded = group.checks, self.crowded
         try:
             yield tx
         except BaseException:
@@ -338,6 +341,7 @@ class PostgresStore(PostgresStats, Reads, Writes, Compaction):
                 group.commit()
             except InvalidArgumentForLogarithm as err:  # check_live_leases: a bound passed
                 _rollback(conn)
+                self.crowded.add(group.checks)
                 raise over_bound(group.checks) from err
             except BaseException:
                 _rollback(conn)

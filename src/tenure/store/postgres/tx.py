@@ -19,6 +19,8 @@ its own, :mod:`tenure.server.runtime.executor`).
 from __future__ import annotations
 
 import re
+import threading
+import time
 import weakref
 from collections.abc import Sequence
 from typing import Any
@@ -254,6 +256,31 @@ class Batch:
             raise psycopg.OperationalError(f"the COMMIT said {status!r}")
 
 
+class Crowded:
+    """The principals whose bound a group's commit found passed in the last :attr:`SPAN_S`
+    seconds (each of the group's, since the check does not say which): their acquisitions in
+    a group are counted in the call, a round trip each, instead of at the commit. At most
+    :attr:`MOST` are remembered."""
+
+    SPAN_S = 60.0
+    MOST = 10_000
+
+    def __init__(self) -> None:
+        self._until: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def add(self, checks: dict[str, tuple[int, int]]) -> None:
+        until = time.monotonic() + self.SPAN_S
+        with self._lock:
+            if len(self._until) + len(checks) > self.MOST:
+                self._until.clear()
+            self._until.update(dict.fromkeys(checks, until))
+
+    def __contains__(self, holder: object) -> bool:
+        until = self._until.get(holder) if isinstance(holder, str) else None
+        return until is not None and until > time.monotonic()
+
+
 def over_bound(checks: dict[str, tuple[int, int]]) -> QuotaExceeded:
     """A group's commit found a principal past its bound on live leases: the group failed,
     nothing of it happened (the server's executor runs its calls again, each alone, and each
@@ -293,8 +320,10 @@ class KeyTx(base.KeyTx):
         self.mark = mark  # in a group: where this call's writes begin in the queue
         self.savepoint = False  # in a group: taken at the mark, before this call's writes
         self.nearby_records: list[KeyRecord] = []  # read with the lock (tree.queue_nearby)
-        #: in a group: the bounds on live leases it checks at its commit (Group.checks)
+        #: in a group: the bounds on live leases it checks at its commit (Group.checks), and
+        #: the principals a group's commit found at their bound lately (counted in the call)
         self.checks: dict[str, tuple[int, int]] | None = None
+        self.crowded: Crowded | None = None
 
     def nearby(self) -> list[KeyRecord]:
         return self.nearby_records
@@ -316,8 +345,10 @@ class KeyTx(base.KeyTx):
     def live_leases(self, holder: str, cap: int) -> int:
         """Alone: counted under the principal's lock. In a group: 0, and the group checks at
         its commit, in the same round trip, that ``holder`` has no more than ``cap`` live
-        leases then (:meth:`Group.commit`): a group's acquisitions cost no round trip more."""
-        if self.checks is not None:
+        leases then (:meth:`Group.commit`): a group's acquisitions cost no round trip more.
+        But a principal that made a group fail so lately (:class:`Crowded`) is counted here,
+        so that one client at its bound does not make every group it joins fail."""
+        if self.checks is not None and (self.crowded is None or holder not in self.crowded):
             self.checks[holder] = (cap, self.now)
             return 0
         self.batch.add("lock_principal", {"principal": holder})
