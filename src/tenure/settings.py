@@ -25,10 +25,14 @@
 - ``TENURE_STALL_MS``: when set, a live claim without progress for this long is ``stalled``,
   for every key, whatever the policy says. Unset (the default), the policy's ``stall_after``
   decides, per key prefix (10 minutes unless ``TENURE_POLICY`` says otherwise).
-- ``TENURE_EVENTS_MAX``, ``TENURE_EVENTS_MAX_AGE_MS``: event retention. The server keeps at
-  most this many events besides the endings (1,000,000) and none older than this (30 days): the
-  endings (``released``, ``expired``, ``force_released``, …) go by age only. Older ones are
-  pruned in batches, their counts kept in the all-time totals of ``/v1/stats``.
+- ``TENURE_EVENTS_MAX``, ``TENURE_EVENTS_MAX_AGE_MS``: event retention of the high-volume
+  kinds (refusals, extensions, progress, fenced writes): at most this many (1,000,000) and none
+  older than this (30 days). Older ones are pruned in batches, their counts kept in the
+  all-time totals of ``/v1/stats``.
+- ``TENURE_AUDIT_MAX_AGE_MS``: how long the security and ownership record is kept (principals,
+  tokens, roles, the token floor, acquisitions, claims, endings, dispatches, reassignments,
+  the items' history: :mod:`tenure.core.retention`), by age only (90 days; never less than
+  ``TENURE_EVENTS_MAX_AGE_MS``).
 - ``TENURE_COMPACT_EVERY_S``: how often the server runs a compaction pass (60 s; ``0`` turns
   the schedule off): lease rows of keys idle past the policy's ``lease_retention`` (7 days),
   op_ids past its ``op_window`` (24 h), events past the retention, and dispatched agents
@@ -49,6 +53,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from tenure.core.compaction import DEFAULT_AGENT_GRACE_MS, Retention
 from tenure.core.policy import Policy, PolicySet
+from tenure.core.retention import DEFAULT_AUDIT_AGE_MS
 
 DEFAULT_PORT = 7676
 DEFAULT_HOST = "127.0.0.1"
@@ -143,6 +148,7 @@ class Settings:
     stall_ms: int | None = None  # TENURE_STALL_MS; None: the policy's stall_after decides
     events_max: int = DEFAULT_EVENTS_MAX
     events_max_age_ms: int = DEFAULT_EVENTS_MAX_AGE_MS
+    audit_max_age_ms: int = DEFAULT_AUDIT_AGE_MS
     compact_every_s: int = DEFAULT_COMPACT_EVERY_S  # 0: no scheduled compaction
     agent_grace_ms: int = DEFAULT_AGENT_GRACE_MS
     policy: PolicySet = field(default_factory=PolicySet)
@@ -180,6 +186,7 @@ class Settings:
             stall_ms=_optional_int(env, "TENURE_STALL_MS"),
             events_max=_int(env, "TENURE_EVENTS_MAX", DEFAULT_EVENTS_MAX),
             events_max_age_ms=_int(env, "TENURE_EVENTS_MAX_AGE_MS", DEFAULT_EVENTS_MAX_AGE_MS),
+            audit_max_age_ms=_int(env, "TENURE_AUDIT_MAX_AGE_MS", DEFAULT_AUDIT_AGE_MS),
             compact_every_s=_int(env, "TENURE_COMPACT_EVERY_S", DEFAULT_COMPACT_EVERY_S, zero=True),
             agent_grace_ms=_int(env, "TENURE_AGENT_GRACE_MS", DEFAULT_AGENT_GRACE_MS),
             policy=parse_policy(env.get("TENURE_POLICY")),
@@ -205,7 +212,9 @@ class Settings:
     @property
     def compaction(self) -> Retention:
         """What compaction keeps of the event log and of dispatched agents."""
-        return Retention(self.events_max, self.events_max_age_ms, self.agent_grace_ms)
+        return Retention(
+            self.events_max, self.events_max_age_ms, self.agent_grace_ms, self.audit_max_age_ms
+        )
 
 
 def _ints(env: Mapping[str, str], cls: type[Any], names: Mapping[str, str]) -> dict[str, Any]:

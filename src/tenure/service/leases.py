@@ -38,6 +38,7 @@ from tenure.core.models import (
     RenewAllResult,
 )
 from tenure.core.policy import Policy, PolicySet
+from tenure.core.retention import audit_before
 from tenure.errors import InvalidRequest, NotFound, StaleToken, TenureError
 from tenure.service.compaction import Ages, compact
 from tenure.service.engine import Engine, Who, as_principal
@@ -50,6 +51,8 @@ __all__ = ["ITEM_VERBS", "Service", "Who", "as_principal"]
 
 #: live leases read at a time by release_all
 RELEASE_PAGE = 1000
+#: the batches one prune_events call folds at most while they hold only events kept by age
+MAX_FOLDS = 100
 #: what to use instead of a generic lease verb on an item's key (``{id}``: the item)
 ITEM_VERBS = {
     "acquire": "claim the item (POST /v1/items/{id}/claim; tenure claim {id})",
@@ -347,11 +350,24 @@ class Service(Engine):
         self.committed([_draft(e) for e in revoked])
         return revoked
 
-    def prune_events(self, max_count: int, max_age_ms: int, batch: int = 1000) -> int:
+    def prune_events(
+        self, max_count: int, max_age_ms: int, batch: int = 1000, audit_age_ms: int | None = None
+    ) -> int:
         """Retention: drop one batch of the oldest events beyond ``max_count`` or older than
-        ``max_age_ms`` (their counts are kept in the all-time totals); the number dropped."""
-        before = self.store.now_ms() - max_age_ms
-        return self.store.prune_events(max_count, before, batch)
+        ``max_age_ms`` (their counts are kept in the all-time totals), but those of the kinds
+        kept by age (:mod:`tenure.core.retention`), which go once older than ``audit_age_ms``
+        (default: the retention's; never less than ``max_age_ms``). Batches holding nothing
+        but those are folded and passed over, each in a transaction of its own (at most
+        :data:`MAX_FOLDS` a call); the number dropped."""
+        audit = self.retention.audit_age_ms if audit_age_ms is None else audit_age_ms
+        for _ in range(MAX_FOLDS):
+            now = self.store.now_ms()
+            step = self.store.prune_events(
+                max_count, now - max_age_ms, audit_before(now, max_age_ms, audit), batch
+            )
+            if step.deleted or not step.due:
+                return step.deleted
+        return 0
 
     def compact(
         self,

@@ -23,6 +23,7 @@ from tenure.core.models import (
     KeyRecord,
     Principal,
 )
+from tenure.core.retention import Pruned
 from tenure.core.token_floor import TokenFloor
 from tenure.store import rows
 from tenure.store.compaction import Compaction
@@ -197,12 +198,12 @@ class Store(Reads, Writes, Compaction, Protocol):
         and retention drops events)."""
         ...
 
-    def prune_events(self, max_count: int, before: int, batch: int) -> int:
+    def prune_events(self, max_count: int, before: int, audit_before: int, batch: int) -> Pruned:
         """Fold into the totals the oldest batch of up to ``batch`` events that are beyond
-        the newest ``max_count`` or older than ``before``, and delete them, except the endings
-        (:data:`tenure.store.retention.ENDINGS`) not older than ``before``: retention by count
-        keeps those. Also delete up to ``batch`` of the endings kept so, once older than
-        ``before``. The number deleted."""
+        the newest ``max_count`` or older than ``before``, and delete them, except the kinds
+        kept by age (:data:`tenure.core.retention.KEPT_BY_AGE`) not older than
+        ``audit_before``: retention by count keeps those. Also delete up to ``batch`` of the
+        events kept so, once older than ``audit_before``. What it deleted and folded."""
         ...
 
     def listen(

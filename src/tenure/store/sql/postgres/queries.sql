@@ -359,7 +359,7 @@ ON CONFLICT (key, actor, session) DO UPDATE SET event_id = excluded.event_id, at
 
 -- name: prune_next_upto
 -- The newest event id of the oldest batch not yet folded that is over the count or past the
--- age (the endings kept by count are folded already: below pruned).
+-- age (the events kept by age are folded already: below pruned).
 SELECT max(id) FROM (SELECT id, at FROM tenure_events WHERE id > %(pruned)s ORDER BY id
                      LIMIT %(batch)s) AS oldest
 WHERE id <= %(over_count)s OR at < %(before)s;
@@ -375,18 +375,18 @@ GROUP BY kind
 ON CONFLICT (kind) DO UPDATE SET n = tenure_event_totals.n + excluded.n;
 
 -- name: delete_range
--- The folded batch, but the endings that are not past the age (retention by count keeps them).
+-- The folded batch, but the kinds kept by age (tenure.core.retention) that are not past the
+-- audit window: retention by count drops only the kinds :by_count names.
 DELETE FROM tenure_events
 WHERE id > %(pruned)s AND id <= %(upto)s
-  AND (at < %(before)s OR type NOT IN ('released', 'expired', 'force_released', 'taken_over',
-                                       'reassigned', 'completed', 'cancelled'));
+  AND (at < %(audit_before)s OR type = ANY(%(by_count)s::text[]));
 
 -- name: delete_aged_endings
--- Endings kept by count (folded already) once they are past the age.
+-- The events kept by age (folded already) once they are past the audit window.
 DELETE FROM tenure_events
 WHERE id IN (SELECT id FROM (SELECT id, at FROM tenure_events WHERE id <= %(pruned)s
                              ORDER BY id LIMIT %(batch)s) AS oldest
-             WHERE at < %(before)s);
+             WHERE at < %(audit_before)s);
 
 -- name: token_floor_for_update
 SELECT floor FROM tenure_token_floor FOR UPDATE;

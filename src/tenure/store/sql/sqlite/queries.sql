@@ -262,7 +262,7 @@ ON CONFLICT (key, actor, session) DO UPDATE SET event_id = excluded.event_id, at
 
 -- name: prune_next_upto
 -- The newest event id of the oldest batch not yet folded that is over the count or past the
--- age (the endings kept by count are folded already: below :pruned).
+-- age (the events kept by age are folded already: below :pruned).
 SELECT max(id) FROM (SELECT id, at FROM tenure_events WHERE id > :pruned ORDER BY id
                      LIMIT :batch)
 WHERE id <= :over_count OR at < :before;
@@ -278,18 +278,18 @@ GROUP BY kind
 ON CONFLICT (kind) DO UPDATE SET n = tenure_event_totals.n + excluded.n;
 
 -- name: delete_range
--- The folded batch, but the endings that are not past the age (retention by count keeps them).
+-- The folded batch, but the kinds kept by age (tenure.core.retention) that are not past the
+-- audit window: retention by count drops only the kinds :by_count names.
 DELETE FROM tenure_events
 WHERE id > :pruned AND id <= :upto
-  AND (at < :before OR type NOT IN ('released', 'expired', 'force_released', 'taken_over',
-                                    'reassigned', 'completed', 'cancelled'));
+  AND (at < :audit_before OR type IN (SELECT value FROM json_each(:by_count)));
 
 -- name: delete_aged_endings
--- Endings kept by count (folded already) once they are past the age.
+-- The events kept by age (folded already) once they are past the audit window.
 DELETE FROM tenure_events
 WHERE id IN (SELECT id FROM (SELECT id, at FROM tenure_events WHERE id <= :pruned
                              ORDER BY id LIMIT :batch)
-             WHERE at < :before);
+             WHERE at < :audit_before);
 
 -- name: token_floor_for_update
 -- (the transaction already holds SQLite's write lock)
