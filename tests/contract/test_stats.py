@@ -10,8 +10,8 @@ import pytest
 import tenure
 from contract._items import ADMIN, ALICE, BOB, org
 from tenure import Service
-from tenure.errors import InvalidRequest
 from tenure.core.retention import KEPT_BY_AGE
+from tenure.errors import InvalidRequest
 from tenure.store.sqlite.stats import _first_event_at
 from tenure.store.sqlite.store import SqliteStore
 
