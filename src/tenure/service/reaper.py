@@ -84,7 +84,7 @@ class Reaper:
         for _ in range(PRUNE_BATCHES):
             n = self.service.prune_events(max_count, max_age_ms, self.batch)
             dropped += n
-            if n == 0:  # (a batch of endings kept by count drops none: the next round goes on)
+            if n == 0:  # nothing due (or only events kept by age: the next round goes on)
                 break
         self.pruned += dropped
         return dropped
