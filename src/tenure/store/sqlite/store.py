@@ -20,7 +20,7 @@ from tenure.store import durability, rows
 from tenure.store.errors import sync_failed
 from tenure.store.sqlfiles import migrations, queries
 from tenure.store.sqlite.checkpoint import BACKSTOP_PAGES, Checkpointer
-from tenure.store.sqlite.files import prepare_database, tighten_database
+from tenure.store.sqlite.files import prepare_database
 from tenure.store.sqlite.groups import SqliteGroups
 from tenure.store.sqlite.locks import is_busy, retry_locked
 from tenure.store.sqlite.records import SqliteRecords, insert_events
@@ -123,8 +123,6 @@ class SqliteStore(SqliteRecords, SqliteStats):
         if on_disk:
             prepare_database(self.real_path)
         self._migrate()
-        if on_disk:
-            tighten_database(self.real_path)  # the WAL and shared memory existed or now exist
 
     # connections -------------------------------------------------------------------------
     def _conn(self) -> sqlite3.Connection:
