@@ -64,4 +64,3 @@ def test_a_second_server_refuses_naming_the_first_and_starts_once_it_is_killed(
         first.kill()
         if second is not None:
             second.kill()
-
