@@ -70,9 +70,11 @@ def test_a_stopped_postgres_is_503_at_once_and_not_ready_until_it_is_back(
             assert "the database cannot be reached" in ready.json()["detail"], ready.json()
             assert http.get("/healthz", timeout=ANSWER_S).status_code == 200
             quick = RetryPolicy(attempts=2, budget=2.0)
-            with tenure.Client(server.url, token=token, retry=quick, timeout=5) as client:
-                with pytest.raises(Unavailable) as raised:
-                    client.acquire("while-down")
+            with (
+                tenure.Client(server.url, token=token, retry=quick, timeout=5) as client,
+                pytest.raises(Unavailable) as raised,
+            ):
+                client.acquire("while-down")
             assert "the database cannot be reached" in str(raised.value), raised.value
 
             pg.start()

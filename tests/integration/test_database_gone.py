@@ -45,9 +45,11 @@ def test_a_removed_database_is_503_at_once_and_not_ready(tmp_path: Path) -> None
             assert ready.status_code == 503 and str(path) in ready.json()["detail"]
             assert http.get("/healthz").status_code == 200  # alive: liveness is not readiness
         quick = RetryPolicy(attempts=2, budget=2.0)
-        with tenure.Client(server.url, token=root, retry=quick, timeout=5) as client:
-            with pytest.raises(Unavailable) as raised:
-                client.acquire("again")
+        with (
+            tenure.Client(server.url, token=root, retry=quick, timeout=5) as client,
+            pytest.raises(Unavailable) as raised,
+        ):
+            client.acquire("again")
         assert str(path) in str(raised.value) and "cannot be reached" in str(raised.value)
     except BaseException:
         print(server.stderr())
