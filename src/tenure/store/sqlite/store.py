@@ -196,7 +196,8 @@ class SqliteStore(SqliteRecords, SqliteStats):
         if self._identity is None:
             return
         try:
-            probe = sqlite3.connect(f"file:{self.real_path}?mode=ro", uri=True, timeout=1)
+            uri = f"{self.real_path.as_uri()}?mode=ro"  # (as_uri: a path of any characters)
+            probe = sqlite3.connect(uri, uri=True, timeout=1)
             try:
                 probe.execute("PRAGMA schema_version").fetchone()
             finally:
