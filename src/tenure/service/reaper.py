@@ -99,6 +99,8 @@ class Reaper:
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval):
+            if self.service.store.health.down is not None:
+                continue  # the database is gone (the server's watch says why): nothing to do
             try:
                 self.run_once()
                 if time.monotonic() >= self._next_prune:

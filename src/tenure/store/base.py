@@ -27,6 +27,7 @@ from tenure.core.retention import Pruned
 from tenure.core.token_floor import TokenFloor
 from tenure.store import rows
 from tenure.store.compaction import Compaction
+from tenure.store.health import Health
 from tenure.store.reads import Reads
 from tenure.store.values import ENDED, Credential, NewToken, Reach, Removal, TokenInfo
 from tenure.store.writes import Writes
@@ -112,6 +113,12 @@ class Store(Reads, Writes, Compaction, Protocol):
     transaction); the rest is each backend's own."""
 
     url: str
+    #: what the last check of the database found (:mod:`tenure.store.health`)
+    health: Health
+
+    def probe(self) -> None:
+        """Check that the database can be reached and read now; the driver's error if not."""
+        ...
 
     def key_tx(
         self,

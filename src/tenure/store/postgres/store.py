@@ -21,7 +21,6 @@ from typing import Any
 
 import psycopg
 from psycopg.errors import DivisionByZero
-from psycopg_pool import ConnectionPool
 
 from tenure.core.clock import Clock
 from tenure.core.decide import reaped_event
@@ -33,9 +32,11 @@ from tenure.core.models import (
 from tenure.core.token_floor import TokenFloor
 from tenure.store import rows
 from tenure.store.compaction import Compaction
+from tenure.store.health import Health
 from tenure.store.postgres import renew_json, tree
 from tenure.store.postgres import session as session
 from tenure.store.postgres.listen import Listener, notices
+from tenure.store.postgres.pool import Pool, probe_connection
 from tenure.store.postgres.stats import PostgresStats
 from tenure.store.postgres.tx import SAVEPOINT, Batch, Group, KeyTx, record
 from tenure.store.reads import Reads
@@ -95,8 +96,11 @@ class PostgresStore(PostgresStats, Reads, Writes, Compaction):
         self.url = url
         self.clock = clock
         self._local = threading.local()  # .group: this thread's open group, if any
-        self.pool = ConnectionPool(
+        self.health = Health()
+        self._probe: psycopg.Connection[Any] | None = None  # the watcher's own connection
+        self.pool = Pool(
             url,
+            health=self.health,
             min_size=min_size,
             max_size=max_size,
             timeout=timeout,
@@ -424,7 +428,26 @@ class PostgresStore(PostgresStats, Reads, Writes, Compaction):
         """A server's group commits: :meth:`group`, in one thread."""
         return self
 
+    def probe(self) -> None:
+        """Check that the database answers, on a connection of its own (not the pool's: a
+        pool busy with requests is no outage); raises the driver's error if it does not. For
+        one thread at a time (the server's watcher)."""
+        try:
+            if self._probe is None or self._probe.closed:
+                self._probe = probe_connection(self.url)
+            self._probe.execute("SELECT 1")
+        except BaseException:
+            self._close_probe()
+            raise
+
+    def _close_probe(self) -> None:
+        probe, self._probe = self._probe, None
+        if probe is not None:
+            with suppress(psycopg.Error):
+                probe.close()
+
     def close(self) -> None:
+        self._close_probe()
         self.pool.close()
 
 
