@@ -8,7 +8,9 @@ database created on ``TENURE_BENCH_PG_URL``'s server for the run and dropped aft
 and migrated by the ``tenure`` this interpreter imports (the script prints which). ``--rows``
 ended leases (released, expired, force-released: what years of acquisitions leave behind) are
 written under ``hist/`` straight into the table, one statement per million rows (as
-``bench/growth_db.py`` does), then one live lease of another holder under it. Then, in process
+``bench/growth_db.py`` does, with PostgreSQL's ``VACUUM ANALYZE`` after; ``--stale-stats``
+leaves the table's statistics as they were before the fill, autovacuum off, as a history that
+grew since the last pass), then one live lease of another holder under it. Then, in process
 (no HTTP), three timings of ``--reps`` calls each:
 
 - ``subtree``: a subtree acquisition of ``hist/`` (refused: the live lease under it blocks it;
@@ -86,11 +88,22 @@ def database(backend: str, work: Path) -> Iterator[str]:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'.encode())
 
 
-def fill(db: str, rows: int) -> float:
+def fill(db: str, rows: int, stale: bool) -> float:
     """``rows`` ended leases under :data:`PREFIX`; the seconds taken (with PostgreSQL's
-    ``VACUUM ANALYZE``)."""
-    params = {"prefix": PREFIX}
-    return growth_db._bulk(db, SQLITE_ENDED, PG_ENDED, 0, rows, **params) if rows else 0.0
+    ``VACUUM ANALYZE``, unless ``stale``: then autovacuum is off for the table and its
+    statistics stay those of before the fill, as between two passes over a growing history)."""
+    if not rows:
+        return 0.0
+    if not (stale and growth_db.is_pg(db)):
+        return growth_db._bulk(db, SQLITE_ENDED, PG_ENDED, 0, rows, prefix=PREFIX)
+    began = time.perf_counter()
+    with growth_db.connect(db) as conn:
+        conn.execute(b"ALTER TABLE tenure_leases SET (autovacuum_enabled = off)")
+        for a in range(0, rows, growth_db.CHUNK):
+            b = min(rows, a + growth_db.CHUNK) - 1
+            params = {"a": a, "b": b, "now": growth_db.now_ms(), "prefix": PREFIX}
+            conn.execute(PG_ENDED.encode(), params)
+    return time.perf_counter() - began
 
 
 def times(call: Callable[[], None], reps: int) -> list[float]:
@@ -137,11 +150,11 @@ def beside(svc: Service, reps: int) -> list[float]:
         other.join()
 
 
-def run(backend: str, rows: int, reps: int, work: Path) -> list[str]:
+def run(backend: str, rows: int, reps: int, work: Path, stale: bool) -> list[str]:
     with database(backend, work) as db:
         tenure.open_store(db).close()  # migrated by this tree's code
         log(f"{backend}: writing {rows:,} ended leases under {PREFIX}")
-        took = fill(db, rows)
+        took = fill(db, rows, stale)
         log(f"{backend}: written in {took:.1f} s")
         store = tenure.open_store(db)
         try:
@@ -157,7 +170,8 @@ def run(backend: str, rows: int, reps: int, work: Path) -> list[str]:
             }
         finally:
             store.close()
-    return [f"| {backend} | {rows:,} | {name} | {summary(ms)} |" for name, ms in got.items()]
+    label = f"{backend}, stale statistics" if stale and backend == "postgres" else backend
+    return [f"| {label} | {rows:,} | {name} | {summary(ms)} |" for name, ms in got.items()]
 
 
 def describe() -> str:
@@ -176,6 +190,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rows", type=int, default=1_000_000, help="ended leases (1,000,000)")
     ap.add_argument("--reps", type=int, default=50, help="calls per timing (50)")
     ap.add_argument("--backend", default="sqlite,postgres", help="sqlite,postgres (both)")
+    ap.add_argument(
+        "--stale-stats",
+        action="store_true",
+        help="PostgreSQL: no ANALYZE after the fill, autovacuum off for the table",
+    )
     args = ap.parse_args(argv)
     backends = [b.strip() for b in args.backend.split(",") if b.strip()]
     if not backends or set(backends) - {"sqlite", "postgres"}:
@@ -188,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
         for backend in backends:
             work = Path(tmp) / backend
             work.mkdir()
-            lines += run(backend, args.rows, args.reps, work)
+            lines += run(backend, args.rows, args.reps, work, args.stale_stats)
     print("\n".join(lines))
     return 0
 
