@@ -133,7 +133,8 @@ def test_a_history_under_a_prefix_blocks_nothing(
     bury(backend, store_url, 500, clock.now_ms() - 10_000)
     lapsed = service.acquire("bob", PREFIX + "lapsed", ttl_ms=1_000)
     clock.advance(2_000)  # its deadline passed; nothing marked it ended
-    assert service.store.get(PREFIX + "lapsed").ended is None  # type: ignore[union-attr]
+    row = service.store.get(PREFIX + "lapsed")
+    assert row is not None and row.ended is None
     held = service.acquire("carol", PREFIX + "deep/held")
     with pytest.raises(LeaseHeld, match="hist/deep/held"):
         service.acquire("alice", PREFIX, scope="subtree")
