@@ -51,8 +51,9 @@ ORDER BY key
 LIMIT %(limit)s;
 
 -- name: live_leases_under
--- live_leases of the keys starting with %(prefix)s: the range [prefix, upper) of the primary key
--- (byte order), so a list far into a million keys reads only its own.
+-- live_leases of the keys starting with %(prefix)s: the range [prefix, upper) of the unended keys
+-- (byte order), so a list far into a million keys, or over the ended leases of its prefix,
+-- reads only its own.
 SELECT key, token, holder, task, ttl_ms, acquired_at, renewed_at, expires_at, renewals, meta,
        ended, fence_open, conflicts, session, scope
 FROM tenure_leases
@@ -318,7 +319,7 @@ LIMIT %(limit)s;
 
 -- name: stalled_claims
 -- Live claims idle since %(before)s or earlier whose stall is not recorded yet (their items'
--- ids); from the unended claims (their partial index), not from every item or every lease.
+-- ids); from the unended claims (a range of the unended keys), not from every item or lease.
 -- (Keys compare in byte order, item ids in the database's collation: the join names the
 -- latter, so that each claim finds its item along the items' primary key.)
 SELECT i.id
@@ -448,7 +449,8 @@ FOR SHARE;
 
 -- name: nearby_under
 -- The unended lease under the subtree %(prefix)s (keys in [prefix, upper): a range of the
--- primary key, whose collation is byte order) that is not (holder, session)'s
+-- index of unended keys, whose collation is byte order, so the leases that ended under it are
+-- never read) that is not (holder, session)'s
 -- and not among %(skip)s (a group's own, which it knows better), with the latest deadline: if
 -- it is not live, none is. Every such row is share-locked first, in key order (as
 -- nearby_subtrees, so that a renewal in flight is waited for and read as it committed), then

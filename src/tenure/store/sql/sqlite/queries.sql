@@ -32,8 +32,9 @@ ORDER BY key
 LIMIT :limit;
 
 -- name: live_leases_under
--- live_leases of the keys starting with :prefix: the range [prefix, upper) of the primary key
--- (byte order), so a list far into a million keys reads only its own.
+-- live_leases of the keys starting with :prefix: the range [prefix, upper) of the unended keys
+-- (byte order), so a list far into a million keys, or over the ended leases of its prefix,
+-- reads only its own.
 SELECT key, token, holder, task, ttl_ms, acquired_at, renewed_at, expires_at, renewals, meta,
        ended, fence_open, conflicts, session, scope
 FROM tenure_leases
@@ -234,7 +235,7 @@ LIMIT :limit;
 
 -- name: stalled_claims
 -- Live claims idle since :before or earlier whose stall is not recorded yet (their items'
--- ids); from the unended claims (their partial index), not from every item or every lease.
+-- ids); from the unended claims (a range of the unended keys), not from every item or lease.
 SELECT i.id
 FROM tenure_leases l JOIN tenure_items i ON i.id = substr(l.key, 7)
 WHERE l.ended IS NULL AND l.key >= 'items/' AND l.key < 'items0'
@@ -346,11 +347,11 @@ WHERE key IN (:prefixes) AND scope = 'subtree' AND ended IS NULL;
 
 -- name: nearby_under
 -- The unended lease under the subtree :prefix (keys in [prefix, upper), byte order: a range of
--- the primary key) that is not (:holder, :session)'s, with the latest deadline: if it is not
--- live, none is.
+-- the index of unended keys, so the leases that ended under it are never read) that is not
+-- (:holder, :session)'s, with the latest deadline: if it is not live, none is.
 SELECT key, token, holder, task, ttl_ms, acquired_at, renewed_at, expires_at, renewals, meta,
        ended, fence_open, conflicts, session, scope
-FROM tenure_leases
+FROM tenure_leases INDEXED BY tenure_leases_unended
 WHERE key > :prefix AND key < :upper AND ended IS NULL
   AND NOT (holder = :holder AND session = :session)
 ORDER BY expires_at DESC
