@@ -9,7 +9,6 @@ from json.encoder import encode_basestring as _text  # what json.dumps writes fo
 from typing import Any
 
 from tenure.core.items import Item, ItemCursor, ItemSummary, Transfer
-from tenure.core.validate import MAX_JSON_DEPTH
 from tenure.core.models import (
     Event,
     EventDraft,
@@ -19,6 +18,7 @@ from tenure.core.models import (
     KeyRecord,
     Principal,
 )
+from tenure.core.validate import MAX_JSON_DEPTH
 from tenure.store.values import Credential
 
 Loads = Callable[[Any], Any]
