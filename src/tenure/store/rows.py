@@ -23,9 +23,12 @@ from tenure.store.values import Credential
 
 Loads = Callable[[Any], Any]
 log = logging.getLogger("tenure.store")
-#: what a read shows in place of a part of a stored value nested deeper than MAX_JSON_DEPTH
+#: the deepest a stored column can nest: an accepted value (MAX_JSON_DEPTH) inside the store's
+#: own wrapping (progress ``{"message", "data"}``, an event's data around it)
+MAX_STORED_DEPTH = MAX_JSON_DEPTH + 4
+#: what a read shows in place of a part of a stored value nested deeper than MAX_STORED_DEPTH
 #: (only an older version could store one): the rest of the value, and every reply, still reads
-TOO_DEEP = f"<not shown: nested deeper than {MAX_JSON_DEPTH} levels>"
+TOO_DEEP = f"<not shown: nested deeper than {MAX_STORED_DEPTH} levels>"
 
 
 def dumps(value: Any) -> str:
@@ -46,7 +49,7 @@ def loads_text(value: Any) -> Any:
         return []
     if not isinstance(value, str | bytes):
         return value
-    if _brackets(value) <= MAX_JSON_DEPTH:  # too few to nest too deep: the common case
+    if _brackets(value) <= MAX_STORED_DEPTH:  # too few to nest too deep: the common case
         return json.loads(value)
     try:
         return clipped(json.loads(value))
@@ -63,12 +66,12 @@ def _brackets(text: str | bytes) -> int:
 
 def clipped(value: Any) -> Any:
     """``value`` (as ``json.loads`` gave it) with each container nested deeper than
-    ``MAX_JSON_DEPTH`` levels replaced by :data:`TOO_DEEP` (logged), without recursion."""
+    :data:`MAX_STORED_DEPTH` levels replaced by :data:`TOO_DEEP` (logged), without recursion."""
     stack = [(value, 1)] if isinstance(value, dict | list) else []
     cut = 0
     while stack:
         node, depth = stack.pop()
-        if depth < MAX_JSON_DEPTH:
+        if depth < MAX_STORED_DEPTH:
             children = node.values() if isinstance(node, dict) else node
             stack.extend([(c, depth + 1) for c in children if isinstance(c, dict | list)])
             continue
@@ -77,7 +80,7 @@ def clipped(value: Any) -> Any:
                 node[at], cut = TOO_DEEP, cut + 1
     if cut:
         log.warning("a stored JSON value nests deeper than %d levels: %d parts shown as %r",
-                    MAX_JSON_DEPTH, cut, TOO_DEEP)  # fmt: skip
+                    MAX_STORED_DEPTH, cut, TOO_DEEP)  # fmt: skip
     return value
 
 
