@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
+from collections.abc import Iterable
 from typing import Any
 
 from tenure.core.models import Scope
@@ -150,11 +151,12 @@ def _check_shape(field: str, value: object) -> None:
                 field=field,
                 maximum=MAX_JSON_DEPTH,
             )
+        children: Iterable[object] = node
         if isinstance(node, dict):
             if not all(isinstance(k, str) for k in node):
                 raise _invalid(field, "must be JSON (the keys of an object are strings)")
-            node = node.values()
-        stack.extend([(c, depth + 1) for c in node if isinstance(c, _CONTAINERS)])
+            children = node.values()
+        stack.extend([(c, depth + 1) for c in children if isinstance(c, _CONTAINERS)])
 
 
 def json_size(field: str, value: object) -> int:
