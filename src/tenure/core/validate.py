@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from collections.abc import Iterable
 from typing import Any
 
 from tenure.core.models import Scope
@@ -139,24 +138,43 @@ def check_task(task: object) -> str | None:
     return None if task is None else check_text("task", task, MAX_TASK_CHARS)
 
 
+def json_depth(value: object, limit: int = MAX_JSON_DEPTH) -> int:
+    """How deep ``value`` nests (a scalar 0, ``{}`` and ``[]`` 1, ``[[1]]`` 2), counted
+    without recursion and only up to ``limit + 1``."""
+    return _walk(value, limit)[0]
+
+
+def _walk(value: object, limit: int) -> tuple[int, bool]:
+    """The depth of ``value`` (up to ``limit + 1``), and whether its objects' keys are all
+    strings: one level at a time, each level's containers in one list (no recursion, and no
+    Python-level work per scalar)."""
+    level = [value] if isinstance(value, _CONTAINERS) else []
+    depth, key_types = 0, set[type]()
+    while level and depth <= limit:
+        depth += 1
+        children: list[Any] = []
+        for node in level:
+            if isinstance(node, dict):
+                key_types.update(map(type, node))
+                children += node.values()
+            else:
+                children += node
+        level = [c for c in children if isinstance(c, _CONTAINERS)]
+    return depth, all(issubclass(t, str) for t in key_types)
+
+
 def _check_shape(field: str, value: object) -> None:
     """What JSON text can say but not every reader keeps: the depth, string keys. Checked
     without recursion, before any recursive code (an encoder, a copy) sees the value."""
-    stack = [(value, 1)] if isinstance(value, _CONTAINERS) else []
-    while stack:
-        node, depth = stack.pop()
-        if depth > MAX_JSON_DEPTH:
-            raise InvalidRequest(
-                f"{field}: must nest at most {MAX_JSON_DEPTH} levels deep",
-                field=field,
-                maximum=MAX_JSON_DEPTH,
-            )
-        children: Iterable[object] = node
-        if isinstance(node, dict):
-            if not all(isinstance(k, str) for k in node):
-                raise _invalid(field, "must be JSON (the keys of an object are strings)")
-            children = node.values()
-        stack.extend([(c, depth + 1) for c in children if isinstance(c, _CONTAINERS)])
+    depth, string_keys = _walk(value, MAX_JSON_DEPTH)
+    if depth > MAX_JSON_DEPTH:
+        raise InvalidRequest(
+            f"{field}: must nest at most {MAX_JSON_DEPTH} levels deep",
+            field=field,
+            maximum=MAX_JSON_DEPTH,
+        )
+    if not string_keys:
+        raise _invalid(field, "must be JSON (the keys of an object are strings)")
 
 
 def json_size(field: str, value: object) -> int:

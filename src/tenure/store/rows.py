@@ -18,7 +18,7 @@ from tenure.core.models import (
     KeyRecord,
     Principal,
 )
-from tenure.core.validate import MAX_JSON_DEPTH
+from tenure.core.validate import MAX_JSON_DEPTH, json_depth
 from tenure.store.values import Credential
 
 Loads = Callable[[Any], Any]
@@ -52,10 +52,11 @@ def loads_text(value: Any) -> Any:
     if _brackets(value) <= MAX_STORED_DEPTH:  # too few to nest too deep: the common case
         return json.loads(value)
     try:
-        return clipped(json.loads(value))
+        loaded = json.loads(value)
     except RecursionError:
         log.warning("a stored JSON value nests too deep to read: shown as %r", {"": TOO_DEEP})
         return {"": TOO_DEEP}
+    return clipped(loaded) if json_depth(loaded, MAX_STORED_DEPTH) > MAX_STORED_DEPTH else loaded
 
 
 def _brackets(text: str | bytes) -> int:
