@@ -68,7 +68,9 @@ NEAR = st.builds(padded, JSON, st.integers(MAX_JSON_DEPTH - 2, MAX_JSON_DEPTH))
 VALUE = JSON | NEAR
 # an object at most MAX_JSON_DEPTH levels deep: its members one level less
 META = st.dictionaries(
-    TEXT, JSON | st.builds(padded, JSON, st.integers(1, MAX_JSON_DEPTH - 1)), max_size=3
+    TEXT,
+    JSON | st.builds(padded, JSON, st.integers(MAX_JSON_DEPTH - 3, MAX_JSON_DEPTH - 1)),
+    max_size=3,
 )
 
 READBACK = settings(
@@ -133,7 +135,9 @@ def test_every_accepted_value_is_shown_by_every_reply(
     assert done["item"]["result"] == as_json(result)
     assert wire(s, iv.GET_ITEM, ALICE, id=item)["item"]["result"] == as_json(result)
     wire(s, iv.LIST_ITEMS, ALICE, status="done")
-    wire(s, ov.EVENTS, ADMIN, limit=1000)
+    events = wire(s, ov.EVENTS, ADMIN, key=f"items/{item}", limit=1000)["events"]
+    assert [e["data"]["data"] for e in events if e["type"] == "progress"] == [as_json(data)]
+    assert TOO_DEEP not in json.dumps(wire(s, ov.EVENTS, ADMIN, limit=1000))  # nothing clipped
     wire(s, lv.RELEASE, ALICE, key=key)
 
 
