@@ -172,7 +172,9 @@ class Authenticator:
             )
         except Unauthenticated as err:
             self._known.pop(token, None)
-            return self._failed(token, client, err)
+            wait = self._limited(client, self._clock())  # (before this failure counts)
+            refused = self._failed(token, client, err)
+            return refused if wait is None else _rate_limited(client, wait)
         self._remember(token, _Known(found.principal, found.expires_at, version))
         return found.principal
 
