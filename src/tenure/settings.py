@@ -309,8 +309,8 @@ class AuthSettings:
       the database again (10,000 ms; at most 10,000 such tokens are remembered).
     - ``TENURE_AUTH_FAILURES_PER_S``, ``TENURE_AUTH_FAILURES_BURST``: failed authentications
       one client address may make, per second (10) and in a burst (50); past them the address
-      gets ``429 rate_limited`` with ``Retry-After``, a second late (tokens it used
-      successfully still work).
+      gets ``429 rate_limited`` with ``Retry-After``, a second late, for the tokens that cannot
+      be valid (a valid token is never refused for others' failures).
     """
 
     cache_ms: int = DEFAULT_AUTH_CACHE_MS
