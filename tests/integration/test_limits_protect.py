@@ -43,8 +43,8 @@ def bad_token(i: int) -> str:
     return f"tnr_{i:012x}_" + "B" * 43
 
 
-def server(store_url: str, **http: object) -> LiveServer:
-    live = LiveServer(store_url)
+def server(store_url: str, access_log: bool = False, **http: object) -> LiveServer:
+    live = LiveServer(store_url, access_log=access_log)
     settings = replace(live.settings, auth=AUTH, http=replace(HttpSettings(), **http))
     live.settings = settings
     return live
@@ -154,9 +154,12 @@ def test_serve_takes_the_proxies_from_the_environment() -> None:
     assert Settings.from_env({}).http.proxies == []
 
 
-@pytest.fixture
-def timed(store_url: str) -> Iterator[LiveServer]:
-    live = server(store_url, header_timeout_ms=1000, body_timeout_ms=1000).start()
+@pytest.fixture(params=[False, True], ids=["hot", "access-log"])
+def timed(store_url: str, request: pytest.FixtureRequest) -> Iterator[LiveServer]:
+    """A server with 1 s timeouts; with ``--access-log`` too (no hot path: uvicorn's own
+    protocol with the timeouts)."""
+    timeouts = {"header_timeout_ms": 1000, "body_timeout_ms": 1000}
+    live = server(store_url, access_log=request.param, **timeouts).start()
     try:
         yield live
     finally:
