@@ -21,7 +21,7 @@ import httpx
 import pytest
 
 from conftest import LiveServer
-from tenure.settings import AuthSettings, HttpSettings, Settings
+from tenure.settings import AuthSettings, HttpSettings
 
 BURST = 3
 #: a budget of BURST failures, earned back at one a minute: nothing is earned back during a test
@@ -146,12 +146,6 @@ def test_a_configured_proxy_names_the_client_on_every_path(store_url: str) -> No
                 assert codes == [429, 401], route
     finally:
         live.stop()
-
-
-def test_serve_takes_the_proxies_from_the_environment() -> None:
-    settings = Settings.from_env({"TENURE_FORWARDED_ALLOW_IPS": "10.0.0.5, 10.1.0.0/16"})
-    assert settings.http.proxies == ["10.0.0.5", "10.1.0.0/16"]
-    assert Settings.from_env({}).http.proxies == []
 
 
 @pytest.fixture(params=[False, True], ids=["hot", "access-log"])
