@@ -65,12 +65,14 @@ class TimedProtocol(HttpToolsProtocol):
 
     @property
     def trusted(self) -> _TrustedHosts | None:
-        """The proxies whose ``X-Forwarded-For`` is believed (``None``: none)."""
-        if not self._trusted_read:
+        """The proxies whose ``X-Forwarded-For`` is believed (``None``: none); read once for
+        the class (one per server: :func:`timed_protocol`), not once per connection."""
+        cls = type(self)
+        if not cls._trusted_read:
             proxies = self.config.forwarded_allow_ips if self.config.proxy_headers else None
-            self._trusted = _TrustedHosts(proxies) if proxies else None
-            self._trusted_read = True
-        return self._trusted
+            cls._trusted = _TrustedHosts(proxies) if proxies else None
+            cls._trusted_read = True
+        return cls._trusted
 
     def _seconds(self, which: str) -> float:
         return float(getattr(self.tenure_app.http_settings, which)) / 1000
