@@ -162,6 +162,7 @@ class Settings:
     handed: Mapping[str, int] = field(default_factory=dict)  # see handed_tokens()
     limits: Limits = field(default_factory=lambda: Limits())  # see Limits, at the end
     auth: AuthSettings = field(default_factory=lambda: AuthSettings())  # at the end
+    http: HttpSettings = field(default_factory=lambda: HttpSettings())  # at the end
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -200,6 +201,7 @@ class Settings:
             handed=handed_tokens(env),
             limits=Limits.from_env(env),
             auth=AuthSettings.from_env(env),
+            http=HttpSettings.from_env(env),
         )
         given = {k: v for k, v in overrides.items() if v is not None}
         return replace(settings, **given) if given else settings
@@ -316,8 +318,8 @@ class AuthSettings:
       the database again (10,000 ms; at most 10,000 such tokens are remembered).
     - ``TENURE_AUTH_FAILURES_PER_S``, ``TENURE_AUTH_FAILURES_BURST``: failed authentications
       one client address may make, per second (10) and in a burst (50); past them the address
-      gets ``429 rate_limited`` with ``Retry-After``, a second late (tokens it used
-      successfully still work).
+      gets ``429 rate_limited`` with ``Retry-After``, a second late, for the tokens that cannot
+      be valid (a valid token is never refused for others' failures).
     """
 
     cache_ms: int = DEFAULT_AUTH_CACHE_MS
@@ -343,4 +345,45 @@ _AUTH_ENV = {
     "negative_ms": "TENURE_AUTH_NEGATIVE_MS",
     "failures_per_s": "TENURE_AUTH_FAILURES_PER_S",
     "failures_burst": "TENURE_AUTH_FAILURES_BURST",
+}
+
+
+# The HTTP connection: whom to believe about the client's address, how long a request may take
+# to arrive (docs/server.md, "Security model").
+DEFAULT_HEADER_TIMEOUT_MS = 10_000
+DEFAULT_BODY_TIMEOUT_MS = 30_000
+
+
+@dataclass(frozen=True)
+class HttpSettings:
+    """How the server reads requests, from the environment:
+
+    - ``TENURE_FORWARDED_ALLOW_IPS``: the proxies (addresses or networks, comma-separated;
+      ``*``: any) whose ``X-Forwarded-For`` names the client. Default none: the client is the
+      connection's peer, whatever the request's headers say.
+    - ``TENURE_HEADER_TIMEOUT_MS``: a request's line and headers must arrive within this long of
+      its first byte (10,000 ms), else the connection is closed.
+    - ``TENURE_BODY_TIMEOUT_MS``: its body within this long of its headers (30,000 ms), else
+      ``408 request_timeout`` and the connection is closed.
+    """
+
+    forwarded_allow_ips: str = ""
+    header_timeout_ms: int = DEFAULT_HEADER_TIMEOUT_MS
+    body_timeout_ms: int = DEFAULT_BODY_TIMEOUT_MS
+
+    @property
+    def proxies(self) -> list[str]:
+        """The trusted proxies, one address or network each."""
+        return [p.strip() for p in self.forwarded_allow_ips.split(",") if p.strip()]
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> HttpSettings:
+        env = os.environ if env is None else env
+        ips = env.get("TENURE_FORWARDED_ALLOW_IPS", "")
+        return cls(ips, **_ints(env, cls, _HTTP_ENV))
+
+
+_HTTP_ENV = {
+    "header_timeout_ms": "TENURE_HEADER_TIMEOUT_MS",
+    "body_timeout_ms": "TENURE_BODY_TIMEOUT_MS",
 }

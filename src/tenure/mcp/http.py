@@ -1,12 +1,12 @@
 """``/mcp`` on ``tenure serve``: the MCP tools over streamable HTTP, behind the REST bearer tokens.
 
-Every request is authenticated by the one token check of the REST API,
-:meth:`tenure.service.principals.Principals.authenticate`, before the SDK sees it: no token, or an
-unknown
-or revoked one, is refused with the REST API's ``401 unauthenticated`` problem. The principal is
-put in the request's ASGI scope, and each tool call acts as the principal of its own request
-through a :class:`~tenure.mcp.backend.ServiceBackend`: identity comes from authentication, never
-from the MCP session or a header the SDK reads.
+Every request is authenticated by the one token check of the REST API (the server's, with its
+caches and its limit on failed authentications per client address) before the SDK sees it: no
+token, or an unknown or revoked one, is refused with the REST API's ``401 unauthenticated``
+problem, and a client address past its budget of failures gets ``429 rate_limited``. The
+principal is put in the request's ASGI scope, and each tool call acts as the principal of its
+own request through a :class:`~tenure.mcp.backend.ServiceBackend`: identity comes from
+authentication, never from the MCP session or a header the SDK reads.
 
 The transport is stateless with JSON replies (no server-held MCP sessions, no SSE streams): any
 request may reach any of several ``tenure serve`` instances sharing a database, as the REST API
@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -52,6 +52,8 @@ from tenure.mcp.tools import build_server
 from tenure.service.leases import Service
 from tenure.service.principals import Principals
 
+#: the server's token check: ``(token, client address) -> principal``, or it raises
+Authenticate = Callable[[str | None, str | None], Awaitable[Principal]]
 PATH = "/mcp"
 SCOPE_KEY = "tenure.principal"
 SESSION_KEY = "tenure.session"
@@ -83,6 +85,9 @@ def problem(err: TenureError, scope: Scope) -> Response:
         headers["WWW-Authenticate"] = 'Bearer realm="tenure"' + (
             ', error="invalid_token"' if given else ""
         )
+    retry = getattr(err, "retry_after_s", None)
+    if isinstance(retry, int):
+        headers["Retry-After"] = str(retry)
     return JSONResponse(err.to_problem(), err.status, headers, media_type=PROBLEM)
 
 
@@ -163,17 +168,22 @@ class McpEndpoint:
         self.server.streamable_http_app(stateless_http=True, json_response=True, host=host)
         self._service: Service | None = None
         self._principals: Principals | None = None
+        self._authenticate: Authenticate | None = None
 
     def mount(self, app: Any) -> None:
         """Route ``/mcp`` (any method) of a Starlette or FastAPI ``app`` to this endpoint."""
         app.router.routes.append(Route(PATH, endpoint=self, include_in_schema=False))
 
     @asynccontextmanager
-    async def running(self, service: Service, principals: Principals) -> AsyncIterator[None]:
+    async def running(
+        self, service: Service, principals: Principals, authenticate: Authenticate | None = None
+    ) -> AsyncIterator[None]:
         """Serve with ``service`` while the app runs (inside its lifespan). A verb that ends a
         lease wakes the server's long-polls through the service's listeners, as every verb
-        does."""
+        does. ``authenticate``: the server's own token check (its caches and its limit on
+        failed authentications per client address); without it, ``principals`` in a thread."""
         self._service, self._principals = service, principals
+        self._authenticate = authenticate
         async with self.server.session_manager.run():
             yield
 
@@ -182,7 +192,7 @@ class McpEndpoint:
         if principals is None:
             raise RuntimeError("the MCP endpoint is not running (the app's lifespan did not run)")
         try:
-            principal = await anyio.to_thread.run_sync(principals.authenticate, bearer(scope))
+            principal = await self._principal(principals, scope)
             session = session_of(scope)
         except TenureError as err:
             await problem(err, scope)(scope, receive, send)
@@ -198,6 +208,12 @@ class McpEndpoint:
             receive, send = handing_out_sessions(receive, send)
         scope = {**scope, SCOPE_KEY: principal, SESSION_KEY: session}
         await self.server.session_manager.asgi_app(scope, receive, send)
+
+    async def _principal(self, principals: Principals, scope: Scope) -> Principal:
+        if self._authenticate is None:
+            return await anyio.to_thread.run_sync(principals.authenticate, bearer(scope))
+        client = scope.get("client")
+        return await self._authenticate(bearer(scope), client[0] if client else None)
 
     def backend_for(self, ctx: Context) -> ServiceBackend:
         """The backend of the principal that authenticated the tool call's HTTP request, in

@@ -20,6 +20,7 @@ import uvicorn
 
 from tenure.server.http.app import Mount, TenureApp, create_app
 from tenure.server.protocol import hot_protocol
+from tenure.server.timeouts import timed_protocol
 from tenure.settings import Settings
 from tenure.store import durability
 from tenure.store.dburl import masked
@@ -66,10 +67,17 @@ def config(
     """uvicorn's settings for ``app``, as ``tenure serve`` runs it. ``access_log``: a line per
     request on stderr (off by default: at thousands of requests a second it costs a tenth of the
     server's CPU; ``/metrics`` counts requests by route). Without it the hot calls skip ASGI
-    (:mod:`tenure.server.protocol`), which the access log is written on."""
-    if not access_log:
-        options.setdefault("http", hot_protocol(app))
+    (:mod:`tenure.server.protocol`), which the access log is written on. Either way each
+    request's headers and body are read within the app's timeouts
+    (:mod:`tenure.server.timeouts`), and ``X-Forwarded-For`` is believed only from the proxies
+    of ``TENURE_FORWARDED_ALLOW_IPS``."""
+    options.setdefault("http", timed_protocol(app) if access_log else hot_protocol(app))
     options.setdefault("timeout_graceful_shutdown", 30)
+    # X-Forwarded-For names the client only when it comes from a configured proxy (uvicorn's
+    # own default believes any process on the machine)
+    proxies = app.http_settings.proxies
+    options.setdefault("proxy_headers", bool(proxies))
+    options.setdefault("forwarded_allow_ips", proxies)
     return uvicorn.Config(
         app, host=host, port=port, access_log=access_log, lifespan="on", **options
     )

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 import gc
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import Any, Protocol
 
@@ -16,7 +16,7 @@ from fastapi import FastAPI
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tenure.core.clock import Clock, SystemClock
-from tenure.core.models import EventDraft, freed_keys
+from tenure.core.models import EventDraft, Principal, freed_keys
 from tenure.core.version import __version__
 from tenure.server import dashboard
 from tenure.server.http import convertors, openapi, problems
@@ -37,7 +37,7 @@ from tenure.server.runtime.waiters import Slots, Waiters
 from tenure.service.leases import Service
 from tenure.service.principals import Principals
 from tenure.service.reaper import Reaper
-from tenure.settings import Settings
+from tenure.settings import HttpSettings, Settings
 from tenure.store.health import first_line
 from tenure.store.open import open_store
 from tenure.verbs.registry import VERBS
@@ -63,6 +63,8 @@ class TenureApp(FastAPI):
             return
         await super().__call__(scope, receive, send)
 
+    #: how requests are read: proxies, header and body timeouts (``tenure.server.run``)
+    http_settings: HttpSettings = HttpSettings()
     #: The server's state, set when the lifespan opened the store (a plain attribute, not
     #: ``app.state``: Starlette's ``State.__getattr__`` was a measurable share of a hot call).
     tenure: State | None = None
@@ -88,13 +90,17 @@ def _wake(bell: Bell, waiters: Waiters, events: Sequence[EventDraft]) -> None:
         waiters.notify(key)
 
 
+#: the server's token check (:meth:`Authenticator.authenticate`): ``(token, client address)``
+Authenticate = Callable[[str | None, str | None], Awaitable[Principal]]
+
+
 class Mount(Protocol):
     """An ASGI endpoint served beside the routes with the started service (``/mcp``: the MCP
     tools; :mod:`tenure.compose` mounts it)."""
 
     def mount(self, app: FastAPI) -> None: ...
     def running(
-        self, service: Service, principals: Principals
+        self, service: Service, principals: Principals, authenticate: Authenticate
     ) -> AbstractAsyncContextManager[None]: ...
 
 
@@ -136,7 +142,8 @@ def create_app(
         try:
             async with AsyncExitStack() as running:
                 for mount in mounts:
-                    await running.enter_async_context(mount.running(service, st.principals))
+                    serving = mount.running(service, st.principals, st.auth.authenticate)
+                    await running.enter_async_context(serving)
                 yield
         finally:
             waiters.close()
@@ -162,6 +169,7 @@ def create_app(
     app.add_middleware(JsonByDefault)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
     app.hot_path_limit = settings.max_body_bytes
+    app.http_settings = settings.http
     convertors.install()  # ``{name:principal}``
     add_verb_routes(app, [verb for verb in VERBS if verb not in (*HAND_SERVED, *HOOK_SERVED)])
     add_hook_routes(app)
