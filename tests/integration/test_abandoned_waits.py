@@ -73,9 +73,9 @@ def events(http: httpx.Client, **query: Any) -> list[dict[str, Any]]:
     return found
 
 
-def refused(http: httpx.Client, actor: str) -> bool:
-    """Whether ``actor``'s acquisition of KEY was refused once (it waits in line now)."""
-    return any(e["actor"] == actor for e in events(http, type="conflict"))
+def refused(http: httpx.Client, actor: str) -> int:
+    """How often ``actor``'s acquisition of KEY was refused (once refused, it waits in line)."""
+    return sum(e["actor"] == actor for e in events(http, type="conflict"))
 
 
 def acquire(http: httpx.Client, **body: Any) -> httpx.Response:
@@ -165,28 +165,37 @@ def test_an_abandoned_events_long_poll_gives_its_wait_back(store_url: str) -> No
         live.stop()
 
 
-def test_lock_acquire_wait_interrupted_leaves_nothing_held(
-    live_server: LiveServer, shell: Callable[..., Shell]
+COMMANDS = {
+    "lock-acquire": ["lock", "acquire", KEY, "--ttl", "10m", "--wait", "60s"],
+    "run": ["run", KEY, "--ttl", "10m", "--wait", "60s", "--", "true"],
+}
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_a_cli_wait_interrupted_leaves_nothing_held(
+    live_server: LiveServer, shell: Callable[..., Shell], command: str, signum: int
 ) -> None:
-    """``tenure lock acquire KEY --wait 60s`` Ctrl-C'd while it waits: when the key frees, the
-    next waiter gets it."""
+    """``tenure lock acquire KEY --wait 60s`` or ``tenure run KEY --wait 60s -- CMD``
+    interrupted while it waits: when the key frees, the next waiter gets it."""
     bo = shell("bo")
+    args = COMMANDS[command]
     with (
         live_server.http(live_server.token_for("ann")) as ann,
         live_server.http(live_server.token_for("cy")) as cy,
     ):
         held = acquire(ann, ttl_ms=60_000)
         proc = subprocess.Popen(
-            [sys.executable, "-m", "tenure.cli", "lock", "acquire", KEY, "--ttl", "10m"]
-            + ["--wait", "60s"],
+            [sys.executable, "-m", "tenure.cli", *args],
             env=bo.env(),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
         )
         try:
-            wait_for(lambda: refused(ann, "bo"), "the CLI's acquisition to wait in line")
-            proc.send_signal(signal.SIGINT)
+            wait_for(lambda: refused(ann, "bo") > 0, "the CLI's acquisition to be refused")
+            wait_for(lambda: waiting(live_server) == 1, "it to wait in line")
+            proc.send_signal(signum)
             proc.communicate(timeout=20)
             assert proc.returncode != 0
         finally:

@@ -59,9 +59,9 @@ def state_of(server: LiveServer) -> str:
 def test_ctrl_c_as_the_grant_arrives_releases_it(live_server: LiveServer) -> None:
     token = live_server.token_for("bo")
     transport = InterruptedOnReply(HttpTransport(live_server.url, token), KeyboardInterrupt())
-    with tenure.Client(live_server.url, token=token, transport=transport) as client:
-        with pytest.raises(KeyboardInterrupt):
-            client.acquire(KEY, ttl_ms=600_000, wait_ms=5_000)
+    client = tenure.Client(live_server.url, token=token, transport=transport)
+    with client, pytest.raises(KeyboardInterrupt):
+        client.acquire(KEY, ttl_ms=600_000, wait_ms=5_000)
     assert state_of(live_server) == "released"
 
 

@@ -82,9 +82,7 @@ async def raced_grant(
 
 
 @pytest.mark.parametrize("chunked", [False, True], ids=["hot-asgi", "fastapi"])
-def test_a_grant_whose_waiter_left_is_released_with_a_reason(
-    store_url: str, chunked: bool
-) -> None:
+def test_a_grant_whose_waiter_left_is_released_with_a_reason(store_url: str, chunked: bool) -> None:
     sent, events, lease = asyncio.run(raced_grant(store_url, chunked))
     bodies = [m for m in sent if m["type"] == "http.response.body" and m.get("body")]
     assert not bodies  # nobody was there to answer
