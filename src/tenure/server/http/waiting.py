@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 from starlette.types import Receive
 
 from tenure.core.models import Principal
+from tenure.errors import TenureError
 from tenure.server.http.deps import State
 from tenure.server.runtime.departure import Withdrawn, watching
 
@@ -64,8 +65,11 @@ async def release_unreached(st: State, me: Principal, out: Any) -> None:
         return
     key, token = lease["key"], lease["token"]
     try:
-        await st.executor.run(lambda: st.service.withdraw(me, key, token), key)
+        done = await st.executor.run(lambda: st.service.withdraw(me, key, token), key)
+    except TenureError:  # it ended meanwhile (force-released and taken): nothing left to end
+        return
     except Exception:  # it still ends at its deadline; the log says why it was not ended now
         log.exception("could not release %r (token %s) granted to a waiter that left", key, token)
         return
-    st.service.metrics.inc(GONE_TOTAL, (("outcome", "released"),))
+    if done.released:
+        st.service.metrics.inc(GONE_TOTAL, (("outcome", "released"),))
