@@ -59,10 +59,6 @@ class Bell:
         for waiter in self._waiters:
             waiter.set()
 
-    def waiting(self) -> int:
-        """Long-polls and streams asleep on the bell now."""
-        return len(self._waiters)
-
     async def wait(self, seen: int, seconds: float, departure: Departure | None = None) -> None:
         """Sleep until a ring after ``seen`` (a value of :attr:`rung`), or ``seconds`` pass, or
         the client of ``departure`` leaves."""
