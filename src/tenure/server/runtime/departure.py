@@ -8,7 +8,7 @@ and marks the :class:`Departure` when it comes; whatever sleeps on an event it r
 :meth:`Departure.waking` is woken at once, looks at :attr:`Departure.gone` and stops waiting.
 A waiter that is gone is never granted: the acquisition is withdrawn from its key's queue, and a
 grant that committed before the departure was seen is released by the route
-(:func:`tenure.server.http.withdraw.release_unreached`).
+(:func:`tenure.server.http.waiting.release_unreached`).
 """
 
 from __future__ import annotations
