@@ -14,6 +14,7 @@ from typing import Any
 from tenure.core import validate as v
 from tenure.core.compaction import CompactionResult, Retention
 from tenure.core.decide import (
+    WAITER_GONE,
     Decision,
     decide_acquire,
     decide_force_release,
@@ -196,6 +197,17 @@ class Service(Engine):
         sid = v.check_session(session)
         result: ReleaseResult = self._run(
             key, lambda tx: decide_release(tx.record, key, me, token, tx.now, sid)
+        )
+        return result
+
+    def withdraw(self, who: Who, key: str, token: int) -> ReleaseResult:
+        """End lease ``token`` on ``key``, granted to a waiting acquisition of ``who`` whose
+        client had gone before the reply reached it: a ``released`` event with reason
+        ``waiter_gone``, so the next waiter gets the key at once."""
+        me = as_principal(who)
+        token = v.check_token(token)
+        result: ReleaseResult = self._run(
+            key, lambda tx: decide_release(tx.record, key, me, token, tx.now, reason=WAITER_GONE)
         )
         return result
 
