@@ -21,6 +21,7 @@ from tenure.core.models import (
     FencedValue,
     FencedWrite,
     KeyRecord,
+    LostLease,
     Principal,
 )
 from tenure.core.token_floor import TokenFloor
@@ -150,6 +151,14 @@ class Store(Reads, Writes, Compaction, Protocol):
         key, separated by commas; the parts, put end to end, are the inside of the array
         (``b"[" + b"".join(them) + b"]"``), so that the reply around them takes one copy of the
         text (22 MB for 100,000 leases), not two more (PostgreSQL sends it in several)."""
+        ...
+
+    def lapsed(self, holder: str, session: str, window_ms: int) -> tuple[int, list[LostLease]]:
+        """The leases of ``holder``'s ``session`` that expired (recorded or not yet) or were
+        force-released, whose deadline is less than ``window_ms`` before the instant (or after
+        it): ``(the instant, each one's key, reason and token)``, by key. Read on indexes of
+        ended leases by deadline, unended leases by deadline and items by assignee: its cost
+        does not grow with the session's live leases."""
         ...
 
     def reap(self, limit: int) -> list[Event]:

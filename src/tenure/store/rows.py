@@ -15,6 +15,7 @@ from tenure.core.models import (
     FencedValue,
     FencedWrite,
     KeyRecord,
+    LostLease,
     Principal,
 )
 from tenure.store.values import Credential
@@ -197,3 +198,8 @@ def transfer_params(t: Transfer) -> dict[str, Any]:
 
 def transfer_from(row: Sequence[Any]) -> Transfer:
     return Transfer(*row)
+
+
+def lapsed_of(found: Sequence[Sequence[Any]]) -> list[LostLease]:
+    """The rows of ``lapsed_leases`` (key, token, why), by key (in code point order)."""
+    return [LostLease(key, why, int(token)) for key, token, why in sorted(found)]

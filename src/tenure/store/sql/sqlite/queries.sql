@@ -185,6 +185,25 @@ WHERE holder = :holder AND ended IS NULL AND expires_at > :now
 RETURNING key, token, holder, task, ttl_ms, acquired_at, renewed_at, expires_at, renewals, meta,
           ended, fence_open, conflicts, session, scope;
 
+-- name: lapsed_leases
+-- The leases of :holder's :session that lapsed lately, for renew_all without keys: (key, token,
+-- why) of each one that expired (recorded or not yet) or was force-released, whose deadline is
+-- after :since. Each part reads an index of its own, never the holder's live leases: the
+-- ended leases by deadline (tenure_leases_idle), the unended ones past their deadline
+-- (tenure_leases_due), and the claims of the items assigned to :holder (tenure_items_assignee).
+SELECT key, token, ended FROM tenure_leases
+WHERE ended IS NOT NULL AND substr(key, 1, 6) <> 'items/' AND expires_at > :since
+  AND ended IN ('expired', 'force_released') AND holder = :holder AND session = :session
+UNION
+SELECT key, token, 'expired' FROM tenure_leases
+WHERE ended IS NULL AND expires_at > :since AND expires_at <= :now
+  AND holder = :holder AND session = :session
+UNION
+SELECT l.key, l.token, l.ended
+FROM tenure_items AS i JOIN tenure_leases AS l ON l.key = 'items/' || i.id
+WHERE i.assignee = :holder AND l.holder = :holder AND l.session = :session
+  AND l.ended IN ('expired', 'force_released') AND l.expires_at > :since;
+
 -- name: renew_held
 -- renew_all without keys, whose reply SQLite writes (renewed_json): the update of renew_all
 -- without its RETURNING, in the same write transaction as renewed_json, with the same :now.
