@@ -156,6 +156,7 @@ class Settings:
     handed: Mapping[str, int] = field(default_factory=dict)  # see handed_tokens()
     limits: Limits = field(default_factory=lambda: Limits())  # see Limits, at the end
     auth: AuthSettings = field(default_factory=lambda: AuthSettings())  # at the end
+    mcp_session_key: str | None = None  # TENURE_MCP_SESSION_KEY: signs /mcp's session ids
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -193,6 +194,7 @@ class Settings:
             handed=handed_tokens(env),
             limits=Limits.from_env(env),
             auth=AuthSettings.from_env(env),
+            mcp_session_key=env.get("TENURE_MCP_SESSION_KEY") or None,
         )
         given = {k: v for k, v in overrides.items() if v is not None}
         return replace(settings, **given) if given else settings
