@@ -520,7 +520,11 @@ class ServiceVsModel(RuleBasedStateMachine):
     def renew_all(self, who: Principal, sid: str | None) -> None:
         now, session = self.now, sid or ""  # without one: the default session's, no other
         ours = sorted(
-            (r for r in self.model.leases.values() if r.holder == who.name and r.session == session),
+            (
+                r
+                for r in self.model.leases.values()
+                if r.holder == who.name and r.session == session
+            ),
             key=lambda r: r.key,
         )
         window = max(p.max_ttl for p in (POLICY.default, *(p for _, p in POLICY.overrides)))

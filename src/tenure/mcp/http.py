@@ -115,7 +115,9 @@ def is_initialize(body: bytes) -> bool:
     return isinstance(message, dict) and message.get("method") == "initialize"
 
 
-def handing_out_sessions(receive: Receive, send: Send, issue: Callable[[], str]) -> tuple[Receive, Send]:
+def handing_out_sessions(
+    receive: Receive, send: Send, issue: Callable[[], str]
+) -> tuple[Receive, Send]:
     """``receive`` and ``send`` of a request without a session: a successful ``initialize``
     is answered with a new ``Mcp-Session-Id``, which names the connection's session from then
     on. The SDK reads the whole body before it answers, so the body is known by then."""

@@ -202,4 +202,5 @@ def transfer_from(row: Sequence[Any]) -> Transfer:
 
 def lapsed_of(found: Sequence[Sequence[Any]]) -> list[LostLease]:
     """The rows of ``lapsed_leases`` (key, token, why), by key (in code point order)."""
-    return [LostLease(key, why, int(token)) for key, token, why in sorted(found)]
+    lost = [LostLease(str(key), str(why), int(token)) for key, token, why in found]
+    return sorted(lost, key=lambda x: x.key)
