@@ -156,9 +156,9 @@ class Store(Reads, Writes, Compaction, Protocol):
     def lapsed(self, holder: str, session: str, window_ms: int) -> tuple[int, list[LostLease]]:
         """The leases of ``holder``'s ``session`` that expired (recorded or not yet) or were
         force-released, whose deadline is less than ``window_ms`` before the instant (or after
-        it): ``(the instant, each one's key, reason and token)``, by key. Read on indexes of
-        ended leases by deadline, unended leases by deadline and items by assignee: its cost
-        does not grow with the session's live leases."""
+        it): ``(the instant, each one's key, reason and token)``, by key. Read along an index of
+        the lapsed leases by holder, session and deadline and one of the unended leases by
+        deadline: its cost grows neither with the session's live leases nor with others'."""
         ...
 
     def reap(self, limit: int) -> list[Event]:

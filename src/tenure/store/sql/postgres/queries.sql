@@ -255,21 +255,19 @@ SELECT count(*), coalesce(string_agg(concat(
 FROM renewed;
 
 -- name: lapsed_leases
--- The leases of a holder's session that lapsed lately, for renew_all without keys: as SQLite's
--- lapsed_leases, each part on an index of its own (tenure_leases_idle, tenure_leases_due, and
--- the claims of the items assigned to the holder by tenure_items_assignee).
+-- The leases of a holder's session that lapsed lately, as SQLite's lapsed_leases: the recorded
+-- ones along tenure_leases_lapsed, the unrecorded ones along the unended leases by deadline
+-- (tenure_leases_due: the holder is filtered after, so its live leases are never read).
 SELECT key, token, ended FROM tenure_leases
-WHERE ended IS NOT NULL AND left(key, 6) <> 'items/' AND expires_at > %(since)s
-  AND ended IN ('expired', 'force_released') AND holder = %(holder)s AND session = %(session)s
-UNION
-SELECT key, token, 'expired' FROM tenure_leases
-WHERE ended IS NULL AND expires_at > %(since)s AND expires_at <= %(now)s
-  AND holder = %(holder)s AND session = %(session)s
-UNION
-SELECT l.key, l.token, l.ended
-FROM tenure_items AS i JOIN tenure_leases AS l ON l.key = 'items/' || i.id
-WHERE i.assignee = %(holder)s AND l.holder = %(holder)s AND l.session = %(session)s
-  AND l.ended IN ('expired', 'force_released') AND l.expires_at > %(since)s;
+WHERE holder = %(holder)s AND session = %(session)s AND expires_at > %(since)s
+  AND ended IN ('expired', 'force_released')
+UNION ALL
+SELECT key, token, 'expired' FROM (
+    SELECT key, token, holder, session FROM tenure_leases
+    WHERE ended IS NULL AND expires_at > %(since)s AND expires_at <= %(now)s
+    OFFSET 0
+) AS due
+WHERE holder = %(holder)s AND session = %(session)s;
 
 -- name: save_leases
 -- A group's leases, each as the group saved it last, in one statement (tenure.store.postgres_tx

@@ -188,21 +188,16 @@ RETURNING key, token, holder, task, ttl_ms, acquired_at, renewed_at, expires_at,
 -- name: lapsed_leases
 -- The leases of :holder's :session that lapsed lately, for renew_all without keys: (key, token,
 -- why) of each one that expired (recorded or not yet) or was force-released, whose deadline is
--- after :since. Each part reads an index of its own, never the holder's live leases: the
--- ended leases by deadline (tenure_leases_idle), the unended ones past their deadline
--- (tenure_leases_due), and the claims of the items assigned to :holder (tenure_items_assignee).
-SELECT key, token, ended FROM tenure_leases
-WHERE ended IS NOT NULL AND substr(key, 1, 6) <> 'items/' AND expires_at > :since
-  AND ended IN ('expired', 'force_released') AND holder = :holder AND session = :session
-UNION
-SELECT key, token, 'expired' FROM tenure_leases
+-- after :since. The recorded ones along a range of tenure_leases_lapsed (holder, session,
+-- deadline); the unrecorded ones (the reaper records them within a second) along a range of the
+-- unended leases by deadline (tenure_leases_due), never the holder's live leases.
+SELECT key, token, ended FROM tenure_leases INDEXED BY tenure_leases_lapsed
+WHERE holder = :holder AND session = :session AND expires_at > :since
+  AND ended IN ('expired', 'force_released')
+UNION ALL
+SELECT key, token, 'expired' FROM tenure_leases INDEXED BY tenure_leases_due
 WHERE ended IS NULL AND expires_at > :since AND expires_at <= :now
-  AND holder = :holder AND session = :session
-UNION
-SELECT l.key, l.token, l.ended
-FROM tenure_items AS i JOIN tenure_leases AS l ON l.key = 'items/' || i.id
-WHERE i.assignee = :holder AND l.holder = :holder AND l.session = :session
-  AND l.ended IN ('expired', 'force_released') AND l.expires_at > :since;
+  AND holder = :holder AND session = :session;
 
 -- name: renew_held
 -- renew_all without keys, whose reply SQLite writes (renewed_json): the update of renew_all
