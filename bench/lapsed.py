@@ -37,7 +37,9 @@ def fill(db: str, hold: int, churn: int, lapsed: int) -> None:
             kinds = kinds.replace("right(key, 1)", "substr(key, -1)")
         sql = f"UPDATE tenure_leases SET ended = {kinds} WHERE key >= 'churn/' AND key < 'churn0'"
         conn.execute(sql if not gdb.is_pg(db) else sql.encode())
-        mark = "UPDATE tenure_leases SET ended = 'expired' WHERE key >= 'lapsed/' AND key < 'lapsed0'"
+        mark = (
+            "UPDATE tenure_leases SET ended = 'expired' WHERE key >= 'lapsed/' AND key < 'lapsed0'"
+        )
         conn.execute(mark if not gdb.is_pg(db) else mark.encode())
         if gdb.is_pg(db):
             conn.execute(b"VACUUM ANALYZE tenure_leases")
