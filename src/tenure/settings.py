@@ -163,6 +163,7 @@ class Settings:
     limits: Limits = field(default_factory=lambda: Limits())  # see Limits, at the end
     auth: AuthSettings = field(default_factory=lambda: AuthSettings())  # at the end
     http: HttpSettings = field(default_factory=lambda: HttpSettings())  # at the end
+    mcp_session_key: str | None = None  # TENURE_MCP_SESSION_KEY: signs /mcp's session ids
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -202,6 +203,7 @@ class Settings:
             limits=Limits.from_env(env),
             auth=AuthSettings.from_env(env),
             http=HttpSettings.from_env(env),
+            mcp_session_key=env.get("TENURE_MCP_SESSION_KEY") or None,
         )
         given = {k: v for k, v in overrides.items() if v is not None}
         return replace(settings, **given) if given else settings

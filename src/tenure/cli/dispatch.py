@@ -79,7 +79,10 @@ def start_supervisor(orders: dict[str, object], log: Path) -> tuple[int, int]:
 )
 @click.argument("item", shell_complete=complete_items)
 @click.argument("cmd", nargs=-1, required=True)
-@click.option("--agent", help="The agent's name under yours (default: agent-<random>).")
+@click.option(
+    "--agent",
+    help="The agent's name under yours (default: agent-<instant>-<random>, never reused).",
+)
 @click.option("--ttl", type=DURATION, help="The claim's lease duration (default: the policy's).")
 @click.option("--task", help="What the claim serves.")
 @grace("After a lost claim, how long CMD has between SIGTERM and SIGKILL.")

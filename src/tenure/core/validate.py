@@ -54,6 +54,22 @@ def check_text(field: str, value: object, max_chars: int, *, required: bool = Tr
     return value
 
 
+#: the sessions of ``/mcp`` connections, which the server names (``mcp-http:<nonce>``): a
+#: client's ``session`` may not start with it, so no REST call acts in a connection's session
+RESERVED_SESSION_PREFIX = "mcp-http:"
+
+
+def check_client_session(session: object, field: str = "session") -> str:
+    """A session a client names (:func:`check_session`), outside the ``/mcp`` connections'
+    namespace (:data:`RESERVED_SESSION_PREFIX`)."""
+    checked = check_session(session, field)
+    if checked.startswith(RESERVED_SESSION_PREFIX):
+        raise _invalid(
+            field, f"must not start with {RESERVED_SESSION_PREFIX!r} (the /mcp connections')"
+        )
+    return checked
+
+
 def check_session(session: object, field: str = "session") -> str:
     """A holder's session: text of at most 128 bytes (UTF-8); ``None`` is the default ``""``."""
     if session is None:

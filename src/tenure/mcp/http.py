@@ -14,12 +14,16 @@ can. The SDK's Host/Origin checks (DNS-rebinding protection) are on when the ser
 loopback.
 
 Each MCP connection is a session of its principal, named by the connection's ``Mcp-Session-Id``:
-the answer to the ``initialize`` handshake carries a new id (``mcp-`` and 16 hex digits), which
-the client sends back with every later request of the connection; the tools of a request act in
-the session its header names. The id is not stored anywhere (the server keeps no session table),
-so any instance serves any request of any connection. A request without the header (a client
-that skipped the handshake) acts in the principal's default session ``""``, as a REST call
-without ``session`` does. Protocol revisions without a handshake (2026-07-28) have no connection
+the answer to the ``initialize`` handshake carries a new id, issued by the server and bound to
+the authenticated principal (:mod:`tenure.mcp.sessions`), which the client sends back with every
+later request of the connection; the tools of a request act in the session ``mcp-http:<nonce>``
+of its id, a namespace no REST call may name. An id the server did not issue, or issued to
+another principal, is answered ``404`` (the MCP answer to an unknown session: the client starts
+a new one with ``initialize``). The server keeps no session table: any instance with the same
+session key (``TENURE_MCP_SESSION_KEY``; else each process has its own) serves any request of
+any connection. A request without the header (a client that skipped the handshake) acts in the
+principal's default session ``""``, as a REST call without ``session`` does. Protocol revisions
+without a handshake (2026-07-28) have no connection
 to tell two agents under one token apart: their requests are answered with the version
 negotiation error (-32022) naming the handshake revisions, and clients fall back to the
 handshake (the SDKs' ``auto`` mode does so by itself). ``GET`` (a stream of server-initiated
@@ -30,9 +34,9 @@ their own once its calls stop) are answered ``405``.
 from __future__ import annotations
 
 import json
-import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any
 
 import anyio
@@ -45,9 +49,10 @@ from starlette.types import Message, Receive, Scope, Send
 
 from tenure.core.models import Principal
 from tenure.core.policy import PolicySet
-from tenure.core.validate import bearer_token, check_session
-from tenure.errors import TenureError, Unauthenticated
+from tenure.core.validate import bearer_token
+from tenure.errors import NotFound, TenureError, Unauthenticated
 from tenure.mcp.backend import ServiceBackend
+from tenure.mcp.sessions import SessionIds
 from tenure.mcp.tools import build_server
 from tenure.service.leases import Service
 from tenure.service.principals import Principals
@@ -91,15 +96,20 @@ def problem(err: TenureError, scope: Scope) -> Response:
     return JSONResponse(err.to_problem(), err.status, headers, media_type=PROBLEM)
 
 
-def session_of(scope: Scope) -> str:
-    """The session the request's ``Mcp-Session-Id`` names; ``""`` without one. A value that
-    cannot be a session (over 128 bytes, control characters) is ``invalid_request``."""
-    return check_session(header(scope, b"mcp-session-id"), SESSION_HEADER)
-
-
-def new_session() -> str:
-    """A new connection's session id: visible ASCII, as ``Mcp-Session-Id`` must be."""
-    return f"mcp-{secrets.token_hex(8)}"
+def session_of(scope: Scope, ids: SessionIds, principal: Principal) -> str:
+    """The tenure session of the request's ``Mcp-Session-Id``; ``""`` without one. An id the
+    server did not issue to ``principal`` is ``not_found`` (404)."""
+    given = header(scope, b"mcp-session-id")
+    if not given:
+        return ""
+    session = ids.session(principal.name, given)
+    if session is None:
+        raise NotFound(
+            f"{SESSION_HEADER}: no such MCP session of {principal.name!r}; start a new one "
+            "with initialize",
+            what="mcp_session",
+        )
+    return session
 
 
 def is_initialize(body: bytes) -> bool:
@@ -110,7 +120,9 @@ def is_initialize(body: bytes) -> bool:
     return isinstance(message, dict) and message.get("method") == "initialize"
 
 
-def handing_out_sessions(receive: Receive, send: Send) -> tuple[Receive, Send]:
+def handing_out_sessions(
+    receive: Receive, send: Send, issue: Callable[[], str]
+) -> tuple[Receive, Send]:
     """``receive`` and ``send`` of a request without a session: a successful ``initialize``
     is answered with a new ``Mcp-Session-Id``, which names the connection's session from then
     on. The SDK reads the whole body before it answers, so the body is known by then."""
@@ -128,7 +140,7 @@ def handing_out_sessions(receive: Receive, send: Send) -> tuple[Receive, Send]:
             and message.get("status") == 200
             and is_initialize(bytes(body))
         ):
-            given = (SESSION_HEADER.lower().encode(), new_session().encode("ascii"))
+            given = (SESSION_HEADER.lower().encode(), issue().encode("ascii"))
             message = {**message, "headers": [*message.get("headers", []), given]}
         await send(message)
 
@@ -162,7 +174,12 @@ async def handshake_required(version: str, scope: Scope, receive: Receive, send:
 class McpEndpoint:
     """The ASGI app of ``/mcp``: authenticate, then hand the request to the SDK."""
 
-    def __init__(self, host: str, policy: PolicySet | None = None) -> None:
+    def __init__(
+        self, host: str, policy: PolicySet | None = None, session_key: bytes | None = None
+    ) -> None:
+        """``session_key``: what the ``Mcp-Session-Id`` values are signed with (the same on
+        every server of one database; ``None``: a random key of this process)."""
+        self.ids = SessionIds(session_key)
         self.server = build_server(self.backend_for, policy)
         # Builds the SDK's session manager; its Starlette app is not used (this is the app).
         self.server.streamable_http_app(stateless_http=True, json_response=True, host=host)
@@ -193,7 +210,7 @@ class McpEndpoint:
             raise RuntimeError("the MCP endpoint is not running (the app's lifespan did not run)")
         try:
             principal = await self._principal(principals, scope)
-            session = session_of(scope)
+            session = session_of(scope, self.ids, principal)
         except TenureError as err:
             await problem(err, scope)(scope, receive, send)
             return
@@ -205,7 +222,8 @@ class McpEndpoint:
             await handshake_required(version, scope, receive, send)
             return
         if not session:
-            receive, send = handing_out_sessions(receive, send)
+            issue = partial(self.ids.issue, principal.name)
+            receive, send = handing_out_sessions(receive, send, issue)
         scope = {**scope, SCOPE_KEY: principal, SESSION_KEY: session}
         await self.server.session_manager.asgi_app(scope, receive, send)
 

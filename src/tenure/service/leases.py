@@ -7,6 +7,7 @@ Each write is one short transaction on the key: lock, read the instant, decide (
 from __future__ import annotations
 
 import builtins
+import json
 from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
@@ -34,6 +35,7 @@ from tenure.core.models import (
     Lease,
     LeaseQuery,
     LostLease,
+    Principal,
     ReleaseAllResult,
     ReleaseResult,
     RenewAllResult,
@@ -133,13 +135,15 @@ class Service(Engine):
     def renew_all(
         self, who: Who, keys: Iterable[str] | None = None, session: str | None = None
     ) -> RenewAllResult:
-        """Renew every live lease of ``who`` (only those of its ``session`` when given; or those
-        in ``keys``), each with its own ttl.
+        """Renew every live lease of ``who``'s ``session`` (``None``: the default session
+        ``""``), each with its own ttl; or those in ``keys`` (of any session of ``who``, or of
+        ``session`` only when given).
 
-        One transaction renews every lease that is live; the keys it did not renew are then
-        looked at one by one, to name why each one is lost."""
+        One transaction renews every lease that is live. Without ``keys``, ``lost`` lists the
+        session's leases that lapsed lately (:meth:`_lapsed`); with ``keys``, the keys it did
+        not renew are looked at one by one, to name why each one is lost."""
         me = as_principal(who)
-        sid = None if session is None else v.check_session(session)
+        sid = _session_of(session, keys is None)
         wanted = None
         if keys is not None:
             wanted = list(dict.fromkeys(self._check_key(k) for k in _as_list(keys, "keys")))
@@ -148,7 +152,8 @@ class Service(Engine):
             self.metrics.inc("tenure_renewals_total", by=len(records))
         by_key = {r.key: r.lease(now) for r in records}
         if wanted is None:
-            return RenewAllResult(tuple(by_key[k] for k in sorted(by_key)), ())
+            renewed_all = tuple(by_key[k] for k in sorted(by_key))
+            return RenewAllResult(renewed_all, self._lapsed(me, sid or ""))
         renewed, lost = [], []
         for key in wanted:
             if key in by_key:
@@ -167,15 +172,24 @@ class Service(Engine):
 
     def renew_all_json(self, who: Who, session: str | None = None) -> bytes:
         """``renew_all(who, session=session)`` (no ``keys``) as the JSON of its reply,
-        ``{"renewed": [...], "lost": []}``: equal, once parsed, to its ``to_dict()``. The
+        ``{"renewed": [...], "lost": [...]}``: equal, once parsed, to its ``to_dict()``. The
         database writes the array of renewed leases, so no lease becomes a Python object (a
         heartbeat over 100,000 leases: a 22 MB reply)."""
         me = as_principal(who)
-        sid = None if session is None else v.check_session(session)
+        sid = v.check_session(session)
         _, leases, count = self.store.renew_all_json(me.name, sid)
         if count:
             self.metrics.inc("tenure_renewals_total", by=count)
-        return b"".join([b'{"renewed":[', *leases, b'],"lost":[]}'])
+        lost = json.dumps([x.to_dict() for x in self._lapsed(me, sid)], separators=(",", ":"))
+        return b"".join([b'{"renewed":[', *leases, b'],"lost":', lost.encode(), b"}"])
+
+    def _lapsed(self, me: Principal, session: str) -> tuple[LostLease, ...]:
+        """The leases of ``me``'s ``session`` that expired or were force-released and whose
+        deadline is at most the longest ``max_ttl`` of the policy ago (a heartbeat that missed
+        beats still hears of them; one taken by someone else since is not listed)."""
+        policies = (self.policy.default, *(p for _, p in self.policy.overrides))
+        window = max(p.max_ttl for p in policies)
+        return tuple(self.store.lapsed(me.name, session, window)[1])
 
     def extend(
         self, who: Who, key: str, token: int, until: int | None = None, by_ms: int | None = None
@@ -421,6 +435,14 @@ class Service(Engine):
 
 def _draft(e: Event) -> EventDraft:
     return EventDraft(e.type, e.key, e.holder, e.task, e.token, e.actor, e.reason, e.data)
+
+
+def _session_of(session: str | None, whole: bool) -> str | None:
+    """The session a renew-all renews: without keys (``whole``) ``session`` or the default
+    ``""``, never every session's; with keys, ``None`` (any of the caller's) unless given."""
+    if session is None and not whole:
+        return None
+    return v.check_session(session)
 
 
 def _as_list(values: Iterable[str], field: str) -> list[str]:

@@ -21,6 +21,7 @@ from tenure.core.models import (
     FencedValue,
     FencedWrite,
     KeyRecord,
+    LostLease,
     Principal,
 )
 from tenure.core.retention import Pruned
@@ -158,6 +159,14 @@ class Store(Reads, Writes, Compaction, Protocol):
         key, separated by commas; the parts, put end to end, are the inside of the array
         (``b"[" + b"".join(them) + b"]"``), so that the reply around them takes one copy of the
         text (22 MB for 100,000 leases), not two more (PostgreSQL sends it in several)."""
+        ...
+
+    def lapsed(self, holder: str, session: str, window_ms: int) -> tuple[int, list[LostLease]]:
+        """The leases of ``holder``'s ``session`` that expired (recorded or not yet) or were
+        force-released, whose deadline is less than ``window_ms`` before the instant (or after
+        it): ``(the instant, each one's key, reason and token)``, by key. Read along an index of
+        the lapsed leases by holder, session and deadline and one of the unended leases by
+        deadline: its cost grows neither with the session's live leases nor with others'."""
         ...
 
     def reap(self, limit: int) -> list[Event]:

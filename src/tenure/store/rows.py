@@ -16,6 +16,7 @@ from tenure.core.models import (
     FencedValue,
     FencedWrite,
     KeyRecord,
+    LostLease,
     Principal,
 )
 from tenure.core.validate import MAX_JSON_DEPTH, json_depth
@@ -241,3 +242,9 @@ def transfer_params(t: Transfer) -> dict[str, Any]:
 
 def transfer_from(row: Sequence[Any]) -> Transfer:
     return Transfer(*row)
+
+
+def lapsed_of(found: Sequence[Sequence[Any]]) -> list[LostLease]:
+    """The rows of ``lapsed_leases`` (key, token, why), by key (in code point order)."""
+    lost = [LostLease(str(key), str(why), int(token)) for key, token, why in found]
+    return sorted(lost, key=lambda x: x.key)

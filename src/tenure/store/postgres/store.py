@@ -28,6 +28,7 @@ from tenure.core.models import (
     Event,
     EventDraft,
     KeyRecord,
+    LostLease,
 )
 from tenure.core.token_floor import TokenFloor
 from tenure.store import rows
@@ -405,6 +406,12 @@ class PostgresStore(PostgresStats, Reads, Writes, Compaction):
     def renew_all_json(self, holder: str, session: str | None) -> tuple[int, list[bytes], int]:
         with self._tx() as cur:
             return renew_json.renew_all_json(cur, holder, session, lambda: self._now(cur))
+
+    def lapsed(self, holder: str, session: str, window_ms: int) -> tuple[int, list[LostLease]]:
+        with self.pool.connection() as conn, conn.cursor() as cur:
+            now = self._now(cur)
+            params = {"holder": holder, "session": session, "now": now, "since": now - window_ms}
+            return now, rows.lapsed_of(cur.execute(Q["lapsed_leases"], params).fetchall())
 
     def reap(self, limit: int) -> list[Event]:
         with self._tx() as cur:

@@ -16,6 +16,7 @@ from tenure.core.decide import reaped_event
 from tenure.core.models import (
     Event,
     KeyRecord,
+    LostLease,
 )
 from tenure.store import durability, rows
 from tenure.store.errors import sync_failed
@@ -468,6 +469,12 @@ class SqliteStore(SqliteRecords, SqliteStats):
             if count != renewed:  # renewed_json's predicate no longer matches renew_held's
                 raise RuntimeError(f"renewed {renewed} leases of {holder!r} but listed {count}")
             return now, [leases] if leases else [], count
+
+    def lapsed(self, holder: str, session: str, window_ms: int) -> tuple[int, list[LostLease]]:
+        now = self.clock.now_ms()
+        params = {"holder": holder, "session": session, "now": now, "since": now - window_ms}
+        found = self._conn().execute(Q["lapsed_leases"], params).fetchall()
+        return now, rows.lapsed_of(found)
 
     def reap(self, limit: int) -> list[Event]:
         with self._write() as conn:

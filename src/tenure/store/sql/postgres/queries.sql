@@ -255,6 +255,21 @@ SELECT count(*), coalesce(string_agg(concat(
        ), ',' ORDER BY key COLLATE "C"), '')
 FROM renewed;
 
+-- name: lapsed_leases
+-- The leases of a holder's session that lapsed lately, as SQLite's lapsed_leases: the recorded
+-- ones along tenure_leases_lapsed, the unrecorded ones along the unended leases by deadline
+-- (tenure_leases_due: the holder is filtered after, so its live leases are never read).
+SELECT key, token, ended FROM tenure_leases
+WHERE holder = %(holder)s AND session = %(session)s AND expires_at > %(since)s
+  AND ended IN ('expired', 'force_released')
+UNION ALL
+SELECT key, token, 'expired' FROM (
+    SELECT key, token, holder, session FROM tenure_leases
+    WHERE ended IS NULL AND expires_at > %(since)s AND expires_at <= %(now)s
+    OFFSET 0
+) AS due
+WHERE holder = %(holder)s AND session = %(session)s;
+
 -- name: save_leases
 -- A group's leases, each as the group saved it last, in one statement (tenure.store.postgres_tx
 -- Group.commit). Tokens only grow, as in save_lease: if any row would get a lower token, fewer

@@ -186,6 +186,20 @@ WHERE holder = :holder AND ended IS NULL AND expires_at > :now
 RETURNING key, token, holder, task, ttl_ms, acquired_at, renewed_at, expires_at, renewals, meta,
           ended, fence_open, conflicts, session, scope;
 
+-- name: lapsed_leases
+-- The leases of :holder's :session that lapsed lately, for renew_all without keys: (key, token,
+-- why) of each one that expired (recorded or not yet) or was force-released, whose deadline is
+-- after :since. The recorded ones along a range of tenure_leases_lapsed (holder, session,
+-- deadline); the unrecorded ones (the reaper records them within a second) along a range of the
+-- unended leases by deadline (tenure_leases_due), never the holder's live leases.
+SELECT key, token, ended FROM tenure_leases INDEXED BY tenure_leases_lapsed
+WHERE holder = :holder AND session = :session AND expires_at > :since
+  AND ended IN ('expired', 'force_released')
+UNION ALL
+SELECT key, token, 'expired' FROM tenure_leases INDEXED BY tenure_leases_due
+WHERE ended IS NULL AND expires_at > :since AND expires_at <= :now
+  AND holder = :holder AND session = :session;
+
 -- name: renew_held
 -- renew_all without keys, whose reply SQLite writes (renewed_json): the update of renew_all
 -- without its RETURNING, in the same write transaction as renewed_json, with the same :now.
