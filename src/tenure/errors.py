@@ -217,9 +217,10 @@ class TooManyWaits(TenureError):
 
 
 class RateLimited(TenureError):
-    """Too many failed authentications came from the caller's address: for a moment it is
-    refused without a look at its token. Nothing was done; the reply's ``Retry-After`` (and
-    ``retry_after_s``) says when to try again."""
+    """Too many failed authentications came from the caller's address: for a moment a token
+    that cannot be valid (malformed, just refused, or naming no live token) is refused without
+    a look at the database; a valid one still works. Nothing was done; the reply's
+    ``Retry-After`` (and ``retry_after_s``) says when to try again."""
 
     code, status, title = "rate_limited", 429, "too many failed authentications"
     fields = ("retry_after_s",)
@@ -242,6 +243,13 @@ class QuotaExceeded(TenureError):
     retry_after_s: int | None
 
 
+class RequestTimeout(TenureError):
+    """The request's body did not arrive within the server's body timeout of its headers. Nothing
+    was done; the server closed the connection after this answer."""
+
+    code, status, title = "request_timeout", 408, "the request's body came too slowly"
+
+
 __all__ = [
     "AssignedToOther",
     "Conflict",
@@ -256,6 +264,7 @@ __all__ = [
     "NotHolder",
     "QuotaExceeded",
     "RateLimited",
+    "RequestTimeout",
     "StaleToken",
     "TenureError",
     "TooLarge",

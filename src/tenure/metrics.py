@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import bisect
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,6 +41,10 @@ HELP = {
     "by outcome, served by this server",
     "tenure_hold_seconds": "How long leases were held, by ending (recorded by this server)",
     "tenure_request_duration_seconds": "HTTP request latency by route template (this server)",
+    "tenure_waiters_gone_total": "Waiting acquisitions whose client left: withdrawn while "
+    "waiting, or granted as it left and released at once (this server)",
+    "tenure_open_waits": "Long-polls and event streams open now (this server)",
+    "tenure_waiting_acquisitions": "Acquisitions waiting in line for a key now (this server)",
 }
 
 
@@ -108,9 +112,13 @@ class Metrics:
                 ending = "completed" if (e.type, e.reason) == ("released", "completed") else e.type
                 self.observe("tenure_hold_seconds", held / 1000, (("ending", ending),))
 
-    def render(self, db: dict[str, Any]) -> str:
-        """The exposition text: ``db`` is :meth:`tenure.service.stats.StatsView.stats` output."""
+    def render(self, db: dict[str, Any], now: Mapping[str, int] | None = None) -> str:
+        """The exposition text: ``db`` is :meth:`tenure.service.stats.StatsView.stats` output,
+        ``now`` this server's gauges read at the scrape (by name)."""
         out: list[str] = []
+        for name, n in (now or {}).items():
+            _family(out, name, "gauge")
+            out.append(f"{name} {n}")
         _family(out, "tenure_lease_endings_total", "counter")
         for ending, n in db["endings"].items():
             out.append(f"tenure_lease_endings_total{_labels((('ending', ending),))} {n}")

@@ -25,10 +25,14 @@
 - ``TENURE_STALL_MS``: when set, a live claim without progress for this long is ``stalled``,
   for every key, whatever the policy says. Unset (the default), the policy's ``stall_after``
   decides, per key prefix (10 minutes unless ``TENURE_POLICY`` says otherwise).
-- ``TENURE_EVENTS_MAX``, ``TENURE_EVENTS_MAX_AGE_MS``: event retention. The server keeps at
-  most this many events besides the endings (1,000,000) and none older than this (30 days): the
-  endings (``released``, ``expired``, ``force_released``, …) go by age only. Older ones are
-  pruned in batches, their counts kept in the all-time totals of ``/v1/stats``.
+- ``TENURE_EVENTS_MAX``, ``TENURE_EVENTS_MAX_AGE_MS``: event retention of the high-volume
+  kinds (refusals, extensions, progress, fenced writes): at most this many (1,000,000) and none
+  older than this (30 days). Older ones are pruned in batches, their counts kept in the
+  all-time totals of ``/v1/stats``.
+- ``TENURE_AUDIT_MAX_AGE_MS``: how long the security and ownership record is kept (principals,
+  tokens, roles, the token floor, acquisitions, claims, endings, dispatches, reassignments,
+  the items' history: :mod:`tenure.core.retention`), by age only (90 days; never less than
+  ``TENURE_EVENTS_MAX_AGE_MS``).
 - ``TENURE_COMPACT_EVERY_S``: how often the server runs a compaction pass (60 s; ``0`` turns
   the schedule off): lease rows of keys idle past the policy's ``lease_retention`` (7 days),
   op_ids past its ``op_window`` (24 h), events past the retention, and dispatched agents
@@ -55,6 +59,7 @@ from tenure.core.compaction import DEFAULT_AGENT_GRACE_MS, Retention
 from tenure.core.policy import Policy, PolicySet
 from tenure.core.quotas import SETTINGS as QUOTA_SETTINGS
 from tenure.core.quotas import Quotas
+from tenure.core.retention import DEFAULT_AUDIT_AGE_MS
 
 DEFAULT_PORT = 7676
 DEFAULT_HOST = "127.0.0.1"
@@ -149,6 +154,7 @@ class Settings:
     stall_ms: int | None = None  # TENURE_STALL_MS; None: the policy's stall_after decides
     events_max: int = DEFAULT_EVENTS_MAX
     events_max_age_ms: int = DEFAULT_EVENTS_MAX_AGE_MS
+    audit_max_age_ms: int = DEFAULT_AUDIT_AGE_MS
     compact_every_s: int = DEFAULT_COMPACT_EVERY_S  # 0: no scheduled compaction
     agent_grace_ms: int = DEFAULT_AGENT_GRACE_MS
     policy: PolicySet = field(default_factory=PolicySet)
@@ -163,6 +169,8 @@ class Settings:
     limits: Limits = field(default_factory=lambda: Limits())  # see Limits, at the end
     auth: AuthSettings = field(default_factory=lambda: AuthSettings())  # at the end
     quotas: Quotas = field(default_factory=Quotas)  # the per-principal bounds
+    http: HttpSettings = field(default_factory=lambda: HttpSettings())  # at the end
+    mcp_session_key: str | None = None  # TENURE_MCP_SESSION_KEY: signs /mcp's session ids
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -187,6 +195,7 @@ class Settings:
             stall_ms=_optional_int(env, "TENURE_STALL_MS"),
             events_max=_int(env, "TENURE_EVENTS_MAX", DEFAULT_EVENTS_MAX),
             events_max_age_ms=_int(env, "TENURE_EVENTS_MAX_AGE_MS", DEFAULT_EVENTS_MAX_AGE_MS),
+            audit_max_age_ms=_int(env, "TENURE_AUDIT_MAX_AGE_MS", DEFAULT_AUDIT_AGE_MS),
             compact_every_s=_int(env, "TENURE_COMPACT_EVERY_S", DEFAULT_COMPACT_EVERY_S, zero=True),
             agent_grace_ms=_int(env, "TENURE_AGENT_GRACE_MS", DEFAULT_AGENT_GRACE_MS),
             policy=parse_policy(env.get("TENURE_POLICY")),
@@ -201,6 +210,8 @@ class Settings:
             limits=Limits.from_env(env),
             auth=AuthSettings.from_env(env),
             quotas=Quotas(**_ints(env, Quotas, QUOTA_SETTINGS)),
+            http=HttpSettings.from_env(env),
+            mcp_session_key=env.get("TENURE_MCP_SESSION_KEY") or None,
         )
         given = {k: v for k, v in overrides.items() if v is not None}
         return replace(settings, **given) if given else settings
@@ -213,7 +224,9 @@ class Settings:
     @property
     def compaction(self) -> Retention:
         """What compaction keeps of the event log and of dispatched agents."""
-        return Retention(self.events_max, self.events_max_age_ms, self.agent_grace_ms)
+        return Retention(
+            self.events_max, self.events_max_age_ms, self.agent_grace_ms, self.audit_max_age_ms
+        )
 
 
 def _ints(env: Mapping[str, str], cls: type[Any], names: Mapping[str, str]) -> dict[str, Any]:
@@ -315,8 +328,8 @@ class AuthSettings:
       the database again (10,000 ms; at most 10,000 such tokens are remembered).
     - ``TENURE_AUTH_FAILURES_PER_S``, ``TENURE_AUTH_FAILURES_BURST``: failed authentications
       one client address may make, per second (10) and in a burst (50); past them the address
-      gets ``429 rate_limited`` with ``Retry-After``, a second late (tokens it used
-      successfully still work).
+      gets ``429 rate_limited`` with ``Retry-After``, a second late, for the tokens that cannot
+      be valid (a valid token is never refused for others' failures).
     """
 
     cache_ms: int = DEFAULT_AUTH_CACHE_MS
@@ -342,4 +355,45 @@ _AUTH_ENV = {
     "negative_ms": "TENURE_AUTH_NEGATIVE_MS",
     "failures_per_s": "TENURE_AUTH_FAILURES_PER_S",
     "failures_burst": "TENURE_AUTH_FAILURES_BURST",
+}
+
+
+# The HTTP connection: whom to believe about the client's address, how long a request may take
+# to arrive (docs/server.md, "Security model").
+DEFAULT_HEADER_TIMEOUT_MS = 10_000
+DEFAULT_BODY_TIMEOUT_MS = 30_000
+
+
+@dataclass(frozen=True)
+class HttpSettings:
+    """How the server reads requests, from the environment:
+
+    - ``TENURE_FORWARDED_ALLOW_IPS``: the proxies (addresses or networks, comma-separated;
+      ``*``: any) whose ``X-Forwarded-For`` names the client. Default none: the client is the
+      connection's peer, whatever the request's headers say.
+    - ``TENURE_HEADER_TIMEOUT_MS``: a request's line and headers must arrive within this long of
+      its first byte (10,000 ms), else the connection is closed.
+    - ``TENURE_BODY_TIMEOUT_MS``: its body within this long of its headers (30,000 ms), else
+      ``408 request_timeout`` and the connection is closed.
+    """
+
+    forwarded_allow_ips: str = ""
+    header_timeout_ms: int = DEFAULT_HEADER_TIMEOUT_MS
+    body_timeout_ms: int = DEFAULT_BODY_TIMEOUT_MS
+
+    @property
+    def proxies(self) -> list[str]:
+        """The trusted proxies, one address or network each."""
+        return [p.strip() for p in self.forwarded_allow_ips.split(",") if p.strip()]
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> HttpSettings:
+        env = os.environ if env is None else env
+        ips = env.get("TENURE_FORWARDED_ALLOW_IPS", "")
+        return cls(ips, **_ints(env, cls, _HTTP_ENV))
+
+
+_HTTP_ENV = {
+    "header_timeout_ms": "TENURE_HEADER_TIMEOUT_MS",
+    "body_timeout_ms": "TENURE_BODY_TIMEOUT_MS",
 }

@@ -300,3 +300,25 @@ def _compaction_holding(url: str, key: str) -> Iterator[Callable[[], None]]:
             pg.commit()
 
         yield done_pg
+
+
+def test_a_retired_agents_name_is_never_given_to_a_later_agent(
+    svc: Service, clock: tenure.FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Even with the same random bits (a collision), the next default name is another one."""
+    monkeypatch.setattr("secrets.token_hex", lambda n=None: "ab" * (n or 16))
+    first = svc.items.dispatch(ALICE, "job")
+    svc.items.complete(first.agent, "job", first.lease.token, result="done")
+    svc.revoke_ended_agents()
+    clock.advance(DAY + 60_000)
+    assert compact_all(svc).agents == 1
+    assert svc.store.get_principal(first.agent.name) is None  # retired, its name free
+    svc.items.create(ALICE, "next", id="next")
+    second = svc.items.dispatch(ALICE, "next")
+    assert second.agent.name != first.agent.name
+    assert second.agent.name.startswith("alice/agent-")
+    # every record names one agent: the first one's stay with the first item
+    assert [e.data["agent"] for e in svc.events(type="dispatched")] == [
+        first.agent.name,
+        second.agent.name,
+    ]

@@ -356,6 +356,20 @@ def test_only_the_assignee_or_an_authority_edits_an_assigned_item(svc: Service) 
     assert svc.items.get("job").item.body == "note from root"
 
 
+def test_a_force_released_assignee_edits_its_item_no_more(svc: Service) -> None:
+    svc.items.claim(AGENT, "job")
+    svc.items.force_release(ADMIN, "job", "looping")
+    before = snapshot(svc, "job")
+    with pytest.raises(NotHolder) as refused:
+        svc.items.update(AGENT, "job", body="ignore the force-release", priority=0)
+    assert refused.value.status == 403 and "force-released" in str(refused.value)
+    with pytest.raises(Conflict):
+        svc.items.update(AGENT, "job", status="blocked")
+    assert snapshot(svc, "job") == before
+    svc.items.update(ALICE, "job", body="an authority still edits it")  # its parent
+    assert svc.items.get("job").item.body == "an authority still edits it"
+
+
 # stalled ------------------------------------------------------------------------------------
 def test_a_claim_without_progress_is_recorded_stalled_once_and_may_be_taken_over(
     make_service: Callable[..., Service], clock: tenure.FakeClock

@@ -25,7 +25,7 @@ def test_renew_all_renews_every_live_lease_of_the_caller(
     assert service.get("d") == bobs
 
 
-def test_renew_all_skips_lapsed_leases_when_no_keys_are_listed(
+def test_renew_all_skips_lapsed_leases_and_reports_them_lost_when_no_keys_are_listed(
     service: Service, clock: tenure.FakeClock
 ) -> None:
     service.acquire("alice", "a", ttl_ms=10_000)
@@ -33,7 +33,7 @@ def test_renew_all_skips_lapsed_leases_when_no_keys_are_listed(
     clock.advance(1_000)
     result = service.renew_all("alice")
     assert [x.key for x in result.renewed] == ["a"]
-    assert result.lost == ()
+    assert result.lost == (LostLease("b", "expired", 1),)
 
 
 def test_renew_all_of_listed_keys_says_why_each_one_was_lost(

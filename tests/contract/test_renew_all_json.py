@@ -47,11 +47,16 @@ def strict(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
-def renewed_json(service: Service, who: str, session: str | None = None) -> list[dict[str, Any]]:
+def renewed_json(
+    service: Service, who: str, session: str | None = None, lost: list[str] | None = None
+) -> list[dict[str, Any]]:
+    """The leases a renew-all without keys renewed; the session's lapsed leases it reports
+    ``lost`` are the keys ``lost`` (none by default)."""
     body = service.renew_all_json(who, session)
     assert isinstance(body, bytes)
     reply = json.loads(body)
-    assert list(reply) == ["renewed", "lost"] and reply["lost"] == []
+    assert list(reply) == ["renewed", "lost"]
+    assert [x["key"] for x in reply["lost"]] == (lost or [])
     renewed: list[dict[str, Any]] = reply["renewed"]
     return renewed
 
@@ -99,9 +104,14 @@ def test_renew_all_json_is_renew_all_for_the_same_state(
     keys = ["jobs/b", "lapsed", "taken", "gone", "forced", "extended", "bobs", odd_key]
     before = {key: fast.get(key) for key in keys}
 
-    got = renewed_json(fast, "alice")
-    want = models.renew_all("alice").to_dict()["renewed"]
+    got = renewed_json(fast, "alice", lost=["forced", "lapsed"])
+    model = models.renew_all("alice").to_dict()
+    want = model["renewed"]
     assert strict(got) == strict(want)
+    assert model["lost"] == [
+        {"key": "forced", "reason": "force_released", "token": 1},
+        {"key": "lapsed", "reason": "expired", "token": 1},
+    ]
     # code point order, as Python sorts (not a database collation's: "a-lower" comes last)
     assert [lease["key"] for lease in got] == [
         "A-upper",
@@ -111,9 +121,8 @@ def test_renew_all_json_is_renew_all_for_the_same_state(
         "jobs/a",
         "jobs/b",
         odd_key,
-        "sessions/1",
         sql_key,
-    ]
+    ]  # not "sessions/1": another session's
     assert all(list(lease) == LEASE_FIELDS for lease in got)
     assert got[[x["key"] for x in got].index("jobs/a")]["meta"] == NESTED
 
@@ -131,7 +140,8 @@ def test_renew_all_json_is_renew_all_for_the_same_state(
     assert fast.get("jobs/b").expires_at == now + 10_000  # the deadline moved
     for key in ("lapsed", "taken", "gone", "forced", "bobs"):
         assert fast.get(key) == before[key] == models.get(key)  # not renewed, not touched
-    assert renewals_counted(fast) == renewals_counted(models) == len(got) == 9
+    assert renewals_counted(fast) == renewals_counted(models) == len(got) == 8
+    assert fast.get("sessions/1").renewals == 0
 
 
 def test_renew_all_json_of_one_session_renews_only_its_leases(
@@ -168,7 +178,7 @@ def test_renew_all_json_renews_again_and_counts_each_renewal(
         assert [service.get(k).expires_at for k in ("k1", "k2")] == [now + 30_000, now + 10_000]
     assert renewals_counted(service) == 4
     clock.advance(10_001)  # k2 lapses
-    assert [x["key"] for x in renewed_json(service, "alice")] == ["k1"]
+    assert [x["key"] for x in renewed_json(service, "alice", lost=["k2"])] == ["k1"]
     assert service.get("k2").state == "expired"
 
 
@@ -179,7 +189,8 @@ def test_renew_all_json_with_nothing_held(service: Service, clock: tenure.FakeCl
     service.acquire("alice", "released", ttl_ms=10_000)
     service.release("alice", "released")
     clock.advance(1_000)
-    assert service.renew_all_json("alice") == b'{"renewed":[],"lost":[]}'
+    lost = b'{"renewed":[],"lost":[{"key":"short","reason":"expired","token":1}]}'
+    assert service.renew_all_json("alice") == lost
     assert service.get("bobs").renewals == 0 and service.get("short").renewals == 0
     assert renewals_counted(service) == 0
 
@@ -224,7 +235,8 @@ def test_renew_all_json_with_lapsed_leases_filling_whole_parts(
         both(twins, lambda s, i=i, ttl=ttl: s.acquire("alice", f"p/{i:02d}", ttl_ms=ttl))
     clock.advance(1_000)
     fast, models = twins
-    got = renewed_json(fast, "alice")
+    lapsed = [f"p/{i:02d}" for i in sorted(lapsing)]
+    got = renewed_json(fast, "alice", lost=lapsed)
     assert [x["key"] for x in got] == [f"p/{i:02d}" for i in range(14) if i not in lapsing]
     assert strict(got) == strict(models.renew_all("alice").to_dict()["renewed"])
     assert renewals_counted(fast) == 14 - len(lapsing)

@@ -6,6 +6,8 @@ replica; re-acquiring renews only for the same principal *and* session.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 import tenure
@@ -90,12 +92,28 @@ def test_renew_all_of_a_session_keeps_a_dead_siblings_leases_lapsing(
     assert [(x.key, x.reason) for x in result.lost] == [("a/dead", "not_held")]
 
 
-def test_renew_all_without_a_session_renews_every_session(service: Service) -> None:
+def test_renew_all_without_a_session_renews_only_the_default_session(
+    service: Service, clock: tenure.FakeClock
+) -> None:
+    service.acquire("agent", "k1", ttl_ms=3_000, session="A")
+    service.acquire("agent", "k2", ttl_ms=3_000, session="B")
+    service.acquire("agent", "k3", ttl_ms=3_000)
+    for _ in range(3):  # the default session heartbeats; A and B were kill -9ed
+        clock.advance(1_000)
+        assert [x.key for x in service.renew_all("agent").renewed] == ["k3"]
+        assert [x.key for x in service.renew_all("agent", session="").renewed] == ["k3"]
+    assert [service.get(k).state for k in ("k1", "k2", "k3")] == ["expired", "expired", "live"]
+    body = json.loads(service.renew_all_json("agent"))
+    assert [x["key"] for x in body["renewed"]] == ["k3"]
+
+
+def test_renew_all_of_named_keys_reaches_every_session_of_the_caller(service: Service) -> None:
     service.acquire("agent", "k1", session="A")
     service.acquire("agent", "k2", session="B")
-    service.acquire("agent", "k3")
-    assert [x.key for x in service.renew_all("agent").renewed] == ["k1", "k2", "k3"]
-    assert [x.key for x in service.renew_all("agent", session="").renewed] == ["k3"]
+    service.acquire("bob", "k3")
+    result = service.renew_all("agent", keys=["k1", "k2", "k3"])
+    assert [x.key for x in result.renewed] == ["k1", "k2"]
+    assert [(x.key, x.reason) for x in result.lost] == [("k3", "not_held")]
 
 
 def test_a_release_without_a_token_is_only_for_its_own_session(service: Service) -> None:

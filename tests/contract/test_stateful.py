@@ -518,19 +518,25 @@ class ServiceVsModel(RuleBasedStateMachine):
 
     @rule(who=whos, sid=renew_sessions)
     def renew_all(self, who: Principal, sid: str | None) -> None:
-        now = self.now
-        mine = sorted(
+        now, session = self.now, sid or ""  # without one: the default session's, no other
+        ours = sorted(
             (
                 r
                 for r in self.model.leases.values()
-                if r.live(now) and r.holder == who.name and sid in (None, r.session)
+                if r.holder == who.name and r.session == session
             ),
             key=lambda r: r.key,
         )
-        expected = [self.model.renew(who, r.key, r.token, None, now) for r in mine]
+        window = max(p.max_ttl for p in (POLICY.default, *(p for _, p in POLICY.overrides)))
+        lost = [
+            tenure.LostLease(r.key, r.state(now), r.token)
+            for r in ours
+            if r.state(now) in ("expired", "force_released") and r.expires_at > now - window
+        ]
+        expected = [self.model.renew(who, r.key, r.token, None, now) for r in ours if r.live(now)]
         result = self.service.renew_all(who, session=sid)
         assert list(result.renewed) == expected
-        assert result.lost == ()
+        assert list(result.lost) == lost
 
     @rule()
     def reap(self) -> None:

@@ -10,8 +10,8 @@ import pytest
 import tenure
 from contract._items import ADMIN, ALICE, BOB, org
 from tenure import Service
+from tenure.core.retention import KEPT_BY_AGE
 from tenure.errors import InvalidRequest
-from tenure.store.retention import ENDINGS
 from tenure.store.sqlite.stats import _first_event_at
 from tenure.store.sqlite.store import SqliteStore
 
@@ -64,10 +64,11 @@ def script(service: Service, clock: tenure.FakeClock) -> dict[str, Any]:
 
 
 @pytest.fixture
-def svc(make_service: Callable[..., Service]) -> Service:
+def svc(make_service: Callable[..., Service], clock: tenure.FakeClock) -> Service:
     """The people of the org, and an event log that starts after their creation."""
     service = org(make_service)
-    while service.prune_events(max_count=0, max_age_ms=0):
+    clock.advance(1)  # (their record is kept by age only: past an age of 0)
+    while service.prune_events(max_count=0, max_age_ms=0, audit_age_ms=0):
         pass
     return service
 
@@ -154,35 +155,39 @@ def test_a_timeline_of_too_many_buckets_is_widened(svc: Service) -> None:
 def test_pruning_keeps_the_newest_and_the_all_time_totals(
     svc: Service, clock: tenure.FakeClock, make_service: Callable[..., Service]
 ) -> None:
+    for i in range(3):  # high-volume events first: refusals, each its own key
+        svc.acquire(ALICE, f"early/{i}", ttl_ms=600_000)
+        with pytest.raises(tenure.LeaseHeld):
+            svc.acquire(BOB, f"early/{i}")
     want = script(svc, clock)
     before = svc.stats()
     events = svc.events(limit=1000)
-    endings = [e for e in events[:5] if e.type in ENDINGS]  # kept: by count, only the rest go
-    assert len(endings) == 2
-    assert svc.prune_events(max_count=10, max_age_ms=HOUR, batch=5) == 3  # bounded batch
-    assert svc.events(limit=1000) == endings + events[5:]
+    assert [e.type for e in events[:5]] == ["acquired", "conflict"] * 2 + ["acquired"]
+    assert svc.prune_events(max_count=10, max_age_ms=HOUR, batch=5) == 2  # bounded batch
+    assert svc.events(limit=1000) == [events[0], events[2], *events[4:]]
     while svc.prune_events(max_count=10, max_age_ms=HOUR, batch=5):
         pass
-    older = [e for e in events[:-10] if e.type in ENDINGS]
+    older = [e for e in events[:-10] if e.type in KEPT_BY_AGE]  # retention by count keeps them
+    assert len(older) == len(events) - 10 - 3
     assert svc.events(limit=1000) == older + events[-10:]
     after = svc.stats()
     assert after["endings"] == before["endings"] == want["endings"]
-    assert (after["acquisitions"], after["conflicts"]) == (13, 4)
+    assert (after["acquisitions"], after["conflicts"]) == (16, 7)
     fresh = make_service().stats()  # another server: reads the folded totals
-    assert fresh["endings"] == want["endings"] and fresh["acquisitions"] == 13
+    assert fresh["endings"] == want["endings"] and fresh["acquisitions"] == 16
     assert svc.events(after=events[-1].id) == []  # the cursor goes on where it was
     svc.acquire(ALICE, "next")
     assert [e.type for e in svc.events(after=events[-1].id)] == ["acquired"]
-    assert svc.stats()["acquisitions"] == 14 and make_service().stats()["acquisitions"] == 14
+    assert svc.stats()["acquisitions"] == 17 and make_service().stats()["acquisitions"] == 17
 
 
 def test_pruning_by_age(svc: Service, clock: tenure.FakeClock) -> None:
     svc.acquire(ALICE, "a")
     clock.advance(2 * HOUR)
     svc.acquire(ALICE, "b")
-    assert svc.prune_events(max_count=1_000, max_age_ms=HOUR) == 1
+    assert svc.prune_events(max_count=1_000, max_age_ms=HOUR, audit_age_ms=HOUR) == 1
     assert [e.key for e in svc.events()] == ["b"]
-    assert svc.prune_events(max_count=1_000, max_age_ms=HOUR) == 0
+    assert svc.prune_events(max_count=1_000, max_age_ms=HOUR, audit_age_ms=HOUR) == 0
     assert svc.stats()["acquisitions"] == 2
 
 
@@ -226,8 +231,9 @@ def test_a_window_from_any_instant_holds_exactly_the_events_from_it(
                 assert all((e.id >= split) is (e.at >= t) for e in events), t
 
     assert store.count_events_since(0) == {}
-    for i in range(11):
-        svc.acquire(ALICE, f"w/{i}", ttl_ms=600_000)
+    for i in range(11):  # acquisitions (kept by age) and extensions (by count)
+        lease = svc.acquire(ALICE, f"w/{i}", ttl_ms=600_000)
+        svc.extend(ALICE, f"w/{i}", lease.token, by_ms=1_200_000)
         if i % 3 == 2:
             clock.advance(7)
     check()

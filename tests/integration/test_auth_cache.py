@@ -161,3 +161,34 @@ def test_failures_past_the_budget_are_429_for_that_address_only(
         setup.who(UNKNOWN)
     with pytest.raises(RateLimited):
         setup.who(UNKNOWN)
+
+
+def test_a_valid_token_is_never_refused_for_others_failures(
+    make_store: Callable[..., tenure.Store], clock: tenure.FakeClock
+) -> None:
+    """Past its budget, an address is refused from memory the tokens that cannot be valid;
+    a valid one the server has not seen yet (after a restart) is looked up and served."""
+    setup = Setup(make_store(), clock, failures_per_s=1, failures_burst=2)
+    alice = setup.principals.bootstrap("alice", "service")
+    for i in range(2):
+        with pytest.raises(Unauthenticated):
+            setup.who(f"tnr_0123456789a{i}_" + "C" * 43)
+    assert len(setup.lookups) == 2
+    for i in range(3):  # ids that name no token: refused without a lookup
+        with pytest.raises(RateLimited):
+            setup.who(f"tnr_0123456789b{i}_" + "C" * 43)
+    assert len(setup.lookups) == 2
+    assert setup.who(alice.token) == "alice"  # never seen before: looked up, served
+    assert len(setup.lookups) == 3
+    forged = f"tnr_{alice.token_id}_" + "D" * 43  # a real id, a made-up secret
+    with pytest.raises(RateLimited):
+        setup.who(forged)
+    with pytest.raises(RateLimited):
+        setup.who(forged)
+    assert len(setup.lookups) == 4  # looked up once, then remembered as refused
+    bob = Principals(setup.store).bootstrap("bob", "service")  # another server, meanwhile
+    setup.ticks.now += 0.1  # within cache_ms the new id is not known yet
+    with pytest.raises(RateLimited):
+        setup.who(bob.token)
+    setup.ticks.now += 1  # the ids are read again with the auth version
+    assert setup.who(bob.token) == "bob"

@@ -36,6 +36,7 @@ def eager_server(store_url: str) -> Iterator[LiveServer]:
         policy=EAGER,
         compact_every_s=0,
         events_max_age_ms=1,
+        audit_max_age_ms=1,
         limits=Limits(metrics_cache_ms=1),
     )
     server.start()

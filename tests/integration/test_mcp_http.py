@@ -168,17 +168,74 @@ def test_the_handshake_hands_out_the_session(live_server: LiveServer) -> None:
         given = [http.post("/mcp", json=INIT).headers["mcp-session-id"] for _ in range(2)]
         assert all(s.startswith("mcp-") for s in given) and given[0] != given[1]
         named = http.post("/mcp", json=WHOAMI, headers={"Mcp-Session-Id": given[0]})
-        assert named.json()["result"]["structuredContent"]["session"] == given[0]
+        nonce = given[0].split("-")[1]  # mcp-<nonce>-<mac>: the session is mcp-http:<nonce>
+        assert named.json()["result"]["structuredContent"]["session"] == f"mcp-http:{nonce}"
         assert "mcp-session-id" not in named.headers  # only the handshake hands one out
         bare = http.post("/mcp", json=WHOAMI)  # no handshake, no header: the default session
         assert bare.json()["result"]["structuredContent"]["session"] == ""
 
         bad = http.post("/mcp", json=WHOAMI, headers={"Mcp-Session-Id": "x" * 129})
-        assert (bad.status_code, bad.json()["code"]) == (422, "invalid_request")
-        assert bad.json()["field"] == "Mcp-Session-Id"
+        assert (bad.status_code, bad.json()["code"]) == (404, "not_found")
         for method in ("GET", "DELETE"):  # no server-to-client stream; nothing to end
             reply = http.request(method, "/mcp", headers={"Mcp-Session-Id": given[0]})
             assert (reply.status_code, reply.headers["allow"]) == (405, "POST")
+
+
+def test_a_session_id_is_the_servers_own_and_its_principals_only(
+    live_server: LiveServer,
+) -> None:
+    """An ``Mcp-Session-Id`` made up by a client, or issued to another principal, is refused
+    (404: the client starts over with initialize) and nothing runs; a connection's session is
+    out of reach of REST calls, which may not name it."""
+    jo_token, kim_token = live_server.token_for("jo"), live_server.token_for("kim")
+    with tenure.Client(live_server.url, token=live_server.admin_token) as admin:
+        admin.items.create("a", id="a")
+    claim = {**WHOAMI, "params": {"name": "claim", "arguments": {"item_id": "a"}}}
+    with (
+        httpx.Client(base_url=live_server.url, timeout=10) as http,
+        tenure.Client(live_server.url, token=jo_token) as jo_rest,
+    ):
+        jo = {**ACCEPT, "Authorization": f"Bearer {jo_token}"}
+        kim = {**ACCEPT, "Authorization": f"Bearer {kim_token}"}
+        jos = http.post("/mcp", json=INIT, headers=jo).headers["mcp-session-id"]
+        nonce, mac = jos.split("-")[1:]
+        made_up = [
+            "mcp-0123456789abcdef",  # the form of the ids once handed out, unsigned
+            f"mcp-{nonce}-{'0' * 32}",
+            f"mcp-{'1' * 24}-{mac}",
+            "jo-s-own-name",
+        ]
+        for given, who in [(jos, kim), *[(x, jo) for x in made_up]]:
+            reply = http.post("/mcp", json=claim, headers={**who, "Mcp-Session-Id": given})
+            assert (reply.status_code, reply.json()["code"]) == (404, "not_found"), given
+            assert "initialize" in reply.json()["detail"]
+        assert admin_view(live_server, "a") is None  # nobody claimed it
+        ok = http.post("/mcp", json=claim, headers={**jo, "Mcp-Session-Id": jos})
+        lease = ok.json()["result"]["structuredContent"]["lease"]
+        assert (lease["holder"], lease["session"]) == ("jo", f"mcp-http:{nonce}")
+        for body in (
+            {"key": "k", "session": f"mcp-http:{nonce}"},
+            {"key": "k", "session": "mcp-http:"},
+        ):
+            refused_rest = http.post(
+                "/v1/leases/acquire", json=body, headers={"Authorization": f"Bearer {jo_token}"}
+            )
+            assert refused_rest.status_code == 422
+            assert refused_rest.json()["field"] == "session"
+        renew = http.post(
+            "/v1/leases/renew-all",
+            json={"session": f"mcp-http:{nonce}"},
+            headers={"Authorization": f"Bearer {jo_token}"},
+        )
+        assert (renew.status_code, renew.json()["field"]) == (422, "session")
+        assert jo_rest.list_leases(prefix="k") == []  # no REST acquisition went through
+    with pytest.raises(tenure.InvalidRequest):
+        tenure.Client(live_server.url, token=jo_token, session=f"mcp-http:{nonce}")
+
+
+def admin_view(server: LiveServer, item_id: str) -> str | None:
+    with tenure.Client(server.url, token=server.admin_token) as admin:
+        return admin.items.get(item_id).item.assignee
 
 
 def test_a_revision_without_a_handshake_is_asked_for_one(live_server: LiveServer) -> None:

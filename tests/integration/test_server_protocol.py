@@ -19,6 +19,7 @@ import pytest
 
 from conftest import LiveServer
 from tenure.server.http.app import TenureApp
+from tenure.server.protocol import HotProtocol
 
 
 def request(path: str, body: dict[str, Any] | bytes, token: str, *extra: str) -> bytes:
@@ -82,10 +83,12 @@ def test_the_server_runs_the_hot_protocol(live_server: LiveServer) -> None:
     server = live_server._server
     assert server is not None
     assert server.config.http_protocol_class.__name__ == "TenureProtocol"
-    asgi = LiveServer(live_server.db, access_log=True).start()  # --access-log: plain uvicorn
+    asgi = LiveServer(live_server.db, access_log=True).start()  # --access-log: no hot path
     try:
         assert asgi._server is not None
-        assert asgi._server.config.http_protocol_class.__name__ == "HttpToolsProtocol"
+        used = asgi._server.config.http_protocol_class
+        assert used.__name__ == "TenureTimedProtocol"  # uvicorn's, with read timeouts only
+        assert not issubclass(used, HotProtocol)
     finally:
         asgi.stop()
 

@@ -203,14 +203,16 @@ def test_renew_all_with_a_session_renews_only_its_leases(people: People) -> None
         ("b/1", "not_held"),
         ("never", "not_held"),
     ]
-    everything = ok(jo.post("/v1/leases/renew-all", json={}))["renewed"]
-    assert [(x["key"], x["session"]) for x in everything] == [
+    unnamed = ok(jo.post("/v1/leases/renew-all", json={}))["renewed"]  # the default session's
+    assert [(x["key"], x["session"]) for x in unnamed] == [("c/1", "")]
+    named = ok(jo.post("/v1/leases/renew-all", json={"keys": ["a/1", "a/2", "b/1", "c/1"]}))
+    assert [(x["key"], x["session"]) for x in named["renewed"]] == [
         ("a/1", "s1"),
         ("a/2", "s1"),
         ("b/1", "s2"),
         ("c/1", ""),
-    ]
-    assert everything == ok(jo.get("/v1/leases", params={"holder": HOLDER}))["leases"]
+    ]  # named keys: any session of the caller's
+    assert named["renewed"] == ok(jo.get("/v1/leases", params={"holder": HOLDER}))["leases"]
     body = problem(jo.post("/v1/leases/renew-all", json={"session": 1}), 422, "invalid_request")
     assert body["field"] == "session"
 

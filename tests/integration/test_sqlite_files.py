@@ -1,9 +1,10 @@
 """Who may read a SQLite database's files, and which WAL file a server syncs.
 
-The database, its WAL and shared-memory files are the owner's alone (``0600``) and so is the
-directory made for them (``0700``); files that exist with more permissions are tightened. A
+tenure sets the mode only of what it creates: a new database, its WAL and shared-memory files
+are the owner's alone (``0600``) and so are the directories made for them (``0700``); files and
+directories that existed keep their mode (a database others may read gets a warning). A
 database path that is a symbolic link syncs the WAL beside the real file (where SQLite writes
-it). The log of a dispatched agent is ``0600`` too.
+it). The log of a dispatched agent that tenure creates is ``0600`` too.
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ import pytest
 
 from procs import Shell
 from tenure import Service
+from tenure.settings import Settings
+from tenure.store.dburl import DatabaseUnreachable
+from tenure.store.open import open_store
 from tenure.store.sqlite.store import SqliteStore
 
 if TYPE_CHECKING:
@@ -43,27 +47,66 @@ def test_a_new_database_its_wal_and_its_directory_are_the_owners_alone(tmp_path:
         store.close()
 
 
-def test_files_and_a_directory_that_exist_are_tightened(
+def test_an_existing_directory_keeps_its_mode_and_the_new_files_are_private(
+    tmp_path: Path,
+) -> None:
+    os.umask(0o022)
+    directory = tmp_path / "shared"
+    directory.mkdir()
+    os.chmod(directory, 0o755)
+    db = directory / "tenure.db"
+    store = SqliteStore(db)
+    try:
+        Service(store).acquire("alice", "a")
+        assert mode(directory) == 0o755  # not tenure's: left as it was
+        for suffix in ("", "-wal", "-shm"):
+            assert mode(Path(f"{db}{suffix}")) == 0o600, suffix
+    finally:
+        store.close()
+
+
+def test_an_existing_database_keeps_its_mode_with_a_warning(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    directory = tmp_path / "shared"
-    db = directory / "tenure.db"
+    db = tmp_path / "tenure.db"
     SqliteStore(db).close()
-    os.chmod(directory, 0o755)
-    for suffix in ("", "-wal", "-shm"):
-        path = Path(f"{db}{suffix}")
-        path.touch()
-        os.chmod(path, 0o644)
+    os.chmod(db, 0o644)  # the owner's choice: tenure does not undo it
     with caplog.at_level(logging.WARNING, logger="tenure.store"):
         store = SqliteStore(db)
     try:
-        assert mode(directory) == 0o700
-        for suffix in ("", "-wal", "-shm"):
-            assert mode(Path(f"{db}{suffix}")) == 0o600, suffix
-        assert f"tightened {db} from 0644 to 0600" in caplog.text
-        assert f"tightened {directory} from 0755 to 0700" in caplog.text
+        Service(store).acquire("alice", "a")
+        assert mode(db) == 0o644
+        assert f"{db} is mode 0644" in caplog.text
     finally:
         store.close()
+
+
+def test_the_default_data_directory_and_those_above_it_are_made_private(
+    tmp_path: Path,
+) -> None:
+    os.umask(0o022)
+    settings = Settings.from_env({"HOME": str(tmp_path)})
+    assert settings.data_dir == tmp_path / ".local/share/tenure"
+    open_store(settings.db).close()
+    for made in (".local", ".local/share", ".local/share/tenure"):
+        assert mode(tmp_path / made) == 0o700, made
+    assert mode(tmp_path / ".local/share/tenure/tenure.db") == 0o600
+
+
+def test_a_directory_that_is_not_ours_is_never_changed(tmp_path: Path) -> None:
+    """A database in a read-only directory cannot be created; the directory is not touched."""
+    directory = tmp_path / "read-only"
+    directory.mkdir()
+    os.chmod(directory, 0o555)
+    try:
+        if os.geteuid() != 0:  # root may create files anywhere
+            with pytest.raises(DatabaseUnreachable):
+                open_store(f"sqlite:///{directory}/tenure.db")
+        else:
+            open_store(f"sqlite:///{directory}/tenure.db").close()
+        assert mode(directory) == 0o555
+    finally:
+        os.chmod(directory, 0o755)
 
 
 def test_a_symlinked_database_syncs_the_real_wal(tmp_path: Path) -> None:
@@ -96,9 +139,9 @@ def test_a_dispatched_agents_log_is_the_owners_alone(
             assert http.post("/v1/items", json={"id": item, "title": item}).status_code == 201
     given = tmp_path / "agent.log"
     given.touch()
-    os.chmod(given, 0o644)  # a log that exists is tightened too
+    os.chmod(given, 0o644)  # a log that exists is the user's: its mode is left as it is
     cmd = (sys.executable, "-c", "print('hello')")
     doc = alice.json("dispatch", "given", "--agent", "bot", "--log", str(given), "--", *cmd)
-    assert doc["log"] == str(given) and mode(given) == 0o600
+    assert doc["log"] == str(given) and mode(given) == 0o644
     doc = alice.json("dispatch", "default", "--agent", "bot2", "--", *cmd)  # the state dir's
     assert mode(Path(doc["log"])) == 0o600

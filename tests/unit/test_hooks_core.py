@@ -175,3 +175,13 @@ def test_files_keys_default_to_ten_minutes() -> None:
     short = PolicySet(Policy(max_lease=60_000, max_ttl=60_000, default_ttl=1_000))
     assert short.for_key("files/x").default_ttl == 60_000  # within max_lease
     assert PolicySet() == PolicySet() and len(PolicySet().overrides) == 1
+
+
+def test_a_hook_event_may_not_name_an_mcp_connections_session() -> None:
+    from tenure.core.validate import RESERVED_SESSION_PREFIX
+
+    assert h.MCP_SESSIONS == RESERVED_SESSION_PREFIX
+    event = {"hook_event_name": "PostToolUse", "session_id": "mcp-http:0123", "cwd": "/r"}
+    read = h.read_event(event)
+    assert isinstance(read, h.Malformed) and read.field == "session_id"
+    assert isinstance(h.read_event({**event, "session_id": "mcp:0123"}), h.HookEvent)

@@ -14,7 +14,8 @@ from tenure.core.items import Item, ItemView
 from tenure.core.models import Lease
 from tenure.mcp.advice import advice, advise
 from tenure.mcp.failures import error_result, error_text, utc
-from tenure.mcp.http import bearer, is_initialize, new_session, session_of
+from tenure.mcp.http import bearer, is_initialize, session_of
+from tenure.mcp.sessions import SessionIds
 
 
 def now_ms() -> int:  # read in each test: collection may run long before a test does
@@ -126,31 +127,44 @@ def test_bearer_reads_the_authorization_header(
     assert bearer({"type": "http", "headers": headers}) == token
 
 
+IDS = SessionIds(b"k" * 32)
+JO = tenure.Principal("jo")
+
+
+@pytest.mark.parametrize("given", [None, b""])
+def test_without_a_session_id_the_request_is_in_the_default_session(given: bytes | None) -> None:
+    headers = [] if given is None else [(b"mcp-session-id", given)]
+    assert session_of({"type": "http", "headers": headers}, IDS, JO) == ""
+
+
+def test_an_issued_id_names_its_session_for_its_principal_only() -> None:
+    given = IDS.issue("jo")
+    nonce = given.split("-")[1]
+    headers = [(b"mcp-session-id", given.encode())]
+    assert session_of({"type": "http", "headers": headers}, IDS, JO) == f"mcp-http:{nonce}"
+    for who, ids in [
+        (tenure.Principal("kim"), IDS),  # another principal
+        (JO, SessionIds(b"o" * 32)),  # another server's key
+    ]:
+        with pytest.raises(tenure.NotFound):
+            session_of({"type": "http", "headers": headers}, ids, who)
+
+
 @pytest.mark.parametrize(
-    ("headers", "session"),
-    [
-        ([(b"mcp-session-id", b"mcp-0123456789abcdef")], "mcp-0123456789abcdef"),
-        ([(b"mcp-session-id", b"")], ""),
-        ([], ""),
-    ],
+    "given", ["mcp-0123456789abcdef", "x" * 129, "mcp-" + "a" * 24 + "-" + "b" * 32, "web-2"]
 )
-def test_the_session_is_the_connections_mcp_session_id(
-    headers: list[tuple[bytes, bytes]], session: str
-) -> None:
-    assert session_of({"type": "http", "headers": headers}) == session
-
-
-def test_a_session_id_that_cannot_be_a_session_is_invalid() -> None:
-    with pytest.raises(tenure.InvalidRequest) as raised:
-        session_of({"type": "http", "headers": [(b"mcp-session-id", b"x" * 129)]})
-    assert raised.value.field == "Mcp-Session-Id"
+def test_a_session_id_the_server_did_not_issue_is_not_found(given: str) -> None:
+    with pytest.raises(tenure.NotFound) as raised:
+        session_of({"type": "http", "headers": [(b"mcp-session-id", given.encode())]}, IDS, JO)
+    assert "initialize" in str(raised.value)
 
 
 def test_new_sessions_are_visible_ascii_and_distinct() -> None:
-    made = {new_session() for _ in range(100)}
+    made = {IDS.issue("jo") for _ in range(100)}
     assert len(made) == 100
     assert all(s.startswith("mcp-") and s.isascii() and s.isprintable() for s in made)
     assert all(len(s.encode()) <= 128 and " " not in s for s in made)
+    assert len({IDS.session("jo", s) for s in made}) == 100
 
 
 @pytest.mark.parametrize(

@@ -124,3 +124,33 @@ def test_a_config_dir_that_cannot_be_written_still_gives_a_session(
     run.__dict__["settings"] = Settings(db="sqlite://", config_dir=blocked / "tenure")
     assert run.session.startswith("cli:")
     assert "cannot keep the CLI's session" in capsys.readouterr().err
+
+
+def test_the_http_settings_are_read() -> None:
+    settings = Settings.from_env(
+        {
+            "TENURE_FORWARDED_ALLOW_IPS": "10.0.0.5, 10.1.0.0/16",
+            "TENURE_HEADER_TIMEOUT_MS": "2000",
+            "TENURE_BODY_TIMEOUT_MS": "3000",
+        }
+    )
+    assert settings.http.proxies == ["10.0.0.5", "10.1.0.0/16"]
+    assert (settings.http.header_timeout_ms, settings.http.body_timeout_ms) == (2000, 3000)
+    default = Settings.from_env({}).http
+    assert default.proxies == []  # no proxy is believed unless configured
+    assert (default.header_timeout_ms, default.body_timeout_ms) == (10_000, 30_000)
+
+
+def test_serve_takes_the_proxies_from_its_option(monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    import tenure.compose
+    from tenure.cli.app import cli
+
+    ran: list[Settings] = []
+    monkeypatch.setattr(tenure.compose, "serve", lambda settings, **_: ran.append(settings))
+    monkeypatch.setenv("TENURE_FORWARDED_ALLOW_IPS", "10.9.9.9")
+    args = ["serve", "--db", "sqlite:///x.db", "--forwarded-allow-ips", "192.168.0.0/24"]
+    done = CliRunner().invoke(cli, args)
+    assert done.exit_code == 0, done.output
+    assert [s.http.proxies for s in ran] == [["192.168.0.0/24"]]

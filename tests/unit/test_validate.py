@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
 from collections.abc import Callable
@@ -243,3 +244,80 @@ def test_check_text_refuses_exactly_control_characters_and_surrogates(value: str
         refused(lambda: v.check_text("task", value, 10_000), "task")
     else:
         assert v.check_text("task", value, 10_000) == value
+
+
+def _nested(levels: int) -> Any:
+    value: Any = 1
+    for n in range(levels):
+        value = [value] if n % 2 else {"k": value}
+    return value
+
+
+@pytest.mark.parametrize("levels", [1, 2, v.MAX_JSON_DEPTH])
+def test_json_nested_up_to_the_bound_is_accepted(levels: int) -> None:
+    value = _nested(levels)
+    assert v.check_value(value, POLICY) == value
+    assert v.check_meta({"m": _nested(levels - 1)}, POLICY) == {"m": _nested(levels - 1)}
+
+
+@pytest.mark.parametrize("levels", [v.MAX_JSON_DEPTH + 1, 600, 100_000])
+def test_json_nested_past_the_bound_is_refused_without_recursing(levels: int) -> None:
+    # 100,000 levels is past any recursive encoder's limit: the count must not recurse
+    with pytest.raises(InvalidRequest) as caught:
+        v.check_value(_nested(levels), POLICY, "result")
+    assert caught.value.field == "result" and str(v.MAX_JSON_DEPTH) in str(caught.value)
+    with pytest.raises(InvalidRequest) as caught:
+        v.check_meta({"m": _nested(levels)}, POLICY, "data")
+    assert caught.value.field == "data"
+
+
+def test_a_value_that_contains_itself_is_refused() -> None:
+    loop: list[Any] = []
+    loop.append(loop)
+    with pytest.raises(InvalidRequest) as caught:
+        v.check_value(loop, POLICY)
+    assert caught.value.field == "value"
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "a\x00b",
+        {"a": ["\x00"]},
+        {"\x00": 1},
+        {"a": {"b\\\x00": 1}},  # a backslash, then NUL
+        {"a": {1: "b"}},  # a key JSON does not have
+        {"a": {None: "b"}},
+    ],
+    ids=repr,
+)
+def test_nul_and_keys_that_are_not_strings_are_refused_at_any_depth(value: Any) -> None:
+    with pytest.raises(InvalidRequest) as caught:
+        v.check_value(value, POLICY)
+    assert caught.value.field == "value"
+
+
+@pytest.mark.parametrize("text", ["\\u0000", "\\\\u0000", "a\\\\\\\\u0000", "\\\\\\u0000"])
+def test_text_that_only_looks_like_an_escaped_nul_is_accepted(text: str) -> None:
+    assert v.check_value({"t": text}, POLICY) == {"t": text}
+
+
+JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda kids: st.lists(kids, max_size=3) | st.dictionaries(st.text(), kids, max_size=3),
+    max_leaves=8,
+)
+
+
+@given(value=JSON)
+def test_what_the_value_check_accepts_reads_back_as_json(value: Any) -> None:
+    try:
+        v.check_value(value, POLICY)
+    except InvalidRequest:
+        return  # a lone surrogate or a NUL in the text
+    text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    assert json.loads(text.encode("utf-8")) == value

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import click
@@ -116,13 +117,26 @@ def now_held(run: Cli, err: TenureError) -> str | None:
     show_default=True,
     help="Log a line per request (off by default: /metrics counts requests by route).",
 )
+@click.option(
+    "--forwarded-allow-ips",
+    help="Proxies (addresses or networks, comma-separated) whose X-Forwarded-For names the "
+    "client (default: $TENURE_FORWARDED_ALLOW_IPS, else none: the peer is the client).",
+)
 def serve(
-    db: str | None, host: str | None, port: int | None, log_level: str, access_log: bool
+    db: str | None,
+    host: str | None,
+    port: int | None,
+    log_level: str,
+    access_log: bool,
+    forwarded_allow_ips: str | None,
 ) -> None:
     """Run the HTTP server on the database (SQLite by default), bound to loopback."""
     from tenure.compose import serve as run_server
 
     settings = Settings.from_env(db=db, host=host, port=port)
+    if forwarded_allow_ips is not None:
+        http = replace(settings.http, forwarded_allow_ips=forwarded_allow_ips)
+        settings = replace(settings, http=http)
     run_server(settings, log_level=log_level, access_log=access_log)
 
 

@@ -76,7 +76,7 @@ class Cli:
     def session(self) -> str:
         """The session the commands act in (see the module's documentation)."""
         if self._session is not None:
-            return v.check_session(self._session, "--session")
+            return v.check_client_session(self._session, "--session")
         return self.settings.session or self.stable_session()
 
     def own_session(self, session: str) -> str:

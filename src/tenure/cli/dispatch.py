@@ -35,15 +35,22 @@ def log_path(run: Cli, item: str, agent: str, given: str | None) -> Path:
     return run.settings.state_dir / "dispatch" / f"{safe}-{int(time.time())}.log"
 
 
+def open_log(log: Path) -> int:
+    """``log`` for appending: created ``0600``, or as it is if it exists (its mode is the
+    user's)."""
+    try:
+        return os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return os.open(log, os.O_WRONLY | os.O_APPEND)
+
+
 def start_supervisor(orders: dict[str, object], log: Path) -> tuple[int, int]:
     """The detached supervisor (own session, output to ``log``); returns its pid and the read
     end of the pipe it reports its start on (:mod:`tenure.cli.handover`)."""
     log.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)  # the agent's output
+    fd = open_log(log)  # the agent's output
     ready, said = os.pipe()
     with open(fd, "ab") as out:
-        if os.fstat(fd).st_uid == os.getuid():
-            os.fchmod(fd, 0o600)  # a log of ours that existed: ours alone too
         try:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "tenure.cli.agent"],
@@ -72,7 +79,10 @@ def start_supervisor(orders: dict[str, object], log: Path) -> tuple[int, int]:
 )
 @click.argument("item", shell_complete=complete_items)
 @click.argument("cmd", nargs=-1, required=True)
-@click.option("--agent", help="The agent's name under yours (default: agent-<random>).")
+@click.option(
+    "--agent",
+    help="The agent's name under yours (default: agent-<instant>-<random>, never reused).",
+)
 @click.option("--ttl", type=DURATION, help="The claim's lease duration (default: the policy's).")
 @click.option("--task", help="What the claim serves.")
 @grace("After a lost claim, how long CMD has between SIGTERM and SIGKILL.")

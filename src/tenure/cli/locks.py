@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from contextlib import nullcontext
 from typing import Any
 
 import click
@@ -11,6 +12,7 @@ from tenure.cli.app import cli
 from tenure.cli.completion import KEY
 from tenure.cli.context import cli_of, verb
 from tenure.cli.durations import DURATION
+from tenure.cli.interrupt import interruptible
 from tenure.cli.render import pairs, table
 from tenure.core.models import Lease
 from tenure.core.text import clock, relative, when
@@ -112,7 +114,8 @@ def lock_acquire(
     run = cli_of()
     scope = "subtree" if subtree else None
     meta_ = parse_json_object(meta, "--meta")
-    lease = run.client.acquire(key, ttl, task, meta_, wait, scope=scope)
+    with interruptible() if wait else nullcontext():  # Ctrl-C, SIGTERM: nothing stays held
+        lease = run.client.acquire(key, ttl, task, meta_, wait, scope=scope)
     run.remember(key, lease.token)
     run.out.emit(lv.ACQUIRE.wire(lease), lambda: lease_table(lease))
 

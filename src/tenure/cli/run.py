@@ -23,7 +23,7 @@ import sys
 import time
 import unicodedata
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +35,7 @@ from tenure.cli.app import cli, now_held
 from tenure.cli.completion import complete_keys
 from tenure.cli.context import Cli, cli_of, verb
 from tenure.cli.durations import DURATION, format_duration
+from tenure.cli.interrupt import interruptible
 from tenure.cli.options import grace
 from tenure.cli.render import LOST, Output, describe
 from tenure.cli.supervise import (
@@ -216,7 +217,12 @@ def take(run: Cli, key: str, ttl_ms: int, task: str, waiting: Waiting) -> tuple[
             waiting.check(err)
             wait_ms = max(1, waiting.left_ms())
             continue
-        return confirmed(run.client, lease, sent)
+        try:
+            return confirmed(run.client, lease, sent)
+        except BaseException:  # interrupted before the lease is held: it is nobody's
+            with suppress(Exception):
+                run.client.release(key, lease.token)
+            raise
 
 
 def confirmed(client: Client, lease: Lease, sent: float) -> tuple[Lease, float]:
@@ -254,7 +260,8 @@ def acquire(
     ``wake`` is called if the lease is lost."""
     waiting = Waiting(run.out, wait_ms)
     try:
-        lease, sent = take(run, key, ttl_ms, task, waiting)
+        with interruptible():  # Ctrl-C, SIGTERM, SIGHUP while waiting: nothing stays held
+            lease, sent = take(run, key, ttl_ms, task, waiting)
     finally:
         waiting.close()
     return stack.enter_context(Held(run.client, lease, sent, lambda _handle: wake()))

@@ -48,7 +48,7 @@ class LeaseHandle(_SyncHeld):
         while True:
             try:
                 call = self._acquire_call(give_up, self._client.session)
-                lease, sent = self._client._timed(call)
+                lease, sent = self._client._granted(call, self.key)
             except LeaseHeld as held:
                 time.sleep(self._pause_or_raise(held, give_up))  # a long poll's chunk
                 continue

@@ -54,7 +54,7 @@ class AsyncLeaseHandle(_AsyncHeld):
         while True:
             try:
                 call = self._acquire_call(give_up, self._client.session)
-                lease, sent = await self._client._timed(call)
+                lease, sent = await self._client._granted(call, self.key)
             except LeaseHeld as held:
                 await asyncio.sleep(self._pause_or_raise(held, give_up))  # a long poll's chunk
                 continue

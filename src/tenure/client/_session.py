@@ -48,7 +48,7 @@ def client_session(given: str | None) -> str:
     ``""`` (given) is the principal's default session."""
     if given is None:
         given = env_session() or new_session()
-    return v.check_session(given)
+    return v.check_client_session(given)
 
 
 __all__ = ["client_session", "host_name", "new_session"]

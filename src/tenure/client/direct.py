@@ -21,6 +21,7 @@ release; in direct mode a release by another process is seen within a poll inter
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import threading
 import time
@@ -179,13 +180,25 @@ class AsyncDirectTransport:
         polls = 0
         while True:
             try:
-                return await asyncio.to_thread(self.backend.handle, call)
+                return await self._try(call)
             except LeaseHeld as held:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise
                 await asyncio.sleep(self.backend.wait_hint(held, left, polls))
                 polls += 1
+
+    async def _try(self, call: Call[Any]) -> Reply:
+        """One try in a worker thread. Cancelled meanwhile, it still ends before the
+        cancellation goes on: what it did (a grant, say) is done by the time the client looks,
+        so a lease granted to a cancelled acquisition can be found and released."""
+        attempt = asyncio.ensure_future(asyncio.to_thread(self.backend.handle, call))
+        try:
+            return await asyncio.shield(attempt)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                await attempt
+            raise
 
     async def close(self) -> None:
         await asyncio.to_thread(self.backend.close)

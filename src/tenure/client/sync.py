@@ -39,6 +39,8 @@ from tenure.core.policy import PolicySet
 from tenure.core.token_floor import TokenFloor
 
 T = TypeVar("T")
+#: the most a clean-up after an interruption waits for each of its calls (seconds)
+CLEANUP_S = 2.0
 
 
 class HttpTransport:
@@ -185,6 +187,29 @@ class Client(EventsMixin):
         result, _ = self._timed(call)
         return result
 
+    def _granted(self, call: Call[Lease], key: str) -> tuple[Lease, float]:
+        """The lease of ``call`` (an acquisition of ``key``) and when it was sent.
+
+        Interrupted while it waits (Ctrl-C, a cancelled task), its connection closes and the
+        server withdraws it; a grant already on its way back is this session's lease nobody
+        will use, so it is released before the interruption goes on (best effort)."""
+        try:
+            return self._timed(call)
+        except BaseException as err:
+            if call.wait_s and not isinstance(err, Exception):
+                self._drop_unseen_grant(key)
+            raise
+
+    def _drop_unseen_grant(self, key: str) -> None:
+        """Release this session's lease on ``key`` if it is a fresh grant (never renewed: not a
+        lease the session held before it asked)."""
+        once = RetryPolicy(attempts=1)
+        with contextlib.suppress(Exception):
+            lease, _ = self._timed(sh.get_lease(key), retry=once, timeout=CLEANUP_S)
+            if lease.state == "live" and lease.session == self.session and not lease.renewals:
+                release = sh.release(key, lease.token, self.session)
+                self._timed(release, retry=once, timeout=CLEANUP_S)
+
     # leases -----------------------------------------------------------------------------------
     def acquire(
         self,
@@ -203,7 +228,7 @@ class Client(EventsMixin):
         (:class:`~tenure.LeaseHeld`) names the blocking lease's key in ``held_key``."""
         admits = check_fences(fences)
         call = sh.acquire(key, ttl_ms, task, meta, wait_ms, self.session, scope)
-        lease = self._call(call)
+        lease, _ = self._granted(call, key)
         try:
             admit_all(admits, key, lease.token)
         except BaseException:

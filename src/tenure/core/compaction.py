@@ -8,7 +8,9 @@ A pass deletes, in small batches, what no guarantee needs any more:
   acquired again gets a larger token than any it ever had;
 - the op_ids of fenced writes and of item writes older than the policy's ``op_window`` (a
   retry within the window is answered with the first result; past it, it is a new write);
-- events past the retention (their counts folded into the all-time totals);
+- events past the retention (their counts folded into the all-time totals): the kinds kept by
+  age (:mod:`tenure.core.retention`) once older than the audit window, the others once older
+  than their age or beyond their count;
 - dispatched agents whose tokens were revoked when their claim ended, a grace period later.
 """
 
@@ -19,6 +21,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from tenure.core.policy import DAY, HOUR, Policy, PolicySet
+from tenure.core.retention import DEFAULT_AUDIT_AGE_MS
 
 DEFAULT_EVENTS_MAX = 1_000_000
 DEFAULT_EVENTS_AGE_MS = 30 * DAY
@@ -31,13 +34,16 @@ MAX_BATCHES = 10_000
 @dataclass(frozen=True)
 class Retention:
     """What the event log and the principals keep (the leases' and op_ids' ages are the
-    policy's, per key prefix): the newest ``events_max`` events and none older than
-    ``events_age_ms`` (but the endings, kept by age only); a dispatched agent whose claim ended
-    is retired ``agent_grace_ms`` after its tokens were revoked."""
+    policy's, per key prefix): of the high-volume kinds, the newest ``events_max`` events and
+    none older than ``events_age_ms``; the security and ownership record (the kinds kept by
+    age, :mod:`tenure.core.retention`) for ``audit_age_ms`` (never less than
+    ``events_age_ms``), however many events there are; a dispatched agent whose claim ended is
+    retired ``agent_grace_ms`` after its tokens were revoked."""
 
     events_max: int = DEFAULT_EVENTS_MAX
     events_age_ms: int = DEFAULT_EVENTS_AGE_MS
     agent_grace_ms: int = DEFAULT_AGENT_GRACE_MS
+    audit_age_ms: int = DEFAULT_AUDIT_AGE_MS
 
 
 @dataclass(frozen=True)

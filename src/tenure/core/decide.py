@@ -38,6 +38,10 @@ from tenure.errors import (
     TenureError,
 )
 
+#: the ``reason`` of the ``released`` event of a grant whose waiting client had gone (it
+#: disconnected before the reply reached it): the server ends that lease at once
+WAITER_GONE = "waiter_gone"
+
 
 @quick_init
 @dataclass(frozen=True)
@@ -291,10 +295,12 @@ def decide_release(
     token: int | None,
     now: int,
     session: str = "",
+    reason: str | None = None,
 ) -> Decision:
     """End ``who``'s live lease. With ``token``: the lease of that token, from any session of
     ``who`` (an older token releases nothing). Without: only ``session``'s own lease; another
-    session's lease of ``who`` is refused like a stranger's."""
+    session's lease of ``who`` is refused like a stranger's. ``reason`` goes on the
+    ``released`` event (:data:`WAITER_GONE`: a grant whose waiter had left)."""
     rec, events = settle(before, now)
     if rec is None:
         return Decision(None, (), ReleaseResult(False, None, "no_lease"))
@@ -304,7 +310,7 @@ def decide_release(
     if rec.holder != who.name or (token is None and rec.session != session):
         return Decision(_changed(before, rec), events, None, _not_holder(rec))
     done = rec.update(ended="released")
-    event = ending_event(rec, "released", now, actor=who.name)
+    event = ending_event(rec, "released", now, actor=who.name, reason=reason)
     return Decision(done, (*events, event), ReleaseResult(True, done.lease(now)))
 
 

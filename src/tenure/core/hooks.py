@@ -40,6 +40,7 @@ EDIT_TOOLS = {
 HEARTBEATS = frozenset({"PostToolUse", "PostToolUseFailure"})
 ENDS = frozenset({"SessionEnd"})
 MAX_SESSION_BYTES = 128
+MCP_SESSIONS = "mcp-http:"  # tenure.core.validate.RESERVED_SESSION_PREFIX: the /mcp connections'
 
 Kind = Literal["edit", "heartbeat", "end", "other"]
 
@@ -94,6 +95,8 @@ def read_event(event: Mapping[str, Any]) -> HookEvent | Malformed:
         return _bad(kind, "session_id", "must be the harness's session id (a non-empty string)")
     if len(session.encode()) > MAX_SESSION_BYTES or _control(session):
         return _bad(kind, "session_id", "must be at most 128 bytes without control characters")
+    if session.startswith(MCP_SESSIONS):
+        return _bad(kind, "session_id", f"must not start with {MCP_SESSIONS!r} (/mcp's sessions)")
     cwd = event.get("cwd", "")
     if not isinstance(cwd, str):
         return _bad(kind, "cwd", "must be the session's working directory (a string)")

@@ -208,10 +208,12 @@ def _assigned_to_other(
 
 
 def not_assignee(item: Item, who: Principal) -> NotHolder:
-    """Someone who is neither the assignee nor an authority over it edits an assigned item."""
+    """Someone who is neither the assignee nor an authority over it edits an assigned item
+    (an assignee whose claim was force-released is no longer its assignee for this)."""
+    revoked = " (its claim was force-released)" if item.revoked else ""
     return NotHolder(
-        f"item {item.id!r} is assigned to {item.assignee!r}: only its assignee or an authority "
-        f"over it edits it, not {who.name!r}",
+        f"item {item.id!r} is assigned to {item.assignee!r}{revoked}: only its assignee or an "
+        f"authority over it edits it, not {who.name!r}",
         key=item_key(item.id),
         holder=item.assignee,
     )

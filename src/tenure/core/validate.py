@@ -23,6 +23,13 @@ MAX_SESSION_BYTES = 128
 MAX_LIMIT = 1000
 #: the longest one long-poll may wait (`wait_ms` of acquire and of the event log)
 MAX_WAIT_MS = 300_000
+#: the deepest nesting of a stored JSON value (a lease's ``meta``, a fenced ``value``, an item's
+#: ``result``, progress ``data``): ``{}`` and ``[]`` are one level, ``{"a": [1]}`` two. Deeper
+#: values are refused (a generous bound that every reader, encoder and database keeps)
+MAX_JSON_DEPTH = 64
+_CONTAINERS = (dict, list, tuple)
+# U+0000 as json.dumps writes it (after an even number of backslashes: not an escaped "\\u0000")
+_NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
 
 
 def _invalid(field: str, why: str) -> InvalidRequest:
@@ -45,6 +52,22 @@ def check_text(field: str, value: object, max_chars: int, *, required: bool = Tr
     ):
         raise _invalid(field, "must not contain control characters or lone surrogates")
     return value
+
+
+#: the sessions of ``/mcp`` connections, which the server names (``mcp-http:<nonce>``): a
+#: client's ``session`` may not start with it, so no REST call acts in a connection's session
+RESERVED_SESSION_PREFIX = "mcp-http:"
+
+
+def check_client_session(session: object, field: str = "session") -> str:
+    """A session a client names (:func:`check_session`), outside the ``/mcp`` connections'
+    namespace (:data:`RESERVED_SESSION_PREFIX`)."""
+    checked = check_session(session, field)
+    if checked.startswith(RESERVED_SESSION_PREFIX):
+        raise _invalid(
+            field, f"must not start with {RESERVED_SESSION_PREFIX!r} (the /mcp connections')"
+        )
+    return checked
 
 
 def check_session(session: object, field: str = "session") -> str:
@@ -131,15 +154,62 @@ def check_task(task: object) -> str | None:
     return None if task is None else check_text("task", task, MAX_TASK_CHARS)
 
 
+def json_depth(value: object, limit: int = MAX_JSON_DEPTH) -> int:
+    """How deep ``value`` nests (a scalar 0, ``{}`` and ``[]`` 1, ``[[1]]`` 2), counted
+    without recursion and only up to ``limit + 1``."""
+    return _walk(value, limit)[0]
+
+
+def _walk(value: object, limit: int) -> tuple[int, bool]:
+    """The depth of ``value`` (up to ``limit + 1``), and whether its objects' keys are all
+    strings: one level at a time, each level's containers in one list (no recursion, and no
+    Python-level work per scalar)."""
+    level = [value] if isinstance(value, _CONTAINERS) else []
+    depth, key_types = 0, set[type]()
+    while level and depth <= limit:
+        depth += 1
+        children: list[Any] = []
+        for node in level:
+            if isinstance(node, dict):
+                key_types.update(map(type, node))
+                children += node.values()
+            else:
+                children += node
+        level = [c for c in children if isinstance(c, _CONTAINERS)]
+    return depth, all(issubclass(t, str) for t in key_types)
+
+
+def _check_shape(field: str, value: object) -> None:
+    """What JSON text can say but not every reader keeps: the depth, string keys. Checked
+    without recursion, before any recursive code (an encoder, a copy) sees the value."""
+    depth, string_keys = _walk(value, MAX_JSON_DEPTH)
+    if depth > MAX_JSON_DEPTH:
+        raise InvalidRequest(
+            f"{field}: must nest at most {MAX_JSON_DEPTH} levels deep",
+            field=field,
+            maximum=MAX_JSON_DEPTH,
+        )
+    if not string_keys:
+        raise _invalid(field, "must be JSON (the keys of an object are strings)")
+
+
 def json_size(field: str, value: object) -> int:
+    """The size in bytes of ``value`` as compact JSON; refuses (``422`` naming ``field``) what
+    cannot be stored and read back as it was: nesting deeper than :data:`MAX_JSON_DEPTH`,
+    keys that are not strings, NaN and infinities, lone surrogates, U+0000 (which PostgreSQL's
+    JSON refuses), integers too long for Python to print."""
+    _check_shape(field, value)
     try:
         text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise _invalid(field, f"must be JSON ({exc})") from None
     try:
-        return len(text.encode("utf-8"))
+        size = len(text.encode("utf-8"))
     except UnicodeEncodeError:
         raise _invalid(field, "must not contain lone surrogates") from None
+    if "\\u0000" in text and _NUL.search(text):
+        raise _invalid(field, "must not contain the character U+0000 (NUL)")
+    return size
 
 
 def check_meta(meta: object, policy: Policy, field: str = "meta") -> dict[str, Any] | None:

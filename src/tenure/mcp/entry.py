@@ -19,5 +19,7 @@ def serve_stdio(client: Client, policy: PolicySet | None) -> None:
 
 
 def endpoint(settings: Settings) -> McpEndpoint:
-    """``/mcp`` for the server of ``settings``: the tools over streamable HTTP."""
-    return McpEndpoint(settings.host, settings.policy)
+    """``/mcp`` for the server of ``settings``: the tools over streamable HTTP, its session
+    ids signed with ``TENURE_MCP_SESSION_KEY`` (else a key of this process)."""
+    key = settings.mcp_session_key
+    return McpEndpoint(settings.host, settings.policy, key.encode() if key else None)

@@ -1,12 +1,12 @@
 """``/mcp`` on ``tenure serve``: the MCP tools over streamable HTTP, behind the REST bearer tokens.
 
-Every request is authenticated by the one token check of the REST API,
-:meth:`tenure.service.principals.Principals.authenticate`, before the SDK sees it: no token, or an
-unknown
-or revoked one, is refused with the REST API's ``401 unauthenticated`` problem. The principal is
-put in the request's ASGI scope, and each tool call acts as the principal of its own request
-through a :class:`~tenure.mcp.backend.ServiceBackend`: identity comes from authentication, never
-from the MCP session or a header the SDK reads.
+Every request is authenticated by the one token check of the REST API (the server's, with its
+caches and its limit on failed authentications per client address) before the SDK sees it: no
+token, or an unknown or revoked one, is refused with the REST API's ``401 unauthenticated``
+problem, and a client address past its budget of failures gets ``429 rate_limited``. The
+principal is put in the request's ASGI scope, and each tool call acts as the principal of its
+own request through a :class:`~tenure.mcp.backend.ServiceBackend`: identity comes from
+authentication, never from the MCP session or a header the SDK reads.
 
 The transport is stateless with JSON replies (no server-held MCP sessions, no SSE streams): any
 request may reach any of several ``tenure serve`` instances sharing a database, as the REST API
@@ -14,12 +14,16 @@ can. The SDK's Host/Origin checks (DNS-rebinding protection) are on when the ser
 loopback.
 
 Each MCP connection is a session of its principal, named by the connection's ``Mcp-Session-Id``:
-the answer to the ``initialize`` handshake carries a new id (``mcp-`` and 16 hex digits), which
-the client sends back with every later request of the connection; the tools of a request act in
-the session its header names. The id is not stored anywhere (the server keeps no session table),
-so any instance serves any request of any connection. A request without the header (a client
-that skipped the handshake) acts in the principal's default session ``""``, as a REST call
-without ``session`` does. Protocol revisions without a handshake (2026-07-28) have no connection
+the answer to the ``initialize`` handshake carries a new id, issued by the server and bound to
+the authenticated principal (:mod:`tenure.mcp.sessions`), which the client sends back with every
+later request of the connection; the tools of a request act in the session ``mcp-http:<nonce>``
+of its id, a namespace no REST call may name. An id the server did not issue, or issued to
+another principal, is answered ``404`` (the MCP answer to an unknown session: the client starts
+a new one with ``initialize``). The server keeps no session table: any instance with the same
+session key (``TENURE_MCP_SESSION_KEY``; else each process has its own) serves any request of
+any connection. A request without the header (a client that skipped the handshake) acts in the
+principal's default session ``""``, as a REST call without ``session`` does. Protocol revisions
+without a handshake (2026-07-28) have no connection
 to tell two agents under one token apart: their requests are answered with the version
 negotiation error (-32022) naming the handshake revisions, and clients fall back to the
 handshake (the SDKs' ``auto`` mode does so by itself). ``GET`` (a stream of server-initiated
@@ -30,9 +34,9 @@ their own once its calls stop) are answered ``405``.
 from __future__ import annotations
 
 import json
-import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any
 
 import anyio
@@ -45,13 +49,16 @@ from starlette.types import Message, Receive, Scope, Send
 
 from tenure.core.models import Principal
 from tenure.core.policy import PolicySet
-from tenure.core.validate import bearer_token, check_session
-from tenure.errors import TenureError, Unauthenticated
+from tenure.core.validate import bearer_token
+from tenure.errors import NotFound, TenureError, Unauthenticated
 from tenure.mcp.backend import ServiceBackend
+from tenure.mcp.sessions import SessionIds
 from tenure.mcp.tools import build_server
 from tenure.service.leases import Service
 from tenure.service.principals import Principals
 
+#: the server's token check: ``(token, client address) -> principal``, or it raises
+Authenticate = Callable[[str | None, str | None], Awaitable[Principal]]
 PATH = "/mcp"
 SCOPE_KEY = "tenure.principal"
 SESSION_KEY = "tenure.session"
@@ -83,18 +90,26 @@ def problem(err: TenureError, scope: Scope) -> Response:
         headers["WWW-Authenticate"] = 'Bearer realm="tenure"' + (
             ', error="invalid_token"' if given else ""
         )
+    retry = getattr(err, "retry_after_s", None)
+    if isinstance(retry, int):
+        headers["Retry-After"] = str(retry)
     return JSONResponse(err.to_problem(), err.status, headers, media_type=PROBLEM)
 
 
-def session_of(scope: Scope) -> str:
-    """The session the request's ``Mcp-Session-Id`` names; ``""`` without one. A value that
-    cannot be a session (over 128 bytes, control characters) is ``invalid_request``."""
-    return check_session(header(scope, b"mcp-session-id"), SESSION_HEADER)
-
-
-def new_session() -> str:
-    """A new connection's session id: visible ASCII, as ``Mcp-Session-Id`` must be."""
-    return f"mcp-{secrets.token_hex(8)}"
+def session_of(scope: Scope, ids: SessionIds, principal: Principal) -> str:
+    """The tenure session of the request's ``Mcp-Session-Id``; ``""`` without one. An id the
+    server did not issue to ``principal`` is ``not_found`` (404)."""
+    given = header(scope, b"mcp-session-id")
+    if not given:
+        return ""
+    session = ids.session(principal.name, given)
+    if session is None:
+        raise NotFound(
+            f"{SESSION_HEADER}: no such MCP session of {principal.name!r}; start a new one "
+            "with initialize",
+            what="mcp_session",
+        )
+    return session
 
 
 def is_initialize(body: bytes) -> bool:
@@ -105,7 +120,9 @@ def is_initialize(body: bytes) -> bool:
     return isinstance(message, dict) and message.get("method") == "initialize"
 
 
-def handing_out_sessions(receive: Receive, send: Send) -> tuple[Receive, Send]:
+def handing_out_sessions(
+    receive: Receive, send: Send, issue: Callable[[], str]
+) -> tuple[Receive, Send]:
     """``receive`` and ``send`` of a request without a session: a successful ``initialize``
     is answered with a new ``Mcp-Session-Id``, which names the connection's session from then
     on. The SDK reads the whole body before it answers, so the body is known by then."""
@@ -123,7 +140,7 @@ def handing_out_sessions(receive: Receive, send: Send) -> tuple[Receive, Send]:
             and message.get("status") == 200
             and is_initialize(bytes(body))
         ):
-            given = (SESSION_HEADER.lower().encode(), new_session().encode("ascii"))
+            given = (SESSION_HEADER.lower().encode(), issue().encode("ascii"))
             message = {**message, "headers": [*message.get("headers", []), given]}
         await send(message)
 
@@ -157,23 +174,33 @@ async def handshake_required(version: str, scope: Scope, receive: Receive, send:
 class McpEndpoint:
     """The ASGI app of ``/mcp``: authenticate, then hand the request to the SDK."""
 
-    def __init__(self, host: str, policy: PolicySet | None = None) -> None:
+    def __init__(
+        self, host: str, policy: PolicySet | None = None, session_key: bytes | None = None
+    ) -> None:
+        """``session_key``: what the ``Mcp-Session-Id`` values are signed with (the same on
+        every server of one database; ``None``: a random key of this process)."""
+        self.ids = SessionIds(session_key)
         self.server = build_server(self.backend_for, policy)
         # Builds the SDK's session manager; its Starlette app is not used (this is the app).
         self.server.streamable_http_app(stateless_http=True, json_response=True, host=host)
         self._service: Service | None = None
         self._principals: Principals | None = None
+        self._authenticate: Authenticate | None = None
 
     def mount(self, app: Any) -> None:
         """Route ``/mcp`` (any method) of a Starlette or FastAPI ``app`` to this endpoint."""
         app.router.routes.append(Route(PATH, endpoint=self, include_in_schema=False))
 
     @asynccontextmanager
-    async def running(self, service: Service, principals: Principals) -> AsyncIterator[None]:
+    async def running(
+        self, service: Service, principals: Principals, authenticate: Authenticate | None = None
+    ) -> AsyncIterator[None]:
         """Serve with ``service`` while the app runs (inside its lifespan). A verb that ends a
         lease wakes the server's long-polls through the service's listeners, as every verb
-        does."""
+        does. ``authenticate``: the server's own token check (its caches and its limit on
+        failed authentications per client address); without it, ``principals`` in a thread."""
         self._service, self._principals = service, principals
+        self._authenticate = authenticate
         async with self.server.session_manager.run():
             yield
 
@@ -182,8 +209,8 @@ class McpEndpoint:
         if principals is None:
             raise RuntimeError("the MCP endpoint is not running (the app's lifespan did not run)")
         try:
-            principal = await anyio.to_thread.run_sync(principals.authenticate, bearer(scope))
-            session = session_of(scope)
+            principal = await self._principal(principals, scope)
+            session = session_of(scope, self.ids, principal)
         except TenureError as err:
             await problem(err, scope)(scope, receive, send)
             return
@@ -195,9 +222,16 @@ class McpEndpoint:
             await handshake_required(version, scope, receive, send)
             return
         if not session:
-            receive, send = handing_out_sessions(receive, send)
+            issue = partial(self.ids.issue, principal.name)
+            receive, send = handing_out_sessions(receive, send, issue)
         scope = {**scope, SCOPE_KEY: principal, SESSION_KEY: session}
         await self.server.session_manager.asgi_app(scope, receive, send)
+
+    async def _principal(self, principals: Principals, scope: Scope) -> Principal:
+        if self._authenticate is None:
+            return await anyio.to_thread.run_sync(principals.authenticate, bearer(scope))
+        client = scope.get("client")
+        return await self._authenticate(bearer(scope), client[0] if client else None)
 
     def backend_for(self, ctx: Context) -> ServiceBackend:
         """The backend of the principal that authenticated the tool call's HTTP request, in

@@ -33,28 +33,27 @@ from functools import partial
 from typing import Any, cast
 
 from starlette.types import Scope
-from uvicorn.protocols.http.httptools_impl import (
-    STATUS_LINE,
-    HttpToolsProtocol,
-    RequestResponseCycle,
-)
+from uvicorn.protocols.http.httptools_impl import STATUS_LINE, RequestResponseCycle
 
 from tenure.errors import RateLimited, TenureError
 from tenure.server.http import hotpath, problems
 from tenure.server.http.app import FALLBACK, TenureApp
 from tenure.server.http.auth import TARPIT_S
 from tenure.server.http.deps import State, dumps
+from tenure.server.timeouts import TimedProtocol, source
 from tenure.verbs.leases import ACQUIRE
 
 Held = tuple[RequestResponseCycle, Any]
 
 
-def hot_protocol(app: TenureApp) -> type[HttpToolsProtocol]:
+def hot_protocol(app: TenureApp) -> type[TimedProtocol]:
     """The protocol class for uvicorn's ``http=`` setting, serving ``app``'s hot calls."""
     return type("TenureProtocol", (HotProtocol,), {"tenure_app": app})
 
 
-class HotProtocol(HttpToolsProtocol):
+class HotProtocol(TimedProtocol):
+    """Also times the reading of each request (:class:`TimedProtocol`)."""
+
     tenure_app: TenureApp
     _in_headers = False
     _held: Held | None = None
@@ -92,7 +91,7 @@ class HotProtocol(HttpToolsProtocol):
             super()._start_asgi_task(cycle, app)
             return
         started = time.perf_counter()
-        me = st.auth.quick(token, hotpath.client_of(cast(Scope, cycle.scope)))
+        me = st.auth.quick(token, source(cast(Scope, cycle.scope), self.trusted))
         if me is None:  # the database must be asked: the ASGI path awaits it
             super()._start_asgi_task(cycle, app)
             return

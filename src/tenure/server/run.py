@@ -20,10 +20,13 @@ import uvicorn
 
 from tenure.server.http.app import Mount, TenureApp, create_app
 from tenure.server.protocol import hot_protocol
+from tenure.server.timeouts import timed_protocol
 from tenure.settings import Settings
 from tenure.store import durability
 from tenure.store.dburl import masked
-from tenure.store.open import open_store
+from tenure.store.open import open_store, sqlite_file
+from tenure.store.sqlite import serverlock
+from tenure.store.sqlite.serverlock import ServerLock
 
 
 class _Server(uvicorn.Server):
@@ -64,10 +67,17 @@ def config(
     """uvicorn's settings for ``app``, as ``tenure serve`` runs it. ``access_log``: a line per
     request on stderr (off by default: at thousands of requests a second it costs a tenth of the
     server's CPU; ``/metrics`` counts requests by route). Without it the hot calls skip ASGI
-    (:mod:`tenure.server.protocol`), which the access log is written on."""
-    if not access_log:
-        options.setdefault("http", hot_protocol(app))
+    (:mod:`tenure.server.protocol`), which the access log is written on. Either way each
+    request's headers and body are read within the app's timeouts
+    (:mod:`tenure.server.timeouts`), and ``X-Forwarded-For`` is believed only from the proxies
+    of ``TENURE_FORWARDED_ALLOW_IPS``."""
+    options.setdefault("http", timed_protocol(app) if access_log else hot_protocol(app))
     options.setdefault("timeout_graceful_shutdown", 30)
+    # X-Forwarded-For names the client only when it comes from a configured proxy (uvicorn's
+    # own default believes any process on the machine)
+    proxies = app.http_settings.proxies
+    options.setdefault("proxy_headers", bool(proxies))
+    options.setdefault("forwarded_allow_ips", proxies)
     return uvicorn.Config(
         app, host=host, port=port, access_log=access_log, lifespan="on", **options
     )
@@ -84,9 +94,22 @@ def serve(
     """Run the server, with ``mounts`` beside its routes, until SIGTERM or SIGINT (see
     :func:`config` for ``access_log``).
 
-    Before anything starts: a port in use is one line and exit 1; a database that cannot be
-    opened raises :class:`~tenure.store.dburl.DatabaseUnreachable` (the CLI: exit 2)."""
+    Before anything starts: a SQLite file another server serves, or a port in use, is one line
+    and exit 1 (the server holds the file's lock, :mod:`tenure.store.sqlite.serverlock`, until
+    it stops); a database that cannot be opened raises
+    :class:`~tenure.store.dburl.DatabaseUnreachable` (the CLI: exit 2)."""
     durability.exit_on_failure()  # a failed sync or an I/O error at commit: exit, not 5xx
+    held = hold_database(settings)  # one server per SQLite file
+    try:
+        _serve(settings, log_level, access_log=access_log, mounts=mounts, **options)
+    finally:
+        if held is not None:
+            held.release()
+
+
+def _serve(
+    settings: Settings, log_level: str, *, access_log: bool, mounts: Sequence[Mount], **options: Any
+) -> None:
     sock = bind(settings.host, settings.port)
     try:
         hint = first_run_hint(settings)  # opens the database: a bad URL fails here, in seconds
@@ -112,6 +135,19 @@ def serve(
         sock.close()
     if not server.started:
         raise SystemExit(1)  # could not bind, or the startup (opening the database) failed
+
+
+def hold_database(settings: Settings) -> ServerLock | None:
+    """The server lock of the SQLite file the server is to serve (``None`` for PostgreSQL); a
+    file another server serves is one line on stderr naming that server, and exit 1."""
+    path = sqlite_file(settings.db)
+    if path is None:
+        return None
+    try:
+        return serverlock.hold(path, f"http://{settings.host}:{settings.port}")
+    except serverlock.ServerRunning as err:
+        print(f"tenure: {err}", file=sys.stderr)
+        raise SystemExit(1) from None
 
 
 def bind(host: str, port: int) -> socket.socket:

@@ -26,6 +26,7 @@ from tenure.core.compaction import (
 from tenure.core.items import ITEM_PREFIX
 from tenure.core.models import Principal
 from tenure.core.policy import PolicySet
+from tenure.core.retention import Pruned, audit_before
 from tenure.errors import Forbidden, InvalidRequest
 from tenure.store.base import Store
 
@@ -39,6 +40,7 @@ class Ages:
     op_ms: int | None = None
     events_ms: int | None = None
     agent_grace_ms: int | None = None
+    audit_ms: int | None = None  # the kinds kept by age (never less than ``events_ms``)
 
 
 @dataclass
@@ -51,14 +53,25 @@ class _Pass:
     batches: int = 0
     complete: bool = True
 
-    def drain(self, kind: str, step: Callable[[], int], *, until_empty: bool = False) -> None:
-        """Run ``step`` (one batch) until it deletes fewer than a batch (``until_empty``: none)
-        or the kind's budget is spent."""
+    def drain(self, kind: str, step: Callable[[], int]) -> None:
+        """Run ``step`` (one batch) until it deletes fewer than a batch or the kind's budget
+        is spent."""
         for _ in range(self.budget):
             n = step()
             self.batches += 1
             self.counts[kind] = self.counts.get(kind, 0) + n
-            if n == 0 or (n < self.batch and not until_empty):
+            if n < self.batch:
+                return
+        self.complete = False
+
+    def drain_events(self, step: Callable[[], Pruned]) -> None:
+        """Run ``step`` until it finds nothing due (a batch that held only events kept by age
+        deletes nothing, and more may be due after it) or the budget is spent."""
+        for _ in range(self.budget):
+            done = step()
+            self.batches += 1
+            self.counts["events"] = self.counts.get("events", 0) + done.deleted
+            if not done.due:
                 return
         self.complete = False
 
@@ -79,7 +92,7 @@ def check_pass(batch: object, max_batches: object) -> tuple[int, int]:
 
 
 def check_ages(ages: Ages) -> Ages:
-    for name in ("lease_ms", "op_ms", "events_ms", "agent_grace_ms"):
+    for name in ("lease_ms", "op_ms", "events_ms", "agent_grace_ms", "audit_ms"):
         value = getattr(ages, name)
         if value is not None and (
             isinstance(value, bool) or not isinstance(value, int) or value < 0
@@ -115,12 +128,9 @@ def compact(
     item_window = policy.for_key(ITEM_PREFIX).op_window if ages.op_ms is None else ages.op_ms
     run.drain("item_ops", partial(store.compact_item_ops, now - item_window, size))
     events_age = retention.events_age_ms if ages.events_ms is None else ages.events_ms
-    events_before = now - events_age
-    run.drain(
-        "events",
-        partial(store.prune_events, retention.events_max, events_before, size),
-        until_empty=True,  # (a batch of endings kept by count deletes fewer, and more may be due)
-    )
+    audit_age = retention.audit_age_ms if ages.audit_ms is None else ages.audit_ms
+    cuts = (now - events_age, audit_before(now, events_age, audit_age))
+    run.drain_events(partial(store.prune_events, retention.events_max, *cuts, size))
     grace = retention.agent_grace_ms if ages.agent_grace_ms is None else ages.agent_grace_ms
     run.drain("agents", partial(store.retire_agents, now - grace, size))
     return CompactionResult(

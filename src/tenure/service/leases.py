@@ -7,6 +7,7 @@ Each write is one short transaction on the key: lock, read the instant, decide (
 from __future__ import annotations
 
 import builtins
+import json
 from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 from tenure.core import validate as v
 from tenure.core.compaction import CompactionResult, Retention
 from tenure.core.decide import (
+    WAITER_GONE,
     Decision,
     decide_acquire,
     decide_force_release,
@@ -33,12 +35,14 @@ from tenure.core.models import (
     Lease,
     LeaseQuery,
     LostLease,
+    Principal,
     ReleaseAllResult,
     ReleaseResult,
     RenewAllResult,
 )
 from tenure.core.policy import Policy, PolicySet
 from tenure.core.quotas import Quotas
+from tenure.core.retention import audit_before
 from tenure.errors import InvalidRequest, NotFound, StaleToken, TenureError
 from tenure.service.compaction import Ages, compact
 from tenure.service.engine import Engine, Who, as_principal
@@ -51,6 +55,8 @@ __all__ = ["ITEM_VERBS", "Service", "Who", "as_principal"]
 
 #: live leases read at a time by release_all
 RELEASE_PAGE = 1000
+#: the batches one prune_events call folds at most while they hold only events kept by age
+MAX_FOLDS = 100
 #: what to use instead of a generic lease verb on an item's key (``{id}``: the item)
 ITEM_VERBS = {
     "acquire": "claim the item (POST /v1/items/{id}/claim; tenure claim {id})",
@@ -135,13 +141,15 @@ class Service(Engine):
     def renew_all(
         self, who: Who, keys: Iterable[str] | None = None, session: str | None = None
     ) -> RenewAllResult:
-        """Renew every live lease of ``who`` (only those of its ``session`` when given; or those
-        in ``keys``), each with its own ttl.
+        """Renew every live lease of ``who``'s ``session`` (``None``: the default session
+        ``""``), each with its own ttl; or those in ``keys`` (of any session of ``who``, or of
+        ``session`` only when given).
 
-        One transaction renews every lease that is live; the keys it did not renew are then
-        looked at one by one, to name why each one is lost."""
+        One transaction renews every lease that is live. Without ``keys``, ``lost`` lists the
+        session's leases that lapsed lately (:meth:`_lapsed`); with ``keys``, the keys it did
+        not renew are looked at one by one, to name why each one is lost."""
         me = as_principal(who)
-        sid = None if session is None else v.check_session(session)
+        sid = _session_of(session, keys is None)
         wanted = None
         if keys is not None:
             wanted = list(dict.fromkeys(self._check_key(k) for k in _as_list(keys, "keys")))
@@ -150,7 +158,8 @@ class Service(Engine):
             self.metrics.inc("tenure_renewals_total", by=len(records))
         by_key = {r.key: r.lease(now) for r in records}
         if wanted is None:
-            return RenewAllResult(tuple(by_key[k] for k in sorted(by_key)), ())
+            renewed_all = tuple(by_key[k] for k in sorted(by_key))
+            return RenewAllResult(renewed_all, self._lapsed(me, sid or ""))
         renewed, lost = [], []
         for key in wanted:
             if key in by_key:
@@ -169,15 +178,24 @@ class Service(Engine):
 
     def renew_all_json(self, who: Who, session: str | None = None) -> bytes:
         """``renew_all(who, session=session)`` (no ``keys``) as the JSON of its reply,
-        ``{"renewed": [...], "lost": []}``: equal, once parsed, to its ``to_dict()``. The
+        ``{"renewed": [...], "lost": [...]}``: equal, once parsed, to its ``to_dict()``. The
         database writes the array of renewed leases, so no lease becomes a Python object (a
         heartbeat over 100,000 leases: a 22 MB reply)."""
         me = as_principal(who)
-        sid = None if session is None else v.check_session(session)
+        sid = v.check_session(session)
         _, leases, count = self.store.renew_all_json(me.name, sid)
         if count:
             self.metrics.inc("tenure_renewals_total", by=count)
-        return b"".join([b'{"renewed":[', *leases, b'],"lost":[]}'])
+        lost = json.dumps([x.to_dict() for x in self._lapsed(me, sid)], separators=(",", ":"))
+        return b"".join([b'{"renewed":[', *leases, b'],"lost":', lost.encode(), b"}"])
+
+    def _lapsed(self, me: Principal, session: str) -> tuple[LostLease, ...]:
+        """The leases of ``me``'s ``session`` that expired or were force-released and whose
+        deadline is at most the longest ``max_ttl`` of the policy ago (a heartbeat that missed
+        beats still hears of them; one taken by someone else since is not listed)."""
+        policies = (self.policy.default, *(p for _, p in self.policy.overrides))
+        window = max(p.max_ttl for p in policies)
+        return tuple(self.store.lapsed(me.name, session, window)[1])
 
     def extend(
         self, who: Who, key: str, token: int, until: int | None = None, by_ms: int | None = None
@@ -199,6 +217,17 @@ class Service(Engine):
         sid = v.check_session(session)
         result: ReleaseResult = self._run(
             key, lambda tx: decide_release(tx.record, key, me, token, tx.now, sid)
+        )
+        return result
+
+    def withdraw(self, who: Who, key: str, token: int) -> ReleaseResult:
+        """End lease ``token`` on ``key``, granted to a waiting acquisition of ``who`` whose
+        client had gone before the reply reached it: a ``released`` event with reason
+        ``waiter_gone``, so the next waiter gets the key at once."""
+        me = as_principal(who)
+        token = v.check_token(token)
+        result: ReleaseResult = self._run(
+            key, lambda tx: decide_release(tx.record, key, me, token, tx.now, reason=WAITER_GONE)
         )
         return result
 
@@ -353,11 +382,24 @@ class Service(Engine):
         self.committed([_draft(e) for e in revoked])
         return revoked
 
-    def prune_events(self, max_count: int, max_age_ms: int, batch: int = 1000) -> int:
+    def prune_events(
+        self, max_count: int, max_age_ms: int, batch: int = 1000, audit_age_ms: int | None = None
+    ) -> int:
         """Retention: drop one batch of the oldest events beyond ``max_count`` or older than
-        ``max_age_ms`` (their counts are kept in the all-time totals); the number dropped."""
-        before = self.store.now_ms() - max_age_ms
-        return self.store.prune_events(max_count, before, batch)
+        ``max_age_ms`` (their counts are kept in the all-time totals), but those of the kinds
+        kept by age (:mod:`tenure.core.retention`), which go once older than ``audit_age_ms``
+        (default: the retention's; never less than ``max_age_ms``). Batches holding nothing
+        but those are folded and passed over, each in a transaction of its own (at most
+        :data:`MAX_FOLDS` a call); the number dropped."""
+        audit = self.retention.audit_age_ms if audit_age_ms is None else audit_age_ms
+        for _ in range(MAX_FOLDS):
+            now = self.store.now_ms()
+            step = self.store.prune_events(
+                max_count, now - max_age_ms, audit_before(now, max_age_ms, audit), batch
+            )
+            if step.deleted or not step.due:
+                return step.deleted
+        return 0
 
     def compact(
         self,
@@ -399,6 +441,14 @@ class Service(Engine):
 
 def _draft(e: Event) -> EventDraft:
     return EventDraft(e.type, e.key, e.holder, e.task, e.token, e.actor, e.reason, e.data)
+
+
+def _session_of(session: str | None, whole: bool) -> str | None:
+    """The session a renew-all renews: without keys (``whole``) ``session`` or the default
+    ``""``, never every session's; with keys, ``None`` (any of the caller's) unless given."""
+    if session is None and not whole:
+        return None
+    return v.check_session(session)
 
 
 def _as_list(values: Iterable[str], field: str) -> list[str]:

@@ -84,6 +84,23 @@ __all__ = [  # the results live in tenure.core.claims; imported from here by old
 DEFAULT_STALL_MS = Policy().stall_after
 
 
+def agent_name(now_ms: int) -> str:
+    """A dispatched agent's default name: ``agent-`` and the instant it is made (milliseconds,
+    base 36) and 32 random bits. Never the name of an agent made before, also once that one is
+    retired and its principal gone, so each name in the log and the transfers is one agent."""
+    digits, n = "", max(now_ms, 0)
+    while True:
+        n, r = divmod(n, 36)
+        digits = "0123456789abcdefghijklmnopqrstuvwxyz"[r] + digits
+        if not n:
+            return f"agent-{digits}-{secrets.token_hex(4)}"
+
+
+def _assignee_or_free(item: Item, me: Principal) -> bool:
+    """``item`` is nobody's, or ``me``'s by a claim that was not force-released (revoked)."""
+    return item.assignee is None or (item.assignee == me.name and not item.revoked)
+
+
 def _same_completion(first: Any, epoch: int, me: Principal) -> bool:
     """Whether the completion an ``op_id`` recorded is this one again: the same epoch, by the
     same principal (records from before the principal was kept count by epoch alone)."""
@@ -193,9 +210,12 @@ class WorkQueue(QueueViews):
         return self.get(item_id)
 
     def _may_edit(self, me: Principal, item: Item) -> bool:
-        """Only its assignee or an authority over the assignee edits an assigned item."""
+        """Only its assignee or an authority over the assignee edits an assigned item; an
+        assignee whose claim was force-released (revoked) is like anyone else."""
         owner = item.assignee
-        return owner is None or owner == me.name or self.service._may_force(me, owner)
+        if owner is None or (owner == me.name and not item.revoked):
+            return True
+        return self.service._may_force(me, owner)
 
     def _edits(self, changes: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -210,7 +230,7 @@ class WorkQueue(QueueViews):
         return out
 
     def _set_status(self, tx: KeyTx, item: Item, me: Principal, status: str) -> ItemDecision:
-        if item.status in CLOSED or item.assignee not in (None, me.name):
+        if item.status in CLOSED or not _assignee_or_free(item, me):
             why = (
                 f"item {item.id!r} is {item.status}"
                 if item.status in CLOSED
@@ -469,7 +489,7 @@ class WorkQueue(QueueViews):
         me = self._who(who)
         ttl, task, reason = self._claim_args(item_id, ttl_ms, task, reason, takeover)
         sid = v.check_session(session)
-        suffix = agent if agent is not None else f"agent-{secrets.token_hex(3)}"
+        suffix = agent if agent is not None else agent_name(self.store.now_ms())
         name = f"{me.name}/{suffix}"
         if (
             not isinstance(suffix, str)

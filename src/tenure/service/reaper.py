@@ -84,7 +84,7 @@ class Reaper:
         for _ in range(PRUNE_BATCHES):
             n = self.service.prune_events(max_count, max_age_ms, self.batch)
             dropped += n
-            if n == 0:  # (a batch of endings kept by count drops none: the next round goes on)
+            if n == 0:  # nothing due (or only events kept by age: the next round goes on)
                 break
         self.pruned += dropped
         return dropped
@@ -99,6 +99,8 @@ class Reaper:
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval):
+            if self.service.store.health.down is not None:
+                continue  # the database is gone (the server's watch says why): nothing to do
             try:
                 self.run_once()
                 if time.monotonic() >= self._next_prune:

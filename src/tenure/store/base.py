@@ -21,11 +21,14 @@ from tenure.core.models import (
     FencedValue,
     FencedWrite,
     KeyRecord,
+    LostLease,
     Principal,
 )
+from tenure.core.retention import Pruned
 from tenure.core.token_floor import TokenFloor
 from tenure.store import rows
 from tenure.store.compaction import Compaction
+from tenure.store.health import Health
 from tenure.store.reads import Reads
 from tenure.store.values import ENDED, Credential, NewToken, Reach, Removal, TokenInfo
 from tenure.store.writes import Writes
@@ -143,6 +146,12 @@ class Store(Reads, Writes, Compaction, Protocol):
     transaction); the rest is each backend's own."""
 
     url: str
+    #: what the last check of the database found (:mod:`tenure.store.health`)
+    health: Health
+
+    def probe(self) -> None:
+        """Check that the database can be reached and read now; the driver's error if not."""
+        ...
 
     def key_tx(
         self,
@@ -182,6 +191,14 @@ class Store(Reads, Writes, Compaction, Protocol):
         key, separated by commas; the parts, put end to end, are the inside of the array
         (``b"[" + b"".join(them) + b"]"``), so that the reply around them takes one copy of the
         text (22 MB for 100,000 leases), not two more (PostgreSQL sends it in several)."""
+        ...
+
+    def lapsed(self, holder: str, session: str, window_ms: int) -> tuple[int, list[LostLease]]:
+        """The leases of ``holder``'s ``session`` that expired (recorded or not yet) or were
+        force-released, whose deadline is less than ``window_ms`` before the instant (or after
+        it): ``(the instant, each one's key, reason and token)``, by key. Read along an index of
+        the lapsed leases by holder, session and deadline and one of the unended leases by
+        deadline: its cost grows neither with the session's live leases nor with others'."""
         ...
 
     def reap(self, limit: int) -> list[Event]:
@@ -229,12 +246,12 @@ class Store(Reads, Writes, Compaction, Protocol):
         and retention drops events)."""
         ...
 
-    def prune_events(self, max_count: int, before: int, batch: int) -> int:
+    def prune_events(self, max_count: int, before: int, audit_before: int, batch: int) -> Pruned:
         """Fold into the totals the oldest batch of up to ``batch`` events that are beyond
-        the newest ``max_count`` or older than ``before``, and delete them, except the endings
-        (:data:`tenure.store.retention.ENDINGS`) not older than ``before``: retention by count
-        keeps those. Also delete up to ``batch`` of the endings kept so, once older than
-        ``before``. The number deleted."""
+        the newest ``max_count`` or older than ``before``, and delete them, except the kinds
+        kept by age (:data:`tenure.core.retention.KEPT_BY_AGE`) not older than
+        ``audit_before``: retention by count keeps those. Also delete up to ``batch`` of the
+        events kept so, once older than ``audit_before``. What it deleted and folded."""
         ...
 
     def listen(

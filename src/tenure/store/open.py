@@ -26,8 +26,7 @@ def open_store(url: str | Path, *, clock: Clock | None = None, **options: Any) -
         check_postgres(text)
         return PostgresStore(text, clock=clock, **options)
     if text.startswith("sqlite://"):
-        # sqlite:///relative/path, sqlite:////absolute/path (SQLAlchemy's convention)
-        text = text.removeprefix("sqlite://").removeprefix("/")
+        text = sqlite_path(text)
     elif "://" in text:
         from tenure.store.dburl import masked
 
@@ -49,3 +48,20 @@ def open_store(url: str | Path, *, clock: Clock | None = None, **options: Any) -
             f"database_unreachable: sqlite:///{text}: cannot open it ({why}). Check the path "
             "in --db or TENURE_DB (a directory that exists and that you may write in)."
         ) from None
+
+
+def sqlite_path(url: str) -> str:
+    """The path of a ``sqlite://`` URL: ``sqlite:///relative/path``, ``sqlite:////absolute/path``
+    (SQLAlchemy's convention)."""
+    return url.removeprefix("sqlite://").removeprefix("/")
+
+
+def sqlite_file(url: str | Path) -> Path | None:
+    """The SQLite file ``url`` names (a ``sqlite://`` URL or a plain path), ``None`` for
+    another database or SQLite's in-memory one."""
+    text = str(url)
+    if text.startswith("sqlite://"):
+        text = sqlite_path(text)
+    elif "://" in text:
+        return None
+    return None if text in ("", ":memory:") else Path(text)

@@ -79,6 +79,10 @@ class Reads(Protocol):
         """Every token of ``name``, revoked ones included, oldest first."""
         return principal_writes.tokens_from(self._query_all("list_tokens", {"name": name}))
 
+    def live_token_ids(self) -> set[str]:
+        """The ids of every unrevoked token (expired ones included)."""
+        return {str(r[0]) for r in self._query_all("live_token_ids", {})}
+
     def get_principal(self, name: str) -> Principal | None:
         row = self._query_one("get_principal", {"name": name})
         return rows.principal_from(row) if row else None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Sequence
 from json.encoder import encode_basestring as _text  # what json.dumps writes for a str (C)
 from typing import Any
@@ -15,11 +16,20 @@ from tenure.core.models import (
     FencedValue,
     FencedWrite,
     KeyRecord,
+    LostLease,
     Principal,
 )
+from tenure.core.validate import MAX_JSON_DEPTH, json_depth
 from tenure.store.values import Credential
 
 Loads = Callable[[Any], Any]
+log = logging.getLogger("tenure.store")
+#: the deepest a stored column can nest: an accepted value (MAX_JSON_DEPTH) inside the store's
+#: own wrapping (progress ``{"message", "data"}``, an event's data around it)
+MAX_STORED_DEPTH = MAX_JSON_DEPTH + 4
+#: what a read shows in place of a part of a stored value nested deeper than MAX_STORED_DEPTH
+#: (only an older version could store one): the rest of the value, and every reply, still reads
+TOO_DEEP = f"<not shown: nested deeper than {MAX_STORED_DEPTH} levels>"
 
 
 def dumps(value: Any) -> str:
@@ -38,7 +48,42 @@ def loads_text(value: Any) -> Any:
         return {}
     if value == "[]":
         return []
-    return json.loads(value) if isinstance(value, str | bytes) else value
+    if not isinstance(value, str | bytes):
+        return value
+    if _brackets(value) <= MAX_STORED_DEPTH:  # too few to nest too deep: the common case
+        return json.loads(value)
+    try:
+        loaded = json.loads(value)
+    except RecursionError:
+        log.warning("a stored JSON value nests too deep to read: shown as %r", {"": TOO_DEEP})
+        return {"": TOO_DEEP}
+    return clipped(loaded) if json_depth(loaded, MAX_STORED_DEPTH) > MAX_STORED_DEPTH else loaded
+
+
+def _brackets(text: str | bytes) -> int:
+    if isinstance(text, bytes):
+        return text.count(b"{") + text.count(b"[")
+    return text.count("{") + text.count("[")
+
+
+def clipped(value: Any) -> Any:
+    """``value`` (as ``json.loads`` gave it) with each container nested deeper than
+    :data:`MAX_STORED_DEPTH` levels replaced by :data:`TOO_DEEP` (logged), without recursion."""
+    stack = [(value, 1)] if isinstance(value, dict | list) else []
+    cut = 0
+    while stack:
+        node, depth = stack.pop()
+        if depth < MAX_STORED_DEPTH:
+            children = node.values() if isinstance(node, dict) else node
+            stack.extend([(c, depth + 1) for c in children if isinstance(c, dict | list)])
+            continue
+        for at, child in list(node.items() if isinstance(node, dict) else enumerate(node)):
+            if isinstance(child, dict | list):
+                node[at], cut = TOO_DEEP, cut + 1
+    if cut:
+        log.warning("a stored JSON value nests deeper than %d levels: %d parts shown as %r",
+                    MAX_STORED_DEPTH, cut, TOO_DEEP)  # fmt: skip
+    return value
 
 
 def record_from(row: Sequence[Any], loads: Loads = loads_text) -> KeyRecord:
@@ -197,3 +242,9 @@ def transfer_params(t: Transfer) -> dict[str, Any]:
 
 def transfer_from(row: Sequence[Any]) -> Transfer:
     return Transfer(*row)
+
+
+def lapsed_of(found: Sequence[Sequence[Any]]) -> list[LostLease]:
+    """The rows of ``lapsed_leases`` (key, token, why), by key (in code point order)."""
+    lost = [LostLease(str(key), str(why), int(token)) for key, token, why in found]
+    return sorted(lost, key=lambda x: x.key)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
 from tenure.core.validate import (
     MAX_OP_ID_CHARS,
@@ -21,6 +21,7 @@ from tenure.core.validate import (
     MAX_SESSION_BYTES,
     MAX_TASK_CHARS,
     MAX_WAIT_MS,
+    RESERVED_SESSION_PREFIX,
 )
 from tenure.service.queue_items import MAX_BODY_CHARS, MAX_LABELS, MAX_TITLE_CHARS
 
@@ -134,17 +135,29 @@ Reason = Annotated[
     str, Field(json_schema_extra=text_schema(MAX_REASON_CHARS, "why (recorded in the event)"))
 ]
 OpId = Annotated[str, Field(json_schema_extra=text_schema(MAX_OP_ID_CHARS, "an idempotency key"))]
+
+
+def _client_session(value: object) -> object:
+    """A ``session`` a client sends is not one of the ``/mcp`` connections' (their server
+    names them): refused before any verb runs."""
+    if isinstance(value, str) and value.startswith(RESERVED_SESSION_PREFIX):
+        raise ValueError(f"must not start with {RESERVED_SESSION_PREFIX!r} (/mcp's sessions)")
+    return value
+
+
 Session = Annotated[
     str,
     pattern_field(
         SESSION_PATTERN,
         "the holder's session: one running process of the caller (a `tenure run`, an "
-        "agent's connection); at most 128 bytes of UTF-8, no control characters; absent or "
+        "agent's connection); at most 128 bytes of UTF-8, no control characters, not starting "
+        "with `mcp-http:` (the sessions of `/mcp` connections, named by the server); absent or "
         "empty: the caller's default session. Sessions of one principal exclude each other "
         "like strangers",
         max_length=MAX_SESSION_BYTES,
         example="web-2",
     ),
+    AfterValidator(_client_session),
 ]
 Name = Annotated[
     str,

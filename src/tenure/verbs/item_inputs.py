@@ -200,8 +200,9 @@ class DispatchIn(Body):
             json_schema_extra={
                 "pattern": AGENT_PATTERN,
                 "description": "the agent's name under the caller (`caller/<agent>`; default "
-                "`agent-<random>`): 1-64 letters, digits and . _ @ : / -, starting with a "
-                "letter or digit; the whole name is at most 128 characters",
+                "`agent-<instant>-<random>`, never an earlier agent's name): 1-64 letters, "
+                "digits and . _ @ : / -, starting with a letter or digit; the whole name is at "
+                "most 128 characters",
             },
         ),
     ] = None

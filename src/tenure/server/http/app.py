@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 import gc
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import Any, Protocol
 
@@ -16,7 +16,7 @@ from fastapi import FastAPI
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tenure.core.clock import Clock, SystemClock
-from tenure.core.models import EventDraft, freed_keys
+from tenure.core.models import EventDraft, Principal, freed_keys
 from tenure.core.version import __version__
 from tenure.server import dashboard
 from tenure.server.http import convertors, openapi, problems
@@ -30,13 +30,15 @@ from tenure.server.http.problems import BodyLimit, JsonByDefault
 from tenure.server.http.scrape import StatsCache
 from tenure.server.http.timing import Timing
 from tenure.server.http.verb_routes import add_verb_routes
+from tenure.server.runtime.dbwatch import DatabaseWatch
 from tenure.server.runtime.executor import make_executor
 from tenure.server.runtime.feed import Bell
 from tenure.server.runtime.waiters import Slots, Waiters
 from tenure.service.leases import Service
 from tenure.service.principals import Principals
 from tenure.service.reaper import Reaper
-from tenure.settings import Settings
+from tenure.settings import HttpSettings, Settings
+from tenure.store.health import first_line
 from tenure.store.open import open_store
 from tenure.verbs.registry import VERBS
 
@@ -61,6 +63,8 @@ class TenureApp(FastAPI):
             return
         await super().__call__(scope, receive, send)
 
+    #: how requests are read: proxies, header and body timeouts (``tenure.server.run``)
+    http_settings: HttpSettings = HttpSettings()
     #: The server's state, set when the lifespan opened the store (a plain attribute, not
     #: ``app.state``: Starlette's ``State.__getattr__`` was a measurable share of a hot call).
     tenure: State | None = None
@@ -86,13 +90,17 @@ def _wake(bell: Bell, waiters: Waiters, events: Sequence[EventDraft]) -> None:
         waiters.notify(key)
 
 
+#: the server's token check (:meth:`Authenticator.authenticate`): ``(token, client address)``
+Authenticate = Callable[[str | None, str | None], Awaitable[Principal]]
+
+
 class Mount(Protocol):
     """An ASGI endpoint served beside the routes with the started service (``/mcp``: the MCP
     tools; :mod:`tenure.compose` mounts it)."""
 
     def mount(self, app: FastAPI) -> None: ...
     def running(
-        self, service: Service, principals: Principals
+        self, service: Service, principals: Principals, authenticate: Authenticate
     ) -> AbstractAsyncContextManager[None]: ...
 
 
@@ -116,6 +124,7 @@ def create_app(
         reaper = Reaper(
             service, retention=settings.retention, compact_every=settings.compact_every_s
         ).start()
+        watch = DatabaseWatch(store).start()  # a database gone: 503 at once, /readyz says so
         waiters = Waiters((clock or SystemClock()).now_ms)
         bell = Bell()
         service.listeners.append(functools.partial(_wake, bell, waiters))
@@ -137,7 +146,8 @@ def create_app(
         try:
             async with AsyncExitStack() as running:
                 for mount in mounts:
-                    await running.enter_async_context(mount.running(service, st.principals))
+                    serving = mount.running(service, st.principals, st.auth.authenticate)
+                    await running.enter_async_context(serving)
                 yield
         finally:
             waiters.close()
@@ -145,6 +155,7 @@ def create_app(
             if unlisten is not None:
                 await anyio.to_thread.run_sync(unlisten)
             reaper.stop()
+            await anyio.to_thread.run_sync(watch.stop)
             await anyio.to_thread.run_sync(executor.close)
             await anyio.to_thread.run_sync(store.close)
 
@@ -162,6 +173,7 @@ def create_app(
     app.add_middleware(JsonByDefault)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
     app.hot_path_limit = settings.max_body_bytes
+    app.http_settings = settings.http
     convertors.install()  # ``{name:principal}``
     add_verb_routes(app, [verb for verb in VERBS if verb not in (*HAND_SERVED, *HOOK_SERVED)])
     add_hook_routes(app)
@@ -180,9 +192,14 @@ def add_other_routes(app: FastAPI) -> None:
 
     @app.get("/readyz", response_model=s.Health, tags=["operations"], responses=P(503))
     def readyz(st: St) -> Any:
-        """Ready when the database answers."""
+        """Ready when the database answers (its last check, every half second, and a read
+        now); else `503 unavailable` naming why. `/healthz` is the liveness probe: the process
+        answers, whatever its database does."""
+        store = st.service.store
+        if store.health.down is not None:
+            return problems.unavailable(f"the database cannot be reached ({store.health.down})")
         try:
-            st.service.store.schema_version()
+            store.schema_version()
         except Exception as exc:
-            return problems.unavailable(f"the database cannot be reached: {type(exc).__name__}")
+            return problems.unavailable(f"the database cannot be reached ({first_line(exc)})")
         return {"status": "ok"}

@@ -13,10 +13,14 @@ of made-up tokens never costs a holder a database round trip inside a group.
 - **Unknown tokens** (never issued, revoked, expired) are remembered for ``negative_ms``, at
   most :data:`MAX_UNKNOWN` of them: asking again costs no database read. At most
   :data:`LOOKUPS` lookups of tokens the server does not know run at once.
-- **Failed authentications** are counted per client address in a token bucket
-  (``failures_per_s``, ``failures_burst``); an address past it gets ``429 rate_limited`` with
-  ``Retry-After`` for anything but the tokens it already used successfully, a second late
-  (:data:`TARPIT_S`).
+- **Failed authentications** are counted per source (the connection's peer address, or the
+  client an ``X-Forwarded-For`` names when the peer is a configured proxy) in a token bucket
+  (``failures_per_s``, ``failures_burst``). A source past it gets ``429 rate_limited`` with
+  ``Retry-After``, a second late (:data:`TARPIT_S`), for the tokens that cannot be valid: a
+  malformed one, one refused a moment ago, or one whose id names no unrevoked token (the ids
+  are read from the database at most once per ``cache_ms``, and only while some source is past
+  its budget). A valid token is never refused because of others' failures: one the server
+  knows is answered from memory before any limit, one it does not know is looked up.
 """
 
 from __future__ import annotations
@@ -78,6 +82,9 @@ class Authenticator:
         self._version, self._version_at = -1, -math.inf
         self._forgotten = 0  # calls of forget(): a read of the version begun before is stale
         self._lookups: anyio.CapacityLimiter | None = None
+        self._ids: set[str] = set()  # of the unrevoked tokens, at _ids_version
+        self._ids_version = -2
+        self._ids_lock: anyio.Lock | None = None
         principals.on_revoke.append(self.forget)
 
     def forget(self) -> None:
@@ -101,20 +108,28 @@ class Authenticator:
             fresh = now - self._version_at < self._cache_s and known.version == self._version
             return known.principal if fresh else None  # else: check it again, limited or not
         wait = self._limited(client, now)
-        if wait is not None:
-            return RateLimited(
-                f"too many failed authentications from {client}. Retry in {wait} s with a "
-                "valid token.",
-                retry_after_s=wait,
-            )
+        if wait is not None and not self._may_be_live(token, now):
+            return _rate_limited(client, wait)
         if not TOKEN_RE.fullmatch(token):
             return self._failed(None, client, Unauthenticated(MISSING))
         refused = self._unknown.get(token)
         if refused is not None:
             if now < refused[0]:
-                return self._failed(None, client, Unauthenticated(refused[1]))
+                err = self._failed(None, client, Unauthenticated(refused[1]))
+                return err if wait is None else _rate_limited(client, wait)
             self._unknown.pop(token, None)
         return None
+
+    def _may_be_live(self, token: str, now: float) -> bool:
+        """Whether ``token`` may be valid, from memory: its id names an unrevoked token, or the
+        ids known are stale (the database is asked: :meth:`_look_up`)."""
+        match = TOKEN_RE.fullmatch(token)
+        if match is None:
+            return False
+        return not self._ids_fresh(now) or match[1] in self._ids
+
+    def _ids_fresh(self, now: float) -> bool:
+        return self._ids_version == self._version and now - self._version_at < self._cache_s
 
     async def authenticate(self, token: str | None, client: str | None) -> Principal:
         """The principal of ``token``, asking the database (in a worker thread) when memory
@@ -142,6 +157,11 @@ class Authenticator:
             got = self.quick(token, client)
             if got is not None:
                 return got
+        if self._limited(client, self._clock()) is not None and not self._ids_fresh(self._clock()):
+            await self._load_ids()  # then a token that cannot be valid is refused from memory
+            got = self.quick(token, client)
+            if got is not None:
+                return got
         version, known = self._version, token in self._known
         if self._lookups is None:
             self._lookups = anyio.CapacityLimiter(LOOKUPS)
@@ -152,7 +172,9 @@ class Authenticator:
             )
         except Unauthenticated as err:
             self._known.pop(token, None)
-            return self._failed(token, client, err)
+            wait = self._limited(client, self._clock())  # (before this failure counts)
+            refused = self._failed(token, client, err)
+            return refused if wait is None else _rate_limited(client, wait)
         self._remember(token, _Known(found.principal, found.expires_at, version))
         return found.principal
 
@@ -164,6 +186,25 @@ class Authenticator:
         with self._lock:
             self._version = version
             if forgotten == self._forgotten:  # else: read it again at the next use
+                self._version_at = started
+
+    async def _load_ids(self) -> None:
+        """Read the ids of the unrevoked tokens (once, however many requests wait for them)."""
+        if self._ids_lock is None:
+            self._ids_lock = anyio.Lock()
+        async with self._ids_lock:
+            if not self._ids_fresh(self._clock()):
+                await anyio.to_thread.run_sync(self._read_ids)
+
+    def _read_ids(self) -> None:
+        """In a worker thread: the auth version, then the ids of the tokens live at it (or
+        later: a token added meanwhile is among them, and the next version reads them again)."""
+        started, forgotten = self._clock(), self._forgotten
+        version = self._store.auth_version()
+        ids = self._store.live_token_ids()
+        with self._lock:
+            self._ids, self._ids_version, self._version = ids, version, version
+            if forgotten == self._forgotten:
                 self._version_at = started
 
     def _remember(self, token: str, known: _Known) -> None:
@@ -200,3 +241,10 @@ class Authenticator:
             return None
         level = self._level(client, now)
         return None if level >= 1.0 else max(1, math.ceil((1.0 - level) / self._rate))
+
+
+def _rate_limited(client: str | None, wait: int) -> RateLimited:
+    return RateLimited(
+        f"too many failed authentications from {client}. Retry in {wait} s with a valid token.",
+        retry_after_s=wait,
+    )

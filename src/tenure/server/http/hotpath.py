@@ -11,7 +11,8 @@ joins a group), the verb's ``run`` as one job of the server's executor (:func:`j
 ``wire`` reply serialised once. ``tenure serve`` goes one step further for most of these
 requests and serves them from uvicorn's protocol without ASGI (:mod:`tenure.server.protocol`),
 with the same functions of this module; this middleware serves the rest (``--access-log``,
-long-polls, a pipelined request).
+long-polls, a pipelined request). A long-poll whose client leaves is withdrawn
+(:mod:`tenure.server.http.waiting`): nothing is sent, its duration is recorded as ``499``.
 
 Everything else goes on to FastAPI unchanged, before any side effect: another route or method,
 a query string, a body that is not small JSON, a body the model refuses, a missing token. So
@@ -40,6 +41,8 @@ from tenure.core.validate import bearer_token
 from tenure.errors import InvalidRequest, TenureError
 from tenure.server.http import problems
 from tenure.server.http.deps import State, dumps
+from tenure.server.http.waiting import CLIENT_GONE, wait_to_acquire
+from tenure.server.runtime.departure import Withdrawn
 from tenure.store.errors import failure
 from tenure.verbs.leases import ACQUIRE, RELEASE, RENEW, AcquireIn, ReleaseIn, RenewIn
 from tenure.verbs.table import Verb
@@ -134,7 +137,9 @@ class HotPath:
         try:
             if body is None or token is None:
                 raise Fallback
-            status, content = 200, await self._serve(st, path, token, body, client_of(scope))
+            status, content = 200, await self._serve(st, path, token, body, scope, receive)
+        except Withdrawn:  # the client of a long-poll left: nobody to answer
+            status, content = CLIENT_GONE, None
         except Fallback:
             await self.app(scope, receive, send)
             return
@@ -148,14 +153,13 @@ class HotPath:
         observe(st, path, status, started)
 
     async def _serve(
-        self, st: State, path: str, token: str, body: HotIn, client: str | None
+        self, st: State, path: str, token: str, body: HotIn, scope: Scope, receive: Receive
     ) -> bytes:
-        me = await st.auth.authenticate(token, client)  # before the call joins a group
+        me = await st.auth.authenticate(token, client_of(scope))  # before the call joins a group
         call = job(st, path, me, body)
         if isinstance(body, AcquireIn) and body.wait_ms:  # a long-poll waits its turn in the
             attempt = lambda: st.executor.run(call, body.key)  # noqa: E731  (key's queue)
-            with st.slots.hold(me.name):  # one of the caller's open waits (past them: 429)
-                return await st.waiters.acquire(body.key, attempt, body.wait_ms)
+            return await wait_to_acquire(st, me, body.key, attempt, body.wait_ms, receive)
         return await st.executor.run(call, body.key)
 
 

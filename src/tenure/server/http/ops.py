@@ -3,8 +3,9 @@ the event bell, and its server-sent events stream) and the metrics.
 
 ``GET /v1/events`` is the :data:`tenure.verbs.ops.EVENTS` verb: the route parses its query with
 the verb's input, runs the verb when there is no ``wait_ms``, and answers with the verb's
-``wire`` either way; only its long-poll is this module's. The stats and timeline are ordinary
-routes of the verb table."""
+``wire`` either way; only its long-poll is this module's (it ends as soon as its client leaves,
+giving back the caller's open wait). The stats and timeline are ordinary routes of the verb
+table."""
 
 from __future__ import annotations
 
@@ -23,6 +24,8 @@ from tenure.server.http import openapi
 from tenure.server.http.deps import Caller, St, State, reply
 from tenure.server.http.scrape import check_token
 from tenure.server.http.verb_routes import query_model
+from tenure.server.http.waiting import CLIENT_GONE
+from tenure.server.runtime.departure import Departure, watching
 from tenure.server.runtime.feed import RECHECK_S, HeldStream, read_page_async
 from tenure.verbs import ops as ov
 from tenure.verbs.ops import EventPage, Filters
@@ -56,13 +59,15 @@ def add_ops_routes(app: FastAPI) -> None:
         responses=P(*ov.EVENTS.problems),
         description=ov.EVENTS.doc,
     )
-    async def events(me: Caller, st: St, query: EventsQuery) -> Response:
+    async def events(request: Request, me: Caller, st: St, query: EventsQuery) -> Response:
         args = ov.EVENTS.input.model_validate(query.model_dump(exclude_unset=True))
         if not args.wait_ms:
             page = await anyio.to_thread.run_sync(ov.EVENTS.run, st.services, me, args)
             return reply(ov.events_wire(page))
-        with st.slots.hold(me.name):
-            return reply(await _long_poll(st, args))
+        with st.slots.hold(me.name):  # given back as soon as the client leaves
+            async with watching(request.receive) as departure:
+                found = await _long_poll(st, args, departure)
+        return Response(status_code=CLIENT_GONE) if found is None else reply(found)
 
     @app.get(
         "/v1/events/stream",
@@ -113,7 +118,11 @@ def add_ops_routes(app: FastAPI) -> None:
         expect; the server may want its own metrics token. The database's figures are
         refreshed every few seconds, not on every scrape."""
         check_token(authorization, st.limits.metrics_token)
-        text = st.service.metrics.render(st.scrape.get())
+        now = {
+            "tenure_open_waits": st.slots.total(),
+            "tenure_waiting_acquisitions": st.waiters.total(),
+        }
+        text = st.service.metrics.render(st.scrape.get(), now)
         return PlainTextResponse(text, media_type="text/plain; version=0.0.4; charset=utf-8")
 
 
@@ -121,19 +130,20 @@ async def _page(st: State, after: int, filters: Filters, limit: int) -> EventPag
     return await read_page_async(st.service, after, filters, limit, st.limits.event_scan)
 
 
-async def _long_poll(st: State, args: ov.EventsIn) -> dict[str, Any]:
+async def _long_poll(st: State, args: ov.EventsIn, departure: Departure) -> dict[str, Any] | None:
     """Read the log to its end, then wait for a ring of the event bell (and read again) until
-    a page has events or the wait ends."""
+    a page has events or the wait ends; ``None`` once the client left (nobody to answer)."""
     after, filters = args.after, ov.filters_of(args)
     deadline = time.monotonic() + args.wait_ms / 1000
-    while True:
+    while not departure.gone:
         seen = st.bell.rung
         page = await _page(st, after, filters, args.limit)
         left = deadline - time.monotonic()
         if page.events or not page.caught_up or left <= 0 or st.bell.closing:
             return ov.events_wire(page)
         after = page.next  # read to the end: wait from there
-        await st.bell.wait(seen, min(left, RECHECK_S))
+        await st.bell.wait(seen, min(left, RECHECK_S), departure)
+    return None
 
 
 async def _frames(st: State, after: int, filters: Filters, token: str) -> AsyncIterator[str]:

@@ -14,6 +14,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tenure.errors import InvalidRequest, NotFound, TenureError, TooLarge
 from tenure.store.errors import DRIVER_ERRORS, failure
+from tenure.store.health import first_line
 
 PROBLEM = "application/problem+json"
 RETRY_AFTER_S = 1  # what a 503 asks callers to wait before trying again
@@ -178,7 +179,7 @@ async def on_database_error(request: Request, exc: Exception) -> JSONResponse:
         log.error("database error", exc_info=exc)
         return await on_crash(request, exc)
     log.warning("database unavailable: %s: %s", type(exc).__name__, exc)
-    return unavailable(f"the database cannot be reached ({type(exc).__name__}); try again")
+    return unavailable(f"the database cannot be reached ({first_line(exc)}); try again")
 
 
 async def on_crash(request: Request, exc: Exception) -> JSONResponse:

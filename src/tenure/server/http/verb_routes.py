@@ -5,7 +5,8 @@ path parameters and query string), authenticates the caller, runs the verb and s
 ``wire`` JSON. The verbs marked ``grouped`` (the hot writes of one key) run in the server's
 executor, in its group commits; the others in a worker thread. A verb whose input has
 ``wait_ms`` long-polls: it waits in line on its ``key``
-(:class:`~tenure.server.runtime.waiters.Waiters`), holding one of the caller's open waits. A GET
+(:class:`~tenure.server.runtime.waiters.Waiters`), holding one of the caller's open waits, for
+as long as its client stays (:mod:`tenure.server.http.waiting`). A GET
 that finds nothing on a path that another route serves with another method (``GET
 /v1/leases/acquire``) answers ``405``. The route's OpenAPI entry (operation id, reply schema,
 problem statuses, description, links) comes from the verb too.
@@ -25,6 +26,8 @@ from tenure.core.models import Principal
 from tenure.errors import NotFound
 from tenure.server.http import openapi, problems
 from tenure.server.http.deps import Caller, St, State, reply
+from tenure.server.http.waiting import CLIENT_GONE, wait_to_acquire
+from tenure.server.runtime.departure import Withdrawn
 from tenure.verbs.table import BODY_METHODS, PATH_PARAM, Verb, Wire
 
 Param = inspect.Parameter
@@ -64,16 +67,21 @@ def _body_endpoint(verb: Verb[Any, Any]) -> Any:
     model = verb.body or verb.input
     if not PATH_PARAM.search(verb.path):
 
-        async def serve_body(body: BaseModel, me: Principal, st: State) -> Response:
-            return await _serve(verb, body, me, st)
+        async def serve_body(
+            request: Request, body: BaseModel, me: Principal, st: State
+        ) -> Response:
+            return await _serve(verb, body, me, st, request)
 
-        return _signed(serve_body, verb, [_param("body", model)])
+        return _signed(serve_body, verb, [_param("request", Request), _param("body", model)])
 
-    async def serve(body: BaseModel, me: Principal, st: State, **path: Any) -> Response:
+    async def serve(
+        request: Request, body: BaseModel, me: Principal, st: State, **path: Any
+    ) -> Response:
         args = verb.input.model_validate({**body.model_dump(exclude_unset=True), **path})
-        return await _serve(verb, args, me, st)
+        return await _serve(verb, args, me, st, request)
 
-    return _signed(serve, verb, [_param("body", model), *_path_params(verb)])
+    params = [_param("request", Request), _param("body", model), *_path_params(verb)]
+    return _signed(serve, verb, params)
 
 
 def _query_endpoint(verb: Verb[Any, Any]) -> Any:
@@ -84,7 +92,7 @@ def _query_endpoint(verb: Verb[Any, Any]) -> Any:
         found = values.pop("query").model_dump(exclude_unset=True) if query else {}
         args = verb.input.model_validate({**found, **values})
         try:
-            return await _serve(verb, args, me, st)
+            return await _serve(verb, args, me, st, request)
         except NotFound:
             problems.refuse_other_method(request)
             raise
@@ -143,7 +151,9 @@ def _signed(serve: Any, verb: Verb[Any, Any], params: list[Param]) -> Any:
     return serve
 
 
-async def _serve(verb: Verb[Any, Any], args: BaseModel, me: Principal, st: State) -> Response:
+async def _serve(
+    verb: Verb[Any, Any], args: BaseModel, me: Principal, st: State, request: Request
+) -> Response:
     run = partial(verb, st.services, me, args)
     key = getattr(args, "key", None)
     wait_ms = getattr(args, "wait_ms", None)
@@ -155,8 +165,11 @@ async def _serve(verb: Verb[Any, Any], args: BaseModel, me: Principal, st: State
     async def attempt() -> Wire | bytes | None:
         return await st.executor.run(run, key)
 
-    with st.slots.hold(me.name):  # a long-poll: one of the caller's open waits
-        return _reply(verb, await st.waiters.acquire(key, attempt, wait_ms))
+    try:
+        out = await wait_to_acquire(st, me, key, attempt, wait_ms, request.receive)
+    except Withdrawn:  # the client left: nobody reads this answer
+        return Response(status_code=CLIENT_GONE)
+    return _reply(verb, out)
 
 
 def _reply(verb: Verb[Any, Any], out: Wire | bytes | None) -> Response:

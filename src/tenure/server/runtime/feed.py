@@ -17,6 +17,7 @@ import anyio
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
+from tenure.server.runtime.departure import Departure
 from tenure.service.leases import Service
 from tenure.verbs.ops import EventPage, Filters, read_page
 
@@ -58,17 +59,19 @@ class Bell:
         for waiter in self._waiters:
             waiter.set()
 
-    async def wait(self, seen: int, seconds: float) -> None:
-        """Sleep until a ring after ``seen`` (a value of :attr:`rung`), or ``seconds`` pass."""
+    async def wait(self, seen: int, seconds: float, departure: Departure | None = None) -> None:
+        """Sleep until a ring after ``seen`` (a value of :attr:`rung`), or ``seconds`` pass, or
+        the client of ``departure`` leaves."""
         self._loop = asyncio.get_running_loop()
         if self.rung != seen or self.closing or seconds <= 0:
             return
         me = asyncio.Event()
         self._waiters.add(me)
         try:
-            if self.rung == seen:  # a ring between the check and joining
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(me.wait(), seconds)
+            with departure.waking(me) if departure else contextlib.nullcontext():
+                if self.rung == seen:  # a ring between the check and joining
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(me.wait(), seconds)
         finally:
             self._waiters.discard(me)
 

@@ -7,7 +7,10 @@ timer. When the head leaves (with the lease, or because its wait ended) the next
 the head and tries at once. A head refused because of a lease on *another* key (a subtree above
 its key, or a key under the subtree it asks for: the refusal's ``held_key``) also watches that
 key while it sleeps, so the release of the blocking key wakes it too. A request that does not
-wait (``wait_ms`` 0) makes one attempt whatever the queue holds.
+wait (``wait_ms`` 0) makes one attempt whatever the queue holds. A waiter whose client went
+away (its :class:`~tenure.server.runtime.departure.Departure`) leaves the queue at once and
+makes no more attempts (:class:`~tenure.server.runtime.departure.Withdrawn`); an attempt already
+running is never interrupted (it may commit): the caller looks at the departure after it.
 
 :meth:`Waiters.notify` and :meth:`Waiters.close` may be called from any thread (the release
 route runs in a worker thread, ``close`` from a signal handler); they hand over to the event loop.
@@ -23,6 +26,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from typing import TypeVar
 
 from tenure.errors import LeaseHeld, TooManyWaits
+from tenure.server.runtime.departure import Departure, Withdrawn
 
 T = TypeVar("T")
 SLACK_S = 0.005  # past the holder's deadline, so the store's clock agrees it lapsed
@@ -44,6 +48,10 @@ class Waiters:
 
     def waiting(self, key: str) -> int:
         return len(self._queues.get(key, ()))
+
+    def total(self) -> int:
+        """Acquisitions waiting now, on every key."""
+        return sum(len(queue) for queue in self._queues.values())
 
     def notify(self, key: str) -> None:
         """The key may be free: wake the head of its queue."""
@@ -74,8 +82,15 @@ class Waiters:
             for event in queue:
                 event.set()
 
-    async def acquire(self, key: str, attempt: Callable[[], Awaitable[T]], wait_ms: int) -> T:
-        """``attempt()`` when it is this caller's turn, until it succeeds or ``wait_ms`` ends."""
+    async def acquire(
+        self,
+        key: str,
+        attempt: Callable[[], Awaitable[T]],
+        wait_ms: int,
+        departure: Departure | None = None,
+    ) -> T:
+        """``attempt()`` when it is this caller's turn, until it succeeds or ``wait_ms`` ends;
+        :class:`Withdrawn` once ``departure`` says the client went away."""
         self._loop = asyncio.get_running_loop()
         if wait_ms <= 0:  # one attempt whatever the queue holds: no need to join it
             return await attempt()
@@ -83,29 +98,44 @@ class Waiters:
         queue = self._queues.setdefault(key, deque())
         me = asyncio.Event()
         queue.append(me)
+        gone = departure or Departure()
         try:
-            while True:
-                left = deadline - time.monotonic()
-                if queue[0] is not me:
-                    if left <= 0 or self._closing:
-                        return await attempt()  # not our turn, but no more time: one try
-                    await _sleep_on(me, left)
-                    continue
-                try:
-                    return await attempt()
-                except LeaseHeld as held:
-                    left = deadline - time.monotonic()
-                    if left <= 0 or self._closing:
-                        raise
-                    until_expiry = ((held.expires_at or 0) - self._now_ms()) / 1000 + SLACK_S
-                    with self._watch(held.held_key, key, me):
-                        await _sleep_on(me, max(MIN_SLEEP_S, min(left, until_expiry)))
+            with gone.waking(me):
+                return await self._turns(key, attempt, deadline, queue, me, gone)
         finally:
             queue.remove(me)
             if queue:
                 queue[0].set()
             elif self._queues.get(key) is queue:
                 del self._queues[key]
+
+    async def _turns(
+        self,
+        key: str,
+        attempt: Callable[[], Awaitable[T]],
+        deadline: float,
+        queue: deque[asyncio.Event],
+        me: asyncio.Event,
+        gone: Departure,
+    ) -> T:
+        while True:
+            if gone.gone:
+                raise Withdrawn(key)
+            left = deadline - time.monotonic()
+            if queue[0] is not me:
+                if left <= 0 or self._closing:
+                    return await attempt()  # not our turn, but no more time: one try
+                await _sleep_on(me, left)
+                continue
+            try:
+                return await attempt()
+            except LeaseHeld as held:
+                left = deadline - time.monotonic()
+                if left <= 0 or self._closing:
+                    raise
+                until_expiry = ((held.expires_at or 0) - self._now_ms()) / 1000 + SLACK_S
+                with self._watch(held.held_key, key, me):
+                    await _sleep_on(me, max(MIN_SLEEP_S, min(left, until_expiry)))
 
     @contextlib.contextmanager
     def _watch(self, held_key: str | None, key: str, me: asyncio.Event) -> Iterator[None]:
@@ -136,6 +166,10 @@ class Slots:
 
     def open(self, who: str) -> int:
         return self._open.get(who, 0)
+
+    def total(self) -> int:
+        """Open waits now, of every principal."""
+        return sum(self._open.values())
 
     @contextlib.contextmanager
     def hold(self, who: str) -> Iterator[None]:

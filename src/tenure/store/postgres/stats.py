@@ -11,6 +11,7 @@ import psycopg
 from psycopg_pool import ConnectionPool
 
 from tenure.core.models import EventTally
+from tenure.core.retention import Pruned
 from tenure.store import retention
 from tenure.store.sqlfiles import queries
 from tenure.store.stats_reads import StatsReads
@@ -56,11 +57,12 @@ class PostgresStats(StatsReads):
             upto = max(upto, int(newest))
         return EventTally(upto, counts, base)
 
-    def prune_events(self, max_count: int, before: int, batch: int) -> int:
+    def prune_events(self, max_count: int, before: int, audit_before: int, batch: int) -> Pruned:
         """As :meth:`tenure.store.sqlite.stats.SqliteStats.prune_events`."""
+        cuts = (max_count, before, audit_before)
         with self._tx() as cur:
             cur.execute(Q["serialize_pruning"])
-            return retention.prune(cur, Q, self._now(cur), max_count, before, batch)
+            return retention.prune(cur, Q, self._now(cur), cuts, batch, list)
 
     def conflict_total(self) -> int:
         return int(self._all(Q["conflict_total"], {})[0][0])

@@ -21,7 +21,6 @@ from typing import Any
 
 import psycopg
 from psycopg.errors import DivisionByZero, InvalidArgumentForLogarithm
-from psycopg_pool import ConnectionPool
 
 from tenure.core.clock import Clock
 from tenure.core.decide import reaped_event
@@ -29,14 +28,17 @@ from tenure.core.models import (
     Event,
     EventDraft,
     KeyRecord,
+    LostLease,
 )
 from tenure.core.token_floor import TokenFloor
 from tenure.store import rows
 from tenure.store.compaction import Compaction
+from tenure.store.health import Health
 from tenure.store.postgres import renew_json, tree
 from tenure.store.postgres import session as session
 from tenure.store.postgres import tx as tx_module
 from tenure.store.postgres.listen import Listener, notices
+from tenure.store.postgres.pool import Pool, probe_connection
 from tenure.store.postgres.stats import PostgresStats
 from tenure.store.postgres.tx import SAVEPOINT, Batch, Group, KeyTx, over_bound, record
 from tenure.store.reads import Reads
@@ -98,8 +100,11 @@ class PostgresStore(PostgresStats, Reads, Writes, Compaction):
         self._local = threading.local()  # .group: this thread's open group, if any
         #: principals a group's commit found at their bound lately: counted in the call
         self.crowded = tx_module.Crowded()
-        self.pool = ConnectionPool(
+        self.health = Health()
+        self._probe: psycopg.Connection[Any] | None = None  # the watcher's own connection
+        self.pool = Pool(
             url,
+            health=self.health,
             min_size=min_size,
             max_size=max_size,
             timeout=timeout,
@@ -410,6 +415,12 @@ class PostgresStore(PostgresStats, Reads, Writes, Compaction):
         with self._tx() as cur:
             return renew_json.renew_all_json(cur, holder, session, lambda: self._now(cur))
 
+    def lapsed(self, holder: str, session: str, window_ms: int) -> tuple[int, list[LostLease]]:
+        with self.pool.connection() as conn, conn.cursor() as cur:
+            now = self._now(cur)
+            params = {"holder": holder, "session": session, "now": now, "since": now - window_ms}
+            return now, rows.lapsed_of(cur.execute(Q["lapsed_leases"], params).fetchall())
+
     def reap(self, limit: int) -> list[Event]:
         with self._tx() as cur:
             now = self._now(cur)
@@ -432,7 +443,26 @@ class PostgresStore(PostgresStats, Reads, Writes, Compaction):
         """A server's group commits: :meth:`group`, in one thread."""
         return self
 
+    def probe(self) -> None:
+        """Check that the database answers, on a connection of its own (not the pool's: a
+        pool busy with requests is no outage); raises the driver's error if it does not. For
+        one thread at a time (the server's watcher)."""
+        try:
+            if self._probe is None or self._probe.closed:
+                self._probe = probe_connection(self.url)
+            self._probe.execute("SELECT 1")
+        except BaseException:
+            self._close_probe()
+            raise
+
+    def _close_probe(self) -> None:
+        probe, self._probe = self._probe, None
+        if probe is not None:
+            with suppress(psycopg.Error):
+                probe.close()
+
     def close(self) -> None:
+        self._close_probe()
         self.pool.close()
 
 

@@ -24,7 +24,11 @@ holder and session), so a renewed row is never skipped. (A row no read can see y
 key's placeholder, is nobody's renewal: what makes it live is ordered by the prefix locks.)
 A renewal that comes after the read waits for the reader's commit, and reads its instant after
 it: a lease the reader saw expired is not renewed. The cost: a subtree acquisition locks every
-unended lease under it (about a microsecond each: 10 ms for 10,000).
+unended lease under it (about a microsecond each: 10 ms for 10,000), and reads nothing else:
+the unended leases are a range of their own index (``tenure_leases_unended``, key order), so the
+rows of leases that ended under the prefix (a key's history, kept until compaction) are never
+visited. They need no lock: no renewal or extend makes an ended lease live again (they renew live
+leases only), and what does, an acquisition, is ordered by the prefix locks.
 
 Deadlocks. Every lease row lock is taken in one order, the key's byte order (the key column is
 ``COLLATE "C"``), each transaction only ever waiting for a row after every row it holds; a

@@ -35,6 +35,11 @@ WHERE id = :id AND principal = :principal AND revoked_at IS NULL;
 SELECT id, created_at, expires_at, revoked_at FROM tenure_tokens WHERE principal = :name
 ORDER BY created_at, id;
 
+-- name: live_token_ids
+-- What a server checks a token's id against before it looks up a token from an address past
+-- its budget of failed authentications.
+SELECT id FROM tenure_tokens WHERE revoked_at IS NULL;
+
 -- name: get_principal
 SELECT name, kind, roles, parent FROM tenure_principals WHERE name = :name;
 

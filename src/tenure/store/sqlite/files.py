@@ -1,11 +1,11 @@
-"""Who may read a SQLite database: its files are the owner's alone (``0600``), and so is the
-directory tenure makes for them (``0700``).
+"""Who may read a SQLite database: tenure sets the mode only of what it creates.
 
-A new database file is created ``0600`` before SQLite opens it; SQLite gives its WAL and
-shared-memory files the database file's permissions. Files (and a directory) that already
-exist with more permissions are tightened, with a log line saying so. A directory that is not
-the user's own to close (not theirs, shared with the sticky bit like ``/tmp``, their home or the
-working directory) is left as it is: the files in it are still ``0600``.
+A directory tenure creates for a database (and each missing directory above it) is made
+``0700``; a database file it creates is made ``0600`` before SQLite opens it, and SQLite gives
+the WAL and shared-memory files it creates the database file's mode (``0600`` then too).
+Anything that existed before is left exactly as it was: a database file (or its ``-wal`` or
+``-shm``) that the group or others may read gets a warning in the log, not a ``chmod``; the
+directory it lives in is the user's business.
 """
 
 from __future__ import annotations
@@ -17,42 +17,45 @@ from pathlib import Path
 
 log = logging.getLogger("tenure.store")
 FILE_MODE, DIR_MODE = 0o600, 0o700
-SUFFIXES = ("", "-wal", "-shm", "-journal")
+SUFFIXES = ("", "-wal", "-shm")
 
 
 def prepare_database(db: Path) -> None:
-    """Before SQLite opens ``db``: its directory made (``0700``) or tightened, the file
-    created ``0600`` if missing, its files tightened if they exist."""
-    directory = db.parent
-    if not directory.exists():
-        directory.mkdir(parents=True, mode=DIR_MODE)
-    elif _ours_to_close(directory):
-        tighten(directory, DIR_MODE)
-    if not db.exists():
-        os.close(os.open(db, os.O_CREAT | os.O_WRONLY, FILE_MODE))
-    tighten_database(db)
-
-
-def tighten_database(db: Path) -> None:
-    """The database file and its WAL, shared-memory and journal files, ``0600`` if they exist."""
-    for suffix in SUFFIXES:
-        tighten(Path(f"{db}{suffix}"), FILE_MODE)
-
-
-def tighten(path: Path, mode: int) -> None:
-    """Remove from ``path``'s permissions what ``mode`` does not allow (and say so)."""
+    """Before SQLite opens ``db``: the directories that are missing made ``0700``, the file
+    created ``0600`` if missing; files that exist with a wider mode are named in the log."""
+    make_directories(db.parent)
     try:
-        have = stat.S_IMODE(os.stat(path).st_mode)
-    except FileNotFoundError:
-        return
-    if have & ~mode:
-        os.chmod(path, have & mode)
-        log.warning("tightened %s from %04o to %04o", path, have, have & mode)
+        os.close(os.open(db, os.O_CREAT | os.O_EXCL | os.O_WRONLY, FILE_MODE))
+    except FileExistsError:
+        warn_if_shared(db)
 
 
-def _ours_to_close(directory: Path) -> bool:
-    info = directory.stat()
-    if info.st_uid != os.getuid() or info.st_mode & stat.S_ISVTX:
-        return False
-    shared = {Path.home().resolve(), Path.cwd().resolve()}
-    return directory.resolve() not in shared
+def make_directories(directory: Path) -> None:
+    """Create ``directory`` and each missing one above it, ``0700``; those that exist stay as
+    they are."""
+    missing: list[Path] = []
+    while not directory.exists() and directory != directory.parent:
+        missing.append(directory)
+        directory = directory.parent
+    for path in reversed(missing):
+        try:
+            path.mkdir(mode=DIR_MODE)
+        except FileExistsError:  # made meanwhile by another process: theirs, left as it is
+            continue
+
+
+def warn_if_shared(db: Path) -> None:
+    """A warning for each of ``db``'s files that the group or others may read or write."""
+    for suffix in SUFFIXES:
+        path = Path(f"{db}{suffix}")
+        try:
+            have = stat.S_IMODE(os.stat(path).st_mode)
+        except OSError:
+            continue
+        if have & 0o077:
+            log.warning(
+                "%s is mode %04o: others than its owner may read it (tenure leaves the mode "
+                "of files it did not create as it is; chmod 600 it to keep it private)",
+                path,
+                have,
+            )

@@ -3,13 +3,15 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
 from tenure.core.clock import Clock
 from tenure.core.models import EventTally
+from tenure.core.retention import Pruned
 from tenure.store import retention
 from tenure.store.sqlfiles import queries
 from tenure.store.stats_reads import StatsReads
@@ -53,12 +55,14 @@ class SqliteStats(StatsReads):
             conn.execute("COMMIT")
         return EventTally(upto, counts, base)
 
-    def prune_events(self, max_count: int, before: int, batch: int) -> int:
+    def prune_events(self, max_count: int, before: int, audit_before: int, batch: int) -> Pruned:
         """Fold the next batch over the count or past the age into the totals and delete it,
-        but the endings not past the age (retention by count keeps those); delete the oldest
-        endings past the age; close the refusal windows that ended."""
+        but the events kept by age (:mod:`tenure.core.retention`) not past the audit window
+        (``audit_before``); delete the oldest of those once past it; close the refusal windows
+        that ended."""
+        cuts = (max_count, before, audit_before)
         with self._write() as conn:
-            return retention.prune(conn, Q, self.clock.now_ms(), max_count, before, batch)
+            return retention.prune(conn, Q, self.clock.now_ms(), cuts, batch, _json_texts)
 
     def conflict_total(self) -> int:
         return int(self._conn().execute(Q["conflict_total"]).fetchone()[0])
@@ -82,3 +86,7 @@ def _first_event_at(conn: sqlite3.Connection, at: int) -> int:
         else:
             lo = found + 1
     return int(lo)
+
+
+def _json_texts(values: Sequence[str]) -> str:
+    return json.dumps(list(values))

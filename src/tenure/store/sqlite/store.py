@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
 import threading
@@ -15,12 +16,14 @@ from tenure.core.decide import reaped_event
 from tenure.core.models import (
     Event,
     KeyRecord,
+    LostLease,
 )
 from tenure.store import durability, rows
 from tenure.store.errors import sync_failed
+from tenure.store.health import Health
 from tenure.store.sqlfiles import migrations, queries
 from tenure.store.sqlite.checkpoint import BACKSTOP_PAGES, Checkpointer
-from tenure.store.sqlite.files import prepare_database, tighten_database
+from tenure.store.sqlite.files import prepare_database
 from tenure.store.sqlite.groups import SqliteGroups
 from tenure.store.sqlite.locks import is_busy, retry_locked
 from tenure.store.sqlite.records import SqliteRecords, insert_events
@@ -120,16 +123,20 @@ class SqliteStore(SqliteRecords, SqliteStats):
         on_disk = str(path) != ":memory:"
         # SQLite's WAL is beside the file a link names
         self.real_path = self.path.resolve() if on_disk else self.path
+        self.health = Health()
+        self._identity: tuple[int, int] | None = None  # the file opened (device, inode)
         if on_disk:
             prepare_database(self.real_path)
+            info = os.stat(self.real_path)
+            self._identity = (info.st_dev, info.st_ino)
         self._migrate()
-        if on_disk:
-            tighten_database(self.real_path)  # the WAL and shared memory existed or now exist
 
     # connections -------------------------------------------------------------------------
     def _conn(self) -> sqlite3.Connection:
         if getattr(self._local, "writing", False):
             return self._writer_conn()  # inside a write: read what this transaction wrote
+        if self.health.down is not None:
+            raise self._gone(self.health.down)
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
             conn = self._connect()
@@ -181,6 +188,44 @@ class SqliteStore(SqliteRecords, SqliteStats):
                 self._checkpointer = Checkpointer(self._connect)
                 if self._wconn is not None:
                     self._wconn.execute(f"PRAGMA wal_autocheckpoint = {BACKSTOP_PAGES}")
+
+    # the file's health ----------------------------------------------------------------------
+    def probe(self) -> None:
+        """Check that the database file is still the one opened and can be read; raises
+        :class:`sqlite3.OperationalError` naming the problem if not."""
+        self._check_file()
+        if self._identity is None:
+            return
+        try:
+            uri = f"{self.real_path.as_uri()}?mode=ro"  # (as_uri: a path of any characters)
+            probe = sqlite3.connect(uri, uri=True, timeout=1)
+            try:
+                probe.execute("PRAGMA schema_version").fetchone()
+            finally:
+                probe.close()
+        except sqlite3.OperationalError as exc:
+            if is_busy(exc):
+                return  # another writer: the file is there
+            raise self._gone(f"{self.real_path}: {exc}") from None
+
+    def _check_file(self) -> None:
+        """``unable to open`` if the file at the path is not the one opened (removed, moved,
+        replaced) or cannot be looked at: the connections would go on with a file nobody
+        reads."""
+        if self._identity is None:
+            return
+        try:
+            info = os.stat(self.real_path)
+        except OSError as exc:
+            raise self._gone(f"{self.real_path}: {exc.strerror}") from None
+        if (info.st_dev, info.st_ino) != self._identity:
+            raise self._gone(
+                f"{self.real_path} was replaced since it was opened (restart the server)"
+            )
+
+    @staticmethod
+    def _gone(why: str) -> sqlite3.OperationalError:
+        return sqlite3.OperationalError(f"unable to open database file: {why}")
 
     def group_commit(self) -> SqliteGroups:
         """A server's group commits on the event loop, with a deferred sync and background
@@ -290,6 +335,8 @@ class SqliteStore(SqliteRecords, SqliteStats):
         """``BEGIN IMMEDIATE`` on the writer connection, waiting for another process's write
         lock up to the busy timeout, or (``wait=False``) not at all. Once begun, nothing of the
         transaction waits for a lock: the busy timeout matters only here."""
+        if self.health.down is not None:
+            raise self._gone(self.health.down)
         timeout = self._busy_ms if wait else 0
         if self._writer_busy_ms != timeout:
             conn.execute(f"PRAGMA busy_timeout = {timeout}")
@@ -334,6 +381,7 @@ class SqliteStore(SqliteRecords, SqliteStats):
         self._batch = None
         conn = self._writer_conn()
         try:
+            self._check_file()  # not into a file that was removed: nobody would read it again
             conn.execute("COMMIT")
         except BaseException as exc:
             if durability.is_io_error(exc):
@@ -421,6 +469,12 @@ class SqliteStore(SqliteRecords, SqliteStats):
             if count != renewed:  # renewed_json's predicate no longer matches renew_held's
                 raise RuntimeError(f"renewed {renewed} leases of {holder!r} but listed {count}")
             return now, [leases] if leases else [], count
+
+    def lapsed(self, holder: str, session: str, window_ms: int) -> tuple[int, list[LostLease]]:
+        now = self.clock.now_ms()
+        params = {"holder": holder, "session": session, "now": now, "since": now - window_ms}
+        found = self._conn().execute(Q["lapsed_leases"], params).fetchall()
+        return now, rows.lapsed_of(found)
 
     def reap(self, limit: int) -> list[Event]:
         with self._write() as conn:

@@ -51,8 +51,9 @@ ORDER BY key
 LIMIT %(limit)s;
 
 -- name: live_leases_under
--- live_leases of the keys starting with %(prefix)s: the range [prefix, upper) of the primary key
--- (byte order), so a list far into a million keys reads only its own.
+-- live_leases of the keys starting with %(prefix)s: the range [prefix, upper) of the unended keys
+-- (byte order), so a list far into a million keys, or over the ended leases of its prefix,
+-- reads only its own.
 SELECT key, token, holder, task, ttl_ms, acquired_at, renewed_at, expires_at, renewals, meta,
        ended, fence_open, conflicts, session, scope
 FROM tenure_leases
@@ -254,6 +255,21 @@ SELECT count(*), coalesce(string_agg(concat(
        ), ',' ORDER BY key COLLATE "C"), '')
 FROM renewed;
 
+-- name: lapsed_leases
+-- The leases of a holder's session that lapsed lately, as SQLite's lapsed_leases: the recorded
+-- ones along tenure_leases_lapsed, the unrecorded ones along the unended leases by deadline
+-- (tenure_leases_due: the holder is filtered after, so its live leases are never read).
+SELECT key, token, ended FROM tenure_leases
+WHERE holder = %(holder)s AND session = %(session)s AND expires_at > %(since)s
+  AND ended IN ('expired', 'force_released')
+UNION ALL
+SELECT key, token, 'expired' FROM (
+    SELECT key, token, holder, session FROM tenure_leases
+    WHERE ended IS NULL AND expires_at > %(since)s AND expires_at <= %(now)s
+    OFFSET 0
+) AS due
+WHERE holder = %(holder)s AND session = %(session)s;
+
 -- name: save_leases
 -- A group's leases, each as the group saved it last, in one statement (tenure.store.postgres_tx
 -- Group.commit). Tokens only grow, as in save_lease: if any row would get a lower token, fewer
@@ -318,7 +334,7 @@ LIMIT %(limit)s;
 
 -- name: stalled_claims
 -- Live claims idle since %(before)s or earlier whose stall is not recorded yet (their items'
--- ids); from the unended claims (their partial index), not from every item or every lease.
+-- ids); from the unended claims (a range of the unended keys), not from every item or lease.
 -- (Keys compare in byte order, item ids in the database's collation: the join names the
 -- latter, so that each claim finds its item along the items' primary key.)
 SELECT i.id
@@ -359,7 +375,7 @@ ON CONFLICT (key, actor, session) DO UPDATE SET event_id = excluded.event_id, at
 
 -- name: prune_next_upto
 -- The newest event id of the oldest batch not yet folded that is over the count or past the
--- age (the endings kept by count are folded already: below pruned).
+-- age (the events kept by age are folded already: below pruned).
 SELECT max(id) FROM (SELECT id, at FROM tenure_events WHERE id > %(pruned)s ORDER BY id
                      LIMIT %(batch)s) AS oldest
 WHERE id <= %(over_count)s OR at < %(before)s;
@@ -375,18 +391,18 @@ GROUP BY kind
 ON CONFLICT (kind) DO UPDATE SET n = tenure_event_totals.n + excluded.n;
 
 -- name: delete_range
--- The folded batch, but the endings that are not past the age (retention by count keeps them).
+-- The folded batch, but the kinds kept by age (tenure.core.retention) that are not past the
+-- audit window: retention by count drops only the kinds :by_count names.
 DELETE FROM tenure_events
 WHERE id > %(pruned)s AND id <= %(upto)s
-  AND (at < %(before)s OR type NOT IN ('released', 'expired', 'force_released', 'taken_over',
-                                       'reassigned', 'completed', 'cancelled'));
+  AND (at < %(audit_before)s OR type = ANY(%(by_count)s::text[]));
 
 -- name: delete_aged_endings
--- Endings kept by count (folded already) once they are past the age.
+-- The events kept by age (folded already) once they are past the audit window.
 DELETE FROM tenure_events
 WHERE id IN (SELECT id FROM (SELECT id, at FROM tenure_events WHERE id <= %(pruned)s
                              ORDER BY id LIMIT %(batch)s) AS oldest
-             WHERE at < %(before)s);
+             WHERE at < %(audit_before)s);
 
 -- name: token_floor_for_update
 SELECT floor FROM tenure_token_floor FOR UPDATE;
@@ -448,7 +464,8 @@ FOR SHARE;
 
 -- name: nearby_under
 -- The unended lease under the subtree %(prefix)s (keys in [prefix, upper): a range of the
--- primary key, whose collation is byte order) that is not (holder, session)'s
+-- index of unended keys, whose collation is byte order, so the leases that ended under it are
+-- never read) that is not (holder, session)'s
 -- and not among %(skip)s (a group's own, which it knows better), with the latest deadline: if
 -- it is not live, none is. Every such row is share-locked first, in key order (as
 -- nearby_subtrees, so that a renewal in flight is waited for and read as it committed), then

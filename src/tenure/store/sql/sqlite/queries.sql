@@ -32,8 +32,9 @@ ORDER BY key
 LIMIT :limit;
 
 -- name: live_leases_under
--- live_leases of the keys starting with :prefix: the range [prefix, upper) of the primary key
--- (byte order), so a list far into a million keys reads only its own.
+-- live_leases of the keys starting with :prefix: the range [prefix, upper) of the unended keys
+-- (byte order), so a list far into a million keys, or over the ended leases of its prefix,
+-- reads only its own.
 SELECT key, token, holder, task, ttl_ms, acquired_at, renewed_at, expires_at, renewals, meta,
        ended, fence_open, conflicts, session, scope
 FROM tenure_leases
@@ -185,6 +186,20 @@ WHERE holder = :holder AND ended IS NULL AND expires_at > :now
 RETURNING key, token, holder, task, ttl_ms, acquired_at, renewed_at, expires_at, renewals, meta,
           ended, fence_open, conflicts, session, scope;
 
+-- name: lapsed_leases
+-- The leases of :holder's :session that lapsed lately, for renew_all without keys: (key, token,
+-- why) of each one that expired (recorded or not yet) or was force-released, whose deadline is
+-- after :since. The recorded ones along a range of tenure_leases_lapsed (holder, session,
+-- deadline); the unrecorded ones (the reaper records them within a second) along a range of the
+-- unended leases by deadline (tenure_leases_due), never the holder's live leases.
+SELECT key, token, ended FROM tenure_leases INDEXED BY tenure_leases_lapsed
+WHERE holder = :holder AND session = :session AND expires_at > :since
+  AND ended IN ('expired', 'force_released')
+UNION ALL
+SELECT key, token, 'expired' FROM tenure_leases INDEXED BY tenure_leases_due
+WHERE ended IS NULL AND expires_at > :since AND expires_at <= :now
+  AND holder = :holder AND session = :session;
+
 -- name: renew_held
 -- renew_all without keys, whose reply SQLite writes (renewed_json): the update of renew_all
 -- without its RETURNING, in the same write transaction as renewed_json, with the same :now.
@@ -234,7 +249,7 @@ LIMIT :limit;
 
 -- name: stalled_claims
 -- Live claims idle since :before or earlier whose stall is not recorded yet (their items'
--- ids); from the unended claims (their partial index), not from every item or every lease.
+-- ids); from the unended claims (a range of the unended keys), not from every item or lease.
 SELECT i.id
 FROM tenure_leases l JOIN tenure_items i ON i.id = substr(l.key, 7)
 WHERE l.ended IS NULL AND l.key >= 'items/' AND l.key < 'items0'
@@ -262,7 +277,7 @@ ON CONFLICT (key, actor, session) DO UPDATE SET event_id = excluded.event_id, at
 
 -- name: prune_next_upto
 -- The newest event id of the oldest batch not yet folded that is over the count or past the
--- age (the endings kept by count are folded already: below :pruned).
+-- age (the events kept by age are folded already: below :pruned).
 SELECT max(id) FROM (SELECT id, at FROM tenure_events WHERE id > :pruned ORDER BY id
                      LIMIT :batch)
 WHERE id <= :over_count OR at < :before;
@@ -278,18 +293,18 @@ GROUP BY kind
 ON CONFLICT (kind) DO UPDATE SET n = tenure_event_totals.n + excluded.n;
 
 -- name: delete_range
--- The folded batch, but the endings that are not past the age (retention by count keeps them).
+-- The folded batch, but the kinds kept by age (tenure.core.retention) that are not past the
+-- audit window: retention by count drops only the kinds :by_count names.
 DELETE FROM tenure_events
 WHERE id > :pruned AND id <= :upto
-  AND (at < :before OR type NOT IN ('released', 'expired', 'force_released', 'taken_over',
-                                    'reassigned', 'completed', 'cancelled'));
+  AND (at < :audit_before OR type IN (SELECT value FROM json_each(:by_count)));
 
 -- name: delete_aged_endings
--- Endings kept by count (folded already) once they are past the age.
+-- The events kept by age (folded already) once they are past the audit window.
 DELETE FROM tenure_events
 WHERE id IN (SELECT id FROM (SELECT id, at FROM tenure_events WHERE id <= :pruned
                              ORDER BY id LIMIT :batch)
-             WHERE at < :before);
+             WHERE at < :audit_before);
 
 -- name: token_floor_for_update
 -- (the transaction already holds SQLite's write lock)
@@ -346,11 +361,11 @@ WHERE key IN (:prefixes) AND scope = 'subtree' AND ended IS NULL;
 
 -- name: nearby_under
 -- The unended lease under the subtree :prefix (keys in [prefix, upper), byte order: a range of
--- the primary key) that is not (:holder, :session)'s, with the latest deadline: if it is not
--- live, none is.
+-- the index of unended keys, so the leases that ended under it are never read) that is not
+-- (:holder, :session)'s, with the latest deadline: if it is not live, none is.
 SELECT key, token, holder, task, ttl_ms, acquired_at, renewed_at, expires_at, renewals, meta,
        ended, fence_open, conflicts, session, scope
-FROM tenure_leases
+FROM tenure_leases INDEXED BY tenure_leases_unended
 WHERE key > :prefix AND key < :upper AND ended IS NULL
   AND NOT (holder = :holder AND session = :session)
 ORDER BY expires_at DESC

@@ -1,0 +1,56 @@
+"""The server's watch on its database: a thread that checks it every :data:`INTERVAL_S` and
+writes what it found in the store's :class:`~tenure.store.health.Health`.
+
+While the database does not answer, ``/readyz`` says so (``503``, naming why) and the store
+refuses at once what would wait for it, so every call is answered ``503 unavailable`` within
+about a second of the outage instead of after the pool's 30 s. The first check that succeeds
+again lifts it. ``/healthz`` is not affected: it says the process is alive.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from tenure.store.base import Store
+from tenure.store.health import first_line
+
+log = logging.getLogger("tenure.server")
+INTERVAL_S = 0.5
+
+
+class DatabaseWatch:
+    """A daemon thread checking ``store`` every ``interval`` seconds (:meth:`check`)."""
+
+    def __init__(self, store: Store, interval: float = INTERVAL_S) -> None:
+        self.store, self.interval = store, interval
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> DatabaseWatch:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._loop, name="tenure-dbwatch", daemon=True)
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.check()
+
+    def check(self) -> None:
+        """Probe the database once and record the finding (a change is logged)."""
+        health = self.store.health
+        try:
+            self.store.probe()
+        except Exception as exc:
+            why = first_line(exc)
+            if health.mark(why):
+                log.error("the database cannot be reached: %s", why)
+            return
+        if health.mark(None):
+            log.warning("the database answers again")

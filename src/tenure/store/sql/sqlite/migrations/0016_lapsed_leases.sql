@@ -1,0 +1,6 @@
+-- The leases that lapsed (expired, recorded by the reaper, or force-released) by holder, session
+-- and deadline: a renew-all without keys reports its session's leases that lapsed within the
+-- last max_ttl along a range of this index, whatever the session's live leases number and
+-- whatever the other holders' churn. Rows leave it when their key is acquired again.
+CREATE INDEX tenure_leases_lapsed ON tenure_leases (holder, session, expires_at)
+    WHERE ended IN ('expired', 'force_released');
