@@ -23,11 +23,14 @@ import pytest
 
 import tenure
 from tenure import LeaseHeld
+from tenure.core.quotas import Quotas
 from tenure.store.postgres.store import PostgresStore
 
 pytestmark = [pytest.mark.slow, pytest.mark.parametrize("backend", ["postgres"], indirect=True)]
 
 BULK = 150_000  # x's other leases: the renewal statement runs for seconds
+# x holds the bulk and acquires one more: a bound on live leases above what x holds
+QUOTAS = Quotas(live_leases=BULK + 10)
 TTL_MS = 6_000  # the lease in the tree
 MARGIN_MS = 800  # the renew-all reads its instant this long before that lease expires
 WAIT_S = 120
@@ -58,7 +61,8 @@ def race(
     """x holds ``x_key`` and the bulk; its renew-all is in flight as that lease expires and y
     asks for ``y_key`` (``grouped``: in a group commit with another key after it, its keys
     locked ahead as the server's executor does): never both live."""
-    sx, sy = tenure.Service(tenure.open_store(url)), tenure.Service(tenure.open_store(url))
+    sx = tenure.Service(tenure.open_store(url), quotas=QUOTAS)
+    sy = tenure.Service(tenure.open_store(url), quotas=QUOTAS)
     try:
         with psycopg.connect(url, autocommit=True) as admin:
             admin.execute(BULK_SQL, {"count": BULK})

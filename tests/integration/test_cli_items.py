@@ -317,8 +317,10 @@ def test_heartbeat_renews_everything_and_exits_4_for_a_loss(
 
     with client_of(shell("root2", roles=("admin",))) as root:
         root.force_release("jobs/hourly", "wedged")
-    # Without KEYs only what is live is renewed; a loss shows for the keys named.
-    assert "jobs/hourly" not in ok(jo, "heartbeat")
+    # Without KEYs the session's lapsed leases show as lost too; and for the keys named.
+    said = fails_with_output(jo, 4, "heartbeat")
+    assert "lost jobs/hourly (token " in said and "force_released" in said
+    assert "renewed jobs/nightly" in said
     said = fails_with_output(jo, 4, "heartbeat", "jobs/hourly", "items/long")
     assert "lost jobs/hourly (token " in said and "force_released" in said
     assert "renewed items/long" in said

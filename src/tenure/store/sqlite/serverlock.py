@@ -56,7 +56,8 @@ def hold(db: Path, address: str) -> ServerLock:
         make_directories(path.parent)
         fd = os.open(path, os.O_RDWR | os.O_CREAT, FILE_MODE)
     except OSError as exc:
-        log.warning("no server lock %s (%s): nothing stops a second server", path, exc.strerror)
+        if path.parent.is_dir():  # the database may open all the same: say what is missing
+            log.warning("no server lock %s (%s): nothing stops a second server", path, exc.strerror)
         return ServerLock(path, None)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
