@@ -41,7 +41,9 @@ pytestmark = pytest.mark.slow
 ITEMS = [f"job-{i:02d}" for i in range(20)]
 RUNNING = 6  # dispatches at once, at most (those being started included)
 TTL = "2s"  # a killed supervisor's claim lapses this long after its last renewal
-RUN_FOR = 75.0  # the driver's bound, in seconds (15 to 55 s on a loaded 2-core box)
+# The driver's bound, in seconds: a liveness bound, not a figure. 15 to 55 s on a quiet 2-core
+# box, 64 to 75 s with the rest of the suite beside it (every step is a CLI process start).
+RUN_FOR = 150.0
 REFUSED_WITHIN = 10.0  # a killed agent's token is refused this long after the kill, at most
 KILLS = (4, 7)  # how many supervisors die (at least, at most)
 
