@@ -75,7 +75,9 @@ def test_kill_9_of_run_kills_cmd_and_its_child_and_the_lease_lapses_on_its_own(
     _, jo, admin = served
     shell_pid, child_pid = tmp_path / "shell.pid", tmp_path / "child.pid"
     script = f'echo $$ > "{shell_pid}"; sleep 60 & echo $! > "{child_pid}"; wait'
-    run = jo.popen("run", KEY, "--ttl", "2s", "--", "sh", "-c", script)
+    # ttl 10 s: the refusal below must reach the server before the lease lapses, after a kill and
+    # a CLI start on a loaded box
+    run = jo.popen("run", KEY, "--ttl", "10s", "--", "sh", "-c", script)
     cmd, child = read_int(shell_pid), read_int(child_pid)
     cleanup += [run.pid, cmd, child]
     kill_9(run)
@@ -88,7 +90,7 @@ def test_kill_9_of_run_kills_cmd_and_its_child_and_the_lease_lapses_on_its_own(
     assert refused.stderr.startswith(f"tenure: {KEY} held by jo (session {lease['session']}, ")
 
     second = jo(
-        "run", KEY, "--wait", "10s", "--", "sh", "-c", 'echo "$TENURE_LEASE_TOKEN"', timeout=20
+        "run", KEY, "--wait", "20s", "--", "sh", "-c", 'echo "$TENURE_LEASE_TOKEN"', timeout=40
     )
     assert (second.returncode, second.stdout, second.stderr) == (0, "2\n", "")
     after = admin.get(f"/v1/leases/{KEY}").json()["lease"]
