@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
 
@@ -22,15 +22,24 @@ def _stop(signum: int, _frame: FrameType | None) -> None:
 
 
 @contextmanager
-def interruptible() -> Iterator[None]:
-    """While the block runs, SIGTERM and SIGHUP raise ``SystemExit(128+N)`` (then the handlers
-    are restored). Off the main thread (where signals cannot be handled) nothing changes."""
+def raising(
+    signals: tuple[signal.Signals, ...], handler: Callable[[int, FrameType | None], None]
+) -> Iterator[None]:
+    """While the block runs, ``signals`` call ``handler`` (which raises); the previous handlers
+    come back after it. Off the main thread (where signals cannot be handled) nothing changes."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = {sig: signal.signal(sig, _stop) for sig in STOPS}
+    previous = {sig: signal.signal(sig, handler) for sig in signals}
     try:
         yield
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        for sig, handler_before in previous.items():
+            signal.signal(sig, handler_before)
+
+
+@contextmanager
+def interruptible() -> Iterator[None]:
+    """While the block runs, SIGTERM and SIGHUP raise ``SystemExit(128+N)``."""
+    with raising(STOPS, _stop):
+        yield

@@ -18,6 +18,7 @@ from tenure.cli.app import cli
 from tenure.cli.completion import complete_keys
 from tenure.cli.context import Cli, cli_of, verb
 from tenure.cli.durations import parse_duration
+from tenure.cli.interrupt import raising
 from tenure.cli.render import LOST, OK, now_ms, table
 from tenure.core.models import Event
 from tenure.core.text import clock, when
@@ -62,12 +63,8 @@ def _stop(_sig: int, _frame: FrameType | None) -> None:
 @contextmanager
 def stoppable() -> Iterator[None]:
     """Turn SIGINT and SIGTERM into :class:`_Stop` for the block (and restore the handlers)."""
-    previous = {sig: signal.signal(sig, _stop) for sig in _STOPS}
-    try:
+    with raising(_STOPS, _stop):
         yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
 
 
 @verb(
