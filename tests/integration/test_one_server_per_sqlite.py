@@ -64,3 +64,14 @@ def test_a_second_server_refuses_naming_the_first_and_starts_once_it_is_killed(
         first.kill()
         if second is not None:
             second.kill()
+
+
+def test_a_lock_that_cannot_be_made_stops_the_server(tmp_path: Path) -> None:
+    """Fail closed: a server that could not be told apart from a second one does not start."""
+    (tmp_path / "t.db.lock").mkdir()  # where the lock file goes: a directory, not a file
+    done = cli(
+        "serve", "--db", f"sqlite:///{tmp_path}/t.db", "--port", str(free_port()), check=False
+    )
+    assert done.returncode == 1, (done.stdout, done.stderr)
+    assert "cannot make the server lock" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "t.db").exists()  # nothing was opened

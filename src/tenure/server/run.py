@@ -145,7 +145,7 @@ def hold_database(settings: Settings) -> ServerLock | None:
         return None
     try:
         return serverlock.hold(path, f"http://{settings.host}:{settings.port}")
-    except serverlock.ServerRunning as err:
+    except (serverlock.ServerRunning, serverlock.NoLock) as err:
         print(f"tenure: {err}", file=sys.stderr)
         raise SystemExit(1) from None
 

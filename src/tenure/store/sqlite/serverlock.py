@@ -24,6 +24,10 @@ from tenure.store.sqlite.files import FILE_MODE, make_directories
 log = logging.getLogger("tenure.store")
 
 
+class NoLock(RuntimeError):
+    """The server lock cannot be made where the database is: the server does not start."""
+
+
 class ServerRunning(RuntimeError):
     """Another server already serves this SQLite file (the message names it)."""
 
@@ -49,16 +53,20 @@ def lock_path(db: Path) -> Path:
 
 def hold(db: Path, address: str) -> ServerLock:
     """Take the server lock of ``db`` for this process, listening on ``address``; or
-    :class:`ServerRunning` naming the server that holds it. A lock file that cannot be made
-    (a directory tenure may not write in) is skipped: opening the database says what is wrong."""
+    :class:`ServerRunning` naming the server that holds it. A lock file that cannot be made in a
+    directory that exists is :class:`NoLock` (the server does not start unguarded); with no
+    directory at all it is skipped, and opening the database says what is wrong."""
     path = lock_path(db)
     try:
         make_directories(path.parent)
         fd = os.open(path, os.O_RDWR | os.O_CREAT, FILE_MODE)
     except OSError as exc:
-        if path.parent.is_dir():  # the database may open all the same: say what is missing
-            log.warning("no server lock %s (%s): nothing stops a second server", path, exc.strerror)
-        return ServerLock(path, None)
+        if path.parent.is_dir():  # the database may open, but nothing would stop a second server
+            raise NoLock(
+                f"cannot make the server lock {path} ({exc.strerror}): a second server on "
+                f"{db} could not be stopped. Let tenure write in {path.parent}."
+            ) from None
+        return ServerLock(path, None)  # no directory: opening the database says what is wrong
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
