@@ -80,7 +80,8 @@ def test_a_files_key() -> None:
 )  # fmt: skip
 def test_the_edit_tools_and_their_path(tool: str, field: str) -> None:
     read = h.read_event(pre(tool, **{field: f"{ROOT}/a.ipynb"}))
-    assert read == h.HookEvent("edit", "PreToolUse", "s-1", ROOT, f"{ROOT}/a.ipynb", "s-1")
+    path = f"{ROOT}/a.ipynb"
+    assert read == h.HookEvent("edit", "PreToolUse", "s-1", ROOT, path, "s-1", parent="s-1")
 
 
 def test_the_task_is_the_prompt_when_there_is_one() -> None:
@@ -97,7 +98,8 @@ def test_the_task_is_the_prompt_when_there_is_one() -> None:
         ({"hook_event_name": "PostToolUseFailure", "session_id": "s"}, "heartbeat"),
         ({"hook_event_name": "SessionEnd", "session_id": "s", "reason": "clear"}, "end"),
         ({"hook_event_name": "SessionStart", "session_id": 7}, "other"),
-        ({"hook_event_name": "UserPromptSubmit", "prompt": "hi"}, "other"),
+        ({"hook_event_name": "UserPromptSubmit", "session_id": "s", "prompt": "hi"}, "prompt"),
+        ({"hook_event_name": "Stop", "prompt": "hi"}, "other"),
     ],
 )
 def test_the_kind_of_each_event(event: dict[str, Any], kind: str) -> None:

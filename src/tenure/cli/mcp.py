@@ -3,12 +3,15 @@ Codex …) that launches its MCP servers as commands. See docs/mcp.md."""
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from tenure.cli.context import Cli, cli_of, verb
 from tenure.client import Client
 from tenure.client._session import new_session
 from tenure.client._transport import DIRECT_SCHEMES
+from tenure.core.hooks import harness_session
 from tenure.core.policy import PolicySet
 from tenure.settings import Settings
 
@@ -39,7 +42,8 @@ def mcp(db: str | None, principal: str | None) -> None:
     on stdin/stdout until stdin closes. The calls go to the server at $TENURE_URL with
     $TENURE_TOKEN (or --url/--token, or the saved login), as that token's principal; with --db
     (or a database URL as --url) they run directly on the database as --principal. The process
-    is one session of that principal (--session, else $TENURE_SESSION, else a new one for each
+    is one session of that principal (--session, else $TENURE_SESSION, else the harness's own
+    session, $CLAUDE_CODE_SESSION_ID, which its hooks act in too, else a new one for each
     process): its claims and locks are its own, and every tool call renews the live leases of
     this session only. With --json, a tenure error at startup is a JSON problem on stderr.
     Nothing but MCP messages is written to stdout."""
@@ -61,12 +65,14 @@ def direct_policy(db: str | None) -> PolicySet | None:
 
 def stdio_session(run: Cli) -> str:
     """The session of this ``tenure mcp`` process: ``--session`` or ``$TENURE_SESSION`` if
-    given, else a new one (``mcp:host:pid:random``), never the CLI's stable session: two agents
-    launched with one token are two sessions."""
+    given, else the session id the harness that started it passed (``CLAUDE_CODE_SESSION_ID``:
+    the session its hooks act in, so hooks and tools are one session), else a new one
+    (``mcp:host:pid:random``), never the CLI's stable session: two agents launched with one
+    token are two sessions."""
     given = click.get_current_context().find_root().params.get("session")
     if given is not None or run.settings.session:
         return run.session
-    return new_session("mcp")
+    return harness_session(os.environ) or new_session("mcp")
 
 
 def open_client(db: str | None, principal: str | None) -> Client:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -38,11 +38,23 @@ EDIT_TOOLS = {
     "NotebookEdit": "notebook_path",
 }
 HEARTBEATS = frozenset({"PostToolUse", "PostToolUseFailure"})
+FAILURES = frozenset({"PostToolUseFailure"})
 ENDS = frozenset({"SessionEnd"})
+PROMPTS = frozenset({"UserPromptSubmit"})
 MAX_SESSION_BYTES = 128
 MCP_SESSIONS = "mcp-http:"  # tenure.core.validate.RESERVED_SESSION_PREFIX: the /mcp connections'
+#: what separates a subagent's session from its parent's: ``<parent>/agent:<agent_id>``
+CHILD = "/agent:"
+#: the longest task a prompt sets (its first line, cut to this many characters)
+MAX_TASK_CHARS = 100
+#: ``TENURE_HOOK_SCOPE``: files are keyed per repository (``repo``, the default: two branches
+#: or worktrees of one repository exclude each other) or per branch (``files/<repo>@<branch>/…``)
+HOOK_SCOPES = ("repo", "branch")
+#: the environment variable in which each harness hands its session id to the MCP servers it
+#: starts (stdio), so that ``tenure mcp`` acts in the session its hooks act in
+HARNESS_SESSION_ENV = (("claude-code", "CLAUDE_CODE_SESSION_ID"),)
 
-Kind = Literal["edit", "heartbeat", "end", "other"]
+Kind = Literal["edit", "heartbeat", "end", "prompt", "other"]
 
 
 @dataclass(frozen=True)
@@ -56,6 +68,12 @@ class HookEvent:
     cwd: str = ""
     path: str = ""
     task: str = ""
+    #: the harness's own session (the parent's, for a subagent's event)
+    parent: str = ""
+    #: a ``UserPromptSubmit``'s task (:func:`task_of_prompt`); for a ``PostToolUseFailure`` of
+    #: an edit tool, the path of the file whose edit failed is ``path``
+    prompt: str = ""
+    failed: bool = False
 
 
 @dataclass(frozen=True)
@@ -75,6 +93,8 @@ def kind_of(event: Mapping[str, Any]) -> Kind:
         return "edit" if not isinstance(tool, str) or tool in EDIT_TOOLS else "other"
     if name in HEARTBEATS:
         return "heartbeat"
+    if name in PROMPTS:
+        return "prompt"
     return "end" if name in ENDS else "other"
 
 
@@ -90,28 +110,39 @@ def read_event(event: Mapping[str, Any]) -> HookEvent | Malformed:
         return HookEvent("other", name)
     if kind == "edit" and not isinstance(event.get("tool_name"), str):
         return _bad(kind, "tool_name", "must name the tool, e.g. Edit")
-    session = event.get("session_id")
-    if not isinstance(session, str) or not session.strip():
+    parent = event.get("session_id")
+    if not isinstance(parent, str) or not parent.strip():
         return _bad(kind, "session_id", "must be the harness's session id (a non-empty string)")
-    if len(session.encode()) > MAX_SESSION_BYTES or _control(session):
+    if len(parent.encode()) > MAX_SESSION_BYTES or _control(parent):
         return _bad(kind, "session_id", "must be at most 128 bytes without control characters")
-    if session.startswith(MCP_SESSIONS):
+    if parent.startswith(MCP_SESSIONS):
         return _bad(kind, "session_id", f"must not start with {MCP_SESSIONS!r} (/mcp's sessions)")
+    agent = event.get("agent_id")
+    if agent is not None and (not isinstance(agent, str) or _control(agent)):
+        return _bad(kind, "agent_id", "must be the subagent's id (a string) when present")
+    session = child_session(parent, agent) if agent else parent
+    if session is None:
+        return _bad(kind, "session_id", "must be at most 100 bytes in a subagent's event")
     cwd = event.get("cwd", "")
     if not isinstance(cwd, str):
         return _bad(kind, "cwd", "must be the session's working directory (a string)")
     prompt = event.get("prompt_id")
     if prompt is not None and not isinstance(prompt, str):
         return _bad(kind, "prompt_id", "must be a string when present")
-    task = prompt if prompt and prompt.strip() else session
+    task = prompt if prompt and prompt.strip() else parent
+    base = HookEvent(kind, name, session, cwd, task=task, parent=parent)
+    if kind == "prompt":
+        text = event.get("prompt")
+        return replace(base, prompt=task_of_prompt(text) if isinstance(text, str) else "")
+    if kind == "heartbeat" and name in FAILURES and event.get("tool_name") in EDIT_TOOLS:
+        failed = _edit(event, base)
+        return replace(failed, kind="heartbeat", failed=True) if isinstance(failed, HookEvent) else base
     if kind != "edit":
-        return HookEvent(kind, name, session, cwd, task=task)
-    return _edit(event, name, session, cwd, task)
+        return base
+    return _edit(event, base)
 
 
-def _edit(
-    event: Mapping[str, Any], name: str, session: str, cwd: str, task: str
-) -> HookEvent | Malformed:
+def _edit(event: Mapping[str, Any], base: HookEvent) -> HookEvent | Malformed:
     tool = str(event["tool_name"])
     field = EDIT_TOOLS[tool]
     tool_input = event.get("tool_input")
@@ -120,9 +151,53 @@ def _edit(
     path = tool_input.get(field)
     if not isinstance(path, str) or not path.strip() or "\x00" in path:
         return _bad("edit", f"tool_input.{field}", f"must be the path of the file {tool} edits")
-    if not posixpath.isabs(cwd):
+    if not posixpath.isabs(base.cwd):
         return _bad("edit", "cwd", "must be the session's working directory (an absolute path)")
-    return HookEvent("edit", name, session, cwd, path, task)
+    return replace(base, path=path)
+
+
+# sessions ------------------------------------------------------------------------------------
+def child_session(parent: str, agent: str) -> str | None:
+    """The session of subagent ``agent`` of the harness session ``parent``:
+    ``<parent>/agent:<agent>``, the agent's id hashed (16 hex digits) when the whole would pass
+    128 bytes; ``None`` when ``parent`` is too long even for that (over 105 bytes)."""
+    whole = f"{parent}{CHILD}{agent}"
+    if len(whole.encode()) <= MAX_SESSION_BYTES:
+        return whole
+    import hashlib  # only here: the command hook starts without it
+
+    short = f"{parent}{CHILD}{hashlib.sha256(agent.encode()).hexdigest()[:16]}"
+    return short if len(short.encode()) <= MAX_SESSION_BYTES else None
+
+
+def is_family(session: str, parent: str) -> bool:
+    """``session`` is ``parent`` itself or one of its subagents' sessions."""
+    return session == parent or session.startswith(parent + CHILD)
+
+
+def harness_session(env: Mapping[str, str]) -> str | None:
+    """The session id a harness handed to the process of ``env`` (:data:`HARNESS_SESSION_ENV`):
+    the session its hooks act in, so the MCP tools act in it too; ``None`` if none did (or the
+    value could not be a session)."""
+    for _, name in HARNESS_SESSION_ENV:
+        value = env.get(name, "").strip()
+        if value and len(value.encode()) <= MAX_SESSION_BYTES and not _control(value):
+            if not value.startswith(MCP_SESSIONS):
+                return value
+    return None
+
+
+def task_of_prompt(prompt: str) -> str:
+    """The task a person's prompt names: its first non-blank line, control characters taken
+    out, spaces squeezed, cut to :data:`MAX_TASK_CHARS` (with ``…``). Nothing past the first
+    line is kept (a pasted secret further down stays out of every lease)."""
+    for line in prompt.splitlines():
+        clean = " ".join("".join(c if not _control(c) else " " for c in line).split())
+        if clean:
+            if len(clean) > MAX_TASK_CHARS:
+                return clean[: MAX_TASK_CHARS - 1].rstrip() + "…"
+            return clean
+    return ""
 
 
 def _bad(kind: Kind, field: str, says: str) -> Malformed:
@@ -212,6 +287,20 @@ def warn(message: str) -> dict[str, Any]:
     """Nothing blocked; ``message`` shown to the user (a heartbeat or end tenure could not act
     on)."""
     return {"systemMessage": message}
+
+
+def outside(path: str) -> dict[str, Any]:
+    """No decision, and a word for the model: ``path`` resolves outside the repository, so
+    tenure took no lease on it (nothing keeps other sessions off it)."""
+    return {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "additionalContext": (
+                f"tenure: {path} is outside the repository (symlinks resolved): no lease was "
+                "taken, so other sessions are not kept off it."
+            ),
+        }
+    }
 
 
 def denied_reason(reply: Mapping[str, Any]) -> str | None:

@@ -27,7 +27,7 @@ from typing import Any, BinaryIO
 from urllib.parse import quote, urlsplit
 
 from tenure.core import hooks as h
-from tenure.service.gitrepo import locate
+from tenure.service.gitrepo import locate, resolve
 from tenure.settings import DEFAULT_HOST, DEFAULT_PORT, LOGIN_FILE, same_server
 
 HARNESSES = ("claude-code",)
@@ -53,11 +53,20 @@ def main(argv: list[str], stdin: BinaryIO | None = None) -> int:
 
 
 def answer(event: dict[str, Any], body: bytes, env: dict[str, str]) -> int:
-    """Ask the server about ``event`` (sent as ``body``) and answer the harness."""
+    """Ask the server about ``event`` (sent as ``body``, its file's path resolved through
+    symlinks when it names one) and answer the harness."""
     edit = h.kind_of(event) == "edit"
+    scope = env.get("TENURE_HOOK_SCOPE") or "repo"
+    if scope not in h.HOOK_SCOPES:
+        if edit:
+            return _block(f"invalid_request: TENURE_HOOK_SCOPE must be repo or branch, not {scope!r}.")
+        scope = "repo"
+    names_file = edit or _names_file(event)
+    located = where(event, env, scope) if names_file else {}
+    body = _resolved(event, body) if names_file else body
     url, token = server(env)
     try:
-        status, reply = post(url, token, body, where(event, env) if edit else {})
+        status, reply = post(url, token, body, located)
     except (OSError, ValueError) as err:
         return _unreachable(edit, url, f"{type(err).__name__}: {err}")
     if status != 200 or not isinstance(reply, dict):
@@ -96,13 +105,34 @@ def _login(env: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in doc.items() if isinstance(v, str)}
 
 
-def where(event: dict[str, Any], env: dict[str, str]) -> dict[str, str]:
-    """``repo`` and ``root`` of the event's repository, found on this machine."""
+def where(event: dict[str, Any], env: dict[str, str], scope: str = "repo") -> dict[str, str]:
+    """``repo`` and ``root`` of the event's repository, found on this machine (the root
+    through symlinks; with ``scope`` ``branch`` the name ends in ``@<branch>``)."""
     cwd = event.get("cwd")
     cwd = cwd if isinstance(cwd, str) else ""
     fallback = env.get("CLAUDE_PROJECT_DIR") or cwd
-    repo = locate(cwd, env.get("TENURE_REPO") or None, fallback)
+    repo = locate(cwd, env.get("TENURE_REPO") or None, fallback, branch=scope == "branch")
     return {} if repo is None else {"repo": repo.name, "root": repo.root}
+
+
+def _names_file(event: dict[str, Any]) -> bool:
+    """A failed edit (``PostToolUseFailure`` of an edit tool): the server releases the file's
+    lease if that edit took it, so it needs the file's key as an edit does."""
+    return event.get("hook_event_name") in h.FAILURES and event.get("tool_name") in h.EDIT_TOOLS
+
+
+def _resolved(event: dict[str, Any], body: bytes) -> bytes:
+    """``body`` with the file's path (and ``cwd``) resolved through symlinks on this machine,
+    the one that has the files; ``body`` itself when the event names no file."""
+    tool_input, cwd = event.get("tool_input"), event.get("cwd")
+    field = h.EDIT_TOOLS.get(str(event.get("tool_name")))
+    if field is None or not isinstance(tool_input, dict) or not isinstance(cwd, str):
+        return body
+    path = tool_input.get(field)
+    if not isinstance(path, str) or not path.strip() or "\x00" in path or not cwd.startswith("/"):
+        return body
+    real = {**tool_input, field: resolve(path, cwd)}
+    return json.dumps({**event, "cwd": resolve(cwd), "tool_input": real}).encode()
 
 
 def post(url: str, token: str | None, body: bytes, query: dict[str, str]) -> tuple[int, Any]:

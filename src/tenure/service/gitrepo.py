@@ -26,16 +26,42 @@ class Repo:
     root: str
 
 
-def locate(cwd: str, override: str | None = None, fallback: str | None = None) -> Repo | None:
+def locate(
+    cwd: str, override: str | None = None, fallback: str | None = None, branch: bool = False
+) -> Repo | None:
     """The repository of ``cwd``; outside any repository (or without git) the directory
-    ``fallback`` stands for one, named by its path; ``None`` when there is none either."""
+    ``fallback`` stands for one, named by its path; ``None`` when there is none either. The
+    root is the real directory (symlinks resolved). ``branch``: the name ends in
+    ``@<branch>`` (the checked-out branch, else ``@<commit>``) when git knows one."""
     found = _git_repo(cwd) if cwd and posixpath.isabs(cwd) else None
     if found is not None:
-        return Repo(override or found.name, found.root)
+        name = override or found.name
+        on = _branch(found.root) if branch else None
+        return Repo(f"{name}@{on}" if on else name, resolve(found.root))
     if fallback and posixpath.isabs(fallback):
-        root = posixpath.normpath(fallback)
+        root = resolve(fallback)
         return Repo(override or repo_from_root(root), root)
     return None
+
+
+def resolve(path: str, cwd: str = "") -> str:
+    """``path`` (absolute, or relative to ``cwd``) as the real file it names: every symlink
+    along it resolved (a file that does not exist yet: its existing directories resolved)."""
+    full = path if posixpath.isabs(path) else posixpath.join(cwd or "/", path)
+    try:
+        return os.path.realpath(full)
+    except (OSError, ValueError):  # ValueError: a NUL in the path
+        return posixpath.normpath(full)
+
+
+def _branch(root: str) -> str | None:
+    """The branch checked out at ``root`` (``/`` kept), else the commit's short id."""
+    lines = _git(root, "rev-parse", "--abbrev-ref", "HEAD")
+    name = lines[0].strip() if lines else ""
+    if name == "HEAD":
+        lines = _git(root, "rev-parse", "--short", "HEAD")
+        name = lines[0].strip() if lines else ""
+    return name or None
 
 
 @lru_cache(maxsize=1024)

@@ -8,18 +8,31 @@ only calls the lease service with them and words its refusals.
   refusal of the edit (a key too long, …) denies it too: tenure does not let through an edit it
   could not check. A file outside the repository: no lease, allowed. Past the principal's
   bound on live leases (``quota_exceeded``): a deny that says so.
-- a heartbeat: ``renew_all(session=…)``; an end: ``release_all(session=…)``; others: nothing.
+- a heartbeat: ``renew_all(session=…)`` of the session and of its subagents' sessions; an end:
+  ``release`` of every lease of the session and of its subagents'; others: nothing.
+- a subagent's event (``agent_id``) acts in the subagent's own session
+  (:func:`tenure.core.hooks.child_session`): siblings exclude each other, and the parent and its
+  subagents too; the parent's heartbeat and end cover its subagents.
+- a prompt (``UserPromptSubmit``): its first line becomes the session's task, unless the session
+  has one; the file leases the session takes from then on carry it (a subagent's carry its
+  parent's).
+- a failed edit (``PostToolUseFailure`` of an edit tool): the file's lease is released when this
+  edit took it (the session's lease of it is still the fresh grant, never renewed since).
+- paths are resolved through symlinks (:func:`tenure.service.gitrepo.resolve`) when the server
+  finds the repository itself; the command hook resolves them on its own machine.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from tenure.core import hooks as h
+from tenure.core.models import LeaseQuery
 from tenure.errors import InvalidRequest, LeaseHeld, QuotaExceeded, TenureError
-from tenure.service.gitrepo import Repo, cached, locate
-from tenure.service.leases import Service, Who
+from tenure.service.gitrepo import Repo, cached, locate, resolve
+from tenure.service.leases import Service, Who, as_principal
 
 #: the repository of a working directory (the server's: git, remembered per directory)
 Locate = Callable[[str], Repo | None]
@@ -27,6 +40,7 @@ UNCHECKED = (
     " tenure blocks an edit it cannot check: this is a fault of the hook's input, not of the "
     "file; tell the user."
 )
+FAMILY_PAGE = 1000
 OVER_QUOTA = (
     "The edit is blocked because this principal holds as many leases as the server allows: "
     "end sessions you no longer need, or tell the user."
@@ -51,18 +65,51 @@ def claude_code(
     if isinstance(read, h.Malformed):
         return _malformed(read)
     if read.kind == "edit":
-        return _edit(service, who, read, _place(read.cwd, repo or None, root or None, where))
+        place = _place(read.cwd, repo or None, root or None, where)
+        return _edit(service, who, read, place, resolved=not root)
     if read.kind == "heartbeat":
-        service.renew_all(who, session=read.session)
+        if read.failed:
+            place = _place(read.cwd, repo or None, root or None, where)
+            _release_failed(service, who, read, place, resolved=not root)
+        _beat(service, who, read.session)
     elif read.kind == "end":
-        service.release_all(who, session=read.session)
+        _end(service, who, read.session)
+    elif read.kind == "prompt" and read.prompt and read.session == read.parent:
+        service.store.set_session_task(as_principal(who).name, read.session, read.prompt)
     return h.allow()
+
+
+def _beat(service: Service, who: Who, session: str) -> None:
+    """Renew ``session``'s leases and its subagents'."""
+    for sid in sorted(_family(service, who, session) | {session}):
+        service.renew_all(who, session=sid)
+
+
+def _end(service: Service, who: Who, session: str) -> None:
+    """Release every lease of ``session`` and of its subagents; forget its task."""
+    for sid in sorted(_family(service, who, session) | {session}):
+        service.release_all(who, session=sid)
+    service.store.end_session_task(as_principal(who).name, session)
+
+
+def _family(service: Service, who: Who, session: str) -> set[str]:
+    """The sessions of ``session``'s subagents that hold live leases of ``who``. (A subagent's
+    own session has none below it: a subagent does not start subagents.)"""
+    if h.CHILD in session:
+        return set()
+    me = as_principal(who)
+    now, found, after = service.store.now_ms(), set(), None
+    query = LeaseQuery(holder=me.name, limit=FAMILY_PAGE)
+    while page := service.store.live(now, replace(query, after=after)):
+        found |= {r.session for r in page if h.is_family(r.session, session)}
+        after = page[-1].key
+    return found - {session}
 
 
 def _malformed(bad: h.Malformed) -> dict[str, Any]:
     if bad.kind == "edit":
         return h.deny(bad.message + UNCHECKED)
-    if bad.kind in ("heartbeat", "end"):
+    if bad.kind in ("heartbeat", "end", "prompt"):
         return h.warn(f"tenure: {bad.message} Nothing was renewed or released.")
     raise InvalidRequest(
         f"{bad.message} Send a hook event as the harness sends it.", field=bad.field
@@ -79,13 +126,47 @@ def _place(cwd: str, repo: str | None, root: str | None, where: Locate) -> Repo 
     return locate("", repo, fallback=cwd)
 
 
-def _edit(service: Service, who: Who, ev: h.HookEvent, place: Repo | None) -> dict[str, Any]:
-    rel = None if place is None else h.relative_path(place.root, ev.path, ev.cwd)
-    if place is None or rel is None:
-        return h.allow()  # not in the repository: not tenure's to coordinate
-    key = h.file_key(place.name, rel)
+def _file(ev: h.HookEvent, place: Repo | None, resolved: bool) -> tuple[str, str] | None:
+    """``(rel, key)`` of the event's file, ``None`` outside the repository. ``resolved``: the
+    server found the repository itself, so it resolves the path through symlinks here."""
+    if place is None:
+        return None
+    path, cwd = (resolve(ev.path, ev.cwd), "") if resolved else (ev.path, ev.cwd)
+    rel = h.relative_path(place.root, path, cwd)
+    return None if rel is None else (rel, h.file_key(place.name, rel))
+
+
+def _task(service: Service, who: Who, ev: h.HookEvent) -> str:
+    """The task an edit's lease carries: the session's (its parent's, for a subagent), else
+    the event's prompt or session id."""
+    named = service.store.session_task(as_principal(who).name, ev.parent)
+    if named is None:
+        return ev.task
+    return named if ev.session == ev.parent else f"{named} (subagent)"
+
+
+def _release_failed(
+    service: Service, who: Who, ev: h.HookEvent, place: Repo | None, resolved: bool
+) -> None:
+    """Release the file of a failed edit if that edit took its lease: the session's lease on
+    it is a fresh grant, not renewed since (a lease it held before was renewed by that edit)."""
+    found = _file(ev, place, resolved)
+    record = None if found is None else service.store.get(found[1])
+    if record is None or record.ended is not None or record.renewals != 0:
+        return
+    if record.holder == as_principal(who).name and record.session == ev.session:
+        service.release(who, record.key, record.token)
+
+
+def _edit(
+    service: Service, who: Who, ev: h.HookEvent, place: Repo | None, resolved: bool = False
+) -> dict[str, Any]:
+    found = _file(ev, place, resolved)
+    if found is None:
+        return h.outside(ev.path)  # not in the repository: not tenure's to coordinate
+    rel, key = found
     try:
-        service.acquire(who, key, task=ev.task, session=ev.session)
+        service.acquire(who, key, task=_task(service, who, ev), session=ev.session)
     except LeaseHeld as err:
         return h.deny(h.held_reason(rel, key, _holder(err, key), service.store.now_ms()))
     except QuotaExceeded as err:

@@ -138,6 +138,11 @@ class Reads(Protocol):
     def get_cursor(self, principal: str, name: str) -> int:
         return _int(self._query_one("get_cursor", {"principal": principal, "name": name}))
 
+    def session_task(self, principal: str, session: str) -> str | None:
+        """The task set for ``principal``'s ``session`` (:meth:`Writes.set_session_task`)."""
+        row = self._query_one("get_session_task", {"principal": principal, "session": session})
+        return None if row is None else str(row[0])
+
 
 def prefix_end(prefix: str | None) -> str | None:
     """The smallest string above every one starting with ``prefix`` in code point order (the

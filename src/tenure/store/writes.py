@@ -119,3 +119,15 @@ class Writes(Transactional, Protocol):
         with self._writing() as cur:
             params = {"principal": principal, "name": name, "event_id": event_id}
             cur.execute(self.Q["set_cursor"], params)
+
+    def set_session_task(self, principal: str, session: str, task: str) -> None:
+        """Name the task of ``principal``'s ``session``, unless it has one already."""
+        with self._writing() as cur:
+            params = {"principal": principal, "session": session, "task": task}
+            cur.execute(self.Q["set_session_task"], {**params, "now": self._now_in(cur)})
+
+    def end_session_task(self, principal: str, session: str) -> None:
+        """Forget the task of ``principal``'s ``session`` (it ended)."""
+        with self._writing() as cur:
+            params = {"principal": principal, "session": session}
+            cur.execute(self.Q["end_session_task"], params)

@@ -62,8 +62,9 @@ class ClaudeCodeEventIn(BaseModel):
 
 class HookSpecificOut(BaseModel):
     hookEventName: str
-    permissionDecision: str
-    permissionDecisionReason: str
+    permissionDecision: str | None = None
+    permissionDecisionReason: str | None = None
+    additionalContext: str | None = None
 
 
 class HookReply(BaseModel):

@@ -257,3 +257,15 @@ SELECT count(*) FROM (
       )
     LIMIT :cap
 ) AS working;
+
+-- name: get_session_task
+SELECT task FROM tenure_session_tasks WHERE principal = :principal AND session = :session;
+
+-- name: set_session_task
+-- The first task set for a session stays (a session's later prompts do not change it).
+INSERT INTO tenure_session_tasks (principal, session, task, at)
+VALUES (:principal, :session, :task, :now)
+ON CONFLICT (principal, session) DO NOTHING;
+
+-- name: end_session_task
+DELETE FROM tenure_session_tasks WHERE principal = :principal AND session = :session;
