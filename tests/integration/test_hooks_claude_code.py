@@ -243,7 +243,9 @@ def test_paths_outside_the_repository_are_allowed_without_a_lease(
 ) -> None:
     hook = hooks()
     out = hook.send(event("b_pre_write_outside", repo))
-    assert not out.blocked and out.reply == {}
+    assert not out.blocked and out.reply is not None
+    said = out.reply["hookSpecificOutput"]["additionalContext"]
+    assert "outside the repository" in said and "no lease" in said
     assert lease_of(live_server, "files/") is None
 
 
