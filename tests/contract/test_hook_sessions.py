@@ -8,7 +8,6 @@ from typing import Any
 
 import tenure
 from tenure import Service
-from tenure.core.hooks import child_session
 from tenure.service.hooks import claude_code
 
 ROOT = "/home/dev/shop"
@@ -39,7 +38,7 @@ def holder(svc: Service, key: str = KEY) -> str | None:
 
 def test_sibling_subagents_exclude_each_other_and_their_parent(service: Service) -> None:
     assert edit(service, agent_id="a1", agent_type="general-purpose") is None
-    assert holder(service) == child_session(PARENT, "a1")
+    assert holder(service) == f"{PARENT}/agent:a1"
     reason = edit(service, agent_id="a2")
     assert reason is not None and reason.startswith("lease_held: src/a.py")
     assert f"{PARENT}/agent:a1" in reason
@@ -53,6 +52,7 @@ def test_the_parents_end_releases_its_subagents_leases(service: Service) -> None
     assert edit(service, agent_id="a2", path="src/b.py") is None
     assert edit(service, path="src/c.py") is None
     assert edit(service, OTHER, path="src/d.py") is None
+    assert holder(service, f"files/{REPO}/src/b.py") == f"{PARENT}/agent:a2"
     send(service, "SessionEnd", reason="exit")
     assert [x.key for x in service.list(holder="jo")] == [f"files/{REPO}/src/d.py"]
     assert edit(service, OTHER) is None
@@ -66,7 +66,7 @@ def test_the_parents_heartbeat_keeps_its_subagents_leases_alive(
     clock.advance(9 * MINUTE)
     send(service, "PostToolUse", tool_name="Task", tool_input={})
     clock.advance(2 * MINUTE)  # past the first deadline (ten minutes)
-    assert holder(service) == child_session(PARENT, "a1")
+    assert holder(service) == f"{PARENT}/agent:a1"
     assert holder(service, f"files/{REPO}/src/d.py") is None  # another session's: lapsed
 
 

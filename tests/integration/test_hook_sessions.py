@@ -33,7 +33,8 @@ def hook_of(form: str, server: LiveServer, token: str, home: Path, **env: str) -
 
 @asynccontextmanager
 async def mcp_of(env: dict[str, str]) -> AsyncIterator[Client]:
-    params = StdioServerParameters(command=TENURE, args=["mcp"], env=env)
+    inherit = {k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ}
+    params = StdioServerParameters(command=TENURE, args=["mcp"], env={**inherit, **env})
     async with Client(params, read_timeout_seconds=30) as client:
         yield client
 
