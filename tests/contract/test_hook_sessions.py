@@ -109,3 +109,16 @@ def test_the_sessions_own_subtree_lock_does_not_block_its_edits(service: Service
     assert reason is not None and "whole folder" in reason
     send(service, "SessionEnd")
     assert service.list(holder="jo") == []
+
+
+def test_compaction_forgets_the_tasks_of_sessions_quiet_for_a_day(
+    service: Service, clock: tenure.FakeClock
+) -> None:
+    send(service, "UserPromptSubmit", prompt="Refactor billing retries")
+    send(service, "UserPromptSubmit", OTHER, prompt="Fix the login page")
+    clock.advance(20 * 60 * MINUTE)
+    send(service, "UserPromptSubmit", OTHER, prompt="and the logout page")  # still in use
+    clock.advance(5 * 60 * MINUTE)
+    service.compact()
+    assert service.store.session_task("jo", PARENT) is None
+    assert service.store.session_task("jo", OTHER) == "Fix the login page"

@@ -76,6 +76,10 @@ class _Pass:
         self.complete = False
 
 
+#: a session's task (its first prompt's line) is forgotten after a day without a prompt
+SESSION_TASK_MS = 24 * 3600 * 1000
+
+
 def check_admin(actor: Principal | None) -> None:
     if actor is not None and not actor.is_admin:
         raise Forbidden(
@@ -133,6 +137,7 @@ def compact(
     run.drain_events(partial(store.prune_events, retention.events_max, *cuts, size))
     grace = retention.agent_grace_ms if ages.agent_grace_ms is None else ages.agent_grace_ms
     run.drain("agents", partial(store.retire_agents, now - grace, size))
+    run.drain("session_tasks", partial(store.forget_session_tasks, now - SESSION_TASK_MS, size))
     return CompactionResult(
         leases=run.counts.get("leases", 0),
         fenced_ops=run.counts.get("fenced_ops", 0),

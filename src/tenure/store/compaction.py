@@ -56,6 +56,13 @@ class Compaction(Transactional, Protocol):
             deleted = cur.execute(self.Q["delete_item_ops"], {"before": before, "limit": batch})
             return int(deleted.rowcount)
 
+    def forget_session_tasks(self, before: int, batch: int) -> int:
+        """Delete up to ``batch`` session tasks last set or prompted before ``before`` (the
+        sessions that ended without saying so)."""
+        with self._writing() as cur:
+            deleted = cur.execute(self.Q["forget_session_tasks"], {"before": before, "limit": batch})
+            return int(deleted.rowcount)
+
     def retired_token(self) -> int:
         """The largest token of the lease rows compaction deleted."""
         with self._writing() as cur:

@@ -262,10 +262,17 @@ SELECT count(*) FROM (
 SELECT task FROM tenure_session_tasks WHERE principal = :principal AND session = :session;
 
 -- name: set_session_task
--- The first task set for a session stays (a session's later prompts do not change it).
+-- The first task set for a session stays (a session's later prompts do not change it, they only
+-- mark it as still in use: compaction forgets the tasks of sessions quiet for a day).
 INSERT INTO tenure_session_tasks (principal, session, task, at)
 VALUES (:principal, :session, :task, :now)
-ON CONFLICT (principal, session) DO NOTHING;
+ON CONFLICT (principal, session) DO UPDATE SET at = excluded.at;
+
+-- name: forget_session_tasks
+DELETE FROM tenure_session_tasks
+WHERE (principal, session) IN (
+    SELECT principal, session FROM tenure_session_tasks WHERE at < :before LIMIT :limit
+);
 
 -- name: end_session_task
 DELETE FROM tenure_session_tasks WHERE principal = :principal AND session = :session;
