@@ -79,6 +79,7 @@ def test_project_setup_writes_hooks_and_mcp_at_the_repository_root(agent: Agent)
     ]
     assert hooks["PostToolUse"] == [{"matcher": "*", "hooks": [HOOK]}]
     assert hooks["SessionEnd"] == [{"hooks": [HOOK]}]
+    assert hooks["UserPromptSubmit"] == [{"hooks": [HOOK]}]
     assert settings.read_text().startswith('{\n  "permissions": {\n    "allow": [\n')
     assert load(mcp) == {
         "mcpServers": {"tenure": {"type": "stdio", "command": "tenure", "args": ["mcp"]}}

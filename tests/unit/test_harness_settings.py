@@ -44,6 +44,7 @@ def test_adds_the_three_hooks_and_keeps_everything_else(form: hs.Form) -> None:
     assert pre[2] == {"matcher": "Edit|Write|MultiEdit|NotebookEdit", "hooks": [form.hook()]}
     assert after["hooks"]["PostToolUse"] == [{"matcher": "*", "hooks": [form.hook()]}]
     assert after["hooks"]["SessionEnd"] == [{"hooks": [form.hook()]}]
+    assert after["hooks"]["UserPromptSubmit"] == [{"hooks": [form.hook()]}]
     assert after["hooks"]["Stop"] == THEIRS["hooks"]["Stop"]
     assert list(after) == list(THEIRS)  # key order kept
 

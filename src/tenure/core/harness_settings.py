@@ -63,6 +63,7 @@ class Form:
             "PreToolUse": {"matcher": EDIT_TOOLS, "hooks": [hook]},
             "PostToolUse": {"matcher": "*", "hooks": [hook]},
             "SessionEnd": {"hooks": [hook]},
+            "UserPromptSubmit": {"hooks": [hook]},  # the session's task: the prompt's 1st line
         }
 
     def mcp(self) -> Doc:
