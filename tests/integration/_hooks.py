@@ -80,7 +80,9 @@ class HttpHook:
         reply = got.json()
         decision = reply.get("hookSpecificOutput") if isinstance(reply, dict) else None
         blocked = (
-            got.status_code == 200 and bool(decision) and decision.get("permissionDecision") == "deny"
+            got.status_code == 200
+            and bool(decision)
+            and decision.get("permissionDecision") == "deny"
         )
         reason = decision["permissionDecisionReason"] if blocked else json.dumps(reply)
         return Outcome(blocked, reason, reply, got.status_code)

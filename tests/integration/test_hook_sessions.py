@@ -64,19 +64,17 @@ async def test_mcp_and_hooks_of_one_harness_session_are_one_session(
         assert not hook.send(edit(repo / "src" / "app.py", repo, SESSION_A)).blocked
         out = hook.send(edit(repo / "src" / "app.py", repo, SESSION_B))
         assert out.blocked and SESSION_A in out.reason
-        before = [x for x in await _leases(agent) if x["key"] == folder][0]["renewals"]
+        before = await _renewals(agent, folder)
         assert not hook.send(event("a_post_edit", repo)).blocked  # the hooks' heartbeat
-        after = [x for x in await _leases(agent) if x["key"] == folder][0]["renewals"]
-        assert after == before + 1  # renews the MCP lock: one session
+        assert await _renewals(agent, folder) == before + 1  # renews the MCP lock: one session
         released = await call(agent, "release_lock", key=KEY)
         assert released["released"]  # the hook's file lease, released over MCP
     hook.close()
 
 
-async def _leases(agent: Client) -> list[dict[str, Any]]:
+async def _renewals(agent: Client, key: str) -> int:
     found = await call(agent, "list_leases", prefix="files/")
-    leases = found["leases"] if isinstance(found, dict) and "leases" in found else found
-    return list(leases)
+    return int(next(x for x in found["leases"] if x["key"] == key)["renewals"])
 
 
 @pytest.mark.parametrize("backend", ["sqlite"])

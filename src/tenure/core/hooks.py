@@ -136,7 +136,11 @@ def read_event(event: Mapping[str, Any]) -> HookEvent | Malformed:
         return replace(base, prompt=task_of_prompt(text) if isinstance(text, str) else "")
     if kind == "heartbeat" and name in FAILURES and event.get("tool_name") in EDIT_TOOLS:
         failed = _edit(event, base)
-        return replace(failed, kind="heartbeat", failed=True) if isinstance(failed, HookEvent) else base
+        return (
+            replace(failed, kind="heartbeat", failed=True)
+            if isinstance(failed, HookEvent)
+            else base
+        )
     if kind != "edit":
         return base
     return _edit(event, base)
@@ -181,9 +185,9 @@ def harness_session(env: Mapping[str, str]) -> str | None:
     value could not be a session)."""
     for _, name in HARNESS_SESSION_ENV:
         value = env.get(name, "").strip()
-        if value and len(value.encode()) <= MAX_SESSION_BYTES and not _control(value):
-            if not value.startswith(MCP_SESSIONS):
-                return value
+        fits = len(value.encode()) <= MAX_SESSION_BYTES and not _control(value)
+        if value and fits and not value.startswith(MCP_SESSIONS):
+            return value
     return None
 
 

@@ -59,7 +59,9 @@ def answer(event: dict[str, Any], body: bytes, env: dict[str, str]) -> int:
     scope = env.get("TENURE_HOOK_SCOPE") or "repo"
     if scope not in h.HOOK_SCOPES:
         if edit:
-            return _block(f"invalid_request: TENURE_HOOK_SCOPE must be repo or branch, not {scope!r}.")
+            return _block(
+                f"invalid_request: TENURE_HOOK_SCOPE must be repo or branch, not {scope!r}."
+            )
         scope = "repo"
     names_file = edit or _names_file(event)
     located = where(event, env, scope) if names_file else {}

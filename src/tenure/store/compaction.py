@@ -60,7 +60,9 @@ class Compaction(Transactional, Protocol):
         """Delete up to ``batch`` session tasks last set or prompted before ``before`` (the
         sessions that ended without saying so)."""
         with self._writing() as cur:
-            deleted = cur.execute(self.Q["forget_session_tasks"], {"before": before, "limit": batch})
+            deleted = cur.execute(
+                self.Q["forget_session_tasks"], {"before": before, "limit": batch}
+            )
             return int(deleted.rowcount)
 
     def retired_token(self) -> int:
