@@ -70,6 +70,18 @@ def test_the_parents_heartbeat_keeps_its_subagents_leases_alive(
     assert holder(service, f"files/{REPO}/src/d.py") is None  # another session's: lapsed
 
 
+def test_a_subagents_heartbeat_keeps_its_waiting_parents_leases_alive(
+    service: Service, clock: tenure.FakeClock
+) -> None:
+    assert edit(service) is None
+    assert edit(service, agent_id="a1", path="src/b.py") is None
+    clock.advance(9 * MINUTE)
+    send(service, "PostToolUse", agent_id="a1", tool_name="Read", tool_input={})
+    clock.advance(2 * MINUTE)
+    assert holder(service) == PARENT
+    assert holder(service, f"files/{REPO}/src/b.py") == f"{PARENT}/agent:a1"
+
+
 def test_a_prompts_first_line_is_the_task_a_blocked_edit_names(service: Service) -> None:
     prompt = "Refactor billing retries\nthe key is sk-live-123"
     send(service, "UserPromptSubmit", prompt=prompt, prompt_id="p-1")

@@ -8,8 +8,9 @@ only calls the lease service with them and words its refusals.
   refusal of the edit (a key too long, …) denies it too: tenure does not let through an edit it
   could not check. A file outside the repository: no lease, allowed. Past the principal's
   bound on live leases (``quota_exceeded``): a deny that says so.
-- a heartbeat: ``renew_all(session=…)`` of the session and of its subagents' sessions; an end:
-  ``release`` of every lease of the session and of its subagents'; others: nothing.
+- a heartbeat: ``renew_all(session=…)`` of the harness session and of its subagents' sessions
+  (a subagent's heartbeat too: its parent waits for it); an end: ``release`` of every lease of
+  the session and of its subagents'; others: nothing.
 - a subagent's event (``agent_id``) acts in the subagent's own session
   (:func:`tenure.core.hooks.child_session`): siblings exclude each other, and the parent and its
   subagents too; the parent's heartbeat and end cover its subagents.
@@ -71,7 +72,7 @@ def claude_code(
         if read.failed:
             place = _place(read.cwd, repo or None, root or None, where)
             _release_failed(service, who, read, place, resolved=not root)
-        _beat(service, who, read.session)
+        _beat(service, who, read.parent)  # a subagent's work keeps its parent alive too
     elif read.kind == "end":
         _end(service, who, read.session)
     elif read.kind == "prompt" and read.prompt and read.session == read.parent:
@@ -93,13 +94,13 @@ def _end(service: Service, who: Who, session: str) -> None:
 
 
 def _family(service: Service, who: Who, session: str) -> set[str]:
-    """The sessions of ``session``'s subagents that hold live leases of ``who``. (A subagent's
-    own session has none below it: a subagent does not start subagents.)"""
+    """The sessions of ``session``'s subagents that hold live file leases of ``who`` (their
+    hooks take nothing else; a subagent's own session has none below it)."""
     if h.CHILD in session:
         return set()
     me = as_principal(who)
     now, found, after = service.store.now_ms(), set(), None
-    query = LeaseQuery(holder=me.name, limit=FAMILY_PAGE)
+    query = LeaseQuery(prefix=h.FILES, holder=me.name, limit=FAMILY_PAGE)
     while page := service.store.live(now, replace(query, after=after)):
         found |= {r.session for r in page if h.is_family(r.session, session)}
         after = page[-1].key

@@ -16,7 +16,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from tenure.core.models import Principal
 from tenure.verbs.table import Services, Verb, never
 
-EVENT_FIELDS = ("hook_event_name", "session_id", "cwd", "tool_name", "tool_input", "prompt_id")
+EVENT_FIELDS = (
+    "hook_event_name", "session_id", "agent_id", "cwd", "tool_name", "tool_input", "prompt_id",
+    "prompt",
+)  # fmt: skip
 
 
 def _read(description: str) -> Any:
@@ -94,7 +97,10 @@ CLAUDE_CODE: Verb[ClaudeCodeEventIn, dict[str, Any]] = Verb(
     "on `files/<repo>/<path from the repository root>` for the event's `session_id`; held by "
     "another session (or under its subtree lease) the reply denies the tool call, naming "
     "holder, session, task and expiry. `PostToolUse` renews the session's leases, `SessionEnd` "
-    "releases them. The reply is `200` for every event tenure understood: `{}` (go on), a "
+    "releases them (a subagent's event, with `agent_id`, acts in the session "
+    "`<session_id>/agent:<agent_id>`, which its parent's heartbeat and end cover); a failed "
+    "edit (`PostToolUseFailure`) releases the file's lease it took; `UserPromptSubmit` names "
+    "the session's task (the prompt's first line). The reply is `200` for every event tenure understood: `{}` (go on), a "
     "deny (`hookSpecificOutput.permissionDecision: \"deny\"`), or a `systemMessage`. A "
     "malformed edit is denied (fail closed); a malformed heartbeat or end is a `systemMessage` "
     "(fail open); a body without a string `hook_event_name` is `422`. `repo` (query) or "
