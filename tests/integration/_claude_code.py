@@ -107,6 +107,8 @@ def setup_repo(
         "TENURE_CONFIG_DIR": str(path.parent / "setup-home" / "tenure"),
         "TENURE_TOKEN": "tnr_setup_has_no_need_of_one",
     }
+    if "PYTHONPATH" in os.environ:
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     done = subprocess.run(
         [TENURE, "agent", "setup", "claude-code", "--project", *args],
         cwd=repo,
@@ -142,6 +144,11 @@ class Run:
         """The tool results of this session's own conversation (``name``'s calls only)."""
         got = self.api.results(self.marker)
         return got if name is None else [r for r in got if r.name == name]
+
+    def told_after(self, result: ToolResult) -> str:
+        """All the binary told the model from ``result`` on: the result itself and whatever
+        came with or after it (hook feedback, system reminders), as one text."""
+        return self.api.told_after(result.tool_use_id)
 
     def describe(self) -> str:
         """For assertion messages: what happened, briefly."""
@@ -242,6 +249,8 @@ class ClaudeCode:
         }
         if self.token is not None:
             env["TENURE_TOKEN"] = self.token
+        if "PYTHONPATH" in os.environ:  # the tier run against another source tree
+            env["PYTHONPATH"] = os.environ["PYTHONPATH"]
         env.update(extra)
         return env
 

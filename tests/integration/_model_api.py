@@ -19,7 +19,7 @@ import itertools
 import json
 import threading
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from starlette.applications import Starlette
@@ -31,18 +31,31 @@ MODEL = "claude-sonnet-4-5-20250929"
 
 
 @dataclass(frozen=True)
+class Call:
+    """One tool call: the tool's ``name`` and its ``input``."""
+
+    name: str
+    input: dict[str, Any]
+
+
+@dataclass(frozen=True)
 class Turn:
-    """One reply of the model: a tool call (``name`` and ``input``) or, without a name, text."""
+    """One reply of the model: tool calls (made at once, as parallel calls are) or, with none,
+    a final ``text``."""
 
     text: str = ""
-    name: str | None = None
-    input: dict[str, Any] = field(default_factory=dict)
+    calls: tuple[Call, ...] = ()
 
 
 def tool(name: str, **input: Any) -> Turn:
-    """A turn calling the tool ``name`` with ``input`` (``Write``, ``Edit``, ``Bash``, ``Task``,
-    an MCP tool as ``mcp__<server>__<tool>``)."""
-    return Turn(name=name, input=input)
+    """A turn calling the tool ``name`` with ``input`` (``Write``, ``Edit``, ``Bash``,
+    ``Agent`` for a subagent, an MCP tool as ``mcp__<server>__<tool>``)."""
+    return Turn(calls=(Call(name, input),))
+
+
+def parallel(*turns: Turn) -> Turn:
+    """One turn making the calls of ``turns`` at once (two subagents side by side)."""
+    return Turn(calls=tuple(call for turn in turns for call in turn.calls))
 
 
 def text(said: str) -> Turn:
@@ -102,6 +115,19 @@ class ModelApi:
                         )
         return list(seen.values())
 
+    def told_after(self, tool_use_id: str) -> str:
+        """The text of every message from the one carrying ``tool_use_id``'s result to the end
+        of the last request that carries it (the result, hook feedback, reminders)."""
+        for req in reversed(self.requests):
+            messages = req.get("messages", [])
+            at = next(
+                (i for i, m in enumerate(messages) if _has_result(m, tool_use_id)),
+                None,
+            )
+            if at is not None:
+                return "\n".join(_text_of(m.get("content")) for m in messages[at:])
+        return ""
+
     def result_of(self, name: str, marker: str | None = None) -> list[ToolResult]:
         """The results of the calls of the tool ``name``."""
         return [r for r in self.results(marker) if r.name == name]
@@ -118,11 +144,11 @@ class ModelApi:
             self.requests.append(body)
         turn = self._turn(body)
         msg_id = f"msg_{next(self._ids):04d}"
-        tool_id = f"toolu_{next(self._ids):04d}"
+        tool_ids = [f"toolu_{next(self._ids):04d}" for _ in turn.calls]
         if not body.get("stream"):
-            return JSONResponse(_message(msg_id, turn, tool_id, body))
+            return JSONResponse(_message(msg_id, turn, tool_ids, body))
         return StreamingResponse(
-            _events(msg_id, turn, tool_id, body), media_type="text/event-stream"
+            _events(msg_id, turn, tool_ids, body), media_type="text/event-stream"
         )
 
     async def _count(self, request: Request) -> Response:
@@ -152,6 +178,12 @@ def _marker_of(body: dict[str, Any], script: dict[str, list[Turn]]) -> str | Non
     return max(found, key=len) if found else None
 
 
+def _has_result(msg: dict[str, Any], tool_use_id: str) -> bool:
+    return any(
+        b.get("type") == "tool_result" and b.get("tool_use_id") == tool_use_id for b in _blocks(msg)
+    )
+
+
 def _blocks(msg: dict[str, Any]) -> list[dict[str, Any]]:
     content = msg.get("content")
     return content if isinstance(content, list) else []
@@ -161,7 +193,9 @@ def _text_of(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "\n".join(_text_of(b.get("text", b.get("content"))) for b in content)
+        return "\n".join(
+            _text_of(b.get("text", b.get("content")) if isinstance(b, dict) else b) for b in content
+        )
     return ""
 
 
@@ -174,20 +208,23 @@ def _usage() -> dict[str, int]:
     }
 
 
-def _block(turn: Turn, tool_id: str) -> dict[str, Any]:
-    if turn.name is None:
-        return {"type": "text", "text": turn.text}
-    return {"type": "tool_use", "id": tool_id, "name": turn.name, "input": turn.input}
+def _content(turn: Turn, tool_ids: list[str]) -> list[dict[str, Any]]:
+    if not turn.calls:
+        return [{"type": "text", "text": turn.text}]
+    return [
+        {"type": "tool_use", "id": tid, "name": call.name, "input": call.input}
+        for call, tid in zip(turn.calls, tool_ids, strict=True)
+    ]
 
 
-def _message(msg_id: str, turn: Turn, tool_id: str, body: dict[str, Any]) -> dict[str, Any]:
+def _message(msg_id: str, turn: Turn, tool_ids: list[str], body: dict[str, Any]) -> dict[str, Any]:
     return {
         "id": msg_id,
         "type": "message",
         "role": "assistant",
         "model": body.get("model", MODEL),
-        "content": [_block(turn, tool_id)],
-        "stop_reason": "end_turn" if turn.name is None else "tool_use",
+        "content": _content(turn, tool_ids),
+        "stop_reason": "tool_use" if turn.calls else "end_turn",
         "stop_sequence": None,
         "usage": _usage(),
     }
@@ -197,22 +234,23 @@ def _sse(kind: str, data: dict[str, Any]) -> bytes:
     return f"event: {kind}\ndata: {json.dumps({'type': kind, **data})}\n\n".encode()
 
 
-def _stream(msg_id: str, turn: Turn, tool_id: str, body: dict[str, Any]) -> Iterator[bytes]:
-    """The events of one streamed reply, as the Messages API sends them."""
-    start = {**_message(msg_id, turn, tool_id, body), "content": [], "stop_reason": None}
+def _stream(msg_id: str, turn: Turn, tool_ids: list[str], body: dict[str, Any]) -> Iterator[bytes]:
+    """The events of one streamed reply, as the Messages API sends them: ``message_start``,
+    per block ``content_block_start``/``_delta``/``_stop`` (a tool's input as one
+    ``input_json_delta``), ``message_delta`` with the stop reason, ``message_stop``."""
+    start = {**_message(msg_id, turn, tool_ids, body), "content": [], "stop_reason": None}
     yield _sse("message_start", {"message": start})
-    if turn.name is None:
-        yield _sse(
-            "content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}}
-        )
-        delta = {"type": "text_delta", "text": turn.text}
-    else:
-        block = {"type": "tool_use", "id": tool_id, "name": turn.name, "input": {}}
-        yield _sse("content_block_start", {"index": 0, "content_block": block})
-        delta = {"type": "input_json_delta", "partial_json": json.dumps(turn.input)}
-    yield _sse("content_block_delta", {"index": 0, "delta": delta})
-    yield _sse("content_block_stop", {"index": 0})
-    stop = "end_turn" if turn.name is None else "tool_use"
+    for index, block in enumerate(_content(turn, tool_ids)):
+        if block["type"] == "text":
+            first = {"type": "text", "text": ""}
+            delta = {"type": "text_delta", "text": block["text"]}
+        else:
+            first = {**block, "input": {}}
+            delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+        yield _sse("content_block_start", {"index": index, "content_block": first})
+        yield _sse("content_block_delta", {"index": index, "delta": delta})
+        yield _sse("content_block_stop", {"index": index})
+    stop = "tool_use" if turn.calls else "end_turn"
     yield _sse(
         "message_delta",
         {"delta": {"stop_reason": stop, "stop_sequence": None}, "usage": {"output_tokens": 5}},
@@ -221,7 +259,7 @@ def _stream(msg_id: str, turn: Turn, tool_id: str, body: dict[str, Any]) -> Iter
 
 
 async def _events(
-    msg_id: str, turn: Turn, tool_id: str, body: dict[str, Any]
+    msg_id: str, turn: Turn, tool_ids: list[str], body: dict[str, Any]
 ) -> AsyncIterator[bytes]:
-    for chunk in _stream(msg_id, turn, tool_id, body):
+    for chunk in _stream(msg_id, turn, tool_ids, body):
         yield chunk
