@@ -92,11 +92,15 @@ class Sink:
 
 
 def setup_repo(
-    path: Path, url: str, *args: str, origin: str | None = "git@github.com:acme/shop.git"
+    path: Path,
+    url: str,
+    token: str,
+    *args: str,
+    origin: str | None = "git@github.com:acme/shop.git",
 ) -> Path:
     """A git repository at ``path`` (``src/app.py`` and ``src/shared.py`` committed) with
     tenure's hooks written by ``tenure agent setup claude-code --project ARGS``, run there by a
-    user with tenure on their ``PATH``. The setup files are committed too, so the working tree
+    user with tenure on their ``PATH`` and ``token`` in ``TENURE_TOKEN``. The setup files are committed too, so the working tree
     starts clean."""
     repo = make_repo(path, origin)
     (repo / "src" / "shared.py").write_text("shared = 1\n")
@@ -105,7 +109,7 @@ def setup_repo(
         "HOME": str(path.parent / "setup-home"),
         "TENURE_URL": url,
         "TENURE_CONFIG_DIR": str(path.parent / "setup-home" / "tenure"),
-        "TENURE_TOKEN": "tnr_setup_has_no_need_of_one",
+        "TENURE_TOKEN": token,
     }
     if "PYTHONPATH" in os.environ:
         env["PYTHONPATH"] = os.environ["PYTHONPATH"]

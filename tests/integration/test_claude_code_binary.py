@@ -55,8 +55,8 @@ def claude(tmp_path: Path, live_server: Any, agent_token: str) -> Iterator[Claud
 
 
 @pytest.fixture
-def repo(tmp_path: Path, live_server: Any) -> Path:
-    return setup_repo(tmp_path / "shop", live_server.url)
+def repo(tmp_path: Path, live_server: Any, agent_token: str) -> Path:
+    return setup_repo(tmp_path / "shop", live_server.url, agent_token)
 
 
 def lease_of(live_server: Any, key: str) -> tenure.Lease | None:
@@ -197,7 +197,7 @@ def test_an_http_hook_without_a_token_blocks_the_edit(
 ) -> None:
     """``setup --http``, then Claude Code started without ``TENURE_TOKEN``: it sends an empty
     bearer; the answer must be a block Claude Code honours (a 2xx deny), saying what is wrong."""
-    repo = setup_repo(tmp_path / "shop", live_server.url, "--http")
+    repo = setup_repo(tmp_path / "shop", live_server.url, agent_token, "--http")
     shared = repo / "src" / "shared.py"
     env = claude.env()
     del env["TENURE_TOKEN"]
