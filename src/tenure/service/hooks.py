@@ -30,7 +30,7 @@ from dataclasses import replace
 from typing import Any
 
 from tenure.core import hooks as h
-from tenure.core.models import LeaseQuery
+from tenure.core.models import KeyRecord, LeaseQuery
 from tenure.errors import InvalidRequest, LeaseHeld, QuotaExceeded, TenureError
 from tenure.service.gitrepo import Repo, cached, locate, resolve
 from tenure.service.leases import Service, Who, as_principal
@@ -81,30 +81,33 @@ def claude_code(
 
 
 def _beat(service: Service, who: Who, session: str) -> None:
-    """Renew ``session``'s leases and its subagents'."""
-    for sid in sorted(_family(service, who, session) | {session}):
-        service.renew_all(who, session=sid)
+    """Renew ``session``'s leases, then its subagents' (one renewal of their keys)."""
+    service.renew_all(who, session=session)
+    kids = _children(service, who, session)
+    if kids:
+        service.renew_all(who, keys=[r.key for r in kids])
 
 
 def _end(service: Service, who: Who, session: str) -> None:
     """Release every lease of ``session`` and of its subagents; forget its task."""
-    for sid in sorted(_family(service, who, session) | {session}):
-        service.release_all(who, session=sid)
+    service.release_all(who, session=session)
+    for record in _children(service, who, session):
+        service.release(who, record.key, record.token)
     service.store.end_session_task(as_principal(who).name, session)
 
 
-def _family(service: Service, who: Who, session: str) -> set[str]:
-    """The sessions of ``session``'s subagents that hold live file leases of ``who`` (their
-    hooks take nothing else; a subagent's own session has none below it)."""
+def _children(service: Service, who: Who, session: str) -> list[KeyRecord]:
+    """The live file leases of ``who`` held by ``session``'s subagents (their hooks take
+    nothing else; a subagent's own session has none below it)."""
     if h.CHILD in session:
-        return set()
+        return []
     me = as_principal(who)
-    now, found, after = service.store.now_ms(), set(), None
+    now, found, after = service.store.now_ms(), [], None
     query = LeaseQuery(prefix=h.FILES, holder=me.name, limit=FAMILY_PAGE)
     while page := service.store.live(now, replace(query, after=after)):
-        found |= {r.session for r in page if h.is_family(r.session, session)}
+        found += [r for r in page if r.session != session and h.is_family(r.session, session)]
         after = page[-1].key
-    return found - {session}
+    return found
 
 
 def _malformed(bad: h.Malformed) -> dict[str, Any]:
