@@ -247,22 +247,38 @@ def test_of_two_subagents_writing_one_file_the_second_is_blocked(
     assert_blocked(run, two, shared, "shared = 'one'\n")
 
 
+@pytest.mark.parametrize("through", ["folder", "cwd"])
 def test_a_path_through_a_symlink_to_a_held_file_is_blocked(
-    claude: ClaudeCode, repo: Path, live_server: Any, agent_token: str
+    claude: ClaudeCode, repo: Path, live_server: Any, agent_token: str, through: str
 ) -> None:
-    """``lib`` is a symlink to ``src`` in the repository: ``lib/shared.py`` is the held
+    """``lib`` is a symlink to ``src`` in the repository (``folder``), or the session works in
+    a symlink to the repository (``cwd``): either way the path names the held
     ``src/shared.py`` and must be refused like it."""
-    (repo / "lib").symlink_to("src")
     hold(live_server, agent_token, repo)
     shared = repo / "src" / "shared.py"
+    if through == "folder":
+        (repo / "lib").symlink_to("src")
+        cwd, path = repo, repo / "lib" / "shared.py"
+    else:
+        cwd = repo.parent / "shop-link"
+        cwd.symlink_to(repo)
+        path = cwd / "src" / "shared.py"
     run = claude.run(
         repo,
-        {"TASK-LINK": [write(repo / "lib" / "shared.py", "through the link\n"), text("done")]},
-        "TASK-LINK: change lib/shared.py",
+        {
+            "TASK-LINK": [
+                tool("Read", file_path=str(path)),  # the binary writes only files it has read
+                write(path, "through the link\n"),
+                text("done"),
+            ]
+        },
+        "TASK-LINK: change shared.py",
+        cwd=cwd,
+        env=claude.env(PWD=str(cwd)),  # started from a shell standing in the link
     )
     (wrote,) = run.results("Write")
     assert_blocked(run, wrote, shared, "shared = 1\n")
-    assert SHARED_KEY in wrote.content
+    assert "src/shared.py" in wrote.content
 
 
 def test_a_bash_append_to_a_held_file_is_told_and_recorded(
