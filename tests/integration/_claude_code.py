@@ -156,10 +156,11 @@ class Run:
 
     def describe(self) -> str:
         """For assertion messages: what happened, briefly."""
-        told = [(r.name, r.is_error, r.content[:300]) for r in self.api.results()]
+        told = [(r.name, r.is_error, r.content[:400]) for r in self.api.results()]
+        said = self.stdout[-600:] if self.output is None else self.output.get("result")
         return (
-            f"exit {self.returncode} (timed out: {self.timed_out})\nstderr: {self.stderr[-1500:]}"
-            f"\nstdout: {self.stdout[-800:]}\ntool results: {told}"
+            f"exit {self.returncode} (timed out: {self.timed_out}); said: {said!r}\n"
+            f"stderr: {self.stderr[-1500:]}\ntool results: {told}"
         )
 
 

@@ -95,6 +95,7 @@ def test_one_session_writes_a_file_under_a_lease_released_at_its_end(
     assert taken[0]["holder"] == "claude", taken
     assert lease_of(live_server, SHARED_KEY) is None  # SessionEnd released it
     assert claude.sink.attempts == []  # nothing tried to leave the machine
+    assert run.api.unknown == []  # nor asked the stand-in for anything but messages
 
 
 # Scenarios: every setup must block an edit of a held file -------------------------------------
@@ -156,7 +157,11 @@ def test_a_second_session_is_blocked_on_the_file_the_first_holds(
         {"TASK-A": [write(shared, "shared = 'A'\n"), wait_until(go_on), text("done")]},
         "TASK-A: refactor the shared helpers\nKeep the public names.",
     )
-    lease = wait_for(lambda: lease_of(live_server, SHARED_KEY), 60, "A's lease")
+    wait_for(
+        lambda: lease_of(live_server, SHARED_KEY) or a.proc.poll() is not None, 60, "A's lease"
+    )
+    lease = lease_of(live_server, SHARED_KEY)
+    assert lease is not None, a.wait().describe()
     b = claude.run(
         repo,
         {"TASK-B": [write(shared, "shared = 'B'\n"), text("I will wait")]},
