@@ -44,7 +44,7 @@ TENURE = str(Path(VENV_BIN) / "tenure")
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
 # Tools the runs may use without asking (there is nobody to ask in -p mode). Edits are let
 # through by --permission-mode acceptEdits; tenure's hooks are what may still block them.
-ALLOWED = "Bash,Write,Edit,MultiEdit,Agent,Task,mcp__tenure"
+ALLOWED = "Bash,Read,Write,Edit,MultiEdit,Agent,Task,mcp__tenure"
 RUN_TIMEOUT = 90.0
 
 
@@ -100,8 +100,8 @@ def setup_repo(
 ) -> Path:
     """A git repository at ``path`` (``src/app.py`` and ``src/shared.py`` committed) with
     tenure's hooks written by ``tenure agent setup claude-code --project ARGS``, run there by a
-    user with tenure on their ``PATH`` and ``token`` in ``TENURE_TOKEN``. The setup files are committed too, so the working tree
-    starts clean."""
+    user with tenure on their ``PATH`` and ``token`` in ``TENURE_TOKEN``. The setup files are
+    committed too, so the working tree starts clean."""
     repo = make_repo(path, origin)
     (repo / "src" / "shared.py").write_text("shared = 1\n")
     env = {
@@ -156,10 +156,11 @@ class Run:
 
     def describe(self) -> str:
         """For assertion messages: what happened, briefly."""
-        told = [(r.name, r.is_error, r.content[:300]) for r in self.api.results()]
+        told = [(r.name, r.is_error, r.content[:400]) for r in self.api.results()]
+        said = self.stdout[-600:] if self.output is None else self.output.get("result")
         return (
-            f"exit {self.returncode} (timed out: {self.timed_out})\nstderr: {self.stderr[-1500:]}"
-            f"\nstdout: {self.stdout[-800:]}\ntool results: {told}"
+            f"exit {self.returncode} (timed out: {self.timed_out}); said: {said!r}\n"
+            f"stderr: {self.stderr[-1500:]}\ntool results: {told}"
         )
 
 

@@ -95,6 +95,7 @@ def test_one_session_writes_a_file_under_a_lease_released_at_its_end(
     assert taken[0]["holder"] == "claude", taken
     assert lease_of(live_server, SHARED_KEY) is None  # SessionEnd released it
     assert claude.sink.attempts == []  # nothing tried to leave the machine
+    assert run.api.unknown == []  # nor asked the stand-in for anything but messages
 
 
 # Scenarios: every setup must block an edit of a held file -------------------------------------
@@ -156,7 +157,11 @@ def test_a_second_session_is_blocked_on_the_file_the_first_holds(
         {"TASK-A": [write(shared, "shared = 'A'\n"), wait_until(go_on), text("done")]},
         "TASK-A: refactor the shared helpers\nKeep the public names.",
     )
-    lease = wait_for(lambda: lease_of(live_server, SHARED_KEY), 60, "A's lease")
+    wait_for(
+        lambda: lease_of(live_server, SHARED_KEY) or a.proc.poll() is not None, 60, "A's lease"
+    )
+    lease = lease_of(live_server, SHARED_KEY)
+    assert lease is not None, a.wait().describe()
     b = claude.run(
         repo,
         {"TASK-B": [write(shared, "shared = 'B'\n"), text("I will wait")]},
@@ -247,22 +252,38 @@ def test_of_two_subagents_writing_one_file_the_second_is_blocked(
     assert_blocked(run, two, shared, "shared = 'one'\n")
 
 
+@pytest.mark.parametrize("through", ["folder", "cwd"])
 def test_a_path_through_a_symlink_to_a_held_file_is_blocked(
-    claude: ClaudeCode, repo: Path, live_server: Any, agent_token: str
+    claude: ClaudeCode, repo: Path, live_server: Any, agent_token: str, through: str
 ) -> None:
-    """``lib`` is a symlink to ``src`` in the repository: ``lib/shared.py`` is the held
+    """``lib`` is a symlink to ``src`` in the repository (``folder``), or the session works in
+    a symlink to the repository (``cwd``): either way the path names the held
     ``src/shared.py`` and must be refused like it."""
-    (repo / "lib").symlink_to("src")
     hold(live_server, agent_token, repo)
     shared = repo / "src" / "shared.py"
+    if through == "folder":
+        (repo / "lib").symlink_to("src")
+        cwd, path = repo, repo / "lib" / "shared.py"
+    else:
+        cwd = repo.parent / "shop-link"
+        cwd.symlink_to(repo)
+        path = cwd / "src" / "shared.py"
     run = claude.run(
         repo,
-        {"TASK-LINK": [write(repo / "lib" / "shared.py", "through the link\n"), text("done")]},
-        "TASK-LINK: change lib/shared.py",
+        {
+            "TASK-LINK": [
+                tool("Read", file_path=str(path)),  # the binary writes only files it has read
+                write(path, "through the link\n"),
+                text("done"),
+            ]
+        },
+        "TASK-LINK: change shared.py",
+        cwd=cwd,
+        env=claude.env(PWD=str(cwd)),  # started from a shell standing in the link
     )
     (wrote,) = run.results("Write")
     assert_blocked(run, wrote, shared, "shared = 1\n")
-    assert SHARED_KEY in wrote.content
+    assert "src/shared.py" in wrote.content
 
 
 def test_a_bash_append_to_a_held_file_is_told_and_recorded(
