@@ -27,7 +27,7 @@ from types import FrameType
 import psycopg
 
 sys.path.insert(0, str(Path(__file__).parent))
-from pg_pair import PgPair  # noqa: E402  (a sibling script, not a package)
+from pg_pair import PgPair
 
 DATABASE = "tenure"
 

@@ -24,6 +24,7 @@ import socket
 import subprocess
 import time
 import warnings
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -198,10 +199,8 @@ class PgPair:
         started = time.monotonic()
         pid = self.primary.pid()
         if pid is not None:
-            try:
+            with suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         _run(_bin("pg_ctl"), "-D", str(self.standby.data), "-w", "-t", "60", "promote")
         self.primary, self.standby = self.standby, self.primary
         self.save()
@@ -212,10 +211,8 @@ class PgPair:
             node.stop()
             pid = node.pid()
             if pid is not None:  # the killed primary's children may linger a moment
-                try:
+                with suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
 
     def remove(self) -> None:
         self.stop()

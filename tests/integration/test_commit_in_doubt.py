@@ -29,7 +29,7 @@ from tenure.client._transport import retryable
 from tenure.errors import Unavailable
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "scripts"))
-from pg_pair import PgPair  # noqa: E402
+from pg_pair import PgPair
 
 if TYPE_CHECKING:
     from conftest import LiveServer

@@ -37,10 +37,10 @@ from tenure.core.models import EventDraft, FencedValue, FencedWrite, KeyRecord
 from tenure.core.quotas import SETTINGS
 from tenure.errors import QuotaExceeded, Unavailable
 from tenure.store import base, rows
+from tenure.store.health import first_line
 from tenure.store.postgres import session as session
 from tenure.store.postgres.listen import notices
 from tenure.store.postgres.literals import literals
-from tenure.store.health import first_line
 from tenure.store.retention import coalesced, window_params
 from tenure.store.sqlfiles import queries
 
