@@ -458,7 +458,12 @@ class PostgresStore(PostgresStats, Reads, Writes, Compaction):
         try:
             if self._probe is None or self._probe.closed:
                 self._probe = probe_connection(self.url)
-            self._probe.execute("SELECT 1")
+            row = self._probe.execute("SELECT pg_is_in_recovery()").fetchone()
+            if row is not None and row[0]:  # a standby (a URL without a writable host)
+                raise psycopg.errors.ReadOnlySqlTransaction(
+                    "the database is a read-only standby: no primary takes writes (give "
+                    "the URL every host with target_session_attrs=read-write)"
+                )
         except BaseException:
             self._close_probe()
             raise
