@@ -37,8 +37,7 @@ from tenure.client import RetryPolicy
 from tenure.errors import StaleToken, TenureError
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "scripts"))
-from pg_pair import PgPair  # noqa: E402
-
+from pg_pair import PgPair
 
 KEYS = [f"ha/k{i}" for i in range(4)]
 WORKERS = 6
