@@ -17,7 +17,7 @@ import tenure
 from procs import ServeAt
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "scripts"))
-from pg_pair import PgPair  # noqa: E402
+from pg_pair import PgPair
 
 
 @pytest.fixture(scope="module")
