@@ -36,6 +36,10 @@ class Driver(Protocol):
 
     def fetchone(self, sql: str, params: tuple[Any, ...]) -> Row: ...
 
+    def execute(self, sql: str) -> None: ...
+
+    def sealed(self) -> AbstractContextManager[None]: ...
+
 
 def misuse(driver: str, state: str, facts: str, todo: str) -> FenceMisuse:
     return FenceMisuse(f"conn: {facts}. {todo}.", field="conn", driver=driver, state=state)
@@ -57,6 +61,11 @@ class Adapter:
 
     def __init__(self, conn: Any) -> None:
         self.conn = conn
+
+    def sealed(self) -> AbstractContextManager[None]:
+        """While the block runs: refuse the caller's own commit or rollback where the driver
+        lets the fence do so (the marker savepoint catches it afterwards everywhere)."""
+        return contextlib.nullcontext()
 
 
 def in_transaction(driver: str) -> FenceMisuse:
@@ -128,6 +137,35 @@ class Sqlite3(Adapter):
         row = self.conn.execute(sql, params).fetchone()
         return None if row is None else tuple(row)
 
+    def execute(self, sql: str) -> None:
+        self.conn.execute(sql)
+
+    @contextlib.contextmanager
+    def sealed(self) -> Iterator[None]:
+        self.conn.set_authorizer(no_transaction_statements)
+        try:
+            yield
+        finally:
+            self.conn.set_authorizer(None)
+
+
+#: SQLite's authorizer action codes for BEGIN/COMMIT/ROLLBACK and for savepoints
+_SQLITE_TRANSACTION, _SQLITE_SAVEPOINT, _SQLITE_DENY = 22, 32, 1
+
+
+def no_transaction_statements(action: int, what: str | None, name: str | None, *_: object) -> int:
+    """A sqlite3 authorizer: deny ``COMMIT``/``ROLLBACK`` (``conn.commit()`` too) and the release
+    or rollback of the fence's marker savepoint; allow everything else."""
+    if action == _SQLITE_TRANSACTION:
+        return _SQLITE_DENY
+    if action == _SQLITE_SAVEPOINT and what != "BEGIN" and str(name).startswith(MARK_PREFIX):
+        return _SQLITE_DENY
+    return 0
+
+
+#: the fence's marker savepoint: opened after the admission, released right before the commit
+MARK_PREFIX = "tenure_fence_"
+
 
 class Psycopg(Adapter):
     """psycopg 3 ``Connection``: its own outermost ``transaction()`` block."""
@@ -145,6 +183,9 @@ class Psycopg(Adapter):
     def fetchone(self, sql: str, params: tuple[Any, ...]) -> Row:
         row = self.conn.execute(marks(sql, "format"), params).fetchone()
         return None if row is None else tuple(row)
+
+    def execute(self, sql: str) -> None:
+        self.conn.execute(sql)
 
 
 class Psycopg2(Adapter):
@@ -178,6 +219,8 @@ class Psycopg2(Adapter):
     def _run(self, sql: str) -> None:
         with self.conn.cursor() as cur:
             cur.execute(sql)
+
+    execute = _run
 
     def fetchone(self, sql: str, params: tuple[Any, ...]) -> Row:
         with self.conn.cursor() as cur:
@@ -230,6 +273,12 @@ class SQLAlchemyConnection:
     def fetchone(self, sql: str, params: tuple[Any, ...]) -> Row:
         return _sa_fetchone(self.conn, sql, params)
 
+    def execute(self, sql: str) -> None:
+        self.conn.exec_driver_sql(sql)
+
+    def sealed(self) -> AbstractContextManager[None]:
+        return contextlib.nullcontext()
+
 
 class SQLAlchemySession:
     """SQLAlchemy ORM ``Session``: ``session.begin()``; it flushes your objects at commit."""
@@ -256,6 +305,12 @@ class SQLAlchemySession:
 
     def fetchone(self, sql: str, params: tuple[Any, ...]) -> Row:
         return _sa_fetchone(self.session, sql, params)
+
+    def execute(self, sql: str) -> None:
+        self.session.connection().exec_driver_sql(sql)
+
+    def sealed(self) -> AbstractContextManager[None]:
+        return contextlib.nullcontext()
 
 
 def _immediate(conn: Any, dialect: Dialect, write: bool) -> None:
@@ -300,6 +355,13 @@ class Django:
             cur.execute(marks(sql, "format"), params)
             row = cur.fetchone()
         return None if row is None else tuple(row)
+
+    def execute(self, sql: str) -> None:
+        with self.conn.cursor() as cur:
+            cur.execute(sql)
+
+    def sealed(self) -> AbstractContextManager[None]:
+        return contextlib.nullcontext()
 
 
 SYNC: dict[tuple[str, str], Callable[[Any], Driver]] = {
