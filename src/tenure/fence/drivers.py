@@ -145,8 +145,26 @@ class Sqlite3(Adapter):
         self.conn.set_authorizer(no_transaction_statements)
         try:
             yield
+        except Exception as exc:
+            if (refusal := refused_inside(self.name, exc)) is None:
+                raise
+            raise refusal from exc
         finally:
             self.conn.set_authorizer(None)
+
+
+def refused_inside(driver: str, exc: Exception) -> FenceMisuse | None:
+    """The authorizer's refusal of a commit or rollback inside the block, as
+    :class:`tenure.FenceMisuse` (``None`` for any other error)."""
+    if "not authorized" not in str(exc):
+        return None
+    return misuse(
+        driver,
+        "ended_inside",
+        "the guarded block tried to commit or roll back the fence's transaction itself "
+        "(commit(), rollback() or a COMMIT statement); it was refused and everything rolled back",
+        "Let the guard commit: leave the block instead of committing inside it",
+    )
 
 
 #: SQLite's authorizer action codes for BEGIN/COMMIT/ROLLBACK and for savepoints

@@ -20,6 +20,7 @@ from tenure.fence.drivers import (
     marks,
     named,
     no_transaction_statements,
+    refused_inside,
 )
 
 
@@ -157,6 +158,10 @@ class Aiosqlite(Adapter):
         await self.conn.set_authorizer(no_transaction_statements)
         try:
             yield
+        except Exception as exc:
+            if (refusal := refused_inside(self.name, exc)) is None:
+                raise
+            raise refusal from exc
         finally:
             await self.conn.set_authorizer(None)
 
