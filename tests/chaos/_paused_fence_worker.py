@@ -73,7 +73,7 @@ def main() -> None:
                 print("refused", refused.current_token, flush=True)
             except FenceBusy as busy:
                 print("busy", busy.reason, flush=True)
-            except Exception as error:  # noqa: BLE001 (reported to the test)
+            except Exception as error:  # reported to the test
                 print("failed", type(error).__name__, flush=True)
         with contextlib.suppress(tenure.TenureError):  # the lease lapsed while A was paused
             handle.__exit__(None, None, None)

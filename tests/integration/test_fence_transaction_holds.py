@@ -48,7 +48,7 @@ def test_a_stale_holder_committing_inside_cannot_overwrite_the_newer_holder(
     holder (6) writes, then the stale holder's second batch would overwrite it."""
     db = db_of(kind)
     stale, newer = db.connect(), db.connect()
-    with pytest.raises(FenceMisuse, match="ended_inside|commit"), fence.transaction(stale, KEY, 5):
+    with pytest.raises(FenceMisuse, match=r"ended_inside|commit"), fence.transaction(stale, KEY, 5):
         publish(stale, "five, first batch")
         commit_inside(stale)  # sqlite3: refused here; psycopg2: commits, the marker is gone
         with fence.transaction(newer, KEY, 6):
@@ -85,9 +85,11 @@ def test_several_keys_in_one_transaction(db: Db) -> None:
     look = db.plain()
     assert db.current() == 5
     assert run(look, fence.sql("current", "sqlite"), ("ledger/eu",))[0] == 3
-    with pytest.raises(tenure.StaleToken) as caught:
-        with fence.transaction(conn, [("ledger/eu", 2), (KEY, 9)]):
-            publish(conn, "stale on one key")
+    with (
+        pytest.raises(tenure.StaleToken) as caught,
+        fence.transaction(conn, [("ledger/eu", 2), (KEY, 9)]),
+    ):
+        publish(conn, "stale on one key")
     assert (caught.value.key, caught.value.current_token) == ("ledger/eu", 3)
     assert db.current() == 5 and db.report() == "both"  # nothing of it landed
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from itertools import pairwise
 
 from tenure.errors import InvalidRequest, StaleToken
 
@@ -51,7 +52,7 @@ def check_pairs(keys: Keys, token: int | None) -> Pairs:
     pairs = sorted((check_key(k), check_token(t)) for k, t in items)
     if not pairs:
         raise InvalidRequest("no keys to fence", field="key")
-    for (a, _), (b, _) in zip(pairs, pairs[1:], strict=False):
+    for (a, _), (b, _) in pairwise(pairs):
         if a == b:
             raise InvalidRequest(f"the key {a!r} is named twice", field="key")
     return pairs

@@ -62,9 +62,14 @@ class Adapter:
     def __init__(self, conn: Any) -> None:
         self.conn = conn
 
+
+class Unsealed:
+    """A blocking driver whose commit inside the block the fence cannot refuse as it happens
+    (the marker savepoint finds it before the fence's commit)."""
+
     def sealed(self) -> AbstractContextManager[None]:
-        """While the block runs: refuse the caller's own commit or rollback where the driver
-        lets the fence do so (the marker savepoint catches it afterwards everywhere)."""
+        """While the block runs: refuse the caller's own commit or rollback if the driver
+        lets the fence do so (this one does not)."""
         return contextlib.nullcontext()
 
 
@@ -185,7 +190,7 @@ def no_transaction_statements(action: int, what: str | None, name: str | None, *
 MARK_PREFIX = "tenure_fence_"
 
 
-class Psycopg(Adapter):
+class Psycopg(Unsealed, Adapter):
     """psycopg 3 ``Connection``: its own outermost ``transaction()`` block."""
 
     name = "psycopg"
@@ -206,7 +211,7 @@ class Psycopg(Adapter):
         self.conn.execute(sql)
 
 
-class Psycopg2(Adapter):
+class Psycopg2(Unsealed, Adapter):
     """psycopg2: its implicit transaction, or an explicit ``BEGIN`` when in autocommit."""
 
     name = "psycopg2"
@@ -265,7 +270,7 @@ def _autocommit_level(conn: Any) -> bool:
     return getattr(conn.connection.dbapi_connection, "autocommit", False) is True
 
 
-class SQLAlchemyConnection:
+class SQLAlchemyConnection(Unsealed):
     """SQLAlchemy ``Connection``: ``begin()``, and ``BEGIN IMMEDIATE`` underneath on SQLite."""
 
     name = "sqlalchemy"
@@ -294,11 +299,8 @@ class SQLAlchemyConnection:
     def execute(self, sql: str) -> None:
         self.conn.exec_driver_sql(sql)
 
-    def sealed(self) -> AbstractContextManager[None]:
-        return contextlib.nullcontext()
 
-
-class SQLAlchemySession:
+class SQLAlchemySession(Unsealed):
     """SQLAlchemy ORM ``Session``: ``session.begin()``; it flushes your objects at commit."""
 
     name = "sqlalchemy"
@@ -327,9 +329,6 @@ class SQLAlchemySession:
     def execute(self, sql: str) -> None:
         self.session.connection().exec_driver_sql(sql)
 
-    def sealed(self) -> AbstractContextManager[None]:
-        return contextlib.nullcontext()
-
 
 def _immediate(conn: Any, dialect: Dialect, write: bool) -> None:
     """On SQLite, take the write lock now (pysqlite itself begins lazily, deferred)."""
@@ -344,7 +343,7 @@ def _sa_fetchone(executor: Any, sql: str, params: tuple[Any, ...]) -> Row:
     return None if row is None else tuple(row)
 
 
-class Django:
+class Django(Unsealed):
     """A Django database connection: an outermost, durable ``transaction.atomic`` block."""
 
     name = "django"
@@ -377,9 +376,6 @@ class Django:
     def execute(self, sql: str) -> None:
         with self.conn.cursor() as cur:
             cur.execute(sql)
-
-    def sealed(self) -> AbstractContextManager[None]:
-        return contextlib.nullcontext()
 
 
 SYNC: dict[tuple[str, str], Callable[[Any], Driver]] = {
