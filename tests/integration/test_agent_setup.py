@@ -13,7 +13,12 @@ from pathlib import Path
 
 import pytest
 
-HOOK = {"type": "command", "command": "tenure hook claude-code"}
+import tenure
+from tenure.core.harness_settings import hook_command
+
+SRC = str(Path(tenure.__file__).resolve().parent.parent)
+#: what setup writes: this interpreter on the hook module, by absolute paths, guarded
+HOOK = {"type": "command", "command": hook_command("tenure", os.path.abspath(sys.executable), SRC)}
 THEIRS = {
     "permissions": {"allow": ["Bash(npm test)"]},
     "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "x"}]}]},

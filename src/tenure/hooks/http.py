@@ -58,7 +58,9 @@ def quote(text: str) -> str:
 
 def _connect(host: str, port: int, timeout: float) -> Any:
     failure: OSError | None = None
-    for family, kind, proto, _, address in _socket.getaddrinfo(host, port, 0, 1):  # 1: STREAM
+    # an ASCII host as bytes: a str is encoded by the "idna" codec, which imports re and more
+    name = host.encode("ascii") if host.isascii() else host
+    for family, kind, proto, _, address in _socket.getaddrinfo(name, port, 0, 1):  # 1: STREAM
         sock = _socket.socket(family, kind, proto)
         try:
             sock.settimeout(timeout)
