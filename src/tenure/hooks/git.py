@@ -19,11 +19,11 @@ SIGKILL = 9  # POSIX (``signal`` is not imported: it imports ``enum``)
 def locate(cwd: str, override: str | None, fallback: str | None) -> tuple[str, str] | None:
     """``(name, root)`` of the repository of ``cwd`` (``override`` names it when given);
     outside any repository (or without git) the directory ``fallback`` stands for one, named
-    by its path; ``None`` when there is none either."""
+    by its path; ``None`` when there is none either. git's two questions run at once."""
     found = None
     if cwd and posixpath.isabs(cwd):
-        toplevel = git(cwd, *GIT_TOPLEVEL)
-        found = from_git(toplevel, git(cwd, *GIT_ORIGIN) if toplevel else None)
+        toplevel, origin = git_all(cwd, GIT_TOPLEVEL, GIT_ORIGIN)
+        found = from_git(toplevel, origin if toplevel else None)
     if found is not None:
         return override or found[0], found[1]
     if fallback and posixpath.isabs(fallback):
@@ -34,8 +34,26 @@ def locate(cwd: str, override: str | None, fallback: str | None) -> tuple[str, s
 
 def git(cwd: str, *args: str, timeout: float = GIT_TIMEOUT_S) -> list[str] | None:
     """git's output lines, ``None`` when it fails, is missing or takes over ``timeout`` s."""
+    return git_all(cwd, args, timeout=timeout)[0]
+
+
+def git_all(
+    cwd: str, *commands: tuple[str, ...], timeout: float = GIT_TIMEOUT_S
+) -> list[list[str] | None]:
+    """``git -C cwd <command>`` for each of ``commands``, all started at once: the output
+    lines of each, ``None`` for one that fails, is missing or is not done within ``timeout``
+    seconds (from the start of all)."""
     if "\x00" in cwd or not os.path.isdir(cwd):
-        return None
+        return [None for _ in commands]
+    import time
+
+    deadline = time.monotonic() + timeout
+    started = [_spawn(cwd, args) for args in commands]
+    return [None if one is None else _finish(*one, deadline) for one in started]
+
+
+def _spawn(cwd: str, args: tuple[str, ...]) -> tuple[int, int] | None:
+    """``(pid, the read end of its stdout)``; ``None`` when git cannot be started."""
     read, write = os.pipe()
     null = os.open(os.devnull, os.O_RDWR)
     try:
@@ -55,19 +73,22 @@ def git(cwd: str, *args: str, timeout: float = GIT_TIMEOUT_S) -> list[str] | Non
     finally:
         os.close(write)
         os.close(null)
-    out = _read(read, pid, timeout)
+    return pid, read
+
+
+def _finish(pid: int, fd: int, deadline: float) -> list[str] | None:
+    out = _read(fd, pid, deadline)
     _, status = os.waitpid(pid, 0)
     if out is None or os.waitstatus_to_exitcode(status) != 0:
         return None
     return out.decode("utf-8", "surrogateescape").splitlines()
 
 
-def _read(fd: int, pid: int, timeout: float) -> bytes | None:
-    """All of ``fd`` until its end; ``None`` (and the process killed) past ``timeout``."""
+def _read(fd: int, pid: int, deadline: float) -> bytes | None:
+    """All of ``fd`` until its end; ``None`` (and the process killed) past ``deadline``."""
     import select
     import time
 
-    deadline = time.monotonic() + timeout
     chunks: list[bytes] = []
     try:
         while True:
