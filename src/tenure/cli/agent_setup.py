@@ -155,9 +155,8 @@ def agent_setup(
 def launcher() -> tuple[str, str]:
     """The interpreter running this command and the directory tenure is imported from: what
     the command hook runs, by absolute paths (the harness's ``PATH`` plays no part)."""
-    import tenure
-
-    return os.path.abspath(sys.executable), str(Path(tenure.__file__).resolve().parent.parent)
+    package_root = Path(__file__).resolve().parents[2]  # .../tenure/cli/agent_setup.py
+    return os.path.abspath(sys.executable), str(package_root)
 
 
 def launch_warnings(python: str | None, src: str | None) -> list[str]:

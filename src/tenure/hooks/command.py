@@ -86,13 +86,14 @@ def answer(event: dict[str, Any], body: bytes, env: dict[str, str], edit: bool) 
     query = where(event, env) if edit else {}
     failures = []
     for url in urls:
+        named = f"{url}: " if len(urls) > 1 else ""
         try:
             status, reply, text = http.post(url, PATH, token, body, query, timeout)
         except (OSError, ValueError) as err:
-            failures.append(f"{url}: {type(err).__name__}: {err}")
+            failures.append(f"{named}{type(err).__name__}: {err}")
             continue
         if status >= 500 and url != urls[-1]:
-            failures.append(f"{url}: {_refusal(status, reply)}")
+            failures.append(f"{named}{_refusal(status, reply)}")
             continue
         if status != 200 or not isinstance(reply, dict):
             return _unreachable(edit, url, _refusal(status, reply))
