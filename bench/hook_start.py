@@ -16,8 +16,9 @@ tool, beside the floor it stands on, in one run: alternated rounds of
     python bench/hook_start.py --url http://127.0.0.1:7676 --token tnr_…
 
 Without ``--url`` it starts ``tenure serve`` on a fresh SQLite file with a principal of its own,
-and stops it after. It prints p50/p90/p99 of each row; it asserts nothing about speed (the
-target, on a quiet machine: the hook's p50 under 60 ms, p99 under 120 ms).
+and stops it after. It prints p50/p90/p99 of each row's wall time, and the median CPU time of
+its processes (user and system: what a busy machine inflates least); it asserts nothing about
+speed (the target, on a quiet machine: the hook's p50 under 60 ms, p99 under 120 ms).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -130,21 +132,28 @@ def measure(url: str, token: str, repo: Path, n: int, script: bool) -> dict[str,
         rows["script: edit, own file"] = ([TENURE, "hook", "claude-code"], said["own"], 0)
     timed(hook, env, said["own"], 0)  # the session's lease on the file, before the rounds
     runs: dict[str, list[float]] = {name: [] for name in rows}
+    cpu: dict[str, list[float]] = {name: [] for name in rows}
     for i in range(n):
         order = list(rows.items())
         for name, (argv, stdin, code) in order if i % 2 == 0 else reversed(order):
-            runs[name].append(timed(argv, env, stdin, code))
-    return {"runs": runs, "n": n}
+            wall, used = timed(argv, env, stdin, code)
+            runs[name].append(wall)
+            cpu[name].append(used)
+    return {"runs": runs, "cpu": cpu, "n": n}
 
 
-def timed(argv: list[str], env: dict[str, str], stdin: str, code: int) -> float:
-    """Wall milliseconds of one run (it must exit ``code``)."""
+def timed(argv: list[str], env: dict[str, str], stdin: str, code: int) -> tuple[float, float]:
+    """Wall milliseconds of one run (it must exit ``code``), and the CPU milliseconds (user and
+    system) of its processes (``sh``, Python, git): what a busy machine inflates least."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run(argv, input=stdin, capture_output=True, text=True, env=env, check=False)
     took = (time.perf_counter() - started) * 1000
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != code:
         raise SystemExit(f"{argv} exited {done.returncode}: {done.stderr[-2000:]}")
-    return took
+    used = (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000
+    return took, used
 
 
 def pct(values: list[float], q: float) -> float:
@@ -159,16 +168,18 @@ def report(figures: dict[str, Any], out: str | None) -> None:
             "p50_ms": round(statistics.median(v), 1),
             "p90_ms": round(pct(v, 0.90), 1),
             "p99_ms": round(pct(v, 0.99), 1),
+            "cpu_p50_ms": round(statistics.median(figures["cpu"][name]), 1),
         }
         for name, v in figures["runs"].items()
     }
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     print("## tenure's command hook: wall time per run (ms)\n")
     print(f"{figures['n']} alternated rounds; load average {load:.2f} at the end\n")
-    print("| run | n | p50 | p90 | p99 |")
-    print("| --- | --- | --- | --- | --- |")
+    print("| run | n | p50 | p90 | p99 | CPU p50 |")
+    print("| --- | --- | --- | --- | --- | --- |")
     for name, s in summary.items():
-        print(f"| {name} | {s['n']} | {s['p50_ms']} | {s['p90_ms']} | {s['p99_ms']} |")
+        cells = [s["n"], s["p50_ms"], s["p90_ms"], s["p99_ms"], s["cpu_p50_ms"]]
+        print(f"| {name} | {' | '.join(str(c) for c in cells)} |")
     if out:
         with open(out, "a") as f:
             line = {"bench": "hook_start", "at": time.time(), "load": load, **summary}
