@@ -159,9 +159,9 @@ def launcher() -> tuple[str, str]:
     return os.path.abspath(sys.executable), str(package_root)
 
 
-def launch_warnings(python: str | None, src: str | None) -> list[str]:
+def launch_warnings(python: str | None, src: str | None, prefix: str = sys.prefix) -> list[str]:
     """What may make the written command stop working: a temporary directory, a virtual
-    environment that was moved after it was made."""
+    environment (``prefix``, the running one's by default) that was moved after it was made."""
     said = []
     temp = {os.path.realpath(d) for d in (tempfile.gettempdir(), "/tmp", "/var/tmp")}
     for path in (p for p in (python, src) if p):
@@ -171,10 +171,10 @@ def launch_warnings(python: str | None, src: str | None) -> list[str]:
                 f"the hooks run {path}, in a temporary directory: when it is cleaned up every "
                 "edit is blocked. Install tenure somewhere lasting and run setup again"
             )
-    made_at = venv_made_at(Path(sys.prefix))
-    if python and made_at is not None and os.path.realpath(made_at) != os.path.realpath(sys.prefix):
+    made_at = venv_made_at(Path(prefix))
+    if python and made_at is not None and os.path.realpath(made_at) != os.path.realpath(prefix):
         said.append(
-            f"this virtual environment was made at {made_at} and moved to {sys.prefix}: its "
+            f"this virtual environment was made at {made_at} and moved to {prefix}: its "
             "scripts may still point at the old place. The hooks run its interpreter by "
             "path; recreate the environment there if they fail"
         )
