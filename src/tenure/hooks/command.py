@@ -19,13 +19,15 @@ holds it to that list; ``docs/performance.md`` has the figures.
   is not a decision, a ``TENURE_URL`` that is no URL, a login file that cannot be read, a bug
   here) an edit is blocked (exit 2) with a reason saying what and how to fix it. Fail open for
   heartbeats and session ends (exit 0, the reason on stderr). An edit waits at most
-  ``TENURE_HOOK_TIMEOUT_MS`` (10 s) for each server, a heartbeat or an end 1.5 s.
+  ``TENURE_HOOK_TIMEOUT_MS`` (10 s) for each server and 45 s in all (Claude Code kills a hook
+  after 60 s and then lets the edit through), a heartbeat or an end 1.5 s.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import time
 
 from tenure.core import hookwire
 from tenure.core.servers import same_server, server_urls, url_parts
@@ -39,6 +41,7 @@ if TYPE_CHECKING:
 HARNESSES = ("claude-code",)
 PATH = "/v1/hooks/claude-code"
 EDIT_TIMEOUT_MS = 10_000  # TENURE_HOOK_TIMEOUT_MS
+MAX_TIMEOUT_MS = 45_000  # and all the servers' tries together: under Claude Code's 60 s
 OTHER_TIMEOUT_S = 1.5  # a heartbeat or an end: nobody needs its answer
 BLOCK = 2  # Claude Code: a blocking error, stderr fed to the model
 USAGE = f"usage: tenure hook {{{','.join(HARNESSES)}}}  (reads one hook event on stdin)"
@@ -85,10 +88,15 @@ def answer(event: dict[str, Any], body: bytes, env: dict[str, str], edit: bool) 
     timeout = timeout_s(env) if edit else OTHER_TIMEOUT_S
     query = where(event, env) if edit else {}
     failures = []
+    deadline = time.monotonic() + (MAX_TIMEOUT_MS / 1000 if edit else timeout)
     for url in urls:
         named = f"{url}: " if len(urls) > 1 else ""
+        left = min(timeout, deadline - time.monotonic())
+        if left <= 0:
+            failures.append(f"{named}not tried (no time left)")
+            continue
         try:
-            status, reply, text = http.post(url, PATH, token, body, query, timeout)
+            status, reply, text = http.post(url, PATH, token, body, query, left)
         except (OSError, ValueError) as err:
             failures.append(f"{named}{type(err).__name__}: {err}")
             continue
@@ -161,9 +169,10 @@ def timeout_s(env: dict[str, str]) -> float:
     raw = env.get("TENURE_HOOK_TIMEOUT_MS", "").strip()
     if not raw:
         return EDIT_TIMEOUT_MS / 1000
-    if not (raw.isascii() and raw.isdigit()) or not 0 < int(raw) <= 600_000:
+    if not (raw.isascii() and raw.isdigit()) or not 0 < int(raw) <= MAX_TIMEOUT_MS:
         raise Misconfigured(
-            f"TENURE_HOOK_TIMEOUT_MS={raw!r} is not a number of milliseconds from 1 to 600000. "
+            f"TENURE_HOOK_TIMEOUT_MS={raw!r} is not a number of milliseconds from 1 to "
+            f"{MAX_TIMEOUT_MS}. "
             "Fix: set it to e.g. 10000, or unset it"
         )
     return int(raw) / 1000
