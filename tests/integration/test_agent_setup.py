@@ -202,5 +202,5 @@ def test_setup_prints_its_warnings_on_stderr(agent: Agent) -> None:
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["warnings"] == [
-        line.removeprefix("warning: ") for line in done.stderr.splitlines()
+        line.removeprefix("tenure: warning: ") for line in done.stderr.splitlines()
     ]

@@ -148,7 +148,7 @@ def agent_setup(
     doc = {"harness": harness, "scope": scope, "dry_run": dry_run, "remove": remove,
            "files": [c.to_dict() for c in changes], "warnings": warnings}  # fmt: skip
     for warning in warnings:
-        click.echo(f"warning: {warning}", err=True)
+        click.echo(f"tenure: warning: {warning}", err=True)
     run.out.emit(doc, lambda: report(changes, dry_run))
 
 
