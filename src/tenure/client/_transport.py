@@ -41,6 +41,7 @@ import httpx
 
 from tenure.client._call import Call, Reply, Safety, TransportError, UnexpectedReply
 from tenure.client._shared import encode_body
+from tenure.core.servers import server_urls as server_urls
 from tenure.core.version import __version__
 from tenure.settings import Settings
 
@@ -241,20 +242,6 @@ def target(url: str | None, token: str | None, principal: str | None) -> Target:
     if principal is not None:
         raise ValueError("principal= is for direct mode; over HTTP the token says who you are")
     return Target(",".join(urls), token)
-
-
-def server_urls(url: str) -> list[str]:
-    """The servers of ``url``: one ``http(s)://`` URL, or several separated by commas (servers
-    sharing one PostgreSQL database; the client fails over between them)."""
-    urls = [u.strip().rstrip("/") for u in url.split(",")]
-    for one in urls:
-        if not one.startswith(("http://", "https://")):
-            raise ValueError(
-                f"unsupported URL {one!r}: use http(s)://, sqlite:/// or postgresql://"
-            )
-    if len(set(urls)) != len(urls):
-        raise ValueError(f"a server is listed twice in {url!r}")
-    return urls
 
 
 class Rotation:
