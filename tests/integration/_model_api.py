@@ -241,6 +241,7 @@ def _stream(msg_id: str, turn: Turn, tool_ids: list[str], body: dict[str, Any]) 
     start = {**_message(msg_id, turn, tool_ids, body), "content": [], "stop_reason": None}
     yield _sse("message_start", {"message": start})
     for index, block in enumerate(_content(turn, tool_ids)):
+        first: dict[str, Any]
         if block["type"] == "text":
             first = {"type": "text", "text": ""}
             delta = {"type": "text_delta", "text": block["text"]}

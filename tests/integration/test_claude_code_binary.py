@@ -6,8 +6,9 @@ files, the leases, the events) and on what the model was told (the ``tool_result
 
 Every setup that the docs or ``tenure agent setup`` lead to must block an edit of a held file:
 a second session's ``Write``, a session started without ``tenure`` on its ``PATH``, an HTTP hook
-without a token, a sibling subagent, a path through a symlink; a ``Bash`` append to a held file
-cannot be prevented and must be reported (to the model, and as an ``unleased_edit`` event).
+without a token or with an edit over the body limit, a sibling subagent, a path through a
+symlink; a ``Bash`` append to a held file cannot be prevented and must be reported (to the
+model, and as an ``unleased_edit`` event).
 
 SQLite only (``backend`` pinned below): these test the hooks as the harness runs them; the
 routes they call are proven on both backends by the contract and server suites. The tier runs
@@ -217,6 +218,24 @@ def test_an_http_hook_without_a_token_blocks_the_edit(
     assert "token" in wrote.content.lower(), wrote.content  # says what is wrong
     assert (repo / "src" / "app.py").read_text() == "x = 1\n"
     assert shared.read_text() == "shared = 1\n"
+
+
+def test_an_http_hook_blocks_a_big_edit_of_a_held_file(
+    claude: ClaudeCode, tmp_path: Path, live_server: Any, agent_token: str
+) -> None:
+    """``setup --http`` with a token: a ``Write`` of 5 MiB (over the server's body limit when
+    the event carries the content) of a held file is still decided, and blocked."""
+    repo = setup_repo(tmp_path / "shop", live_server.url, agent_token, "--http")
+    hold(live_server, agent_token, repo)
+    shared = repo / "src" / "shared.py"
+    big = "x = 1\n" * (5 * 1024 * 1024 // 6)
+    run = claude.run(
+        repo,
+        {"TASK-BIG": [write(shared, big), text("done")]},
+        "TASK-BIG: regenerate shared.py",
+    )
+    (wrote,) = run.results("Write")
+    assert_blocked(run, wrote, shared, "shared = 1\n")
 
 
 def test_of_two_subagents_writing_one_file_the_second_is_blocked(

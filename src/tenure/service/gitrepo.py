@@ -1,7 +1,7 @@
 """Which repository a directory belongs to, asked of git: its name for file keys and its root.
 
 Standard library only (the command hook loads it). The name is the normalised ``origin`` URL
-(:func:`tenure.core.hooks.repo_from_remote`), else the path of the *main* repository's root
+(:func:`tenure.core.repos.repo_from_remote`), else the path of the *main* repository's root
 (so a clone and its worktrees share it when they share an origin, and a worktree shares its main
 checkout's name when there is none); ``TENURE_REPO`` (``override``) replaces it. The root is the
 working tree's own top directory: file paths are taken from there.
@@ -15,7 +15,7 @@ import subprocess
 from dataclasses import dataclass
 from functools import lru_cache
 
-from tenure.core.hooks import repo_from_remote, repo_from_root
+from tenure.core.repos import GIT_ORIGIN, GIT_TOPLEVEL, from_git, repo_from_root
 
 GIT_TIMEOUT_S = 5.0
 
@@ -26,18 +26,13 @@ class Repo:
     root: str
 
 
-def locate(
-    cwd: str, override: str | None = None, fallback: str | None = None, branch: bool = False
-) -> Repo | None:
+def locate(cwd: str, override: str | None = None, fallback: str | None = None) -> Repo | None:
     """The repository of ``cwd``; outside any repository (or without git) the directory
     ``fallback`` stands for one, named by its path; ``None`` when there is none either. The
-    root is the real directory (symlinks resolved). ``branch``: the name ends in
-    ``@<branch>`` (the checked-out branch, else ``@<commit>``) when git knows one."""
+    root is the real directory (symlinks resolved)."""
     found = _git_repo(cwd) if cwd and posixpath.isabs(cwd) else None
     if found is not None:
-        name = override or found.name
-        on = _branch(found.root) if branch else None
-        return Repo(f"{name}@{on}" if on else name, resolve(found.root))
+        return Repo(override or found.name, resolve(found.root))
     if fallback and posixpath.isabs(fallback):
         root = resolve(fallback)
         return Repo(override or repo_from_root(root), root)
@@ -54,16 +49,6 @@ def resolve(path: str, cwd: str = "") -> str:
         return posixpath.normpath(full)
 
 
-def _branch(root: str) -> str | None:
-    """The branch checked out at ``root`` (``/`` kept), else the commit's short id."""
-    lines = _git(root, "rev-parse", "--abbrev-ref", "HEAD")
-    name = lines[0].strip() if lines else ""
-    if name == "HEAD":
-        lines = _git(root, "rev-parse", "--short", "HEAD")
-        name = lines[0].strip() if lines else ""
-    return name or None
-
-
 @lru_cache(maxsize=1024)
 def cached(cwd: str) -> Repo | None:
     """:func:`locate` without override or fallback, remembered per directory (the server asks
@@ -72,16 +57,9 @@ def cached(cwd: str) -> Repo | None:
 
 
 def _git_repo(cwd: str) -> Repo | None:
-    lines = _git(cwd, "rev-parse", "--path-format=absolute", "--show-toplevel", "--git-common-dir")
-    if lines is None or len(lines) < 2 or not lines[0]:
-        return None
-    root, common = lines[0], lines[1]
-    remote = _git(cwd, "config", "--get", "remote.origin.url")
-    name = repo_from_remote(remote[0]) if remote else None
-    if name is None:
-        main = posixpath.dirname(common) if posixpath.basename(common) == ".git" else common
-        name = repo_from_root(main)
-    return Repo(name, root)
+    toplevel = _git(cwd, *GIT_TOPLEVEL)
+    found = from_git(toplevel, _git(cwd, *GIT_ORIGIN) if toplevel else None)
+    return None if found is None else Repo(*found)
 
 
 def _git(cwd: str, *args: str) -> list[str] | None:
