@@ -57,11 +57,18 @@ class Form:
         }
 
     def groups(self) -> dict[str, Doc]:
-        """Per event, the matcher group we add."""
+        """Per event, the matcher group we add: the edit's hook is synchronous (its answer
+        decides); the heartbeats (``PostToolUse``, and ``PostToolUseFailure`` so that failing
+        tool calls heartbeat too) need no answer, so the command form runs them in the
+        background (``"async": true``: the model never waits on them; Claude Code has the
+        field for command hooks only). ``SessionEnd`` stays synchronous: the model is gone by
+        then, and a background hook could be cut off as the harness exits."""
         hook = self.hook()
+        beat = {**hook, "async": True} if hook["type"] == "command" else hook
         return {
             "PreToolUse": {"matcher": EDIT_TOOLS, "hooks": [hook]},
-            "PostToolUse": {"matcher": "*", "hooks": [hook]},
+            "PostToolUse": {"matcher": "*", "hooks": [beat]},
+            "PostToolUseFailure": {"matcher": "*", "hooks": [beat]},
             "SessionEnd": {"hooks": [hook]},
         }
 
