@@ -201,7 +201,7 @@ def test_a_body_that_does_not_arrive_in_time_is_a_deny(serve: Any) -> None:
     server = serve(http=HttpSettings(body_timeout_ms=300))
     head = (
         f"POST {ROUTE} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-        "Content-Length: 1000\r\nAuthorization: Bearer x\r\n\r\n{\"hook_event"
+        'Content-Length: 1000\r\nAuthorization: Bearer x\r\n\r\n{"hook_event'
     )
     with socket.create_connection(("127.0.0.1", server.port), timeout=30) as sock:
         sock.sendall(head.encode())

@@ -129,6 +129,7 @@ def run_check(settings: str, hook: dict[str, Any], root: Path) -> Check:
     form = str(hook.get("type"))
     runs = str(hook.get("command") if form == "command" else hook.get("url"))
     check = Check(settings, form, runs)
+
     def send(event: dict[str, Any]) -> Outcome:
         return run_command(runs, event, root) if form == "command" else post_http(hook, event)
 
