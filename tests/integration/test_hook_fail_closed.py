@@ -26,7 +26,6 @@ from tenure.service import hooks as service_hooks
 from tenure.service.principals import TOKEN_RE
 from tenure.settings import AuthSettings, HttpSettings, Settings
 
-pytestmark = pytest.mark.parametrize("backend", ["sqlite"])
 ROUTE = "/v1/hooks/claude-code"
 KEY = "files/github.com/acme/shop/src/app.py"
 
@@ -178,6 +177,7 @@ def test_a_crash_of_the_route_is_a_deny(
     assert heartbeat.status_code == 500  # not an edit: the honest status
 
 
+@pytest.mark.parametrize("backend", ["sqlite"])  # a SQLite file removed under the server
 def test_the_database_gone_is_a_deny(serve: Any, repo: Path, tmp_path: Path) -> None:
     path = tmp_path / "data" / "tenure.db"
     server = serve(f"sqlite:///{path}")
