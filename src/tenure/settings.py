@@ -22,6 +22,8 @@
 - ``TENURE_STATE_DIR``: where the CLI remembers the epochs of the items it claimed
   (default ``$XDG_STATE_HOME/tenure``, else ``~/.local/state/tenure``).
 - ``TENURE_MAX_BODY_BYTES``: the largest request body the server reads (2 MiB).
+- ``TENURE_HOOK_MAX_BODY_BYTES``: the largest body of a harness's hook event (32 MiB: the
+  event carries the whole tool input; only the fields the decision reads are kept).
 - ``TENURE_STALL_MS``: when set, a live claim without progress for this long is ``stalled``,
   for every key, whatever the policy says. Unset (the default), the policy's ``stall_after``
   decides, per key prefix (10 minutes unless ``TENURE_POLICY`` says otherwise).
@@ -151,6 +153,7 @@ class Settings:
     url: str = f"http://{DEFAULT_HOST}:{DEFAULT_PORT}"
     token: str | None = None
     max_body_bytes: int = 2 * 1024 * 1024
+    hook_max_body_bytes: int = 32 * 1024 * 1024
     stall_ms: int | None = None  # TENURE_STALL_MS; None: the policy's stall_after decides
     events_max: int = DEFAULT_EVENTS_MAX
     events_max_age_ms: int = DEFAULT_EVENTS_MAX_AGE_MS
@@ -192,6 +195,7 @@ class Settings:
             url=url,
             token=env.get("TENURE_TOKEN") or login_token or None,
             max_body_bytes=_int(env, "TENURE_MAX_BODY_BYTES", 2 * 1024 * 1024),
+            hook_max_body_bytes=_int(env, "TENURE_HOOK_MAX_BODY_BYTES", 32 * 1024 * 1024),
             stall_ms=_optional_int(env, "TENURE_STALL_MS"),
             events_max=_int(env, "TENURE_EVENTS_MAX", DEFAULT_EVENTS_MAX),
             events_max_age_ms=_int(env, "TENURE_EVENTS_MAX_AGE_MS", DEFAULT_EVENTS_MAX_AGE_MS),

@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,6 +20,9 @@ from tenure.core.harness_settings import hook_command
 SRC = str(Path(tenure.__file__).resolve().parent.parent)
 #: what setup writes: this interpreter on the hook module, by absolute paths, guarded
 HOOK = {"type": "command", "command": hook_command("tenure", os.path.abspath(sys.executable), SRC)}
+#: a failed tool's heartbeat runs in the background: the model never waits for it (a
+#: PostToolUse is waited on: it reports files a shell command changed under another's lease)
+BEAT = {**HOOK, "async": True}
 THEIRS = {
     "permissions": {"allow": ["Bash(npm test)"]},
     "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "x"}]}]},
@@ -35,9 +39,12 @@ class Agent:
         (self.repo / "src").mkdir(parents=True)
         subprocess.run(["git", "init", "-q", str(self.repo)], check=True)
 
-    def __call__(self, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    def __call__(
+        self, *args: str, cwd: Path | None = None, **more: str
+    ) -> subprocess.CompletedProcess[str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("TENURE_")}
         env.update(HOME=str(self.home), TENURE_URL="http://127.0.0.1:7777", COLUMNS="200")
+        env.update(TENURE_CONFIG_DIR=str(self.home / "config"), **more)
         return subprocess.run(
             [sys.executable, "-m", "tenure.cli", "agent", "setup", *args],
             cwd=cwd or self.repo / "src",
@@ -47,8 +54,8 @@ class Agent:
             timeout=60,
         )
 
-    def ok(self, *args: str) -> str:
-        done = self(*args)
+    def ok(self, *args: str, **env: str) -> str:
+        done = self(*args, **env)
         assert done.returncode == 0, (done.stdout, done.stderr)
         return done.stdout
 
@@ -83,6 +90,7 @@ def test_project_setup_writes_hooks_and_mcp_at_the_repository_root(agent: Agent)
         {"matcher": "Edit|Write|MultiEdit|NotebookEdit", "hooks": [HOOK]},
     ]
     assert hooks["PostToolUse"] == [{"matcher": "*", "hooks": [HOOK]}]
+    assert hooks["PostToolUseFailure"] == [{"matcher": "*", "hooks": [BEAT]}]
     assert hooks["SessionEnd"] == [{"hooks": [HOOK]}]
     assert hooks["UserPromptSubmit"] == [{"hooks": [HOOK]}]
     assert settings.read_text().startswith('{\n  "permissions": {\n    "allow": [\n')
@@ -129,7 +137,7 @@ def test_http_form_and_dry_run(agent: Agent) -> None:
     assert '"url": "http://127.0.0.1:7777/mcp"' in report["files"][1]["diff"]
     assert not (agent.repo / ".claude").exists() and not (agent.repo / ".mcp.json").exists()
 
-    agent.ok("claude-code", "--http")
+    agent.ok("claude-code", "--http", TENURE_TOKEN="tnr_x")  # (no server: a warning)
     hook = load(agent.repo / ".claude" / "settings.json")["hooks"]["PreToolUse"][0]["hooks"][0]  # type: ignore[index]
     assert hook["type"] == "http" and hook["allowedEnvVars"] == ["TENURE_TOKEN", "TENURE_REPO"]
     agent.ok("claude-code")  # back to the command form: replaced, not added
@@ -205,3 +213,38 @@ def test_setup_prints_its_warnings_on_stderr(agent: Agent) -> None:
     assert report["warnings"] == [
         line.removeprefix("tenure: warning: ") for line in done.stderr.splitlines()
     ]
+
+
+def test_http_setup_that_cannot_authenticate_is_refused(agent: Agent) -> None:
+    settings = agent.repo / ".claude" / "settings.json"
+    done = agent("claude-code", "--http")  # TENURE_TOKEN unset: Claude Code would send ""
+    assert done.returncode == 2 and "no_token:" in done.stderr, done.stderr
+    assert "$TENURE_TOKEN, which is not set here" in done.stderr
+    assert "nothing was changed" in done.stderr and not settings.exists()
+    dry = agent("claude-code", "--http", "--dry-run")  # a dry run says so, and writes nothing
+    assert dry.returncode == 0 and "tenure: warning: no_token:" in dry.stderr
+    unchecked = agent("claude-code", "--http", TENURE_TOKEN="tnr_x")  # no server on 7777
+    assert unchecked.returncode == 0 and "could not be checked" in unchecked.stderr
+    assert settings.exists()
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_http_setup_asks_the_server_about_the_token(agent: Agent, live_server: Any) -> None:
+    settings = agent.repo / ".claude" / "settings.json"
+    url = live_server.url
+    refused = agent("claude-code", "--http", TENURE_URL=url, TENURE_TOKEN="tnr_not_a_token")
+    assert refused.returncode == 2 and f"no_token: {url} refuses the token" in refused.stderr
+    assert not settings.exists()
+    jo = live_server.token_for("jo")
+    done = agent("claude-code", "--http", TENURE_URL=url, TENURE_TOKEN=jo)
+    assert done.returncode == 0 and "warning" not in done.stderr, done.stderr
+    assert settings.exists()
+
+
+def test_command_setup_without_any_token_warns(agent: Agent) -> None:
+    done = agent("claude-code")
+    assert done.returncode == 0
+    assert "tenure: warning: no tenure token here" in done.stderr
+    assert "tenure agent doctor claude-code" in done.stderr
+    again = agent("claude-code", TENURE_TOKEN="tnr_x")
+    assert again.returncode == 0 and "warning" not in again.stderr

@@ -33,7 +33,7 @@ def ours(doc: hs.Doc, event: str) -> list[dict[str, object]]:
 
 
 @pytest.mark.parametrize("form", [COMMAND, HTTP], ids=["command", "http"])
-def test_adds_the_three_hooks_and_keeps_everything_else(form: hs.Form) -> None:
+def test_adds_the_four_hooks_and_keeps_everything_else(form: hs.Form) -> None:
     before = copy.deepcopy(THEIRS)
     after = hs.add_hooks(THEIRS, form)
     assert before == THEIRS  # the input is not changed
@@ -42,9 +42,12 @@ def test_adds_the_three_hooks_and_keeps_everything_else(form: hs.Form) -> None:
     pre = after["hooks"]["PreToolUse"]
     assert pre[:2] == THEIRS["hooks"]["PreToolUse"]  # theirs first, in their order
     assert pre[2] == {"matcher": "Edit|Write|MultiEdit|NotebookEdit", "hooks": [form.hook()]}
+    beat = {**form.hook(), "async": True} if form is COMMAND else form.hook()
     assert after["hooks"]["PostToolUse"] == [{"matcher": "*", "hooks": [form.hook()]}]
+    assert after["hooks"]["PostToolUseFailure"] == [{"matcher": "*", "hooks": [beat]}]
     assert after["hooks"]["SessionEnd"] == [{"hooks": [form.hook()]}]
     assert after["hooks"]["UserPromptSubmit"] == [{"hooks": [form.hook()]}]
+    assert "async" not in pre[2]["hooks"][0]  # the edit's hook decides: it is waited on
     assert after["hooks"]["Stop"] == THEIRS["hooks"]["Stop"]
     assert list(after) == list(THEIRS)  # key order kept
 
@@ -94,6 +97,7 @@ def test_switching_form_replaces_ours_in_place() -> None:
     http = hs.add_hooks(command, HTTP)
     assert ours(http, "PreToolUse") == [HTTP.hook()]
     assert ours(http, "PostToolUse") == [HTTP.hook()]
+    assert ours(http, "PostToolUseFailure") == [HTTP.hook()]
     assert ours(http, "SessionEnd") == [HTTP.hook()]
     post = http["hooks"]["PostToolUse"]
     assert post[0]["hooks"] == [HTTP.hook()] and post[1]["hooks"][0]["command"] == "log"
@@ -170,3 +174,15 @@ def test_an_empty_file_is_an_empty_document() -> None:
     assert hs.parse("", "x") == {}
     assert hs.parse("  \n", "x") == {}
     assert hs.parse('{"a": 1}', "x") == {"a": 1}
+
+
+def test_an_older_setup_gets_the_new_registration_in_place() -> None:
+    """A settings file written before heartbeats were async (and before PostToolUseFailure)
+    is brought up to date by running setup again, nothing else moved."""
+    old = copy.deepcopy(THEIRS)
+    hook = COMMAND.hook()
+    old["hooks"]["PostToolUse"] = [{"matcher": "*", "hooks": [hook]}]
+    new = hs.add_hooks(old, COMMAND)
+    assert new["hooks"]["PostToolUse"] == [{"matcher": "*", "hooks": [{**hook, "async": True}]}]
+    assert new["hooks"]["PostToolUseFailure"][0]["hooks"][0]["async"] is True
+    assert hs.remove_hooks(new) == {**THEIRS}

@@ -136,6 +136,8 @@ def agent_setup(
     run = cli_of()
     python, src = (None, None) if exe else launcher()
     form = hs.Form(exe or "tenure", run.url if http else None, token_env, python, src)
+    warnings = [] if remove else can_authenticate(form, dry_run)
+    warnings += [] if remove or http else launch_warnings(python, src)
     files = claude_files(scope, directory)
     changes = [
         plan(files[0], lambda d: hs.remove_hooks(d) if remove else hs.add_hooks(d, form)),
@@ -144,7 +146,6 @@ def agent_setup(
     if not dry_run:
         for change in changes:
             write(change)
-    warnings = [] if remove or http else launch_warnings(python, src)
     doc = {"harness": harness, "scope": scope, "dry_run": dry_run, "remove": remove,
            "files": [c.to_dict() for c in changes], "warnings": warnings}  # fmt: skip
     for warning in warnings:
@@ -193,6 +194,54 @@ def venv_made_at(prefix: Path) -> str | None:
         if name.strip() == "command" and " -m venv " in value:
             return value.rsplit(" -m venv ", 1)[1].strip().split(" ")[-1] or None
     return None
+
+
+def can_authenticate(form: hs.Form, dry_run: bool) -> list[str]:
+    """Whether the hooks being written can authenticate: refused (``no_token``) for HTTP hooks
+    whose token variable is unset here or whose token the server refuses (Claude Code would
+    send an empty or refused bearer, and every edit would be blocked); the warnings otherwise
+    (a command form without any token, a server that cannot be asked)."""
+    if form.url is None:
+        token, _ = cli_of().token_source
+        if token:
+            return []
+        return ["no tenure token here (TENURE_TOKEN is unset and `tenure login` saved none "
+                "for this server): the hooks will block every edit until Claude Code's "
+                "environment has one. Check with `tenure agent doctor claude-code`"]  # fmt: skip
+    token = os.environ.get(form.token_env, "")
+    if not token:
+        why = (f"no_token: the HTTP hooks send the bearer token from ${form.token_env}, which is "
+               "not set here: Claude Code would send an empty token and every edit would be "
+               f"blocked. export {form.token_env}=<a token from `tenure principal add NAME "
+               "--kind agent`> in the environment Claude Code starts in, and run this again"
+               )  # fmt: skip
+        if dry_run:
+            return [why]
+        raise InvalidRequest(why + "; nothing was changed", field="token_env")
+    return check_token(form, token, dry_run)
+
+
+def check_token(form: hs.Form, token: str, dry_run: bool) -> list[str]:
+    """Ask the server whether ``token`` authenticates: refused is an error, unreachable a
+    warning (the server may not run yet)."""
+    from tenure.client import Client, RetryPolicy
+    from tenure.errors import TenureError, Unauthenticated
+
+    assert form.url is not None
+    try:
+        once = RetryPolicy(attempts=1, budget=5.0)
+        with Client(form.url, token=token, timeout=5, retry=once) as client:
+            client.me()
+    except Unauthenticated as err:
+        why = (f"no_token: {form.url} refuses the token in ${form.token_env} ({err.detail}): "
+               "every edit would be blocked. Set a valid token and run this again")  # fmt: skip
+        if dry_run:
+            return [why]
+        raise InvalidRequest(why + "; nothing was changed", field="token_env") from None
+    except (TenureError, OSError) as err:
+        return [f"the token in ${form.token_env} could not be checked ({err}): run `tenure "
+                "agent doctor claude-code` once the server runs"]  # fmt: skip
+    return []
 
 
 def check_harness(harness: str) -> None:

@@ -79,11 +79,20 @@ class Form:
         }
 
     def groups(self) -> dict[str, Doc]:
-        """Per event, the matcher group we add."""
+        """Per event, the matcher group we add. The edit's hook is synchronous (its answer
+        decides); so is ``PostToolUse``: its answer tells the model at once when a shell
+        command changed a file another session holds. ``PostToolUseFailure`` (failing tool
+        calls heartbeat too, and a failed edit gives its file back) needs no answer, so the
+        command form runs it in the background (``"async": true``: the model never waits on
+        it; Claude Code has the field for command hooks only). ``SessionEnd`` stays
+        synchronous: the model is gone by then, and a background hook could be cut off as the
+        harness exits."""
         hook = self.hook()
+        beat = {**hook, "async": True} if hook["type"] == "command" else hook
         return {
             "PreToolUse": {"matcher": EDIT_TOOLS, "hooks": [hook]},
             "PostToolUse": {"matcher": "*", "hooks": [hook]},
+            "PostToolUseFailure": {"matcher": "*", "hooks": [beat]},
             "SessionEnd": {"hooks": [hook]},
             "UserPromptSubmit": {"hooks": [hook]},  # the session's task: the prompt's 1st line
         }

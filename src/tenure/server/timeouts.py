@@ -27,8 +27,10 @@ from typing import TYPE_CHECKING, Any
 from uvicorn.middleware.proxy_headers import _TrustedHosts
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
+from tenure.core import hook_failures
 from tenure.errors import RequestTimeout
 from tenure.server.http.deps import dumps
+from tenure.server.http.hook_guard import HOOK_PATH
 from tenure.server.http.problems import PROBLEM
 
 if TYPE_CHECKING:
@@ -122,11 +124,15 @@ class TimedProtocol(HttpToolsProtocol):
                 f"the request's body did not arrive within {self._seconds('body_timeout_ms'):g}"
                 " s of its headers; send the whole body at once"
             )
-            content = dumps(err.to_problem())
-            head = [STATUS_LINE[408]]
+            content, status, kind = dumps(err.to_problem()), 408, PROBLEM.encode()
+            if cycle.scope.get("path") == HOOK_PATH:  # a hook: the harness's deny (fail closed)
+                seconds = self._seconds("body_timeout_ms")
+                content, status = dumps(hook_failures.body_late(seconds)), 200
+                kind = b"application/json"
+            head = [STATUS_LINE[status]]
             for name, value in self.server_state.default_headers:
                 head += [name, b": ", value, b"\r\n"]
-            head += [b"content-type: ", PROBLEM.encode(), b"\r\n"]
+            head += [b"content-type: ", kind, b"\r\n"]
             head += [b"content-length: ", str(len(content)).encode(), b"\r\n"]
             self.transport.write(b"".join([*head, b"connection: close\r\n\r\n", content]))
         self.transport.close()

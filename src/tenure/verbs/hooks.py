@@ -104,7 +104,9 @@ CLAUDE_CODE: Verb[ClaudeCodeEventIn, dict[str, Any]] = Verb(
     "understood: `{}` (go on), a "
     "deny (`hookSpecificOutput.permissionDecision: \"deny\"`), or a `systemMessage`. A "
     "malformed edit is denied (fail closed); a malformed heartbeat or end is a `systemMessage` "
-    "(fail open); a body without a string `hook_event_name` is `422`. `repo` (query) or "
+    "(fail open); a body without a string `hook_event_name` is `422`. Any failure of an edit's "
+    "request (no or refused token, rate limiting, a body over `TENURE_HOOK_MAX_BODY_BYTES` or "
+    "not JSON, the database gone, a crash) is a `200` deny naming it. `repo` (query) or "
     "`Tenure-Repo` (header) names the repository; `root` or `Tenure-Root` its top directory; "
     "without them the server finds both from `cwd` with git (same machine only).",
 )  # fmt: skip

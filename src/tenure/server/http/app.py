@@ -23,6 +23,7 @@ from tenure.server.http import convertors, openapi, problems
 from tenure.server.http import schemas as s
 from tenure.server.http.auth import Authenticator
 from tenure.server.http.deps import St, State
+from tenure.server.http.hook_guard import HOOK_PATH, HookGuard
 from tenure.server.http.hook_routes import HOOK_SERVED, add_hook_routes
 from tenure.server.http.hotpath import HOT, MAX_FAST_BODY, HotPath
 from tenure.server.http.ops import HAND_SERVED, add_ops_routes
@@ -61,7 +62,16 @@ class TenureApp(FastAPI):
                 self._hot = HotPath(super().__call__, lambda: self.tenure, self.limit)
             await self._hot(scope, receive, send)
             return
+        if scope["type"] == "http" and scope["path"] == HOOK_PATH:
+            if self._hook_guard is None:  # in front of everything: an edit is never a 4xx/5xx
+                self._hook_guard = HookGuard(super().__call__, self.hook_max_body_bytes)
+            await self._hook_guard(scope, receive, send)
+            return
         await super().__call__(scope, receive, send)
+
+    #: the hook route's own body cap (``TENURE_HOOK_MAX_BODY_BYTES``)
+    hook_max_body_bytes = 32 * 1024 * 1024
+    _hook_guard: ASGIApp | None = None
 
     #: how requests are read: proxies, header and body timeouts (``tenure.server.run``)
     http_settings: HttpSettings = HttpSettings()
@@ -173,6 +183,7 @@ def create_app(
     app.add_middleware(JsonByDefault)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
     app.hot_path_limit = settings.max_body_bytes
+    app.hook_max_body_bytes = settings.hook_max_body_bytes
     app.http_settings = settings.http
     convertors.install()  # ``{name:principal}``
     add_verb_routes(app, [verb for verb in VERBS if verb not in (*HAND_SERVED, *HOOK_SERVED)])
