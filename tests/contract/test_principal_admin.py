@@ -1,10 +1,8 @@
-"""Operating on principals, on each backend: list, show with tokens, set roles, remove.
-
-Each change is an event (``principal_roles_set``; ``token_revoked`` and ``principal_removed``);
-removing a principal force-releases its live leases; one that is assigned an open item is
-refused, naming them, and changes nothing; adding an existing principal with other roles is refused instead of
-printing a new token that ignores them.
-"""
+"""Operating on principals, on each backend: list, show with tokens, set roles, remove. Each change
+is an event (``principal_roles_set``; ``token_revoked`` and ``principal_removed``); removing a
+principal force-releases its live leases; one that is assigned an open item is refused, naming them,
+and changes nothing; adding an existing principal with other roles is refused instead of printing a
+new token that ignores them."""
 
 from __future__ import annotations
 

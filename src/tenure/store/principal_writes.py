@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from tenure.core.work import ITEM_PREFIX, Transfer
 from tenure.core.models import EventDraft, Principal, principal_created, token_event
+from tenure.core.work import ITEM_PREFIX, Transfer
 from tenure.store import rows
 from tenure.store.values import NewToken, Removal, TokenInfo
 

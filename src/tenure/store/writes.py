@@ -106,9 +106,10 @@ class Writes(Transactional, Protocol):
             return principal
 
     def remove_principal(self, name: str, actor: str | None) -> Removal | None:
-        """In one transaction: unless ``name`` is assigned an open item or dispatched a
-        principal, force-release its live leases (``principal_removed``), revoke its live tokens (``token_revoked``), delete it, its tokens and its event cursors,
-        and record ``principal_removed``. ``None`` if there is no such principal."""
+        """In one transaction: unless ``name`` is assigned an open item or dispatched a principal,
+        force-release its live leases (``principal_removed``), revoke its live tokens
+        (``token_revoked``), delete it, its tokens and its event cursors, and record
+        ``principal_removed``. ``None`` if there is no such principal."""
         with self._writing() as cur:
             now = self._now_in(cur)
             removal, events = principal_writes.remove(cur, self.Q, name, actor, now)
