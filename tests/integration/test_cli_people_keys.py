@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from _hooks import HttpHook, event, make_repo
+
 from procs import Shell, doc, fails
 
 KEY = "files/github.com/acme/shop/src/"
