@@ -11,7 +11,10 @@ hook …`` here before the CLI loads). Its one HTTP request is written on a sock
 - The repository of an edit: ``TENURE_REPO`` names it, else git does (from the event's
   ``cwd``); its root is found by git, else ``CLAUDE_PROJECT_DIR`` (else ``cwd``) stands for it.
   Both are sent as ``repo`` and ``root``, so the server needs no access to this machine's files.
-  (A heartbeat or an end needs neither: git is not asked.)
+  (An end needs neither: git is not asked.)
+- After ``Bash`` or any other tool that is not an edit tool, the files the working tree changed
+  since the session's previous tool call go with the heartbeat (:mod:`tenure.hooks.detect`):
+  the server reports those another session holds to the model (``unleased_edit``).
 - Fail closed for edits: when tenure cannot be asked (unreachable, a refusal such as ``401``,
   a reply that is not a decision) an edit is blocked with a reason saying so and how to fix it.
   Fail open for heartbeats and session ends (exit 0).
@@ -27,6 +30,7 @@ from typing import Any, BinaryIO
 from urllib.parse import quote, urlsplit
 
 from tenure.core import hooks as h
+from tenure.hooks import detect
 from tenure.service.gitrepo import locate
 from tenure.settings import DEFAULT_HOST, DEFAULT_PORT, LOGIN_FILE, same_server
 
@@ -56,8 +60,11 @@ def answer(event: dict[str, Any], body: bytes, env: dict[str, str]) -> int:
     """Ask the server about ``event`` (sent as ``body``) and answer the harness."""
     edit = h.kind_of(event) == "edit"
     url, token = server(env)
+    query = where(event, env) if edit else {}
+    if detect.wanted(event):  # after Bash or any tool not known to edit: what it changed
+        query, body = _with_changes(event, body, env)
     try:
-        status, reply = post(url, token, body, where(event, env) if edit else {})
+        status, reply = post(url, token, body, query)
     except (OSError, ValueError) as err:
         return _unreachable(edit, url, f"{type(err).__name__}: {err}")
     if status != 200 or not isinstance(reply, dict):
@@ -103,6 +110,16 @@ def where(event: dict[str, Any], env: dict[str, str]) -> dict[str, str]:
     fallback = env.get("CLAUDE_PROJECT_DIR") or cwd
     repo = locate(cwd, env.get("TENURE_REPO") or None, fallback)
     return {} if repo is None else {"repo": repo.name, "root": repo.root}
+
+
+def _with_changes(
+    event: dict[str, Any], body: bytes, env: dict[str, str]
+) -> tuple[dict[str, str], bytes]:
+    """The repository and the working tree's changes since the session's previous tool call,
+    for the server to report those another session holds (nothing when git cannot tell)."""
+    place = where(event, env)
+    changes = detect.look(event, place["root"], env) if place else None
+    return (place, detect.attach(body, event, changes)) if changes else ({}, body)
 
 
 def post(url: str, token: str | None, body: bytes, query: dict[str, str]) -> tuple[int, Any]:

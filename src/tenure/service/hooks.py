@@ -8,7 +8,10 @@ only calls the lease service with them and words its refusals.
   refusal of the edit (a key too long, …) denies it too: tenure does not let through an edit it
   could not check. A file outside the repository: no lease, allowed. Past the principal's
   bound on live leases (``quota_exceeded``): a deny that says so.
-- a heartbeat: ``renew_all(session=…)``; an end: ``release_all(session=…)``; others: nothing.
+- a heartbeat: ``renew_all(session=…)``; with the files the tool changed (``tenure_changed``,
+  sent by the command hook after ``Bash`` or any tool that is not an edit tool), those another
+  session holds are recorded (``unleased_edit``) and told to the model; an end:
+  ``release_all(session=…)``; others: nothing.
 """
 
 from __future__ import annotations
@@ -17,10 +20,16 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from tenure.core import hooks as h
+from tenure.core import unleased as u
+from tenure.core.models import EventDraft
 from tenure.errors import InvalidRequest, LeaseHeld, QuotaExceeded, TenureError
 from tenure.service.gitrepo import Repo, cached, locate
-from tenure.service.leases import Service, Who
+from tenure.service.leases import Service, Who, as_principal
 
+#: the event's field with the files a tool changed (the command hook's, :mod:`tenure.hooks.detect`)
+CHANGED = "tenure_changed"
+#: the live leases of one repository read to match them against
+LEASES_READ = 10_000
 #: the repository of a working directory (the server's: git, remembered per directory)
 Locate = Callable[[str], Repo | None]
 UNCHECKED = (
@@ -54,9 +63,50 @@ def claude_code(
         return _edit(service, who, read, _place(read.cwd, repo or None, root or None, where))
     if read.kind == "heartbeat":
         service.renew_all(who, session=read.session)
+        changes = u.read_changes(event.get(CHANGED))
+        if changes:
+            place = _place(read.cwd, repo or None, root or None, where)
+            return unleased_edits(service, who, read, place, changes)
     elif read.kind == "end":
         service.release_all(who, session=read.session)
     return h.allow()
+
+
+def unleased_edits(
+    service: Service, who: Who, ev: h.HookEvent, place: Repo | None, changes: list[u.Change]
+) -> dict[str, Any]:
+    """The changed files another session holds: each recorded (``unleased_edit``, naming the
+    file, the session that changed it, the holder, its session and task) and told to the model
+    at once (``decision: "block"``: the tool ran already, its reason is fed to the model)."""
+    if place is None:
+        return h.allow()
+    me = as_principal(who)
+    keyed = [(h.file_key(place.name, c.path), c) for c in changes]
+    leases = service.list(prefix=h.file_key(place.name, ""), limit=LEASES_READ)
+    found = u.found(keyed, leases, me.name, ev.session)
+    if not found:
+        return h.allow()
+    at = {c.path: c.at for c in changes}
+    events = tuple(
+        EventDraft(u.UNLEASED_EDIT, f.key, f.lease.holder, f.lease.task, f.lease.token,
+                   me.name, data=u.event_data(f, ev.session, at[f.path]))
+        for f in found
+    )  # fmt: skip
+    _record(service, found[0].lease.key, events)
+    said = u.told(found)
+    return {
+        "decision": "block",
+        "reason": said,
+        "systemMessage": f"tenure: this session changed {len(found)} file(s) another session "
+        f"holds: {', '.join(f.path for f in found)}",
+    }
+
+
+def _record(service: Service, key: str, events: tuple[EventDraft, ...]) -> None:
+    """Append ``events`` in a transaction of ``key`` (the holder's lease: its row exists)."""
+    with service.store.key_tx(key) as tx:
+        tx.append(events)
+    service.committed(events)
 
 
 def _malformed(bad: h.Malformed) -> dict[str, Any]:
