@@ -78,13 +78,20 @@ def read_changes(value: object) -> list[Change]:
 class Held(Protocol):
     """What :func:`found` needs of a live lease (a :class:`tenure.core.models.Lease`)."""
 
-    key: str
-    holder: str
-    session: str
-    task: str | None
-    token: int
-    scope: str
-    renewed_at: int
+    @property
+    def key(self) -> str: ...
+    @property
+    def holder(self) -> str: ...
+    @property
+    def session(self) -> str: ...
+    @property
+    def task(self) -> str | None: ...
+    @property
+    def token(self) -> int: ...
+    @property
+    def scope(self) -> str: ...
+    @property
+    def renewed_at(self) -> int: ...
 
 
 @dataclass(frozen=True)
