@@ -66,3 +66,15 @@ def test_a_change_before_the_holder_last_renewed_is_the_holders_own() -> None:
     lease = L("files/r/app.py", "jo", "A", renewed_at=1000)
     assert u.found([("files/r/app.py", u.Change("app.py", 900))], [lease], "jo", "B") == []
     assert len(u.found([("files/r/app.py", u.Change("app.py", 0))], [lease], "jo", "B")) == 1
+
+
+def test_the_hook_looks_after_bash_and_unknown_tools_only() -> None:
+    from tenure.hooks import detect
+
+    def post(tool: str, name: str = "PostToolUse") -> dict[str, object]:
+        return {"hook_event_name": name, "session_id": "s", "tool_name": tool}
+
+    assert detect.wanted(post("Bash")) and detect.wanted(post("mcp__db__migrate"))
+    assert detect.wanted(post("Bash", "PostToolUseFailure"))
+    assert not detect.wanted(post("Edit")) and not detect.wanted(post("Read"))
+    assert not detect.wanted(post("Bash", "PreToolUse"))

@@ -63,6 +63,8 @@ def answer(event: dict[str, Any], body: bytes, env: dict[str, str]) -> int:
     query = where(event, env) if edit else {}
     if detect.wanted(event):  # after Bash or any tool not known to edit: what it changed
         query, body = _with_changes(event, body, env)
+    elif h.kind_of(event) == "end":
+        detect.forget(event, env)
     try:
         status, reply = post(url, token, body, query)
     except (OSError, ValueError) as err:

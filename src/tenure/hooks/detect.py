@@ -13,6 +13,7 @@ never a reason to block.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -28,17 +29,31 @@ GIT_TIMEOUT_S = 5.0
 FIRST_LOOK_MS = 10 * 60_000
 #: the event's field that carries the changes to the server
 FIELD = "tenure_changed"
+#: Claude Code's tools that only read (no look after them: they are most tool calls)
+READ_ONLY = frozenset(
+    {"Read", "Glob", "Grep", "LS", "WebFetch", "WebSearch", "TodoWrite", "BashOutput"}
+)
 
 
 def wanted(event: dict[str, Any]) -> bool:
-    """After a tool that is not one of the edit tools (which are leased before they run)."""
+    """After a tool that is neither one of the edit tools (leased before they run) nor one
+    that only reads."""
     tool = event.get("tool_name")
     return (
         event.get("hook_event_name") in h.HEARTBEATS
         and isinstance(tool, str)
         and tool not in h.EDIT_TOOLS
+        and tool not in READ_ONLY
         and isinstance(event.get("session_id"), str)
     )
+
+
+def forget(event: dict[str, Any], env: dict[str, str]) -> None:
+    """At the session's end: its state file goes."""
+    session = event.get("session_id")
+    if isinstance(session, str) and session:
+        with contextlib.suppress(OSError):
+            os.unlink(_state_file(env, session))
 
 
 def look(event: dict[str, Any], root: str, env: dict[str, str]) -> list[dict[str, Any]] | None:
