@@ -3,8 +3,9 @@
 - ``tenure key PATH`` prints the key agents' edits of PATH take; ``tenure lock acquire --path
   src/ --subtree`` takes it, so a person's lease blocks an agent's edit through the hook route;
   a plain ``src/`` that is a folder here is taken as typed, with a note that it blocks no agent;
-- ``--ttl`` past the policy says how to hold longer; ``--wait`` past the server's 5 minutes per
-  request is honoured (several long polls), never a raw ``wait_ms`` refusal.
+- ``--ttl`` past the policy says how to hold longer (a token's ``--ttl`` says its range);
+  ``--wait`` past the server's 5 minutes per request is honoured (several long polls), never
+  a raw ``wait_ms`` refusal.
 """
 
 from __future__ import annotations
@@ -65,9 +66,15 @@ def test_a_plain_key_that_is_a_folder_here_is_taken_with_a_note(
 
 
 def test_durations_say_how_to_hold_longer_and_long_waits_wait(
-    shell: Callable[..., Shell],
+    shell: Callable[..., Shell], tmp_path: Path
 ) -> None:
     jo = shell("jo")
+    db = f"sqlite:///{tmp_path / 'tokens.db'}"
+    said = fails(jo, 2, "principal", "add", "zed", "--ttl", "4000d", "--db", db)
+    assert said == (
+        "tenure: --ttl 4000d is out of range: a token lives 1s to 3660d (leave --ttl out: "
+        "no expiry)\n"
+    )
     said = fails(jo, 2, "lock", "acquire", "jobs/a", "--ttl", "2h")
     assert said.startswith("tenure: --ttl 2h is too long: at most 10m (policy max_ttl). ")
     assert "tenure lock extend KEY 2h" in said and "tenure run KEY -- COMMAND" in said

@@ -76,6 +76,9 @@ def out_of_range(err: InvalidRequest) -> str:
         return f"{err.detail} (field {err.field})"
     limit = format_like(bound, typed) if typed else format_duration(bound)
     what = f"--{name} {typed}" if typed else name
+    if "principal" in COMMAND:  # a token's lifetime, not a lease's
+        span = f"{format_duration(err.minimum or 0)} to {format_duration(err.maximum or 0)}"
+        return f"{what} is out of range: a token lives {span} (leave --ttl out: no expiry)"
     if low:
         return f"{what} is too short: at least {limit} (policy min_{name})"
     return f"{what} is too long: at most {limit} (policy max_{name}){longer(name, typed)}"

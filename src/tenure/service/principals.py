@@ -58,6 +58,8 @@ def check_ttl(ttl_ms: object) -> int | None:
             f"ttl_ms: a token lifetime of 1000 to {MAX_TOKEN_TTL_MS} ms (10 years); leave it "
             "out for a token that does not expire",
             field="ttl_ms",
+            minimum=1000,
+            maximum=MAX_TOKEN_TTL_MS,
         )
     return ttl_ms
 
