@@ -164,9 +164,11 @@ def test_connection_and_token_errors_say_what_to_do(
 def test_durations_are_refused_in_the_units_typed(jo: Shell, jos: tenure.Client) -> None:
     jos.items.create("Deploy", id="deploy")
     said = fails(jo, 2, "claim", "deploy", "--ttl", "1h")
-    assert said == "tenure: --ttl 1h is too long: at most 10m (policy max_ttl)\n"
+    assert said.startswith("tenure: --ttl 1h is too long: at most 10m (policy max_ttl). ")
+    assert "`tenure extend ITEM 1h`" in said  # and how to hold it longer
     said = fails(jo, 2, "lock", "acquire", "jobs/a", "--ttl", "3600")
-    assert said == "tenure: --ttl 3600 is too long: at most 600s (policy max_ttl)\n"
+    assert said.startswith("tenure: --ttl 3600 is too long: at most 600s (policy max_ttl). ")
+    assert "`tenure lock extend KEY 3600`" in said
     said = fails(jo, 2, "lock", "acquire", "jobs/a", "--ttl", "500ms")
     assert said == "tenure: --ttl 500ms is too short: at least 1000ms (policy min_ttl)\n"
     problem = json.loads(jo("claim", "deploy", "--ttl", "1h", "--json").stderr)

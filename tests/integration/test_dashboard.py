@@ -640,3 +640,38 @@ def test_a_phone_wide_screen_shows_every_nav_link_and_sign_out(live_server, brow
         expect(page.locator("#signin")).to_be_visible()
     finally:
         context.close()
+
+
+def test_an_edit_of_a_held_file_by_another_session_stands_out(live_server, tabs):
+    """An ``unleased_edit`` (a shell command changed a file another session held) is shown
+    first on the overview and marked in the event feed, naming both sessions."""
+    agent = live_server.http(live_server.token_for("jo", kind="agent"))
+    where = {"repo": "github.com/acme/shop", "root": "/home/dev/shop"}
+    edit = {
+        "hook_event_name": "PreToolUse", "session_id": "A", "cwd": "/home/dev/shop",
+        "tool_name": "Edit", "tool_input": {"file_path": "/home/dev/shop/src/app.py"},
+    }  # fmt: skip
+    assert ok(agent.post("/v1/hooks/claude-code", params=where, json=edit)) == {}
+    tab = tabs(live_server.url)
+    page = tab.sign_in(live_server.admin_token, "root")
+    tab.live()
+    expect(page.locator("#alerts")).to_be_hidden()
+    ran = {
+        "hook_event_name": "PostToolUse", "session_id": "B", "cwd": "/home/dev/shop",
+        "tool_name": "Bash", "tool_input": {"command": "echo >> src/app.py"},
+        "tenure_changed": [{"path": "src/app.py", "at": int(time.time() * 1000) + 5_000}],
+    }  # fmt: skip
+    assert ok(agent.post("/v1/hooks/claude-code", params=where, json=ran))["decision"] == "block"
+    alert = page.locator('#unleased-edits li[data-type="unleased_edit"]')
+    expect(alert).to_contain_text("files/github.com/acme/shop/src/app.py")
+    expect(alert).to_contain_text("changed by jo (session B) while jo (session A) held it")
+    tab.go("#/events")
+    row = page.locator('#events-body tr[data-type="unleased_edit"]')
+    expect(row).to_contain_text("changed by jo (session B) while jo (session A) held it")
+    page.reload()  # the overview finds it in the log too
+    tab.go("#/")
+    expect(page.locator('#unleased-edits li[data-type="unleased_edit"]')).to_have_count(1)
+    # once the live feed has brought it too (the latest events), it is still shown once
+    expect(page.locator('#recent-events li[data-type="unleased_edit"]')).to_have_count(1)
+    expect(page.locator('#unleased-edits li[data-type="unleased_edit"]')).to_have_count(1)
+    tab.shot("unleased-edit")

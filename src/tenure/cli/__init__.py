@@ -15,6 +15,7 @@ from tenure.cli import dispatch as _dispatch  # noqa: F401
 from tenure.cli import fence as _fence  # noqa: F401
 from tenure.cli import hook as _hook  # noqa: F401
 from tenure.cli import items as _items  # noqa: F401
+from tenure.cli import keys as _keys  # noqa: F401
 from tenure.cli import locks as _locks  # noqa: F401
 from tenure.cli import ops as _ops  # noqa: F401
 from tenure.cli import ownership as _ownership  # noqa: F401

@@ -42,6 +42,9 @@ def format_like(ms: int, typed: str | None) -> str:
 #: the durations typed on this command line, by parameter name (``ttl`` → ``1h``), so that a
 #: refusal can be worded in the user's units
 TYPED: dict[str, str] = {}
+#: the command those durations were typed for (``tenure lock acquire``): a refusal names the
+#: command that holds longer in its words
+COMMAND: list[str] = []
 
 
 class Duration(click.ParamType[int, Any]):
@@ -54,6 +57,7 @@ class Duration(click.ParamType[int, Any]):
             return value
         if param is not None and param.name:
             TYPED[param.name] = str(value)
+            COMMAND[:] = ctx.command_path.split() if ctx is not None else []
         try:
             ms = parse_duration(str(value))
         except ValueError as err:
@@ -64,3 +68,9 @@ class Duration(click.ParamType[int, Any]):
 
 
 DURATION = Duration()
+
+
+def one_poll(left_ms: int, cap_ms: int) -> int:
+    """The wait of the next long poll of a ``--wait`` with ``left_ms`` to go: the server waits
+    at most ``cap_ms`` per request, so a longer wait is several polls in a row."""
+    return max(1, min(left_ms, cap_ms))

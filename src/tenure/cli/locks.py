@@ -3,19 +3,24 @@
 from __future__ import annotations
 
 import json
+import time
 from contextlib import nullcontext
 from typing import Any
 
 import click
 
 from tenure.cli.app import cli
-from tenure.cli.completion import KEY
+from tenure.cli.completion import KEY, complete_keys
 from tenure.cli.context import cli_of, verb
-from tenure.cli.durations import DURATION
+from tenure.cli.durations import DURATION, one_poll
 from tenure.cli.interrupt import interruptible
+from tenure.cli.keys import path_key, warn_if_a_path
 from tenure.cli.render import pairs, table
+from tenure.client import Client
 from tenure.core.models import Lease
 from tenure.core.text import clock, relative, when
+from tenure.core.validate import MAX_WAIT_MS
+from tenure.errors import LeaseHeld
 from tenure.verbs import leases as lv
 
 
@@ -75,6 +80,40 @@ def leases_table(leases: list[Lease]) -> Any:
     )  # fmt: skip
 
 
+def key_to_take(key: str | None, path: str | None) -> str:
+    """KEY, or the key of ``--path`` (exactly one of them)."""
+    if (key is None) == (path is None):
+        raise click.UsageError("give KEY or --path PATH (one of them)")
+    if path is not None:
+        return path_key(path).key
+    assert key is not None
+    warn_if_a_path(key)
+    return key
+
+
+def acquire_waiting(
+    client: Client,
+    key: str,
+    ttl: int | None,
+    task: str | None,
+    meta: dict[str, Any] | None,
+    wait: int | None,
+    scope: str | None,
+) -> Lease:
+    """``--wait`` as long as asked: the server long-polls at most 5 minutes per request, so a
+    longer wait is several polls in a row until it ends (the last refusal is the answer)."""
+    if not wait:
+        return client.acquire(key, ttl, task, meta, None, scope=scope)
+    until = time.monotonic() + wait / 1000
+    while True:
+        left = round((until - time.monotonic()) * 1000)
+        try:
+            return client.acquire(key, ttl, task, meta, one_poll(left, MAX_WAIT_MS), scope=scope)
+        except LeaseHeld:
+            if left <= MAX_WAIT_MS:
+                raise
+
+
 @cli.group(
     epilog="\b\nExamples:\n  tenure lock acquire jobs/nightly --ttl 30s --task cron\n"
     "  tenure lock ls --prefix jobs/"
@@ -89,13 +128,23 @@ def lock() -> None:
     "acquire",
     summary="Acquire a lease on KEY (renews it if your session holds it).",
     example="tenure lock acquire jobs/nightly --ttl 30s --task cron:nightly\n"
-    "tenure lock acquire deploy/prod --wait 2m --json\n"
-    'tenure lock acquire src/billing/ --subtree --ttl 2h --task "refactor"',
+    "tenure lock acquire deploy/prod --wait 10m --json\n"
+    'tenure lock acquire --path src/billing/ --subtree --ttl 10m --task "refactor"\n'
+    'tenure lock extend "$(tenure key src/billing/)" 2h',
 )
-@KEY
+@click.argument("key", required=False, shell_complete=complete_keys)
+@click.option(
+    "--path",
+    help="Take the key of this file or folder, the one agents' edits take "
+    "(files/<repo>/<path>; see tenure key), instead of KEY.",
+)
 @click.option("--ttl", type=DURATION, help="Lease duration (90s, 5m, 2h; default: the policy's).")
 @click.option("--task", help="What the lease serves (shown to whoever is refused).")
-@click.option("--wait", type=DURATION, help="Wait this long while someone else holds it.")
+@click.option(
+    "--wait",
+    type=DURATION,
+    help="Wait this long while someone else holds it (longer than 5m: several long polls).",
+)
 @click.option("--meta", help="Small JSON object stored with the lease.")
 @click.option(
     "--subtree",
@@ -104,18 +153,27 @@ def lock() -> None:
     "a key under it or a subtree above it.",
 )
 def lock_acquire(
-    key: str, ttl: int | None, task: str | None, wait: int | None, meta: str | None, subtree: bool
+    key: str | None,
+    path: str | None,
+    ttl: int | None,
+    task: str | None,
+    wait: int | None,
+    meta: str | None,
+    subtree: bool,
 ) -> None:
     """Acquire KEY and print the lease and its fencing token. The CLI remembers the token, so
     `lock renew`, `extend` and `release` do not need it. The lease is your CLI session's:
     acquiring it again renews it; a lease another session of yours holds (a `tenure run`, a
     script) is refused like anyone else's (exit 3). With --subtree (KEY ending in /) the lease
-    holds every key under KEY: nobody else gets one while it lives."""
+    holds every key under KEY: nobody else gets one while it lives. With --path PATH instead
+    of KEY, the key is the one coding agents' edits of PATH take (`tenure key PATH`), so the
+    lease blocks them: `--path src/billing/ --subtree` holds every file under src/billing/."""
+    key = key_to_take(key, path)
     run = cli_of()
     scope = "subtree" if subtree else None
     meta_ = parse_json_object(meta, "--meta")
     with interruptible() if wait else nullcontext():  # Ctrl-C, SIGTERM: nothing stays held
-        lease = run.client.acquire(key, ttl, task, meta_, wait, scope=scope)
+        lease = acquire_waiting(run.client, key, ttl, task, meta_, wait, scope)
     run.remember(key, lease.token)
     run.out.emit(lv.ACQUIRE.wire(lease), lambda: lease_table(lease))
 

@@ -135,9 +135,9 @@ def principal_set_roles(name: str, roles: tuple[str, ...], db: str | None) -> No
 @DIRECT_DB
 def principal_remove(name: str, db: str | None) -> None:
     """Remove NAME: its tokens are revoked at once and it is gone (its events stay). Admins
-    remove anyone, a principal the agents it dispatched (others: exit 1). Refused with exit 3,
-    naming them, while it holds a live lease or is assigned an item that is not done or
-    cancelled: release or reassign those first."""
+    remove anyone, a principal the agents it dispatched (others: exit 1). Its live leases are
+    force-released with it (reason principal_removed). Refused with exit 3, naming them, while
+    it is assigned an item that is not done or cancelled: reassign those first."""
     if db:
         gone, removal = on_database(db, lambda p: p.remove(None, name))
         revoked = list(removal.revoked)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from tenure.cli.context import Cli
-from tenure.cli.durations import TYPED, format_like, parse_duration
+from tenure.cli.durations import COMMAND, TYPED, format_like, parse_duration
 from tenure.client import TransportError
 from tenure.client._shared import UnexpectedReply
 from tenure.core.text import format_duration
@@ -76,6 +76,30 @@ def out_of_range(err: InvalidRequest) -> str:
         return f"{err.detail} (field {err.field})"
     limit = format_like(bound, typed) if typed else format_duration(bound)
     what = f"--{name} {typed}" if typed else name
+    if "principal" in COMMAND:  # a token's lifetime, not a lease's
+        span = f"{format_duration(err.minimum or 0)} to {format_duration(err.maximum or 0)}"
+        return f"{what} is out of range: a token lives {span} (leave --ttl out: no expiry)"
     if low:
         return f"{what} is too short: at least {limit} (policy min_{name})"
-    return f"{what} is too long: at most {limit} (policy max_{name})"
+    return f"{what} is too long: at most {limit} (policy max_{name}){longer(name, typed)}"
+
+
+def longer(name: str, typed: str | None) -> str:
+    """How to hold a lease longer than the policy's ``max_ttl``: a lease is renewed within its
+    ttl, and its deadline extended up to the policy's ``max_lease``; in the command's words."""
+    if name != "ttl":
+        return ""
+    path = COMMAND
+    by = typed or "2h"
+    if "lock" in path:
+        return (
+            f". To hold it longer: acquire it, then `tenure lock extend KEY {by}` (up to the "
+            "policy's max_lease), or `tenure run KEY -- COMMAND`, which renews it while the "
+            "command runs"
+        )
+    if {"claim", "renew", "dispatch"} & set(path[1:2]):
+        return (
+            f". To hold it longer: claim it, then `tenure extend ITEM {by}` (up to the "
+            "policy's max_lease)"
+        )
+    return ""

@@ -376,8 +376,8 @@ class Client(EventsMixin):
         return self._call(pc.set_roles(name, roles))
 
     def remove_principal(self, name: str) -> RemovedPrincipal:
-        """Remove ``name`` and revoke its tokens (admins, its ancestors); refused (``Conflict``)
-        while it holds a live lease or is assigned an open item."""
+        """Remove ``name`` and revoke its tokens (admins, its ancestors); its live leases are
+        force-released with it; refused (``Conflict``) while it is assigned an open item."""
         return self._call(pc.remove_principal(name))
 
     # lifecycle --------------------------------------------------------------------------------

@@ -21,6 +21,10 @@ holds it to that list; ``docs/performance.md`` has the figures.
   heartbeats and session ends (exit 0, the reason on stderr). An edit waits at most
   ``TENURE_HOOK_TIMEOUT_MS`` (10 s) for each server and 45 s in all (Claude Code kills a hook
   after 60 s and then lets the edit through), a heartbeat or an end 1.5 s.
+- After ``Bash`` or any other tool that is not an edit tool (nor one that only reads), the files
+  the working tree changed since the session's previous tool call go with the heartbeat
+  (:mod:`tenure.hooks.detect`): the server reports those another session holds to the model
+  (``unleased_edit``).
 """
 
 from __future__ import annotations
@@ -49,6 +53,10 @@ USAGE = f"usage: tenure hook {{{','.join(HARNESSES)}}}  (reads one hook event on
 # as tenure.settings has them (not imported: it loads pathlib, dataclasses and the policy)
 DEFAULT_HOST, DEFAULT_PORT, LOGIN_FILE = "127.0.0.1", 7676, "login.json"
 SETUP = "tenure agent setup claude-code"
+#: as tenure.hooks.detect has them: no look at the working tree after these (most tool calls)
+READ_ONLY_TOOLS = frozenset(
+    {"Read", "Glob", "Grep", "LS", "WebFetch", "WebSearch", "TodoWrite", "BashOutput"}
+)
 
 
 class Misconfigured(Exception):
@@ -91,6 +99,8 @@ def answer(event: dict[str, Any], body: bytes, env: dict[str, str], edit: bool) 
     names_file = edit or _failed_edit(event)
     query = where(event, env, scope(env) if edit else "repo") if names_file else {}
     body = _resolved(event, body) if names_file else body
+    if not edit:
+        query, body = _looked(event, body, env, query)
     failures = []
     deadline = time.monotonic() + (MAX_TIMEOUT_MS / 1000 if edit else timeout)
     for url in urls:
@@ -111,6 +121,30 @@ def answer(event: dict[str, Any], body: bytes, env: dict[str, str], edit: bool) 
             return _unreachable(edit, url, _refusal(status, reply))
         return _decided(reply, text)
     return _unreachable(edit, ", ".join(urls), "; ".join(failures))
+
+
+def _looked(
+    event: dict[str, Any], body: bytes, env: dict[str, str], query: dict[str, str]
+) -> tuple[dict[str, str], bytes]:
+    """After ``Bash`` or any tool not known to edit or only read: the files the working tree
+    changed since the session's previous tool call go with the heartbeat, for the server to
+    report those another session holds; at the session's end its state file goes.
+    (:mod:`tenure.hooks.detect` is loaded only then: most tool calls only read.)"""
+    name, tool = event.get("hook_event_name"), event.get("tool_name")
+    if name == "SessionEnd":
+        from tenure.hooks import detect
+
+        detect.forget(event, env)
+        return query, body
+    if tool in hookwire.EDIT_TOOL_NAMES or tool in READ_ONLY_TOOLS:
+        return query, body
+    from tenure.hooks import detect
+
+    if not detect.wanted(event):
+        return query, body
+    place = query or where(event, env)
+    changes = detect.look(event, place["root"], env) if place else None
+    return (place, detect.attach(body, event, changes)) if changes else (query, body)
 
 
 def _decided(reply: dict[str, Any], text: bytes) -> int:

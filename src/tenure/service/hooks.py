@@ -9,8 +9,10 @@ only calls the lease service with them and words its refusals.
   could not check. A file outside the repository: no lease, allowed. Past the principal's
   bound on live leases (``quota_exceeded``): a deny that says so.
 - a heartbeat: ``renew_all(session=…)`` of the harness session and of its subagents' sessions
-  (a subagent's heartbeat too: its parent waits for it); an end: ``release`` of every lease of
-  the session and of its subagents'; others: nothing.
+  (a subagent's heartbeat too: its parent waits for it); with the files the tool changed
+  (``tenure_changed``, sent by the command hook after ``Bash`` or any tool that is not an edit
+  tool), those another session holds are recorded (``unleased_edit``) and told to the model;
+  an end: ``release`` of every lease of the session and of its subagents'; others: nothing.
 - a subagent's event (``agent_id``) acts in the subagent's own session
   (:func:`tenure.core.hooks.child_session`): siblings exclude each other, and the parent and its
   subagents too; the parent's heartbeat and end cover its subagents.
@@ -30,11 +32,16 @@ from dataclasses import replace
 from typing import Any
 
 from tenure.core import hooks as h
-from tenure.core.models import KeyRecord, LeaseQuery
+from tenure.core import unleased as u
+from tenure.core.models import EventDraft, KeyRecord, LeaseQuery
 from tenure.errors import InvalidRequest, LeaseHeld, QuotaExceeded, TenureError
 from tenure.service.gitrepo import Repo, cached, locate, resolve
 from tenure.service.leases import Service, Who, as_principal
 
+#: the event's field with the files a tool changed (the command hook's, :mod:`tenure.hooks.detect`)
+CHANGED = "tenure_changed"
+#: the live leases of one repository read to match them against
+LEASES_READ = 10_000
 #: the repository of a working directory (the server's: git, remembered per directory)
 Locate = Callable[[str], Repo | None]
 UNCHECKED = (
@@ -73,6 +80,10 @@ def claude_code(
             place = _place(read.cwd, repo or None, root or None, where)
             _release_failed(service, who, read, place, resolved=not root)
         _beat(service, who, read.parent)  # a subagent's work keeps its parent alive too
+        changes = u.read_changes(event.get(CHANGED))
+        if changes:
+            place = _place(read.cwd, repo or None, root or None, where)
+            return unleased_edits(service, who, read, place, changes)
     elif read.kind == "end":
         _end(service, who, read.session)
     elif read.kind == "prompt" and read.prompt and read.session == read.parent:
@@ -108,6 +119,43 @@ def _children(service: Service, who: Who, session: str) -> list[KeyRecord]:
         found += [r for r in page if r.session != session and h.is_family(r.session, session)]
         after = page[-1].key
     return found
+
+
+def unleased_edits(
+    service: Service, who: Who, ev: h.HookEvent, place: Repo | None, changes: list[u.Change]
+) -> dict[str, Any]:
+    """The changed files another session holds: each recorded (``unleased_edit``, naming the
+    file, the session that changed it, the holder, its session and task) and told to the model
+    at once (``decision: "block"``: the tool ran already, its reason is fed to the model)."""
+    if place is None:
+        return h.allow()
+    me = as_principal(who)
+    keyed = [(h.file_key(place.name, c.path), c) for c in changes]
+    leases = service.list(prefix=h.file_key(place.name, ""), limit=LEASES_READ)
+    found = u.found(keyed, leases, me.name, ev.session)
+    if not found:
+        return h.allow()
+    at = {c.path: c.at for c in changes}
+    events = tuple(
+        EventDraft(u.UNLEASED_EDIT, f.key, f.lease.holder, f.lease.task, f.lease.token,
+                   me.name, data=u.event_data(f, ev.session, at[f.path]))
+        for f in found
+    )  # fmt: skip
+    _record(service, found[0].lease.key, events)
+    said = u.told(found)
+    return {
+        "decision": "block",
+        "reason": said,
+        "systemMessage": f"tenure: this session changed {len(found)} file(s) another session "
+        f"holds: {', '.join(f.path for f in found)}",
+    }
+
+
+def _record(service: Service, key: str, events: tuple[EventDraft, ...]) -> None:
+    """Append ``events`` in a transaction of ``key`` (the holder's lease: its row exists)."""
+    with service.store.key_tx(key) as tx:
+        tx.append(events)
+    service.committed(events)
 
 
 def _malformed(bad: h.Malformed) -> dict[str, Any]:

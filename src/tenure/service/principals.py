@@ -58,6 +58,8 @@ def check_ttl(ttl_ms: object) -> int | None:
             f"ttl_ms: a token lifetime of 1000 to {MAX_TOKEN_TTL_MS} ms (10 years); leave it "
             "out for a token that does not expire",
             field="ttl_ms",
+            minimum=1000,
+            maximum=MAX_TOKEN_TTL_MS,
         )
     return ttl_ms
 
@@ -166,6 +168,7 @@ class Principals:
                 actor=actor.name,
                 reason="admin role or ancestry required",
             )
+        # its last valid token: its leases are force-released with it (credentials_revoked)
         if not self.store.revoke_token(name, token_id, actor.name):
             raise NotFound(f"no live token {token_id!r} of {name!r}", what="token")
         for listener in self.on_revoke:
@@ -203,8 +206,9 @@ class Principals:
         return changed
 
     def remove(self, actor: Principal | None, name: str) -> tuple[Principal, Removal]:
-        """Remove ``name`` and revoke its tokens (admins, and its ancestors); refused while it
-        holds a live lease or is assigned an open item (``409 conflict`` naming them)."""
+        """Remove ``name`` and revoke its tokens (admins, and its ancestors), force-releasing its
+        live leases (reason ``principal_removed``) in the same transaction; refused while it is
+        assigned an open item or dispatched principals (``409 conflict`` naming them)."""
         found = self._existing(name)
         if actor is not None and not (actor.is_admin or actor.name in self.ancestors(name)):
             raise Forbidden(

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from tenure.core.models import EventDraft, Principal, principal_created, token_event
+from tenure.core.work import ITEM_PREFIX, Transfer
 from tenure.store import rows
 from tenure.store.values import NewToken, Removal, TokenInfo
 
@@ -42,11 +43,11 @@ def remove(
     if row is None:
         return None, []
     who = {"name": name, "now": now}
-    leases = tuple(r[0] for r in cur.execute(q["live_leases_of"], who).fetchall())
     items = tuple(r[0] for r in cur.execute(q["open_items_of"], {"name": name}).fetchall())
     children = tuple(r[0] for r in cur.execute(q["children_of"], {"name": name}).fetchall())
-    if leases or items or children:
-        return Removal(False, leases=leases, items=items, children=children), []
+    if items or children:
+        return Removal(False, items=items, children=children), []
+    ended = end_leases(cur, q, name, now, actor, PRINCIPAL_REMOVED)
     revoked = tuple(r[0] for r in cur.execute(q["revoke_all_tokens"], who).fetchall())
     for query in ("delete_tokens", "delete_cursors", "delete_principal"):
         cur.execute(q[query], {"name": name})
@@ -54,7 +55,55 @@ def remove(
     events = [token_event("token_revoked", name, t, actor, "principal removed") for t in revoked]
     data = {"kind": gone.kind, "roles": list(gone.roles), "parent": gone.parent}
     events.append(EventDraft("principal_removed", None, name, actor=actor, data=data))
-    return Removal(True, revoked=revoked), events
+    keys = tuple(e.key for e in ended if e.key is not None)
+    return Removal(True, revoked=revoked, leases=keys), [*ended, *events]
+
+
+SERVER = "tenure"  # the actor of a transfer no principal asked for (the CLI on the database)
+#: the reasons of the force-releases that end a principal's leases with its credentials
+PRINCIPAL_REMOVED = "principal_removed: its principal was removed"
+CREDENTIALS_REVOKED = "credentials_revoked: its principal's last valid token was revoked"
+
+
+def end_leases(
+    cur: Cursor, q: Mapping[str, str], name: str, now: int, actor: str | None, reason: str
+) -> list[EventDraft]:
+    """Force-release every live lease of ``name`` (item claims too: the claim's epoch is dead,
+    a transfer records it and an assigned item reads revoked), in the caller's transaction:
+    the ``force_released`` events to append. Credentials and leases end together."""
+    events = []
+    for key, token, holder, task, acquired_at, session in cur.execute(
+        q["end_leases_of"], {"name": name, "now": now}
+    ).fetchall():
+        data: dict[str, Any] = {"held_ms": max(0, now - acquired_at)}
+        if session:
+            data["session"] = session
+        events.append(EventDraft("force_released", key, holder, task, token, actor, reason, data))
+        if key.startswith(ITEM_PREFIX):
+            _end_claim(cur, q, key[len(ITEM_PREFIX) :], holder, token, actor, reason, now)
+    return events
+
+
+def _end_claim(
+    cur: Cursor,
+    q: Mapping[str, str],
+    item: str,
+    holder: str,
+    epoch: int,
+    actor: str | None,
+    note: str,
+    now: int,
+) -> None:
+    found = cur.execute(q["revoke_claimed_item"], {"id": item, "now": now}).fetchone()
+    assignee = found[0] if found else None
+    moved = Transfer(item, holder, assignee, epoch, "force_released", actor or SERVER, now, note)
+    cur.execute(q["insert_transfer"], rows.transfer_params(moved))
+
+
+def has_valid_token(cur: Cursor, q: Mapping[str, str], name: str, now: int) -> bool:
+    """Whether ``name`` still has a token that authenticates."""
+    row = cur.execute(q["valid_tokens_of"], {"name": name, "now": now}).fetchone()
+    return bool(row and int(row[0]) > 0)
 
 
 def add(

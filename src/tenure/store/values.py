@@ -55,10 +55,10 @@ class TokenInfo:
 
 @dataclass(frozen=True)
 class Removal:
-    """What removing a principal did: ``removed``, with the ids of the tokens it revoked; or
-    not, because of the live leases it holds (``leases``, keys) and the open items assigned to
-    it (``items``, ids) or the principals it dispatched (``children``: their rights follow
-    its name, so a principal added later under that name would inherit them; each list cut at
+    """What removing a principal did: ``removed``, with the ids of the tokens it revoked and the
+    keys of the live leases it force-released (``leases``); or not, because of the open items
+    assigned to it (``items``, ids) or the principals it dispatched (``children``: their rights
+    follow its name, so a principal added later under that name would inherit them; each list cut at
     10)."""
 
     removed: bool

@@ -57,13 +57,18 @@ class Writes(Transactional, Protocol):
         self, name: str, token_id: str, actor: str | None = None, reason: str | None = None
     ) -> bool:
         """Revoke a token of ``name`` (and record ``token_revoked``); ``False`` if it has no
-        such unrevoked token."""
+        such unrevoked token. When it was the last token of ``name`` that authenticates, its
+        live leases are force-released in the same transaction (``credentials_revoked``)."""
         with self._writing() as cur:
             now = self._now_in(cur)
             params = {"id": token_id, "principal": name, "now": now}
             if cur.execute(self.Q["revoke_token"], params).rowcount != 1:
                 return False
-            self._append(cur, [token_event("token_revoked", name, token_id, actor, reason)], now)
+            events = [token_event("token_revoked", name, token_id, actor, reason)]
+            if not principal_writes.has_valid_token(cur, self.Q, name, now):
+                ended = principal_writes.CREDENTIALS_REVOKED
+                events += principal_writes.end_leases(cur, self.Q, name, now, actor, ended)
+            self._append(cur, events, now)
             return True
 
     def revoke_ended_agents(self, limit: int) -> list[Event]:
@@ -101,9 +106,10 @@ class Writes(Transactional, Protocol):
             return principal
 
     def remove_principal(self, name: str, actor: str | None) -> Removal | None:
-        """In one transaction: unless ``name`` holds a live lease or is assigned an open item,
-        revoke its live tokens (``token_revoked``), delete it, its tokens and its event cursors,
-        and record ``principal_removed``. ``None`` if there is no such principal."""
+        """In one transaction: unless ``name`` is assigned an open item or dispatched a principal,
+        force-release its live leases (``principal_removed``), revoke its live tokens
+        (``token_revoked``), delete it, its tokens and its event cursors, and record
+        ``principal_removed``. ``None`` if there is no such principal."""
         with self._writing() as cur:
             now = self._now_in(cur)
             removal, events = principal_writes.remove(cur, self.Q, name, actor, now)

@@ -47,6 +47,15 @@ class ClaudeCodeEventIn(BaseModel):
         Any, _read("the tool's input; `file_path` (`notebook_path` for NotebookEdit)")
     ]
     prompt_id: Annotated[Any, _read("the prompt: the lease's task when present (string)")]
+    tenure_changed: Annotated[
+        Any,
+        _read(
+            "after a tool that is not an edit tool: the files of the working tree it changed, "
+            '`[{"path": "src/app.py", "at": ms}]` (path from the repository root, when it '
+            "changed; at most 200): those another session holds are reported (`unleased_edit`). "
+            "The command hook sends it; an HTTP hook cannot (the server does not read files)"
+        ),
+    ]
     tenure_repo: Annotated[
         str | None,
         Field(
@@ -71,10 +80,14 @@ class HookSpecificOut(BaseModel):
 
 
 class HookReply(BaseModel):
-    """Claude Code's hook output: empty (go on), a deny, or a message for the user."""
+    """Claude Code's hook output: empty (go on), a deny, a message for the user, or after a
+    tool that changed files another session holds, ``decision: "block"`` with the ``reason``
+    the model is told."""
 
     hookSpecificOutput: HookSpecificOut | None = None
     systemMessage: str | None = None
+    decision: str | None = None
+    reason: str | None = None
 
 
 def _claude_code(services: Services, me: Principal, a: ClaudeCodeEventIn) -> dict[str, Any]:

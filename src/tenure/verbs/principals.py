@@ -208,9 +208,11 @@ REMOVE_PRINCIPAL: Verb[NameIn, RemovedPrincipal] = Verb(
     "remove_principal", "DELETE", NAME_PATH, NameIn, _remove, w.to_dict,
     RemovedPrincipal.from_wire, PrincipalRemovedReply, problems=(401, 403, 404, 409, 422),
     tags=("principals",), repeatable=never,
-    doc="Remove `name` (admins, and its ancestors): its tokens are revoked (`token_revoked`) "
-    "and `principal_removed` is recorded. Refused with `409 conflict`, naming them, while it "
-    "holds a live lease or is assigned an item that is not done or cancelled.",
+    doc="Remove `name` (admins, and its ancestors): its live leases are force-released "
+    "(`force_released`, reason `principal_removed`), its tokens revoked (`token_revoked`) and "
+    "`principal_removed` is recorded, in one transaction. Refused with `409 conflict`, naming "
+    "them, while it is assigned an item that is not done or cancelled or has dispatched "
+    "principals.",
 )  # fmt: skip
 TOKEN_FLOOR: Verb[NoArgs, TokenFloor] = Verb(
     "token_floor", "GET", "/v1/admin/token-floor", NoArgs, _floor, w.to_dict,

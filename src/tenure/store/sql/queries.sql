@@ -174,6 +174,24 @@ ORDER BY id LIMIT 10;
 -- ... and the principals it dispatched (their ancestry names it).
 SELECT name FROM tenure_principals WHERE parent = :name ORDER BY name LIMIT 10;
 
+-- name: end_leases_of
+-- A principal's credentials ended (removed, or its last token revoked): its live leases end
+-- with them, force-released, their tokens dead for fenced writes.
+UPDATE tenure_leases SET ended = 'force_released', fence_open = false
+WHERE holder = :name AND ended IS NULL AND expires_at > :now
+RETURNING key, token, holder, task, acquired_at, session;
+
+-- name: revoke_claimed_item
+-- An item whose claim so ended reads revoked until someone takes it over (as a force-release).
+UPDATE tenure_items SET revoked = true, updated_at = :now
+WHERE id = :id AND assignee IS NOT NULL
+RETURNING assignee, epoch;
+
+-- name: valid_tokens_of
+-- The tokens of a principal that still authenticate.
+SELECT count(*) FROM tenure_tokens
+WHERE principal = :name AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > :now);
+
 -- name: delete_tokens
 DELETE FROM tenure_tokens WHERE principal = :name;
 

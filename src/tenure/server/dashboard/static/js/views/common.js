@@ -17,8 +17,20 @@ function dataField(k, v) {
   return `${k.replace(/_/g, " ")} ${typeof v === "string" ? v : JSON.stringify(v)}`;
 }
 
+// A file changed by a session while another held it: who changed it, whose lease it was.
+function unleasedText(e) {
+  const d = e.data || {};
+  const holder = d.holder_session ? `${e.holder} (session ${d.holder_session})` : e.holder;
+  const held = d.held_key && d.held_key !== e.key ? ` under ${d.held_key}` : "";
+  return `changed by ${e.actor ?? "?"}${d.session ? ` (session ${d.session})` : ""} while ${holder} held it${held}`;
+}
+
 export function eventDetails(e) {
   const parts = [];
+  if (e.type === "unleased_edit") {
+    return [h("span", { class: "reason reason-forced unleased" }, unleasedText(e)),
+      e.data?.changed_at ? h("span", { class: "muted data" }, `changed at ${fmtTime(e.data.changed_at)}`) : null];
+  }
   if (e.reason) parts.push(h("span", { class: reasonClass(e) }, `reason: ${e.reason}`));
   const data = { ...(e.data || {}) };
   if (e.type === "progress") {
@@ -69,6 +81,7 @@ export function eventLine(e) {
     h("span", { class: "event-line-key" }, e.key ? keyLink(e.key) : ""),
     h("span", { class: "muted event-line-who" }, e.actor && e.actor !== e.holder ? `${e.holder ?? ""} · by ${e.actor}` : e.holder ?? ""),
     e.reason ? h("span", { class: reasonClass(e) }, e.reason) : null,
+    e.type === "unleased_edit" ? h("span", { class: "reason reason-forced" }, unleasedText(e)) : null,
   );
 }
 

@@ -10,6 +10,7 @@ const TYPES = [
   "acquired", "renewed", "extended", "released", "expired", "force_released", "conflict", "taken_over",
   "claimed", "progress", "completed", "cancelled", "dispatched", "reassigned", "stalled",
   "item_created", "item_edited", "item_status", "principal_created", "token_issued", "token_revoked",
+  "unleased_edit",
 ];
 const MAX_ROWS = 500;
 

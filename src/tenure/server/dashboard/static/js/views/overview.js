@@ -3,6 +3,7 @@
 
 import { api } from "../api.js";
 import { endingsChart } from "../chart.js";
+import { recentEvents } from "../sse.js";
 import { card, clear, empty, fmtDuration, fmtInt, fmtShare, h, keyLink, problemBox, throttle } from "../dom.js";
 import { ENDINGS, feed, onFeedEvent } from "../feed.js";
 import { eventLine } from "./common.js";
@@ -38,6 +39,12 @@ export function overview(el) {
   const hotBody = h("div", { id: "hottest" });
   const expBody = h("div", { id: "expiring" });
   const recent = h("ul", { class: "event-lines", id: "recent-events" });
+  // Files changed by one session while another held them: shown first, when there are any.
+  const unleasedList = h("ul", { class: "event-lines", id: "unleased-edits" });
+  const alerts = h("div", { id: "alerts", hidden: true },
+    card("Held files changed by another session", unleasedList, {
+      actions: h("a", { href: "#/events?type=unleased_edit", class: "card-link" }, "All of them →"),
+    }));
   const spanButtons = h(
     "div",
     { class: "segmented" },
@@ -52,6 +59,7 @@ export function overview(el) {
 
   el.append(
     h("div", { class: "page-head" }, h("h1", {}, "Overview"), h("p", { class: "muted" }, "Where work ends: released by its holder, or expired mid-task.")),
+    alerts,
     stats,
     h("div", { class: "grid grid-2-1" },
       card("Lease endings over time", chartBody, { actions: spanButtons }),
@@ -125,17 +133,37 @@ export function overview(el) {
     clear(recent, last.length ? last.map(eventLine) : h("li", { class: "empty" }, "No events yet."));
   }
 
+  const unleased = [];
+  function showUnleased(e) {
+    if (unleased.some((x) => x.id === e.id)) return; // from the log and the live feed both
+    unleased.unshift(e);
+    unleased.sort((a, b) => b.id - a.id);
+    unleased.splice(10);
+    clear(unleasedList, unleased.map(eventLine));
+    alerts.hidden = false;
+  }
+  async function loadUnleased() {
+    try {
+      const r = await recentEvents({ type: "unleased_edit" }, 10);
+      for (const e of r.events) showUnleased(e);
+    } catch {
+      // the alerts are extra: the rest of the overview says what went wrong
+    }
+  }
+
   let alive = true;
   const statsSoon = throttle(() => alive && loadStats(), 1500);
   const timelineSoon = throttle(() => alive && loadTimeline(), 3000);
   const off = onFeedEvent((e) => {
     renderRecent();
+    if (e.type === "unleased_edit") showUnleased(e);
     if (ENDINGS.has(e.type) || e.type === "acquired" || e.type === "conflict") statsSoon();
     if (ENDINGS.has(e.type)) timelineSoon();
   });
   loadStats();
   loadTimeline();
   renderRecent();
+  loadUnleased();
   const timers = [setInterval(loadStats, 15_000), setInterval(loadTimeline, 30_000)];
   return {
     unmount() {
