@@ -94,8 +94,9 @@ def test_a_command_that_cannot_be_found_is_red(project: Project, live_server: An
     done = project("doctor", TENURE_TOKEN=jo, PATH="/usr/bin:/bin")
     assert done.returncode == 1
     says = json.loads(project("doctor", "--json", TENURE_TOKEN=jo).stdout)["checks"][0]["says"]
-    assert "`/nowhere/bin/tenure hook claude-code` failed (not found" in says
-    assert "lets the edit through" in says and "--exe the absolute path" in says
+    # setup guards the command: a command that is not found blocks every edit (exit 2)
+    assert "every edit would be" in says and "/nowhere/bin/tenure: not found" in says
+    assert "the hook could not run" in says
     assert "red: " in done.stdout
 
 

@@ -177,12 +177,13 @@ def test_an_empty_file_is_an_empty_document() -> None:
 
 
 def test_an_older_setup_gets_the_new_registration_in_place() -> None:
-    """A settings file written before heartbeats were async (and before PostToolUseFailure)
-    is brought up to date by running setup again, nothing else moved."""
+    """A settings file written before PostToolUseFailure was registered (with PostToolUse run
+    in the background, as a release did) is brought up to date by running setup again,
+    nothing else moved: PostToolUse is waited on (it reports shell edits)."""
     old = copy.deepcopy(THEIRS)
     hook = COMMAND.hook()
-    old["hooks"]["PostToolUse"] = [{"matcher": "*", "hooks": [hook]}]
+    old["hooks"]["PostToolUse"] = [{"matcher": "*", "hooks": [{**hook, "async": True}]}]
     new = hs.add_hooks(old, COMMAND)
-    assert new["hooks"]["PostToolUse"] == [{"matcher": "*", "hooks": [{**hook, "async": True}]}]
+    assert new["hooks"]["PostToolUse"] == [{"matcher": "*", "hooks": [hook]}]
     assert new["hooks"]["PostToolUseFailure"][0]["hooks"][0]["async"] is True
     assert hs.remove_hooks(new) == {**THEIRS}
