@@ -35,3 +35,11 @@ def floor_for(tx: KeyTx) -> int:
     (a live lease renews or is refused: its token stays)."""
     rec = tx.record
     return 0 if rec is not None and rec.is_live(tx.now) else tx.token_floor()
+
+
+def resume(store: Store) -> TokenFloor:
+    """A server starts on ``store``: it cannot prove that the database is the one it (or
+    another server) last granted tokens from rather than a restored backup or an old copy, so
+    it raises the floor from the clock (``token_floor_set``, reason ``restart``) before it
+    serves anything. A database that never granted a token keeps counting from 1."""
+    return store.raise_token_floor("restart")

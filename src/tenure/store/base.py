@@ -153,6 +153,12 @@ class Store(Reads, Writes, Compaction, Protocol):
         """Check that the database can be reached and read now; the driver's error if not."""
         ...
 
+    def recovered(self) -> None:
+        """The database answers again after an outage the server's watch saw: make sure that
+        no token it grants from now on goes back (PostgreSQL: the floor is raised from the
+        clock, :mod:`tenure.store.postgres.continuity`); raises if it cannot."""
+        ...
+
     def key_tx(
         self,
         key: str,
