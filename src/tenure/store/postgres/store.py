@@ -37,12 +37,12 @@ from tenure.store.health import Health
 from tenure.store.postgres import renew_json, tree
 from tenure.store.postgres import session as session
 from tenure.store.postgres import tx as tx_module
+from tenure.store.postgres.continuity import Continuity
 from tenure.store.postgres.listen import Listener, notices
 from tenure.store.postgres.pool import Pool, probe_connection
 from tenure.store.postgres.stats import PostgresStats
 from tenure.store.postgres.tx import SAVEPOINT, Batch, Group, KeyTx, over_bound, record
 from tenure.store.reads import Reads
-from tenure.store.postgres.continuity import Continuity
 from tenure.store.sqlfiles import migrations, queries
 from tenure.store.values import Reach
 from tenure.store.writes import Writes
