@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tenure.core.work import ITEM_PREFIX
 from tenure.core.models import KeyRecord, Scope
 from tenure.core.subtree import ancestors
+from tenure.core.work import ITEM_PREFIX
 
 
 def prefixes_above(key: str) -> tuple[str, ...]:
