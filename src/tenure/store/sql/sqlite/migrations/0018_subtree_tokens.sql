@@ -5,3 +5,6 @@ CREATE TABLE tenure_subtree_tokens (
     prefix TEXT PRIMARY KEY,
     token INTEGER NOT NULL
 ) WITHOUT ROWID;
+-- The subtree leases a database has already (their rows keep the latest one on each prefix).
+INSERT INTO tenure_subtree_tokens (prefix, token)
+SELECT key, token FROM tenure_leases WHERE scope = 'subtree' AND token > 0;
