@@ -161,6 +161,30 @@ class Model:
         self.register: dict[str, FencedValue] = {}
         self.ops: dict[tuple[str, int, str], tuple[FencedWrite, str]] = {}  # and its writer
         self.last_key = KEYS[0]  # the key of the latest acquisition
+        self.subtree_tokens: dict[str, int] = {}  # prefix -> latest token of a subtree lease
+
+    def grant_above(self, key: str) -> tuple[int, str | None]:
+        """The latest subtree token on a prefix above ``key``, and that prefix."""
+        above = [
+            (t, p)
+            for p, t in self.subtree_tokens.items()
+            if len(key) > len(p) and key.startswith(p)
+        ]
+        return max(above) if above else (0, None)
+
+    def tree_floor(self, key: str, scope: str) -> int:
+        """What a new token must exceed besides the key's own: the subtree tokens above and,
+        for a subtree, every token granted under it."""
+        floor = self.grant_above(key)[0]
+        if scope == "subtree":
+            under = [
+                t
+                for k, ts in self.issued.items()
+                if len(k) > len(key) and k.startswith(key)
+                for t in ts
+            ]
+            floor = max([floor, *under])
+        return floor
 
     @staticmethod
     def ttl(key: str, ttl_ms: int | None) -> int | Err:
@@ -213,7 +237,12 @@ class Model:
         if token > rec.token:
             return err(tenure.StaleToken, key=key, token=token, current_token=rec.token)
         if token < rec.token:
-            return err(tenure.LeaseLost, key=key, token=token, reason=self.endings[key, token])
+            return err(
+                tenure.LeaseLost,
+                key=key,
+                token=token,
+                reason=self.endings.get((key, token), "expired"),
+            )
         if rec.live(now) and rec.holder != who.name:
             return self.not_holder(rec)
         if not rec.live(now):
@@ -258,8 +287,12 @@ class Model:
         blocker = self.blocker(who, key, wide, sid, now)
         if blocker is not None:
             return self.held(key, blocker)
-        if rec is not None and rec.live(now):
+        floor = self.tree_floor(key, wide)
+        widens = rec is not None and wide == "subtree" and rec.scope != "subtree"
+        if rec is not None and rec.live(now) and not (widens and floor >= rec.token):
             rec.scope = wide
+            if wide == "subtree":
+                self.subtree_tokens[key] = max(self.subtree_tokens.get(key, 0), rec.token)
             rec.renewed_at, rec.ttl_ms, rec.renewals = now, ttl, rec.renewals + 1
             rec.expires_at = max(rec.expires_at, now + ttl)
             if task is not None:
@@ -269,8 +302,10 @@ class Model:
             return rec.view(now)
         if rec is not None:
             self.endings[key, rec.token] = rec.state(now)
-        token = (rec.token if rec else 0) + 1
+        token = max(rec.token if rec else 0, floor) + 1
         self.issued[key].append(token)
+        if wide == "subtree":
+            self.subtree_tokens[key] = max(self.subtree_tokens.get(key, 0), token)
         fresh = MLease(
             key, who.name, task, token, ttl, now, now, now + ttl, 0, dict(meta or {}), session=sid,
             scope=wide,
@@ -368,7 +403,14 @@ class Model:
                 return err(tenure.IdempotencyConflict, key=key, op_id=op_id, token=token)
             return first
         rec = self.leases.get(key)
-        if rec is None or token != rec.token or not rec.fence_open:
+        top, prefix = self.grant_above(key)
+        if prefix is not None and top > (rec.token if rec else 0):  # the subtree's token
+            tree = self.leases.get(prefix)
+            held = tree is not None and tree.token == top and tree.scope == "subtree"
+            if token != top or tree is None or not held or not tree.fence_open:
+                return err(tenure.StaleToken, key=key, token=token, current_token=top)
+            rec = tree
+        elif rec is None or token != rec.token or not rec.fence_open:
             current = rec.token if rec else None
             return err(tenure.StaleToken, key=key, token=token, current_token=current)
         if rec.holder != who.name:  # only the holder writes, whoever else knows the token

@@ -172,7 +172,8 @@ def test_upgrading_your_own_key_to_a_subtree_checks_the_keys_under_it(
     assert service.get("a/").scope == "key"  # unchanged
     service.release("bo", "a/x")
     up = subtree(service, "jo", "a/")
-    assert (up.token, up.scope) == (mine.token, "subtree")
+    # a new token: a subtree's token is above every token granted under it (a/x had 1)
+    assert (up.token, up.scope) == (mine.token + 1, "subtree")
 
 
 def test_a_group_sees_what_it_granted_itself(service: Service) -> None:

@@ -26,6 +26,7 @@ from tenure.core.models import (
     Scope,
 )
 from tenure.core.subtree import blocking
+from tenure.core.subtree_tokens import GrantAbove, current_above
 from tenure.core.work import ITEM_PREFIX
 from tenure.errors import (
     Forbidden,
@@ -155,7 +156,7 @@ def decide_acquire(
     blocker = blocking(key, scope, who.name, session, nearby, now) if nearby else None
     if blocker is not None:
         return _refused(_changed(before, rec), blocker, key, who, task, session, events)
-    if rec is not None and rec.is_live(now):
+    if rec is not None and rec.is_live(now) and not _widens(rec, scope, floor):
         changes: dict[str, Any] = {"scope": scope} if scope != rec.scope else {}
         if task is not None:
             changes["task"] = task
@@ -182,6 +183,13 @@ def decide_acquire(
         data["scope"] = scope
     acquired = EventDraft("acquired", key, who.name, task, fresh.token, actor=who.name, data=data)
     return Decision(fresh, (*events, acquired), fresh.lease(now))
+
+
+def _widens(rec: KeyRecord, scope: Scope, floor: int) -> bool:
+    """A live lease widened to a subtree whose token is not above every token under it (and
+    the floor, ``floor``): it gets a new token, so that the subtree's orders the keys under
+    it (:mod:`tenure.core.subtree_tokens`)."""
+    return scope == "subtree" and rec.scope != "subtree" and floor >= rec.token
 
 
 def _refused(
@@ -372,9 +380,12 @@ def decide_write(
     value: Any,
     now: int,
     op_id: str | None = None,
+    above: GrantAbove | None = None,
 ) -> Decision:
     """A fenced write: accepted only from the holder of the key's current token, with that
-    token, whatever the clock says.
+    token, whatever the clock says. ``above``: the latest token granted to a subtree lease
+    above the key; when it is newer than the key's own, it is the key's current token, which
+    only the holder of that subtree lease may write with.
 
     ``duplicate``: the write this ``op_id`` already named under this ``token``, if any. The
     same write again answers the first result; another value under it is refused."""
@@ -382,6 +393,9 @@ def decide_write(
         error = _check_duplicate(duplicate, key, who, token, value, op_id)
         return Decision(None, (), None if error else duplicate, error)
     rec, events = settle(before, now)
+    grant = current_above(rec, above)
+    if grant is not None:  # a subtree lease above was granted since: its token is current
+        return _tree_write(_changed(before, rec), events, grant, register, key, who, token, value)
     if rec is None or token != rec.token or not rec.fence_open:
         current = rec.token if rec else None
         why = "was revoked by a force-release" if rec and token == rec.token else "is stale"
@@ -397,6 +411,36 @@ def decide_write(
     )
     result = FencedWrite(key, token, value, version, writer=who.name)
     return Decision(_changed(before, rec), (*events, event), result)
+
+
+def _tree_write(
+    record: KeyRecord | None,
+    events: tuple[EventDraft, ...],
+    grant: GrantAbove,
+    register: FencedValue | None,
+    key: str,
+    who: Principal,
+    token: int,
+    value: Any,
+) -> Decision:
+    """A fenced write on ``key`` whose current token is the subtree grant ``grant`` above."""
+    lease = grant.holds()
+    if token != grant.token or lease is None:
+        why = "was revoked by a force-release" if token == grant.token else "is stale"
+        error = StaleToken(
+            f"token {token} {why} for {key!r} (a subtree lease above it has token {grant.token})",
+            key=key,
+            token=token,
+            current_token=grant.token,
+        )
+        return Decision(record, events, None, error)
+    if lease.holder != who.name:
+        return Decision(record, events, None, _not_holder(lease))
+    version = (register.version if register else 0) + 1
+    data = {"version": version, "subtree": lease.key}
+    event = EventDraft("written", key, lease.holder, lease.task, token, actor=who.name, data=data)
+    result = FencedWrite(key, token, value, version, writer=who.name)
+    return Decision(record, (*events, event), result)
 
 
 def _canonical(value: Any) -> str:

@@ -43,3 +43,22 @@ def decide_floor(current: int, wanted: Any, actor: str | None) -> EventDraft:
             minimum=current,
         )
     return EventDraft("token_floor_set", None, actor=actor, data={"from": current, "to": wanted})
+
+
+#: why a server raised the floor from the clock (the ``reason`` of its ``token_floor_set``)
+CLOCK_REASONS = ("restart", "reconnect", "database_changed")
+
+
+def floor_from_clock(current: int, now_ms: int, reason: str) -> EventDraft | None:
+    """``token_floor_set`` raising ``current`` to ``now_ms`` in microseconds, or ``None`` if it
+    is that high already. Sound because a token is one more than the key's last one (or than
+    the floor): every token granted before an instant is below that instant's microsecond
+    count, unless a key was granted more than a million times a second since the last raise.
+    A server raises it whenever it cannot prove that its database did not go back in time (a
+    restored backup, a promoted standby that missed commits, an old copy), so that no token is
+    granted twice nor below one already handed out."""
+    wanted = now_ms * 1000
+    if wanted <= current:
+        return None
+    data = {"from": current, "to": wanted}
+    return EventDraft("token_floor_set", None, reason=reason, data=data)

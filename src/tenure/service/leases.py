@@ -43,6 +43,7 @@ from tenure.core.models import (
 from tenure.core.policy import Policy, PolicySet
 from tenure.core.quotas import Quotas
 from tenure.core.retention import audit_before
+from tenure.core.subtree_tokens import prefixes_above
 from tenure.errors import InvalidRequest, NotFound, StaleToken, TenureError
 from tenure.service.compaction import Ages, compact
 from tenure.service.engine import Engine, Who, as_principal
@@ -123,12 +124,14 @@ class Service(Engine):
         wide = v.check_scope(scope, key)
 
         def decide(tx: KeyTx) -> Decision:
-            floor = floor_for(tx)
+            floor = floor_for(tx, wide)
             decision = decide_acquire(
                 tx.record, key, me, ttl, task, meta, tx.now, sid, floor, wide, tx.nearby()
             )
             if decision.error is None:
                 self._bound_lease(tx, decision.record)
+                if wide == "subtree" and decision.record is not None:  # orders the keys under
+                    tx.save_subtree_token(key, decision.record.token)
             return decision
 
         lease: Lease = self._run(key, decide, create=True, reach=Reach(wide, me.name, sid))
@@ -309,6 +312,7 @@ class Service(Engine):
         v.check_value(value, policy)
         if op_id is not None:
             op_id = v.check_text("op_id", op_id, v.MAX_OP_ID_CHARS)
+        above = prefixes_above(key)
 
         def decide(tx: KeyTx) -> Decision:
             duplicate = tx.find_op(token, op_id) if op_id is not None else None
@@ -322,6 +326,7 @@ class Service(Engine):
                 value,
                 tx.now,
                 op_id,
+                tx.grant_above(above) if above else None,
             )
             if isinstance(decision.result, FencedWrite) and not decision.result.duplicate:
                 tx.save_register(decision.result, op_id)

@@ -3,7 +3,8 @@ trusted CLI on the database directly (``actor`` ``None``)."""
 
 from __future__ import annotations
 
-from tenure.core.models import Principal
+from tenure.core.models import Principal, Scope
+from tenure.core.subtree_tokens import prefixes_above, tree_floor
 from tenure.core.token_floor import TokenFloor
 from tenure.errors import Forbidden
 from tenure.store.base import KeyTx, Store
@@ -30,8 +31,27 @@ def set_floor(store: Store, actor: Principal | None, floor: object) -> TokenFloo
     return store.set_token_floor(floor, None if actor is None else actor.name)  # type: ignore[arg-type]
 
 
-def floor_for(tx: KeyTx) -> int:
-    """The token floor for an acquisition in ``tx``, read only when it may grant a new token
-    (a live lease renews or is refused: its token stays)."""
+def floor_for(tx: KeyTx, scope: Scope = "key") -> int:
+    """What a new token granted in ``tx`` must exceed besides the key's last one: the token
+    floor and, in a tree, the latest subtree token above the key and (for a subtree lease)
+    every token under it (:mod:`tenure.core.subtree_tokens`). Read only when the acquisition
+    may grant a new token: a live lease renews or is refused (its token stays), unless it
+    widens to a subtree."""
     rec = tx.record
-    return 0 if rec is not None and rec.is_live(tx.now) else tx.token_floor()
+    if rec is not None and rec.is_live(tx.now) and (scope != "subtree" or rec.scope == scope):
+        return 0
+    floor = tx.token_floor()
+    above = prefixes_above(tx.key)
+    if not above and scope != "subtree":
+        return floor  # a key outside any tree (no "/"): nothing more to read
+    grant = tx.grant_above(above) if above else None
+    under = tx.max_token_under(tx.key) if scope == "subtree" else 0
+    return max(floor, tree_floor(scope, grant, under))
+
+
+def resume(store: Store) -> TokenFloor:
+    """A server starts on ``store``: it cannot prove that the database is the one it (or
+    another server) last granted tokens from rather than a restored backup or an old copy, so
+    it raises the floor from the clock (``token_floor_set``, reason ``restart``) before it
+    serves anything. A database that never granted a token keeps counting from 1."""
+    return store.raise_token_floor("restart")

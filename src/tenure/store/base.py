@@ -25,6 +25,8 @@ from tenure.core.models import (
     Principal,
 )
 from tenure.core.retention import Pruned
+from tenure.core.subtree import upper_bound
+from tenure.core.subtree_tokens import GrantAbove
 from tenure.core.token_floor import TokenFloor
 from tenure.store import rows
 from tenure.store.compaction import Compaction
@@ -39,6 +41,7 @@ __all__ = ["ENDED", "Credential", "KeyTx", "Reach", "Removal", "Store", "TokenIn
 class KeyTx(Protocol):
     """One open transaction on one key."""
 
+    key: str
     now: int
     record: KeyRecord | None
 
@@ -102,6 +105,24 @@ class KeyTx(Protocol):
         """Run the backend's statement ``name`` in this transaction: its first row."""
         ...
 
+    # subtree tokens (tenure.core.subtree_tokens) ----------------------------------------------
+    def grant_above(self, prefixes: Sequence[str]) -> GrantAbove | None:
+        """The latest token granted to a subtree lease on one of ``prefixes``, with that
+        prefix's lease as it is now; ``None`` if there was none."""
+        row = self.read("subtree_grant_above", {"prefixes": rows.dumps(list(prefixes))})
+        if row is None:
+            return None
+        lease = rows.record_from(row[1:]) if row[1] is not None and row[2] else None
+        return GrantAbove(int(row[0]), lease)
+
+    def max_token_under(self, prefix: str) -> int:
+        """The largest token ever granted on a key under ``prefix`` (or a deleted row's)."""
+        row = self.read("max_token_under", {"prefix": prefix, "upper": upper_bound(prefix)})
+        return int(row[0]) if row and row[0] is not None else 0
+
+    def save_subtree_token(self, prefix: str, token: int) -> None:
+        self.write("save_subtree_token", {"prefix": prefix, "token": token})
+
     def save_register(self, write: FencedWrite, op_id: str | None) -> None:
         params = rows.register_params(write, self.now)
         self.write("save_register", params)
@@ -151,6 +172,12 @@ class Store(Reads, Writes, Compaction, Protocol):
 
     def probe(self) -> None:
         """Check that the database can be reached and read now; the driver's error if not."""
+        ...
+
+    def recovered(self) -> None:
+        """The database answers again after an outage the server's watch saw: make sure that
+        no token it grants from now on goes back (PostgreSQL: the floor is raised from the
+        clock, :mod:`tenure.store.postgres.continuity`); raises if it cannot."""
         ...
 
     def key_tx(

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from tenure.core.items import Item
 from tenure.core.models import Event, EventDraft, Principal, token_event
-from tenure.core.token_floor import TokenFloor, decide_floor
+from tenure.core.token_floor import TokenFloor, decide_floor, floor_from_clock
 from tenure.store import principal_writes, rows
 from tenure.store.principal_writes import Cursor
 from tenure.store.values import ENDED, NewToken, Removal
@@ -96,6 +96,27 @@ class Writes(Transactional, Protocol):
             self._append(cur, [event], self._now_in(cur))
             most = cur.execute(self.Q["max_token"]).fetchone()
             return TokenFloor(floor, int(most[0]) if most else 0)
+
+    def raise_token_floor(self, reason: str) -> TokenFloor:
+        """Raise the token floor to the store's instant in microseconds, unless it is that high
+        already or the database never granted a token (a new database: its tokens start at 1)
+        (:func:`tenure.core.token_floor.floor_from_clock`), recorded as ``token_floor_set``
+        with ``reason``; in one transaction."""
+        with self._writing() as cur:
+            return self._raise_floor_in(cur, reason)
+
+    def _raise_floor_in(self, cur: Any, reason: str) -> TokenFloor:
+        now = self._now_in(cur)
+        row = cur.execute(self.Q["token_floor_for_update"]).fetchone()
+        floor = int(row[0]) if row else 0
+        most = cur.execute(self.Q["max_token"]).fetchone()
+        granted = int(most[0]) if most else 0
+        event = floor_from_clock(floor, now, reason) if granted else None
+        if event is not None:
+            floor = event.data["to"]
+            cur.execute(self.Q["set_token_floor"], {"floor": floor})
+            self._append(cur, [event], now)
+        return TokenFloor(floor, granted)
 
     def set_roles(self, name: str, roles: tuple[str, ...], actor: str | None) -> Principal | None:
         """Replace the roles of ``name`` and record ``principal_roles_set`` (from, to; ``actor``

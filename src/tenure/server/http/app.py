@@ -38,6 +38,7 @@ from tenure.server.runtime.waiters import Slots, Waiters
 from tenure.service.leases import Service
 from tenure.service.principals import Principals
 from tenure.service.reaper import Reaper
+from tenure.service.token_floors import resume
 from tenure.settings import HttpSettings, Settings
 from tenure.store.health import first_line
 from tenure.store.open import open_store
@@ -124,6 +125,7 @@ def create_app(
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:  # (the app is ``app`` below)
         store = await anyio.to_thread.run_sync(lambda: open_store(settings.db, clock=clock))
+        await anyio.to_thread.run_sync(resume, store)  # no token goes back (a restored copy)
         service = Service(
             store,
             settings.policy,

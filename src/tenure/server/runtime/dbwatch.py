@@ -4,7 +4,9 @@ writes what it found in the store's :class:`~tenure.store.health.Health`.
 While the database does not answer, ``/readyz`` says so (``503``, naming why) and the store
 refuses at once what would wait for it, so every call is answered ``503 unavailable`` within
 about a second of the outage instead of after the pool's 30 s. The first check that succeeds
-again lifts it. ``/healthz`` is not affected: it says the process is alive.
+again lifts it, once the store made sure that no token it grants goes back (PostgreSQL: the
+token floor raised from the clock, since the database that answers may be a standby that
+missed the last commits). ``/healthz`` is not affected: it says the process is alive.
 """
 
 from __future__ import annotations
@@ -47,6 +49,8 @@ class DatabaseWatch:
         health = self.store.health
         try:
             self.store.probe()
+            if health.down is not None:  # back: no token may go back (before any call)
+                self.store.recovered()
         except Exception as exc:
             why = first_line(exc)
             if health.mark(why):

@@ -37,6 +37,7 @@ from tenure.store.health import Health
 from tenure.store.postgres import renew_json, tree
 from tenure.store.postgres import session as session
 from tenure.store.postgres import tx as tx_module
+from tenure.store.postgres.continuity import Continuity
 from tenure.store.postgres.listen import Listener, notices
 from tenure.store.postgres.pool import Pool, probe_connection
 from tenure.store.postgres.stats import PostgresStats
@@ -102,6 +103,7 @@ class PostgresStore(PostgresStats, Reads, Writes, Compaction):
         self.crowded = tx_module.Crowded()
         self.health = Health()
         self._probe: psycopg.Connection[Any] | None = None  # the watcher's own connection
+        self.continuity = Continuity(self._raise_floor_on)
         self.pool = Pool(
             url,
             health=self.health,
@@ -111,7 +113,7 @@ class PostgresStore(PostgresStats, Reads, Writes, Compaction):
             # No automatic prepared statements: psycopg would DEALLOCATE ALL at every ROLLBACK,
             # the key transactions' too (tenure.store.postgres.tx prepares those itself).
             kwargs={"autocommit": True, "prepare_threshold": None, **session.OPTIONS},
-            configure=session.configure,
+            configure=self._configure,
             open=False,
             name="tenure",
         )
@@ -121,6 +123,16 @@ class PostgresStore(PostgresStats, Reads, Writes, Compaction):
         except BaseException:
             self.pool.close()
             raise
+
+    def _configure(self, conn: psycopg.Connection[Any]) -> None:
+        """A new connection of the pool: its session settings, and the floor raised if it
+        reached another database than before (:mod:`tenure.store.postgres.continuity`)."""
+        session.configure(conn)
+        self.continuity.check(conn)
+
+    def _raise_floor_on(self, conn: psycopg.Connection[Any], reason: str) -> None:
+        with conn.transaction(), conn.cursor() as cur:
+            self._raise_floor_in(cur, reason)
 
     @contextmanager
     def _tx(self) -> Iterator[psycopg.Cursor[Any]]:
@@ -467,6 +479,14 @@ class PostgresStore(PostgresStats, Reads, Writes, Compaction):
         except BaseException:
             self._close_probe()
             raise
+
+    def recovered(self) -> None:
+        """The database answers again after an outage the watch saw: it may be another one
+        (a promoted standby), so the token floor is raised from the clock (reason
+        ``reconnect``) on the watch's connection, before the pool hands out another."""
+        if self._probe is None or self._probe.closed:
+            self._probe = probe_connection(self.url)
+        self.continuity.reconnected(self._probe)
 
     def _close_probe(self) -> None:
         probe, self._probe = self._probe, None

@@ -92,6 +92,9 @@ HOT = (
     "count_items",
     "forget_item_counts",
     "get_cursor",
+    "subtree_grant_above",
+    "max_token_under",
+    "save_subtree_token",
 )
 _PARAM = re.compile(r"%\((\w+)\)s")
 

@@ -208,6 +208,10 @@ class SqliteStore(SqliteRecords, SqliteStats):
                 return  # another writer: the file is there
             raise self._gone(f"{self.real_path}: {exc}") from None
 
+    def recovered(self) -> None:
+        """The file answers again after an outage the watch saw: it is the file opened (a
+        replaced one never answers, :meth:`probe`), which cannot have gone back in time."""
+
     def _check_file(self) -> None:
         """``unable to open`` if the file at the path is not the one opened (removed, moved,
         replaced) or cannot be looked at: the connections would go on with a file nobody

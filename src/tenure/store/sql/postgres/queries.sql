@@ -549,3 +549,25 @@ SELECT ln(CASE WHEN count(*) > %(limit)s THEN 0 ELSE 1 END::float8) FROM (
     WHERE holder = %(holder)s AND ended IS NULL AND expires_at > %(now)s
     LIMIT %(over)s
 ) AS held;
+
+-- Subtree tokens (tenure.core.subtree_tokens) -----------------------------------------------
+
+-- name: subtree_grant_above
+-- The latest token granted to a subtree lease on one of the prefixes above a key (a JSON
+-- array), and that prefix's lease as it is now (NULL columns: no row).
+SELECT g.token, l.key, l.token, l.holder, l.task, l.ttl_ms, l.acquired_at, l.renewed_at,
+       l.expires_at, l.renewals, l.meta, l.ended, l.fence_open, l.conflicts, l.session, l.scope
+FROM tenure_subtree_tokens g LEFT JOIN tenure_leases l ON l.key = g.prefix AND l.token > 0
+WHERE g.prefix IN (SELECT jsonb_array_elements_text(%(prefixes)s::jsonb))
+ORDER BY g.token DESC LIMIT 1;
+
+-- name: max_token_under
+-- The largest token ever granted on a key under a prefix: a range of the primary key (and the
+-- largest of the rows compaction deleted, which may have been under it).
+SELECT greatest((SELECT max(token) FROM tenure_leases WHERE key > %(prefix)s AND key < %(upper)s),
+                (SELECT retired FROM tenure_token_floor), 0);
+
+-- name: save_subtree_token
+INSERT INTO tenure_subtree_tokens (prefix, token) VALUES (%(prefix)s, %(token)s)
+ON CONFLICT (prefix) DO UPDATE
+SET token = greatest(tenure_subtree_tokens.token, excluded.token);

@@ -379,3 +379,25 @@ SELECT count(*) FROM (
     WHERE holder = :holder AND ended IS NULL AND expires_at > :now
     LIMIT :cap
 ) AS held;
+
+-- Subtree tokens (tenure.core.subtree_tokens) -----------------------------------------------
+
+-- name: subtree_grant_above
+-- The latest token granted to a subtree lease on one of the prefixes above a key (a JSON
+-- array), and that prefix's lease as it is now (NULL columns: no row).
+SELECT g.token, l.key, l.token, l.holder, l.task, l.ttl_ms, l.acquired_at, l.renewed_at,
+       l.expires_at, l.renewals, l.meta, l.ended, l.fence_open, l.conflicts, l.session, l.scope
+FROM tenure_subtree_tokens g LEFT JOIN tenure_leases l ON l.key = g.prefix
+WHERE g.prefix IN (SELECT value FROM json_each(:prefixes))
+ORDER BY g.token DESC LIMIT 1;
+
+-- name: max_token_under
+-- The largest token ever granted on a key under a prefix: a range of the primary key (and the
+-- largest of the rows compaction deleted, which may have been under it).
+SELECT max(coalesce((SELECT max(token) FROM tenure_leases WHERE key > :prefix AND key < :upper),
+                    0),
+           (SELECT retired FROM tenure_token_floor));
+
+-- name: save_subtree_token
+INSERT INTO tenure_subtree_tokens (prefix, token) VALUES (:prefix, :token)
+ON CONFLICT (prefix) DO UPDATE SET token = max(token, excluded.token);
