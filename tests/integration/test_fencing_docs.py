@@ -19,7 +19,7 @@ import pytest
 
 import tenure
 from redis_server import RedisServer
-from tenure.fence import TableFence
+from tenure.fence import TableFence, headers
 from uvicorn_thread import Served
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "fencing.md"

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from tenure.errors import FenceBusy, FenceMisuse
 from tenure.fence.checked import CheckedFence
-from tenure.fence.keyed import ConnectedFence, KeyFence, MemoryFence, SqliteFence, default_fence
+from tenure.fence.keyed import ConnectedFence, KeyFence, MemoryFence, SqliteFence
 from tenure.fence.redis import RedisFence
 from tenure.fence.table import TableFence, dialect_of
 
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
         TOKEN_HEADER,
         Admitted,
         FenceRefused,
+        RouteGuard,
         TokenFence,
         fenced,
         headers,
@@ -44,6 +45,7 @@ _ASGI = {
     "TOKEN_HEADER",
     "Admitted",
     "FenceRefused",
+    "RouteGuard",
     "TokenFence",
     "fenced",
     "headers",
@@ -72,10 +74,10 @@ __all__ = [
     "KeyFence",
     "MemoryFence",
     "RedisFence",
+    "RouteGuard",
     "SqliteFence",
     "TableFence",
     "TokenFence",
-    "default_fence",
     "dialect_of",
     "fenced",
     "headers",

@@ -15,8 +15,6 @@ from tenure.fence._args import check_key, check_token, stale
 from tenure.fence.table import TableFence, dialect_of
 
 log = logging.getLogger("tenure.fence")
-DEFAULT_PATH_ENV = "TENURE_FENCE_DB"
-DEFAULT_PATH = "tenure-fence.sqlite"
 
 
 class KeyFence(Protocol):
@@ -106,8 +104,8 @@ def reset_table(conn: Any, table: str, key: str | None) -> int:
 
 
 class SqliteFence(ConnectedFence):
-    """A :class:`ConnectedFence` on a SQLite file, its table created on first use: the
-    default store of the middleware and of :func:`~tenure.fence.fenced`."""
+    """A :class:`ConnectedFence` on a SQLite file, its table created on first use (one
+    machine's processes share it; replicas on several machines need a shared database)."""
 
     def __init__(self, path: str | os.PathLike[str], table: TableFence | None = None) -> None:
         self.path = os.fspath(path)
@@ -124,12 +122,6 @@ class SqliteFence(ConnectedFence):
 
     def __repr__(self) -> str:
         return f"<SqliteFence {self.path!r}>"
-
-
-def default_fence() -> SqliteFence:
-    """The persistent default: a :class:`SqliteFence` on ``$TENURE_FENCE_DB`` (else
-    ``tenure-fence.sqlite`` in the working directory)."""
-    return SqliteFence(os.environ.get(DEFAULT_PATH_ENV) or DEFAULT_PATH)
 
 
 def warn_if_memory(fence: object) -> None:
