@@ -11,6 +11,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from tenure.core.subtree import ancestors
 from tenure.fence._args import check_key, check_token, stale
 from tenure.fence.table import TableFence, dialect_of
 
@@ -18,7 +19,8 @@ log = logging.getLogger("tenure.fence")
 
 
 class KeyFence(Protocol):
-    """Admits a token for a key if it is the largest seen, else raises ``StaleToken``."""
+    """Admits a token for a key if it is the largest seen for the key and for every subtree
+    above it (``a/`` and ``a/b/`` above ``a/b/c``), else raises ``StaleToken``."""
 
     blocking: bool
 
@@ -41,7 +43,8 @@ class MemoryFence:
     def admit(self, key: str, token: int) -> int:
         key, token = check_key(key), check_token(token)
         with self._lock:
-            current = self._tokens.get(key)
+            seen = [self._tokens.get(k) for k in (key, *ancestors(key))]
+            current = max((t for t in seen if t is not None), default=None)
             if current is not None and token < current:
                 raise stale(key, token, current)
             self._tokens[key] = token

@@ -16,6 +16,7 @@ from functools import cache
 from importlib import resources
 from typing import Any, Literal, TypeVar
 
+from tenure.core.subtree import ancestors
 from tenure.errors import InvalidRequest
 from tenure.fence._args import check_key, check_table, check_token, stale
 from tenure.fence.transaction import aguard, guard
@@ -58,6 +59,20 @@ class TableFence:
         text = _queries()[name].replace("{table}", self.table)
         return text.replace("?", "%s") if dialect == "postgres" else text
 
+    def statement(
+        self, name: str, key: str, token: int | None = None
+    ) -> tuple[str, tuple[Any, ...]]:
+        """``admit`` or ``current_tree`` for ``key`` with ``?`` markers, and its parameters:
+        the key's row and the rows of the subtrees above it (``a/``, ``a/b/`` for ``a/b/c``)
+        are read in the one statement."""
+        keys = (key, *ancestors(key))
+        text = self.sql(name, "sqlite").replace(
+            "{keys}", ", ".join(["CAST(? AS TEXT)"] * len(keys))
+        )
+        if name == "admit":
+            return text, (key, token, *keys, token)
+        return text, keys
+
     def transaction(self, conn: C, key: str, token: int) -> AbstractContextManager[C]:
         """Own a transaction on ``conn`` fenced by ``token`` for ``key``; yields ``conn``.
 
@@ -84,14 +99,24 @@ class TableFence:
         """Admit ``token`` for ``key`` or raise :class:`tenure.StaleToken`; returns ``token``."""
         key, token = check_key(key), check_token(token)
         dialect = dialect_of(conn)
-        row = conn.execute(self.sql("admit", dialect), (key, token)).fetchone()
+        row = conn.execute(*self._statement(dialect, "admit", key, token)).fetchone()
         if row is None:
-            raise stale(key, token, self._current(conn, dialect, key))
+            raise stale(key, token, self._tree(conn, dialect, key))
         return token
 
     def current(self, conn: Any, key: str) -> int | None:
         """The largest token admitted for ``key`` so far, or ``None``."""
         return self._current(conn, dialect_of(conn), check_key(key))
+
+    def _statement(
+        self, dialect: Dialect, name: str, key: str, token: int | None = None
+    ) -> tuple[str, tuple[Any, ...]]:
+        text, params = self.statement(name, key, token)
+        return (text.replace("?", "%s") if dialect == "postgres" else text), params
+
+    def _tree(self, conn: Any, dialect: Dialect, key: str) -> int | None:
+        row = conn.execute(*self._statement(dialect, "current_tree", key)).fetchone()
+        return None if row is None or row[0] is None else int(row[0])
 
     def _current(self, conn: Any, dialect: Dialect, key: str) -> int | None:
         row = conn.execute(self.sql("current", dialect), (key,)).fetchone()
@@ -104,9 +129,11 @@ class TableFence:
     async def admit_async(self, conn: Any, key: str, token: int) -> int:
         """:meth:`admit` on a psycopg ``AsyncConnection``."""
         key, token = check_key(key), check_token(token)
-        cur = await conn.execute(self.sql("admit", "postgres"), (key, token))
+        cur = await conn.execute(*self._statement("postgres", "admit", key, token))
         if await cur.fetchone() is None:
-            raise stale(key, token, await self.current_async(conn, key))
+            cur = await conn.execute(*self._statement("postgres", "current_tree", key))
+            row = await cur.fetchone()
+            raise stale(key, token, None if row is None or row[0] is None else int(row[0]))
         return token
 
     async def current_async(self, conn: Any, key: str) -> int | None:

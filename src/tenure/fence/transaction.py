@@ -82,9 +82,10 @@ def guard(fence: TableFence, conn: C, key: str, token: int) -> Iterator[C]:
 
 
 def admit(fence: TableFence, driver: Driver, key: str, token: int) -> None:
-    row = driver.fetchone(fence.sql("admit", "sqlite"), (key, token))
+    row = driver.fetchone(*fence.statement("admit", key, token))
     if row is None:
-        raise stale(key, token, current(fence, driver, key))
+        found = driver.fetchone(*fence.statement("current_tree", key))
+        raise stale(key, token, None if found is None or found[0] is None else int(found[0]))
 
 
 def current(fence: TableFence, driver: Driver, key: str) -> int | None:
@@ -118,9 +119,10 @@ async def aguard(fence: TableFence, conn: C, key: str, token: int) -> AsyncItera
 
 
 async def aadmit(fence: TableFence, driver: AsyncDriver, key: str, token: int) -> None:
-    row = await driver.fetchone(fence.sql("admit", "sqlite"), (key, token))
+    row = await driver.fetchone(*fence.statement("admit", key, token))
     if row is None:
-        raise stale(key, token, await acurrent(fence, driver, key))
+        found = await driver.fetchone(*fence.statement("current_tree", key))
+        raise stale(key, token, None if found is None or found[0] is None else int(found[0]))
 
 
 async def acurrent(fence: TableFence, driver: AsyncDriver, key: str) -> int | None:
