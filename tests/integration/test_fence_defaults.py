@@ -24,7 +24,7 @@ def test_a_guard_without_a_store_is_refused_at_setup() -> None:
         fenced("orders/{order_id}", fence=object())  # type: ignore[arg-type]
 
 
-def orders_app(guard: RouteGuard, seen: list[Any]) -> FastAPI:
+def orders_app(guard: RouteGuard, seen: list[Any], store: Any) -> FastAPI:
     app = FastAPI()
 
     @app.put("/orders/{order_id}")
@@ -34,7 +34,7 @@ def orders_app(guard: RouteGuard, seen: list[Any]) -> FastAPI:
 
     @app.put("/items/{item_id:int}")
     def put_item(
-        item_id: int, ok: Annotated[Admitted, Depends(fenced("items/{item_id}", fence=guard.fence))]
+        item_id: int, ok: Annotated[Admitted, Depends(fenced("items/{item_id}", fence=store))]
     ) -> int:
         seen.append(ok)
         return item_id
@@ -51,7 +51,11 @@ def test_two_replicas_sharing_a_store_refuse_a_stale_token(
     seen: list[Any] = []
     path = tmp_path / "shared-fence.sqlite"  # one store: each replica opens it itself
     replicas = [
-        Served(orders_app(fenced("orders/{order_id}", fence=SqliteFence(path)), seen))
+        Served(
+            orders_app(
+                fenced("orders/{order_id}", fence=SqliteFence(path)), seen, SqliteFence(path)
+            )
+        )
         for _ in range(2)
     ]
     try:
@@ -71,8 +75,10 @@ def test_two_replicas_sharing_a_store_refuse_a_stale_token(
 @pytest.fixture
 def served(tmp_path: Path) -> Any:
     seen: list[Any] = []
-    guard = fenced("orders/{order_id}", fence=SqliteFence(tmp_path / "fence.sqlite"))
-    service = Served(orders_app(guard, seen))
+    store = SqliteFence(tmp_path / "fence.sqlite")
+    guard = fenced("orders/{order_id}", fence=store)
+    service = Served(orders_app(guard, seen, store))
+    service.store = store  # type: ignore[attr-defined]
     service.seen = seen  # type: ignore[attr-defined]
     service.guard = guard  # type: ignore[attr-defined]
     yield service
@@ -100,7 +106,7 @@ def test_a_token_of_another_key_is_refused_and_the_real_holder_still_admitted(se
     assert jam.json()["detail"]["field"] == "Tenure-Key" and "orders/18" in jam.text
     bare = put("/orders/17", headers={"Tenure-Token": "40"})  # no key: cannot be checked
     assert bare.status_code == 422 and bare.json()["detail"]["field"] == "Tenure-Key"
-    assert served.guard.current("orders/17") is None
+    assert served.store.current("orders/17") is None
     assert put("/orders/17", headers=headers("orders/17", 5)).status_code == 200
 
 
@@ -114,3 +120,40 @@ def test_the_guard_is_a_fence_for_its_leases_and_refuses_other_keys(
         client.acquire("order/17", ttl_ms=30_000, fences=[served.guard])
     assert refused.value.state == "key_mismatch"
     assert client.get_lease("order/17").state == "released"  # the grant was given back
+
+
+def test_a_fence_bound_to_its_keys_refuses_a_lease_of_another_key(
+    live_server: Any, tmp_path: Path
+) -> None:
+    """The guard fences ``reports/{name}``; a lease on ``report/nightly`` (a typo) admitted in
+    the same store would close no window: refused, and the lease given back."""
+    import sqlite3
+
+    from tenure.fence import MemoryFence, TableFence
+
+    client = tenure.Client(live_server.url, token=live_server.token_for("cron"))
+    admin = tenure.Client(live_server.url, token=live_server.admin_token)
+    for store in (
+        SqliteFence(tmp_path / "f.sqlite", keys="reports/{name}"),
+        MemoryFence(keys=["reports/{name}", "exports/{path:path}"]),
+    ):
+        with pytest.raises(tenure.FenceMisuse, match="reports/") as refused:
+            client.acquire("report/nightly", ttl_ms=30_000, fences=[store])
+        assert (refused.value.field, refused.value.state) == ("key", "key_mismatch")
+        assert admin.get_lease("report/nightly").state == "released"
+        with client.lease("reports/nightly", ttl=30, fences=[store]) as lease:
+            assert store.current("reports/nightly") == lease.token
+    with pytest.raises(tenure.FenceMisuse):
+        MemoryFence(keys="reports/{name}").admit("reports/a/b", 1)  # {name}: one segment
+    assert MemoryFence(keys="exports/{path:path}").admit("exports/a/b", 1) == 1
+    db = sqlite3.connect(tmp_path / "app.sqlite")
+    fence = TableFence(keys="reports/{name}")
+    fence.install(db)
+    db.commit()
+    with pytest.raises(tenure.FenceMisuse), fence.transaction(db, "nightly", 5):
+        pytest.fail("a guard on a key outside the fence's keys must not run")
+    with fence.transaction(db, "reports/nightly", 5):
+        pass
+    db.close()
+    with pytest.raises(tenure.InvalidRequest):
+        MemoryFence(keys=[])

@@ -128,3 +128,11 @@ def test_a_redis_that_hides_its_config_needs_an_explicit_risk(redis_server: Redi
         RedisFence(managed)
     assert refused.value.state == "eviction_unknown"
     assert RedisFence(managed, allow_eviction_risk=True).admit(KEY, 4) == 4
+
+
+def test_a_redis_fence_bound_to_its_keys(redis_server: RedisServer) -> None:
+    fence = RedisFence(redis_server.client(), keys="cache/{name}")
+    assert fence.write(KEY, 3, "SET", "prices", "v3") is not None
+    with pytest.raises(tenure.FenceMisuse):
+        fence.admit("caches/prices", 4)
+    assert redis_server.client().keys("tenure:fence:caches*") == []

@@ -31,7 +31,7 @@ from fastapi import Depends, HTTPException, Request
 from fastapi.responses import JSONResponse
 
 from tenure.errors import FenceMisuse, InvalidRequest, TenureError
-from tenure.fence._args import check_key, parse_token
+from tenure.fence._args import check_bound, check_key, key_patterns, parse_token
 from tenure.fence.keyed import KeyFence, warn_if_memory
 
 Scope = MutableMapping[str, Any]
@@ -168,6 +168,7 @@ class RouteGuard:
         self.key = key
         self.fence = fence
         self.required = required
+        self.keys = key_patterns(key if isinstance(key, str) else None)
         params = [inspect.Parameter("request", _KW, annotation=Request)]
         if auth is not None:  # runs first: a refused caller never reaches the fence
             params.append(inspect.Parameter("_", _KW, annotation=Annotated[Any, Depends(auth)]))
@@ -184,14 +185,7 @@ class RouteGuard:
         """Admit ``token`` for ``key`` in the store, after checking that the route's key
         template can name ``key`` (:class:`tenure.FenceMisuse` if not: the lease and the
         guard would fence different keys, and admitting would close nothing)."""
-        key = check_key(key)
-        if isinstance(self.key, str) and not _template_regex(self.key).fullmatch(key):
-            raise FenceMisuse(
-                f"this fence guards keys {self.key!r}, which never name the lease key {key!r}: "
-                "admitting it would not close the window. Lease the key the route fences.",
-                field="key",
-                state="key_mismatch",
-            )
+        key = check_bound(self.keys, check_key(key))
         admitted: int = self.fence.admit(key, token)
         return admitted
 
@@ -229,12 +223,6 @@ _KW = inspect.Parameter.POSITIONAL_OR_KEYWORD
 
 
 _PARAM = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
-
-
-def _template_regex(template: str) -> re.Pattern[str]:
-    parts = _PARAM.split(template)
-    out = "".join(re.escape(p) if i % 2 == 0 else "[^/]+" for i, p in enumerate(parts))
-    return re.compile(out)
 
 
 async def _route_key(key: str | KeyOf, scope: Scope) -> str | None:

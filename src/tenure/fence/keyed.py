@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from tenure.core.subtree import ancestors
-from tenure.fence._args import check_key, check_token, stale
+from tenure.fence._args import Keys, check_bound, check_key, check_token, key_patterns, stale
 from tenure.fence.table import TableFence, dialect_of
 
 log = logging.getLogger("tenure.fence")
@@ -36,12 +36,13 @@ class MemoryFence:
 
     blocking = False
 
-    def __init__(self) -> None:
+    def __init__(self, *, keys: Keys = None) -> None:
+        self.keys = key_patterns(keys)
         self._tokens: dict[str, int] = {}
         self._lock = threading.Lock()
 
     def admit(self, key: str, token: int) -> int:
-        key, token = check_key(key), check_token(token)
+        key, token = check_bound(self.keys, check_key(key)), check_token(token)
         with self._lock:
             seen = [self._tokens.get(k) for k in (key, *ancestors(key))]
             current = max((t for t in seen if t is not None), default=None)
@@ -58,13 +59,17 @@ class MemoryFence:
 class ConnectedFence:
     """A :class:`TableFence` that opens a connection per check with ``connect()``, admits in
     its own transaction, commits and closes. Durable and shared by every process that uses
-    the same database."""
+    the same database. ``keys`` binds it to the keys its guards use (see :class:`TableFence`)."""
 
     blocking = True
 
-    def __init__(self, connect: Callable[[], Any], table: TableFence | None = None) -> None:
+    def __init__(
+        self, connect: Callable[[], Any], table: TableFence | None = None, *, keys: Keys = None
+    ) -> None:
         self.connect = connect
-        self.table = table or TableFence()
+        self.table = table or TableFence(keys=keys)
+        if keys is not None and table is not None:
+            self.table = TableFence(table.table, keys=keys)
 
     def install(self) -> None:
         """Create the fence table if it is missing."""
@@ -110,9 +115,11 @@ class SqliteFence(ConnectedFence):
     """A :class:`ConnectedFence` on a SQLite file, its table created on first use (one
     machine's processes share it; replicas on several machines need a shared database)."""
 
-    def __init__(self, path: str | os.PathLike[str], table: TableFence | None = None) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], table: TableFence | None = None, *, keys: Keys = None
+    ) -> None:
         self.path = os.fspath(path)
-        super().__init__(self._connect, table)
+        super().__init__(self._connect, table, keys=keys)
         self._installed = False
 
     def _connect(self) -> sqlite3.Connection:

@@ -21,7 +21,7 @@ from typing import Any
 
 from tenure.core.subtree import ancestors
 from tenure.errors import FenceMisuse, InvalidRequest
-from tenure.fence._args import check_key, check_token, stale
+from tenure.fence._args import Keys, check_bound, check_key, check_token, key_patterns, stale
 
 # KEYS[1]: the fence's token for the key; KEYS[2 .. 1+n]: the fence's tokens of the subtrees
 # above it (n = ARGV[2]); KEYS[2+n] (optional): the key the guarded write changes.
@@ -55,10 +55,16 @@ class RedisFence:
     blocking = True
 
     def __init__(
-        self, redis: Any, prefix: str = "tenure:fence:", *, allow_eviction_risk: bool = False
+        self,
+        redis: Any,
+        prefix: str = "tenure:fence:",
+        *,
+        keys: Keys = None,
+        allow_eviction_risk: bool = False,
     ) -> None:
         self.redis = redis
         self.prefix = prefix
+        self.keys = key_patterns(keys)
         if not allow_eviction_risk:
             check_no_eviction(redis)
 
@@ -95,6 +101,7 @@ class RedisFence:
         return bool(self.redis.delete(self.prefix + check_key(key)))
 
     def _run(self, key: str, token: int, write: tuple[Any, ...]) -> Any:
+        check_bound(self.keys, key)
         above = ancestors(key)
         keys = [self.prefix + key, *(self.prefix + a for a in above)]
         args: list[Any] = [str(token), str(len(above))]

@@ -18,7 +18,15 @@ from typing import Any, Literal, TypeVar
 
 from tenure.core.subtree import ancestors
 from tenure.errors import InvalidRequest
-from tenure.fence._args import check_key, check_table, check_token, stale
+from tenure.fence._args import (
+    Keys,
+    check_bound,
+    check_key,
+    check_table,
+    check_token,
+    key_patterns,
+    stale,
+)
 from tenure.fence.transaction import aguard, guard
 
 Dialect = Literal["sqlite", "postgres"]
@@ -51,8 +59,9 @@ class TableFence:
     with :meth:`transaction` (or :meth:`atransaction`), or call :meth:`admit` inside a
     transaction of your own."""
 
-    def __init__(self, table: str = "tenure_fence") -> None:
+    def __init__(self, table: str = "tenure_fence", *, keys: Keys = None) -> None:
         self.table = check_table(table)
+        self.keys = key_patterns(keys)
 
     def sql(self, name: str, dialect: Dialect) -> str:
         """The named statement for ``dialect``, with the table and parameter marker in place."""
@@ -85,11 +94,11 @@ class TableFence:
         Accepts :mod:`sqlite3`, psycopg 3, psycopg2, SQLAlchemy ``Connection`` and ``Session``
         and Django connections.
         """
-        return guard(self, conn, key, token)
+        return guard(self, conn, check_bound(self.keys, check_key(key)), token)
 
     def atransaction(self, conn: C, key: str, token: int) -> AbstractAsyncContextManager[C]:
         """:meth:`transaction` for psycopg 3 ``AsyncConnection``, asyncpg and aiosqlite."""
-        return aguard(self, conn, key, token)
+        return aguard(self, conn, check_bound(self.keys, check_key(key)), token)
 
     def install(self, conn: Any) -> None:
         """Create the fence table if it is missing (inside the caller's transaction)."""
@@ -97,7 +106,7 @@ class TableFence:
 
     def admit(self, conn: Any, key: str, token: int) -> int:
         """Admit ``token`` for ``key`` or raise :class:`tenure.StaleToken`; returns ``token``."""
-        key, token = check_key(key), check_token(token)
+        key, token = check_bound(self.keys, check_key(key)), check_token(token)
         dialect = dialect_of(conn)
         row = conn.execute(*self._statement(dialect, "admit", key, token)).fetchone()
         if row is None:
@@ -128,7 +137,7 @@ class TableFence:
 
     async def admit_async(self, conn: Any, key: str, token: int) -> int:
         """:meth:`admit` on a psycopg ``AsyncConnection``."""
-        key, token = check_key(key), check_token(token)
+        key, token = check_bound(self.keys, check_key(key)), check_token(token)
         cur = await conn.execute(*self._statement("postgres", "admit", key, token))
         if await cur.fetchone() is None:
             cur = await conn.execute(*self._statement("postgres", "current_tree", key))
