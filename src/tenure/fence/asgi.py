@@ -46,8 +46,8 @@ KEY_HEADER = "Tenure-Key"
 
 
 def headers(key: str, token: int) -> dict[str, str]:
-    """The headers a lease holder sends to a guarded service (the key is informative unless
-    the service reads it with :func:`key_from_header`)."""
+    """The headers a lease holder sends to a guarded service: the token, and the key it was
+    issued for (the guard refuses a key other than the route's)."""
     return {KEY_HEADER: check_key(key), TOKEN_HEADER: str(token)}
 
 
