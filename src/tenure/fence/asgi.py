@@ -5,7 +5,7 @@ admits the token through a :class:`KeyFence` for the key the *route* names; a lo
 one already admitted for the key gets ``409 stale_token`` as a problem document, and the
 handler is not called.
 
-- :func:`fenced`: ``Depends(fenced("orders/{order_id}"))`` on each write route that needs it.
+- :func:`fenced`: ``Depends(fenced("orders/{order_id}", fence=store))`` on each write route.
   It runs as one of the route's dependencies, so after the authentication dependencies
   declared before it (or passed as ``auth=``).
 - :class:`TokenFence`: middleware for a whole ASGI app, with ``key=`` a fixed key or a function
