@@ -5,8 +5,9 @@
   Django; ``atransaction`` for psycopg async, asyncpg, aiosqlite): it refuses a token lower
   than one already admitted for the key, in one conditional upsert that commits with your
   write. ``admit(conn, key, token)`` is the same check inside a transaction you manage.
-- :func:`fenced`: a FastAPI dependency per route (``Depends(fenced("orders/{order_id}", fence=store))``)
-  that refuses a stale ``Tenure-Token`` header with ``409 stale_token``; :class:`TokenFence`
+- :func:`fenced`: a FastAPI dependency per route
+  (``Depends(fenced("orders/{order_id}", fence=store))``) that refuses a stale
+  ``Tenure-Token`` header with ``409 stale_token``; :class:`TokenFence`
   is the same guard as ASGI middleware; :func:`headers` builds the headers.
 - :class:`SqliteFence`, :class:`ConnectedFence`, :class:`MemoryFence`: per-key stores with
   ``admit(key, token)``; :class:`~tenure.fence.redis.RedisFence` keeps tokens in Redis.
