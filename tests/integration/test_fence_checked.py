@@ -43,21 +43,68 @@ def test_tokens_tenure_never_issued_are_refused_and_jam_nothing(live_server: Any
     assert fence.admit(KEY, lease.token) == lease.token and inner.current(KEY) == lease.token
 
 
-def test_a_revoked_token_is_refused_before_any_newer_write(live_server: Any) -> None:
-    """Force-released: the plain fence would admit the token (it is the largest it saw)."""
+def test_a_revoked_token_is_refused_within_a_second(live_server: Any) -> None:
+    """Force-released: the plain fence would admit the token (it is the largest it saw), and
+    a cached answer lasts at most a second (it lasted a quarter of the ttl: 7.5 s here)."""
     reader, a, _, admin = clients(live_server)
     clock = Clock()
     inner = MemoryFence()
-    fence = CheckedFence(reader, inner, cache=0.25, clock=clock)
-    lease = a.acquire(KEY, ttl_ms=8_000)
+    fence = CheckedFence(reader, inner, clock=clock)
+    lease = a.acquire(KEY, ttl_ms=30_000)
     fence.admit(KEY, lease.token)
     admin.force_release(KEY, reason="worker-a is stuck")
     inner.admit(KEY, lease.token)  # the plain fence still admits it
-    clock.now += 1.9  # within a quarter of the ttl (2 s): the cached answer stands
+    clock.now += 0.9  # within the second: the cached answer stands
     assert fence.admit(KEY, lease.token) == lease.token
     clock.now += 0.2  # past it: tenure is asked again
     with pytest.raises(tenure.StaleToken, match="belongs to a lease that is force_released"):
         fence.admit(KEY, lease.token)
+
+
+def test_a_cached_answer_never_outlives_the_leases_deadline(live_server: Any) -> None:
+    reader, a, b, _ = clients(live_server)
+    clock = Clock()
+    fence = CheckedFence(reader, cache=1.0, skew=2.0, clock=clock)
+    lease = a.acquire(KEY, ttl_ms=2_500)  # 2.5 s less 2 s of skew: cached for < 0.5 s
+    fence.check(KEY, lease.token)
+    a.release(KEY, lease.token)
+    clock.now += 0.6
+    with pytest.raises(tenure.StaleToken, match="is released"):
+        fence.check(KEY, lease.token)
+    short = b.acquire(KEY, ttl_ms=1_000)  # shorter than the skew: never cached
+    fence.check(KEY, short.token)
+    b.release(KEY, short.token)
+    with pytest.raises(tenure.StaleToken, match="is released"):
+        fence.check(KEY, short.token)  # same instant of the fence's clock: asked again
+
+
+def test_a_renewed_lease_keeps_admitting(live_server: Any) -> None:
+    reader, a, _, _ = clients(live_server)
+    clock = Clock()
+    inner = MemoryFence()
+    fence = CheckedFence(reader, inner, clock=clock)
+    lease = a.acquire(KEY, ttl_ms=30_000)
+    for _ in range(3):
+        assert fence.admit(KEY, lease.token) == lease.token
+        a.renew(KEY, lease.token)
+        clock.now += 5  # each time past the cache: tenure is asked and says live
+    assert inner.current(KEY) == lease.token
+
+
+def test_when_tenure_cannot_be_reached_the_check_refuses(live_server: Any) -> None:
+    reader, a, _, _ = clients(live_server)
+    clock = Clock()
+    inner = MemoryFence()
+    fence = CheckedFence(reader, inner, clock=clock)
+    lease = a.acquire(KEY, ttl_ms=30_000)
+    fence.admit(KEY, lease.token)
+    live_server.stop()
+    clock.now += 1.1  # the old cache (a quarter of the ttl) would still admit here
+    with pytest.raises(tenure.Unavailable, match="fails closed") as caught:
+        fence.admit(KEY, lease.token)
+    assert caught.value.status == 503
+    with pytest.raises(tenure.Unavailable):
+        fence.check(KEY, lease.token + 1)  # never cached: refused the same way
 
 
 def test_older_and_ended_tokens_are_refused(live_server: Any) -> None:
@@ -77,9 +124,12 @@ def test_older_and_ended_tokens_are_refused(live_server: Any) -> None:
 
 def test_bad_arguments_are_refused(live_server: Any) -> None:
     reader = clients(live_server)[0]
-    for cache in (-0.1, 1, True, "0.5"):
+    for cache in (-0.1, 1.5, True, "0.5"):
         with pytest.raises(tenure.InvalidRequest, match="cache"):
             CheckedFence(reader, cache=cache)  # type: ignore[arg-type]
+    for skew in (-1, True, 10_000):
+        with pytest.raises(tenure.InvalidRequest, match="skew"):
+            CheckedFence(reader, skew=skew)  # type: ignore[arg-type]
     with pytest.raises(tenure.InvalidRequest):
         CheckedFence(reader).check(KEY, 0)
     with pytest.raises(tenure.InvalidRequest, match="not an AsyncClient"):

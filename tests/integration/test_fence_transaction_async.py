@@ -196,3 +196,32 @@ def test_blocking_connections_are_told_to_use_transaction(tmp_path: Path) -> Non
         asyncio.run(body())
     conn.close()
     assert caught.value.state == "unsupported" and "fence.transaction" in str(caught.value)
+
+
+async def commit_inside(conn: Any) -> None:
+    if isinstance(conn, asyncpg.Connection):
+        await conn.execute("COMMIT")  # asyncpg has no commit(): the raw statement
+    else:
+        await conn.commit()
+
+
+def test_a_commit_inside_the_block_fails_loudly(db: Db) -> None:
+    """aiosqlite refuses the commit itself and psycopg refuses it in its own transaction block
+    (nothing lands); SQLAlchemy commits the first batch and refuses the next statement; asyncpg's
+    raw COMMIT is found by the missing marker savepoint."""
+
+    async def body(conn: Any) -> BaseException:
+        with pytest.raises(Exception) as caught:
+            async with fence.atransaction(conn, KEY, 5):
+                await publish(conn, "first batch")
+                await commit_inside(conn)
+                await publish(conn, "second batch")
+        return caught.value
+
+    error = scenario(db, body)
+    if db.kind in ("aiosqlite", "asyncpg"):
+        assert isinstance(error, FenceMisuse) and error.state == "ended_inside", repr(error)
+    if db.kind in ("aiosqlite", "psycopg-async"):
+        assert db.report() is None and db.current() is None
+    elif db.kind != "asyncpg":  # on asyncpg the statements after a raw COMMIT autocommit
+        assert db.report() == "first batch"

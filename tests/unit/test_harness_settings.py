@@ -49,10 +49,20 @@ def test_adds_the_three_hooks_and_keeps_everything_else(form: hs.Form) -> None:
 
 
 def test_the_hook_forms() -> None:
-    assert COMMAND.hook() == {"type": "command", "command": "tenure hook claude-code"}
-    assert hs.Form(exe="/opt/t/bin/tenure").hook()["command"] == (
-        "/opt/t/bin/tenure hook claude-code"
+    guard = "; s=$?; case $s in 0|2) exit $s;; esac; printf "
+    assert COMMAND.hook()["command"].startswith(f"tenure hook claude-code{guard}")
+    assert (
+        hs.Form(exe="/opt/t/bin/tenure")
+        .hook()["command"]
+        .startswith(f"/opt/t/bin/tenure hook claude-code{guard}")
     )
+    direct = hs.Form(python="/v/bin/python", src="/v/src").hook()["command"]
+    assert direct.startswith(
+        '/v/bin/python -I -S -c \'import sys;sys.path[:0]=["/v/src"];'
+        f"from tenure.hooks.command import run;run()' claude-code{guard}"
+    )
+    assert direct.endswith(' "$s" /v/bin/python >&2; exit 2')
+    assert "so tenure cannot check edits and blocks them" in direct
     assert HTTP.hook() == {
         "type": "http",
         "url": "http://127.0.0.1:7676/v1/hooks/claude-code",
@@ -119,6 +129,10 @@ def test_what_is_ours() -> None:
     assert hs.is_our_hook({"type": "command", "command": "/v/bin/tenure hook claude-code"})
     assert hs.is_our_hook({"type": "http", "url": "http://h:1/v1/hooks/claude-code/"})
     assert not hs.is_our_hook({"type": "command", "command": "tenure hook claude-code && rm"})
+    for form in (hs.Form(), hs.Form(python="/v/bin/python", src="/v/src")):
+        assert hs.is_our_hook(form.hook())
+    other = "./lint.sh claude-code; s=$?; case $s in 0|2) exit $s;; esac; exit 2"
+    assert not hs.is_our_hook({"type": "command", "command": other})
     assert not hs.is_our_hook({"type": "prompt", "prompt": "hook claude-code"})
     assert not hs.is_our_hook("tenure hook claude-code")
     assert hs.is_our_mcp({"command": "/v/bin/tenure", "args": ["mcp"]})

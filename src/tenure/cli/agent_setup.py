@@ -12,6 +12,8 @@ import difflib
 import os
 import re
 import subprocess
+import sys
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -100,9 +102,10 @@ def agent() -> None:
               "process per tool call) and the server's /mcp, instead of commands.")  # fmt: skip
 @click.option("--token-env", default="TENURE_TOKEN", show_default=True,
               help="With --http: the environment variable holding the bearer token.")  # fmt: skip
-@click.option("--exe", default="tenure", show_default=True,
-              help="The tenure command the hooks and the MCP server run (a full path when "
-              "tenure is not on the agent's PATH).")  # fmt: skip
+@click.option("--exe", default=None,
+              help="The tenure command the hooks and the MCP server run. Default: the hooks "
+              "run this Python interpreter on tenure's hook module by their absolute paths, "
+              "the MCP server runs `tenure`.")  # fmt: skip
 @click.option("--dir", "directory", type=click.Path(file_okay=False, path_type=Path),
               help="The project (default: the git repository around the current directory, "
               "else the current directory).")  # fmt: skip
@@ -113,7 +116,7 @@ def agent_setup(
     dry_run: bool,
     http: bool,
     token_env: str,
-    exe: str,
+    exe: str | None,
     directory: Path | None,
 ) -> None:
     """Add to HARNESS's settings the hooks that take a lease on each file before the agent
@@ -131,7 +134,8 @@ def agent_setup(
             field="token_env",
         )
     run = cli_of()
-    form = hs.Form(exe=exe, url=run.url if http else None, token_env=token_env)
+    python, src = (None, None) if exe else launcher()
+    form = hs.Form(exe or "tenure", run.url if http else None, token_env, python, src)
     files = claude_files(scope, directory)
     changes = [
         plan(files[0], lambda d: hs.remove_hooks(d) if remove else hs.add_hooks(d, form)),
@@ -140,9 +144,55 @@ def agent_setup(
     if not dry_run:
         for change in changes:
             write(change)
+    warnings = [] if remove or http else launch_warnings(python, src)
     doc = {"harness": harness, "scope": scope, "dry_run": dry_run, "remove": remove,
-           "files": [c.to_dict() for c in changes]}  # fmt: skip
+           "files": [c.to_dict() for c in changes], "warnings": warnings}  # fmt: skip
+    for warning in warnings:
+        click.echo(f"tenure: warning: {warning}", err=True)
     run.out.emit(doc, lambda: report(changes, dry_run))
+
+
+def launcher() -> tuple[str, str]:
+    """The interpreter running this command and the directory tenure is imported from: what
+    the command hook runs, by absolute paths (the harness's ``PATH`` plays no part)."""
+    package_root = Path(__file__).resolve().parents[2]  # .../tenure/cli/agent_setup.py
+    return os.path.abspath(sys.executable), str(package_root)
+
+
+def launch_warnings(python: str | None, src: str | None, prefix: str = sys.prefix) -> list[str]:
+    """What may make the written command stop working: a temporary directory, a virtual
+    environment (``prefix``, the running one's by default) that was moved after it was made."""
+    said = []
+    temp = {os.path.realpath(d) for d in (tempfile.gettempdir(), "/tmp", "/var/tmp")}
+    for path in (p for p in (python, src) if p):
+        real = os.path.realpath(path)
+        if any(real == t or real.startswith(t + os.sep) for t in temp):
+            said.append(
+                f"the hooks run {path}, in a temporary directory: when it is cleaned up every "
+                "edit is blocked. Install tenure somewhere lasting and run setup again"
+            )
+    made_at = venv_made_at(Path(prefix))
+    if python and made_at is not None and os.path.realpath(made_at) != os.path.realpath(prefix):
+        said.append(
+            f"this virtual environment was made at {made_at} and moved to {prefix}: its "
+            "scripts may still point at the old place. The hooks run its interpreter by "
+            "path; recreate the environment there if they fail"
+        )
+    return said
+
+
+def venv_made_at(prefix: Path) -> str | None:
+    """Where the virtual environment at ``prefix`` was made (its ``pyvenv.cfg`` says, since
+    Python 3.11), ``None`` when that is not known."""
+    try:
+        text = (prefix / "pyvenv.cfg").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    for line in text.splitlines():
+        name, _, value = line.partition("=")
+        if name.strip() == "command" and " -m venv " in value:
+            return value.rsplit(" -m venv ", 1)[1].strip().split(" ")[-1] or None
+    return None
 
 
 def check_harness(harness: str) -> None:

@@ -122,6 +122,13 @@ def now_held(run: Cli, err: TenureError) -> str | None:
     help="Proxies (addresses or networks, comma-separated) whose X-Forwarded-For names the "
     "client (default: $TENURE_FORWARDED_ALLOW_IPS, else none: the peer is the client).",
 )
+@click.option(
+    "--require-sync-standby",
+    is_flag=True,
+    envvar="TENURE_REQUIRE_SYNC_STANDBY",
+    help="PostgreSQL: refuse to start unless a synchronous standby is streaming, so a failover "
+    "loses no acknowledged call ($TENURE_REQUIRE_SYNC_STANDBY=1).",
+)
 def serve(
     db: str | None,
     host: str | None,
@@ -129,6 +136,7 @@ def serve(
     log_level: str,
     access_log: bool,
     forwarded_allow_ips: str | None,
+    require_sync_standby: bool,
 ) -> None:
     """Run the HTTP server on the database (SQLite by default), bound to loopback."""
     from tenure.compose import serve as run_server
@@ -137,7 +145,12 @@ def serve(
     if forwarded_allow_ips is not None:
         http = replace(settings.http, forwarded_allow_ips=forwarded_allow_ips)
         settings = replace(settings, http=http)
-    run_server(settings, log_level=log_level, access_log=access_log)
+    run_server(
+        settings,
+        log_level=log_level,
+        access_log=access_log,
+        require_sync_standby=require_sync_standby,
+    )
 
 
 @cli.group(

@@ -13,7 +13,8 @@ Retry rules. Every call says how safe it is to repeat (:class:`Safety`):
   ``op_id`` (the server answers a repeat with the first result).
 - ``UNSAFE`` calls are repeated only when the request provably never reached the server (the
   connection could not be opened) or the server refused it without acting (``429``, ``503``;
-  not ``429 quota_exceeded``, which a retry within the budget would meet again):
+  not ``429 quota_exceeded``, which a retry within the budget would meet again, nor a ``503``
+  with ``outcome: unknown``, whose call may have committed before the database went away):
   ``acquire``, ``release`` without a token, ``force_release``, ``fenced_write`` without an
   ``op_id``, ``add_principal`` and ``revoke_token``. ``acquire`` is in this group on purpose:
   re-acquiring your own live lease from the same session hands back the same lease and token,
@@ -40,10 +41,12 @@ import httpx
 
 from tenure.client._call import Call, Reply, Safety, TransportError, UnexpectedReply
 from tenure.client._shared import encode_body
+from tenure.core.servers import server_urls as server_urls
 from tenure.core.version import __version__
 from tenure.settings import Settings
 
-RETRY_ANYWAY = frozenset({429, 503})  # the server says it did nothing: retry any call
+RETRY_ANYWAY = frozenset({429, 503})  # the server says it did nothing (unless a 503 says its
+# outcome is unknown): retry any call
 RETRY_IDEMPOTENT = frozenset({500, 502, 504})  # it may have acted: retry idempotent calls only
 
 
@@ -105,12 +108,20 @@ def retryable(
 ) -> bool:
     """Whether a failure of ``call`` may be retried (see the module's rules)."""
     if reply is not None:
-        if reply.status in RETRY_ANYWAY:
+        if reply.status in RETRY_ANYWAY and not _in_doubt(reply):
             return not _over_quota(reply)
+        if reply.status == 503:  # outcome unknown: it may have acted
+            return call.safety is Safety.IDEMPOTENT
         return reply.status in RETRY_IDEMPOTENT and call.safety is Safety.IDEMPOTENT
     if isinstance(error, UnexpectedReply) or not isinstance(error, TransportError):
         return False
     return error.sent is False or call.safety is Safety.IDEMPOTENT
+
+
+def _in_doubt(reply: Reply) -> bool:
+    """A ``503`` with ``outcome: unknown``: the database went away while the call committed, so
+    it may have happened; only a call that is safe to repeat is repeated."""
+    return isinstance(reply.data, dict) and reply.data.get("outcome") == "unknown"
 
 
 def _over_quota(reply: Reply) -> bool:
@@ -231,20 +242,6 @@ def target(url: str | None, token: str | None, principal: str | None) -> Target:
     if principal is not None:
         raise ValueError("principal= is for direct mode; over HTTP the token says who you are")
     return Target(",".join(urls), token)
-
-
-def server_urls(url: str) -> list[str]:
-    """The servers of ``url``: one ``http(s)://`` URL, or several separated by commas (servers
-    sharing one PostgreSQL database; the client fails over between them)."""
-    urls = [u.strip().rstrip("/") for u in url.split(",")]
-    for one in urls:
-        if not one.startswith(("http://", "https://")):
-            raise ValueError(
-                f"unsupported URL {one!r}: use http(s)://, sqlite:/// or postgresql://"
-            )
-    if len(set(urls)) != len(urls):
-        raise ValueError(f"a server is listed twice in {url!r}")
-    return urls
 
 
 class Rotation:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import json
+import shlex
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,25 +28,46 @@ from tenure.errors import InvalidRequest
 EDIT_TOOLS = "Edit|Write|MultiEdit|NotebookEdit"
 HOOK_ROUTE = "/v1/hooks/claude-code"
 HOOK_COMMAND = "hook claude-code"
+HOOK_MODULE = "tenure.hooks.command"
 MCP_NAME = "tenure"
+#: after the hook's own command, in the shell Claude Code runs it in: its exit code 0 (go on)
+#: and 2 (blocked) pass, any other (127 not found, 126 not executable, 1 a crash, a signal)
+#: becomes 2 with a reason, since Claude Code lets an edit through on any other code
+GUARD = "; s=$?; case $s in 0|2) exit $s;; esac; "
+GUARD_SAYS = (
+    "tenure: the hook could not run (exit %s: %s did not start, or failed), so tenure cannot "
+    "check edits and blocks them. Fix: run tenure agent setup claude-code again where tenure "
+    "is installed, or take the hooks out with tenure agent setup claude-code --remove.\\n"
+)
 
 Doc = dict[str, Any]
 
 
 @dataclass(frozen=True)
 class Form:
-    """How the hooks reach tenure: a command (``tenure hook claude-code``, one process per
-    event) or, with ``url``, Claude Code's HTTP hook posting to the server itself, with the
-    bearer token from the environment variable ``token_env`` (and ``$TENURE_REPO``, when set,
-    naming the repository; else the server derives it from the event's ``cwd``)."""
+    """How the hooks reach tenure: a command (one process per event) or, with ``url``, Claude
+    Code's HTTP hook posting to the server itself, with the bearer token from the environment
+    variable ``token_env`` (and ``$TENURE_REPO``, when set, naming the repository; else the
+    server derives it from the event's ``cwd``).
+
+    The command runs the interpreter ``python`` on the hook module found under ``src`` (both
+    absolute paths: nothing is looked up on the harness's ``PATH``), else ``exe hook
+    claude-code``; either is followed by :data:`GUARD`, so that whatever keeps it from running
+    blocks an edit (exit 2) instead of letting it through."""
 
     exe: str = "tenure"
     url: str | None = None
     token_env: str = "TENURE_TOKEN"
+    python: str | None = None
+    src: str | None = None
+
+    def command(self) -> str:
+        """The command hook's shell command (see :func:`hook_command`)."""
+        return hook_command(self.exe, self.python, self.src)
 
     def hook(self) -> Doc:
         if self.url is None:
-            return {"type": "command", "command": f"{self.exe} {HOOK_COMMAND}"}
+            return {"type": "command", "command": self.command()}
         return {
             "type": "http",
             "url": self.url.rstrip("/") + HOOK_ROUTE,
@@ -76,12 +98,26 @@ class Form:
         }
 
 
+def hook_command(exe: str, python: str | None = None, src: str | None = None) -> str:
+    """``python -I -S -c '…' claude-code`` (isolated, no site: the interpreter's quickest
+    start, with ``src`` put first on the import path), else ``exe hook claude-code``; then
+    :data:`GUARD` and the reason for any other exit code, on stderr."""
+    if python is not None and src is not None:
+        code = f"import sys;sys.path[:0]=[{json.dumps(src)}];from {HOOK_MODULE} import run;run()"
+        launch, what = f"{shlex.quote(python)} -I -S -c {shlex.quote(code)} claude-code", python
+    else:
+        launch, what = f"{shlex.quote(exe)} {HOOK_COMMAND}", exe
+    return f'{launch}{GUARD}printf {shlex.quote(GUARD_SAYS)} "$s" {shlex.quote(what)} >&2; exit 2'
+
+
 def is_our_hook(hook: Any) -> bool:
-    """A hook entry ``tenure agent setup`` wrote (in either form)."""
+    """A hook entry ``tenure agent setup`` wrote (in either form, guarded or not)."""
     if not isinstance(hook, dict):
         return False
     if hook.get("type") == "command":
-        return str(hook.get("command", "")).rstrip().endswith(HOOK_COMMAND)
+        command = str(hook.get("command", "")).rstrip()
+        guarded = f" claude-code{GUARD}" in command and "tenure" in command
+        return command.endswith(HOOK_COMMAND) or guarded
     if hook.get("type") == "http":
         return str(hook.get("url", "")).rstrip("/").endswith(HOOK_ROUTE)
     return False

@@ -23,11 +23,13 @@ A file's key is ``files/<repo>/<path from the repository root>``; ``<repo>`` is 
 from __future__ import annotations
 
 import posixpath
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
+
+from tenure.core.repos import repo_from_remote as repo_from_remote
+from tenure.core.repos import repo_from_root as repo_from_root
 
 FILES = "files/"
 #: the tools that edit a file, and the field of ``tool_input`` that names it
@@ -134,46 +136,6 @@ def _control(text: str) -> bool:
 
 
 # keys ----------------------------------------------------------------------------------------
-_SCP = re.compile(r"^(?:[^@/]+@)?([^:/]+):(?!//)(.+)$")  # git@github.com:acme/shop.git
-
-
-def repo_from_remote(url: str) -> str | None:
-    """A remote URL spelled one way: ``host/path`` without user, port, scheme or ``.git``
-    (``git@github.com:acme/shop.git`` and ``https://github.com/acme/shop`` are both
-    ``github.com/acme/shop``); a local path (``/srv/git/shop.git``, ``file:///srv/git/shop``)
-    is the path without its leading ``/``. ``None`` for an empty URL."""
-    url = url.strip()
-    if not url:
-        return None
-    host, path = _split_remote(url)
-    path = path.strip("/")
-    path = path.removesuffix(".git").rstrip("/")
-    path = posixpath.normpath(path) if path else ""
-    name = f"{host}/{path}" if host and path and path != "." else host or path
-    return name.strip("/") or None
-
-
-def _split_remote(url: str) -> tuple[str, str]:
-    """``(host lower-cased, path)``; the host is empty for a local path."""
-    scheme, sep, rest = url.partition("://")
-    if sep:
-        if scheme.lower() == "file":
-            return "", rest
-        netloc, _, path = rest.partition("/")
-        host = netloc.rpartition("@")[2]
-        host = host.split("]")[0].lstrip("[") if host.startswith("[") else host.split(":")[0]
-        return host.lower(), path
-    scp = _SCP.match(url)
-    if scp and not url.startswith(("/", ".")):
-        return scp.group(1).lower(), scp.group(2)
-    return "", url
-
-
-def repo_from_root(root: str) -> str:
-    """The repository named by its root directory: the absolute path without its leading ``/``."""
-    return posixpath.normpath(root).lstrip("/")
-
-
 def relative_path(root: str, path: str, cwd: str = "") -> str | None:
     """``path`` (absolute, or relative to ``cwd``) from ``root``, in ``/`` form; ``None`` when
     it lies outside ``root`` (or is ``root`` itself)."""

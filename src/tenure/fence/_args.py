@@ -4,7 +4,8 @@ refusal of a stale token."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from itertools import pairwise
 
 from tenure.errors import FenceMisuse, InvalidRequest, StaleToken
 
@@ -24,6 +25,43 @@ def check_token(token: object, field: str = "token") -> int:
     if isinstance(token, bool) or not isinstance(token, int) or not 0 < token <= MAX_TOKEN:
         raise InvalidRequest(f"the {field} must be an integer in 1..2**63-1", field=field)
     return token
+
+
+#: ``(key, token)`` pairs in key order: the order the fence rows are locked in
+Pairs = list[tuple[str, int]]
+Keys = str | Mapping[str, int] | Iterable[tuple[str, int]]
+
+
+def check_pairs(keys: Keys, token: int | None) -> Pairs:
+    """``key, token``, or several keys (a mapping or ``(key, token)`` pairs with no
+    ``token``), checked and sorted by key; a key named twice is refused."""
+    if isinstance(keys, str):
+        if token is None:
+            raise InvalidRequest("the token is required with a single key", field="token")
+        return [(check_key(keys), check_token(token))]
+    if token is not None:
+        raise InvalidRequest(
+            "give either a key and a token, or several keys as {key: token}", field="token"
+        )
+    if isinstance(keys, Mapping):
+        items = list(keys.items())
+    elif isinstance(keys, Iterable) and not isinstance(keys, bytes):
+        items = [_pair(item) for item in keys]
+    else:
+        raise InvalidRequest("the key must be a string or a {key: token} mapping", field="key")
+    pairs = sorted((check_key(k), check_token(t)) for k, t in items)
+    if not pairs:
+        raise InvalidRequest("no keys to fence", field="key")
+    for (a, _), (b, _) in pairwise(pairs):
+        if a == b:
+            raise InvalidRequest(f"the key {a!r} is named twice", field="key")
+    return pairs
+
+
+def _pair(item: object) -> tuple[object, object]:
+    if not isinstance(item, tuple) or len(item) != 2:
+        raise InvalidRequest("several keys are (key, token) pairs", field="key")
+    return item[0], item[1]
 
 
 def parse_token(text: str, field: str) -> int:
@@ -51,10 +89,10 @@ def stale(key: str, token: int, current: int | None) -> StaleToken:
 
 
 _SLOT = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)(:path)?\}")
-Keys = str | Iterable[str] | None
+KeyPatterns = str | Iterable[str] | None
 
 
-def key_patterns(keys: Keys) -> tuple[str, re.Pattern[str] | None]:
+def key_patterns(keys: KeyPatterns) -> tuple[str, re.Pattern[str] | None]:
     """The keys a fence is bound to (``"reports/{name}"``: ``{name}`` one segment,
     ``{name:path}`` one or more), as text and as one regex; ``None`` binds to nothing."""
     if keys is None:

@@ -24,7 +24,8 @@ import inspect
 import json
 import re
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
-from typing import Annotated, Any, NamedTuple
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
+from typing import Annotated, Any, NamedTuple, TypeVar
 
 import anyio.to_thread
 from fastapi import Depends, HTTPException, Request
@@ -33,6 +34,7 @@ from fastapi.responses import JSONResponse
 from tenure.errors import FenceMisuse, InvalidRequest, TenureError
 from tenure.fence._args import check_bound, check_key, key_patterns, parse_token
 from tenure.fence.keyed import KeyFence, warn_if_memory
+from tenure.fence.table import TableFence
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -51,11 +53,35 @@ def headers(key: str, token: int) -> dict[str, str]:
     return {KEY_HEADER: check_key(key), TOKEN_HEADER: str(token)}
 
 
+C = TypeVar("C")
+
+
 class Admitted(NamedTuple):
-    """What a guard admitted for a request: the lease key and the token."""
+    """What a guard admitted for a request: the lease key and the token.
+
+    The guard checked at the door; a request admitted a moment before a newer holder's may
+    still be running when that holder writes. Re-check where the write is:
+    ``with admitted.transaction(conn):`` fences the handler's own write transaction with this
+    key and token (a :class:`~tenure.fence.TableFence` in the handler's database), so a slow
+    handler's stale write is refused (:class:`tenure.StaleToken`) if a newer token wrote first.
+    """
 
     key: str
     token: int
+
+    def transaction(self, conn: C, fence: TableFence | None = None) -> AbstractContextManager[C]:
+        """:meth:`TableFence.transaction` on ``conn`` for the admitted key and token."""
+        return (fence or TableFence()).transaction(conn, self.key, self.token)
+
+    def atransaction(
+        self, conn: C, fence: TableFence | None = None
+    ) -> AbstractAsyncContextManager[C]:
+        """:meth:`TableFence.atransaction` on ``conn`` for the admitted key and token."""
+        return (fence or TableFence()).atransaction(conn, self.key, self.token)
+
+    def admit(self, conn: Any, fence: TableFence | None = None) -> int:
+        """:meth:`TableFence.admit` inside a transaction the handler manages itself."""
+        return (fence or TableFence()).admit(conn, self.key, self.token)
 
 
 def key_from_header(scope: Scope) -> str | None:
@@ -123,12 +149,13 @@ class FenceRefused(HTTPException):
 
 
 async def problem_response(request: Request, exc: Exception) -> JSONResponse:
-    """An exception handler for :class:`FenceRefused`: the bare problem document."""
-    if not isinstance(exc, FenceRefused):
+    """An exception handler for :class:`FenceRefused` (refused at the door) and for a
+    :class:`tenure.TenureError` the handler let out (``StaleToken`` refused at the write):
+    the bare problem document."""
+    error = exc.error if isinstance(exc, FenceRefused) else exc
+    if not isinstance(error, TenureError):
         raise exc
-    return JSONResponse(
-        exc.error.to_problem(), exc.error.status, media_type="application/problem+json"
-    )
+    return JSONResponse(error.to_problem(), error.status, media_type="application/problem+json")
 
 
 def require_store(fence: object, guard: str) -> KeyFence:

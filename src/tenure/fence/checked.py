@@ -5,9 +5,11 @@ one tenure never issued (a caller who sends ``2**62`` would jam the key), or one
 was force-released or has ended. :class:`CheckedFence` first asks tenure (``GET
 /v1/leases/{key}``) and admits a token only if it is the key's latest token and its lease is
 live; then it admits the token in the fence it wraps (if any), which refuses anything below the
-largest token seen. A positive answer is cached per ``(key, token)`` for ``cache`` times the
-lease's ttl: for that long a revoked token may still pass the check (never once a larger
-token has been admitted in the wrapped fence).
+largest token seen. A positive answer is cached per ``(key, token)`` for ``cache`` seconds (at
+most one second, so a release, force-release or newer acquisition tenure saw ends it within a
+second) and never past the lease's deadline as tenure gave it, less ``skew`` seconds for the
+difference between the clocks. When tenure cannot be reached the check refuses
+(:class:`tenure.Unavailable`): it fails closed.
 """
 
 from __future__ import annotations
@@ -19,7 +21,15 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from tenure.core.models import Lease
-from tenure.errors import InvalidRequest, NotFound, StaleToken
+from tenure.errors import (
+    Forbidden,
+    InvalidRequest,
+    NotFound,
+    StaleToken,
+    TenureError,
+    Unauthenticated,
+    Unavailable,
+)
 from tenure.fence._args import check_key, check_token
 
 
@@ -41,11 +51,15 @@ class CheckedFence:
         tenure: LeaseReader,
         fence: Any = None,
         *,
-        cache: float = 0.25,
+        cache: float = 1.0,
+        skew: float = 1.0,
         clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
     ) -> None:
-        if isinstance(cache, bool) or not isinstance(cache, int | float) or not 0 <= cache < 1:
-            raise InvalidRequest("cache: a fraction of the ttl in [0, 1)", field="cache")
+        if not _seconds(cache, 1.0):
+            raise InvalidRequest("cache: seconds in [0, 1]", field="cache")
+        if not _seconds(skew, 3600.0):
+            raise InvalidRequest("skew: seconds in [0, 3600]", field="skew")
         if inspect.iscoroutinefunction(getattr(tenure, "get_lease", None)):
             raise InvalidRequest(
                 "tenure: CheckedFence asks from a worker thread; give it a tenure.Client, "
@@ -55,7 +69,9 @@ class CheckedFence:
         self.tenure = tenure
         self.fence = fence
         self.cache = float(cache)
+        self.skew = float(skew)
         self.clock = clock
+        self.wall = wall
         self._until: dict[tuple[str, int], float] = {}
         self._lock = threading.Lock()
 
@@ -69,9 +85,11 @@ class CheckedFence:
         lease = self._lease(key, token)
         if lease.token != token or lease.state != "live":
             raise _refusal(key, token, lease)
+        left = lease.expires_at / 1000 - self.wall() - self.skew
         with self._lock:
             self._forget(now)
-            self._until[(key, token)] = now + self.cache * lease.ttl_ms / 1000
+            if min(self.cache, left) > 0:
+                self._until[(key, token)] = now + min(self.cache, left)
         return token
 
     def admit(self, key: str, token: int) -> int:
@@ -98,10 +116,26 @@ class CheckedFence:
                 token=token,
                 current_token=None,
             ) from None
+        except (Unauthenticated, Forbidden, InvalidRequest):
+            raise
+        except Exception as exc:
+            raise _unreachable(key, token, exc) from exc
 
     def _forget(self, now: float) -> None:
         if len(self._until) > 10_000:
             self._until = {k: t for k, t in self._until.items() if t > now}
+
+
+def _seconds(value: object, most: float) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int | float) and 0 <= value <= most
+
+
+def _unreachable(key: str, token: int, exc: Exception) -> Unavailable:
+    why = exc.detail if isinstance(exc, TenureError) else f"{type(exc).__name__}: {exc}"
+    return Unavailable(
+        f"the fence could not ask tenure whether token {token} for {key!r} is current ({why}), "
+        "so it refuses the write (it fails closed); retry once tenure answers"
+    )
 
 
 def _refusal(key: str, token: int, lease: Lease) -> StaleToken:

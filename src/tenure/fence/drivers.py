@@ -36,6 +36,10 @@ class Driver(Protocol):
 
     def fetchone(self, sql: str, params: tuple[Any, ...]) -> Row: ...
 
+    def execute(self, sql: str) -> None: ...
+
+    def sealed(self) -> AbstractContextManager[None]: ...
+
 
 def misuse(driver: str, state: str, facts: str, todo: str) -> FenceMisuse:
     return FenceMisuse(f"conn: {facts}. {todo}.", field="conn", driver=driver, state=state)
@@ -57,6 +61,16 @@ class Adapter:
 
     def __init__(self, conn: Any) -> None:
         self.conn = conn
+
+
+class Unsealed:
+    """A blocking driver whose commit inside the block the fence cannot refuse as it happens
+    (the marker savepoint finds it before the fence's commit)."""
+
+    def sealed(self) -> AbstractContextManager[None]:
+        """While the block runs: refuse the caller's own commit or rollback if the driver
+        lets the fence do so (this one does not)."""
+        return contextlib.nullcontext()
 
 
 def in_transaction(driver: str) -> FenceMisuse:
@@ -128,8 +142,55 @@ class Sqlite3(Adapter):
         row = self.conn.execute(sql, params).fetchone()
         return None if row is None else tuple(row)
 
+    def execute(self, sql: str) -> None:
+        self.conn.execute(sql)
 
-class Psycopg(Adapter):
+    @contextlib.contextmanager
+    def sealed(self) -> Iterator[None]:
+        self.conn.set_authorizer(no_transaction_statements)
+        try:
+            yield
+        except Exception as exc:
+            if (refusal := refused_inside(self.name, exc)) is None:
+                raise
+            raise refusal from exc
+        finally:
+            self.conn.set_authorizer(None)
+
+
+def refused_inside(driver: str, exc: Exception) -> FenceMisuse | None:
+    """The authorizer's refusal of a commit or rollback inside the block, as
+    :class:`tenure.FenceMisuse` (``None`` for any other error)."""
+    if "not authorized" not in str(exc):
+        return None
+    return misuse(
+        driver,
+        "ended_inside",
+        "the guarded block tried to commit or roll back the fence's transaction itself "
+        "(commit(), rollback() or a COMMIT statement); it was refused and everything rolled back",
+        "Let the guard commit: leave the block instead of committing inside it",
+    )
+
+
+#: SQLite's authorizer action codes for BEGIN/COMMIT/ROLLBACK and for savepoints
+_SQLITE_TRANSACTION, _SQLITE_SAVEPOINT, _SQLITE_DENY = 22, 32, 1
+
+
+def no_transaction_statements(action: int, what: str | None, name: str | None, *_: object) -> int:
+    """A sqlite3 authorizer: deny ``COMMIT``/``ROLLBACK`` (``conn.commit()`` too) and the release
+    or rollback of the fence's marker savepoint; allow everything else."""
+    if action == _SQLITE_TRANSACTION:
+        return _SQLITE_DENY
+    if action == _SQLITE_SAVEPOINT and what != "BEGIN" and str(name).startswith(MARK_PREFIX):
+        return _SQLITE_DENY
+    return 0
+
+
+#: the fence's marker savepoint: opened after the admission, released right before the commit
+MARK_PREFIX = "tenure_fence_"
+
+
+class Psycopg(Unsealed, Adapter):
     """psycopg 3 ``Connection``: its own outermost ``transaction()`` block."""
 
     name = "psycopg"
@@ -146,8 +207,11 @@ class Psycopg(Adapter):
         row = self.conn.execute(marks(sql, "format"), params).fetchone()
         return None if row is None else tuple(row)
 
+    def execute(self, sql: str) -> None:
+        self.conn.execute(sql)
 
-class Psycopg2(Adapter):
+
+class Psycopg2(Unsealed, Adapter):
     """psycopg2: its implicit transaction, or an explicit ``BEGIN`` when in autocommit."""
 
     name = "psycopg2"
@@ -179,6 +243,8 @@ class Psycopg2(Adapter):
         with self.conn.cursor() as cur:
             cur.execute(sql)
 
+    execute = _run
+
     def fetchone(self, sql: str, params: tuple[Any, ...]) -> Row:
         with self.conn.cursor() as cur:
             cur.execute(marks(sql, "format"), params)
@@ -204,7 +270,7 @@ def _autocommit_level(conn: Any) -> bool:
     return getattr(conn.connection.dbapi_connection, "autocommit", False) is True
 
 
-class SQLAlchemyConnection:
+class SQLAlchemyConnection(Unsealed):
     """SQLAlchemy ``Connection``: ``begin()``, and ``BEGIN IMMEDIATE`` underneath on SQLite."""
 
     name = "sqlalchemy"
@@ -230,8 +296,11 @@ class SQLAlchemyConnection:
     def fetchone(self, sql: str, params: tuple[Any, ...]) -> Row:
         return _sa_fetchone(self.conn, sql, params)
 
+    def execute(self, sql: str) -> None:
+        self.conn.exec_driver_sql(sql)
 
-class SQLAlchemySession:
+
+class SQLAlchemySession(Unsealed):
     """SQLAlchemy ORM ``Session``: ``session.begin()``; it flushes your objects at commit."""
 
     name = "sqlalchemy"
@@ -257,6 +326,9 @@ class SQLAlchemySession:
     def fetchone(self, sql: str, params: tuple[Any, ...]) -> Row:
         return _sa_fetchone(self.session, sql, params)
 
+    def execute(self, sql: str) -> None:
+        self.session.connection().exec_driver_sql(sql)
+
 
 def _immediate(conn: Any, dialect: Dialect, write: bool) -> None:
     """On SQLite, take the write lock now (pysqlite itself begins lazily, deferred)."""
@@ -271,7 +343,7 @@ def _sa_fetchone(executor: Any, sql: str, params: tuple[Any, ...]) -> Row:
     return None if row is None else tuple(row)
 
 
-class Django:
+class Django(Unsealed):
     """A Django database connection: an outermost, durable ``transaction.atomic`` block."""
 
     name = "django"
@@ -300,6 +372,10 @@ class Django:
             cur.execute(marks(sql, "format"), params)
             row = cur.fetchone()
         return None if row is None else tuple(row)
+
+    def execute(self, sql: str) -> None:
+        with self.conn.cursor() as cur:
+            cur.execute(sql)
 
 
 SYNC: dict[tuple[str, str], Callable[[Any], Driver]] = {

@@ -19,6 +19,8 @@ from tenure.fence.drivers import (
     check_idle,
     marks,
     named,
+    no_transaction_statements,
+    refused_inside,
 )
 
 
@@ -33,6 +35,15 @@ class AsyncDriver(Protocol):
     def owned(self, write: bool = True) -> AbstractAsyncContextManager[None]: ...
 
     async def fetchone(self, sql: str, params: tuple[Any, ...]) -> Row: ...
+
+    async def execute(self, sql: str) -> None: ...
+
+    def sealed(self) -> AbstractAsyncContextManager[None]: ...
+
+
+@contextlib.asynccontextmanager
+async def _unsealed() -> AsyncIterator[None]:
+    yield
 
 
 class SQLAlchemyAsyncConnection:
@@ -65,6 +76,12 @@ class SQLAlchemyAsyncConnection:
         row = result.fetchone()
         return None if row is None else tuple(row)
 
+    async def execute(self, sql: str) -> None:
+        await self.conn.exec_driver_sql(sql)
+
+    def sealed(self) -> AbstractAsyncContextManager[None]:
+        return _unsealed()
+
 
 class AsyncPsycopg(Adapter):
     """psycopg 3 ``AsyncConnection``: its own outermost ``transaction()`` block."""
@@ -82,6 +99,12 @@ class AsyncPsycopg(Adapter):
         cur = await self.conn.execute(marks(sql, "format"), params)
         row = await cur.fetchone()
         return None if row is None else tuple(row)
+
+    async def execute(self, sql: str) -> None:
+        await self.conn.execute(sql)
+
+    def sealed(self) -> AbstractAsyncContextManager[None]:
+        return _unsealed()
 
 
 class Asyncpg(AsyncPsycopg):
@@ -126,6 +149,21 @@ class Aiosqlite(Adapter):
         async with self.conn.execute(sql, params) as cur:
             row = await cur.fetchone()
         return None if row is None else tuple(row)
+
+    async def execute(self, sql: str) -> None:
+        await self.conn.execute(sql)
+
+    @contextlib.asynccontextmanager
+    async def sealed(self) -> AsyncIterator[None]:
+        await self.conn.set_authorizer(no_transaction_statements)
+        try:
+            yield
+        except Exception as exc:
+            if (refusal := refused_inside(self.name, exc)) is None:
+                raise
+            raise refusal from exc
+        finally:
+            await self.conn.set_authorizer(None)
 
 
 ASYNC: dict[tuple[str, str], Callable[[Any], AsyncDriver]] = {

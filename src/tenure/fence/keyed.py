@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from tenure.core.subtree import ancestors
-from tenure.fence._args import Keys, check_bound, check_key, check_token, key_patterns, stale
+from tenure.fence._args import KeyPatterns, check_bound, check_key, check_token, key_patterns, stale
 from tenure.fence.table import TableFence, dialect_of
 
 log = logging.getLogger("tenure.fence")
@@ -36,7 +36,7 @@ class MemoryFence:
 
     blocking = False
 
-    def __init__(self, *, keys: Keys = None) -> None:
+    def __init__(self, *, keys: KeyPatterns = None) -> None:
         self.keys = key_patterns(keys)
         self._tokens: dict[str, int] = {}
         self._lock = threading.Lock()
@@ -64,7 +64,11 @@ class ConnectedFence:
     blocking = True
 
     def __init__(
-        self, connect: Callable[[], Any], table: TableFence | None = None, *, keys: Keys = None
+        self,
+        connect: Callable[[], Any],
+        table: TableFence | None = None,
+        *,
+        keys: KeyPatterns = None,
     ) -> None:
         self.connect = connect
         self.table = table or TableFence(keys=keys)
@@ -116,7 +120,11 @@ class SqliteFence(ConnectedFence):
     machine's processes share it; replicas on several machines need a shared database)."""
 
     def __init__(
-        self, path: str | os.PathLike[str], table: TableFence | None = None, *, keys: Keys = None
+        self,
+        path: str | os.PathLike[str],
+        table: TableFence | None = None,
+        *,
+        keys: KeyPatterns = None,
     ) -> None:
         self.path = os.fspath(path)
         super().__init__(self._connect, table, keys=keys)

@@ -21,7 +21,7 @@ from typing import Any
 
 from tenure.core.subtree import ancestors
 from tenure.errors import FenceMisuse, InvalidRequest
-from tenure.fence._args import Keys, check_bound, check_key, check_token, key_patterns, stale
+from tenure.fence._args import KeyPatterns, check_bound, check_key, check_token, key_patterns, stale
 
 # KEYS[1]: the fence's token for the key; KEYS[2 .. 1+n]: the fence's tokens of the subtrees
 # above it (n = ARGV[2]); KEYS[2+n] (optional): the key the guarded write changes.
@@ -59,7 +59,7 @@ class RedisFence:
         redis: Any,
         prefix: str = "tenure:fence:",
         *,
-        keys: Keys = None,
+        keys: KeyPatterns = None,
         allow_eviction_risk: bool = False,
     ) -> None:
         self.redis = redis

@@ -19,9 +19,11 @@ from typing import Any, Literal, TypeVar
 from tenure.core.subtree import ancestors
 from tenure.errors import InvalidRequest
 from tenure.fence._args import (
+    KeyPatterns,
     Keys,
     check_bound,
     check_key,
+    check_pairs,
     check_table,
     check_token,
     key_patterns,
@@ -59,9 +61,26 @@ class TableFence:
     with :meth:`transaction` (or :meth:`atransaction`), or call :meth:`admit` inside a
     transaction of your own."""
 
-    def __init__(self, table: str = "tenure_fence", *, keys: Keys = None) -> None:
+    def __init__(
+        self,
+        table: str = "tenure_fence",
+        *,
+        lock_timeout: float | None = 30.0,
+        keys: KeyPatterns = None,
+    ) -> None:
         self.table = check_table(table)
         self.keys = key_patterns(keys)
+        if lock_timeout is not None and (
+            isinstance(lock_timeout, bool)
+            or not isinstance(lock_timeout, int | float)
+            or not 0 < lock_timeout <= 86_400
+        ):
+            raise InvalidRequest(
+                "lock_timeout: seconds in (0, 86400], or None for no bound", field="lock_timeout"
+            )
+        #: how long :meth:`transaction` waits on PostgreSQL for a fence row another open
+        #: transaction holds (``None``: no bound); then :class:`tenure.FenceBusy`
+        self.lock_timeout = None if lock_timeout is None else float(lock_timeout)
 
     def sql(self, name: str, dialect: Dialect) -> str:
         """The named statement for ``dialect``, with the table and parameter marker in place."""
@@ -82,23 +101,35 @@ class TableFence:
             return text, (key, token, *keys, token)
         return text, keys
 
-    def transaction(self, conn: C, key: str, token: int) -> AbstractContextManager[C]:
+    def transaction(
+        self, conn: C, key: Keys, token: int | None = None
+    ) -> AbstractContextManager[C]:
         """Own a transaction on ``conn`` fenced by ``token`` for ``key``; yields ``conn``.
 
         Begins the transaction (``BEGIN IMMEDIATE`` on SQLite), admits the token as its first
         statement (:class:`tenure.StaleToken` if a newer one was admitted), runs the block and
-        commits, or rolls back on any error. Refuses, changing nothing, a connection already
-        inside a transaction or savepoint, or one that commits every statement by itself
-        (:class:`tenure.FenceMisuse`). A lost race with a concurrent transaction is
+        commits, or rolls back on any error. Several keys: ``transaction(conn, {"a": 7, "b":
+        3})`` (or ``(key, token)`` pairs) admits each, in key order. Refuses, changing nothing,
+        a connection already inside a transaction or savepoint, or one that commits every
+        statement by itself; and a commit or rollback inside the block, rolling back what is
+        left (:class:`tenure.FenceMisuse`). A lost race with a concurrent transaction, or a
+        wait past ``lock_timeout`` for a row another transaction holds, is
         :class:`tenure.StaleToken` if a newer token got in, else :class:`tenure.FenceBusy`.
         Accepts :mod:`sqlite3`, psycopg 3, psycopg2, SQLAlchemy ``Connection`` and ``Session``
         and Django connections.
         """
-        return guard(self, conn, check_bound(self.keys, check_key(key)), token)
+        return guard(self, conn, self._bound(check_pairs(key, token)))
 
-    def atransaction(self, conn: C, key: str, token: int) -> AbstractAsyncContextManager[C]:
+    def atransaction(
+        self, conn: C, key: Keys, token: int | None = None
+    ) -> AbstractAsyncContextManager[C]:
         """:meth:`transaction` for psycopg 3 ``AsyncConnection``, asyncpg and aiosqlite."""
-        return aguard(self, conn, check_bound(self.keys, check_key(key)), token)
+        return aguard(self, conn, self._bound(check_pairs(key, token)))
+
+    def _bound(self, pairs: list[tuple[str, int]]) -> list[tuple[str, int]]:
+        for key, _ in pairs:
+            check_bound(self.keys, key)
+        return pairs
 
     def install(self, conn: Any) -> None:
         """Create the fence table if it is missing (inside the caller's transaction)."""

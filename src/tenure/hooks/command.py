@@ -2,98 +2,180 @@
 (``POST /v1/hooks/claude-code``) and answers the harness: the decision JSON on stdout, and for
 a blocked edit the reason on stderr with exit code 2 (Claude Code's blocking code).
 
-It runs before every file edit, so it starts fast: the standard library and
-:mod:`tenure.core.hooks` only (no click, httpx or pydantic; ``tenure.entry`` sends ``tenure
-hook …`` here before the CLI loads). Its one HTTP request is written on a socket: importing
-``http.client`` alone (for its e-mail header parser) took a third of the start-up.
+It runs before every file edit, so it starts fast: a handful of lean modules (``os`` and C
+modules of the standard library, :mod:`tenure.core.hookwire`, :mod:`tenure.core.servers`,
+:mod:`tenure.core.repos` and this package); no click, httpx, pydantic, ``json``, ``re``,
+``socket``, ``subprocess``, ``dataclasses`` or ``typing``. ``tests/unit/test_hook_imports.py``
+holds it to that list; ``docs/performance.md`` has the figures.
 
-- The server: ``TENURE_URL`` and ``TENURE_TOKEN``, else the login ``tenure login`` saved.
+- The server: ``TENURE_URL`` (one URL, or a failover list ``http://a,http://b`` tried in
+  order, the first that answers deciding) and ``TENURE_TOKEN``, else the login ``tenure login``
+  saved.
 - The repository of an edit: ``TENURE_REPO`` names it, else git does (from the event's
   ``cwd``); its root is found by git, else ``CLAUDE_PROJECT_DIR`` (else ``cwd``) stands for it.
   Both are sent as ``repo`` and ``root``, so the server needs no access to this machine's files.
   (A heartbeat or an end needs neither: git is not asked.)
-- Fail closed for edits: when tenure cannot be asked (unreachable, a refusal such as ``401``,
-  a reply that is not a decision) an edit is blocked with a reason saying so and how to fix it.
-  Fail open for heartbeats and session ends (exit 0).
+- Fail closed for edits: whatever goes wrong (the server unreachable or refusing, a reply that
+  is not a decision, a ``TENURE_URL`` that is no URL, a login file that cannot be read, a bug
+  here) an edit is blocked (exit 2) with a reason saying what and how to fix it. Fail open for
+  heartbeats and session ends (exit 0, the reason on stderr). An edit waits at most
+  ``TENURE_HOOK_TIMEOUT_MS`` (10 s) for each server and 45 s in all (Claude Code kills a hook
+  after 60 s and then lets the edit through), a heartbeat or an end 1.5 s.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import socket
 import sys
-from typing import Any, BinaryIO
-from urllib.parse import quote, urlsplit
+import time
 
-from tenure.core import hooks as h
-from tenure.service.gitrepo import locate
-from tenure.settings import DEFAULT_HOST, DEFAULT_PORT, LOGIN_FILE, same_server
+from tenure.core import hookwire
+from tenure.core.servers import same_server, server_urls, url_parts
+from tenure.hooks import http, jsonlite
+from tenure.hooks.git import locate
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, BinaryIO
 
 HARNESSES = ("claude-code",)
 PATH = "/v1/hooks/claude-code"
-TIMEOUT_S = 10.0
+EDIT_TIMEOUT_MS = 10_000  # TENURE_HOOK_TIMEOUT_MS
+MAX_TIMEOUT_MS = 45_000  # and all the servers' tries together: under Claude Code's 60 s
+OTHER_TIMEOUT_S = 1.5  # a heartbeat or an end: nobody needs its answer
 BLOCK = 2  # Claude Code: a blocking error, stderr fed to the model
 USAGE = f"usage: tenure hook {{{','.join(HARNESSES)}}}  (reads one hook event on stdin)"
+# as tenure.settings has them (not imported: it loads pathlib, dataclasses and the policy)
+DEFAULT_HOST, DEFAULT_PORT, LOGIN_FILE = "127.0.0.1", 7676, "login.json"
+SETUP = "tenure agent setup claude-code"
+
+
+class Misconfigured(Exception):
+    """The hook cannot ask tenure as configured (the message says what to fix)."""
+
+
+def run() -> None:
+    """The process: ``python -c '…run()' claude-code`` (what ``tenure agent setup`` writes)."""
+    sys.exit(main(sys.argv[1:]))
 
 
 def main(argv: list[str], stdin: BinaryIO | None = None) -> int:
-    """Run ``tenure hook ARGV``; returns the exit code."""
+    """Run ``tenure hook ARGV``; returns the exit code. Nothing escapes: an edit (or an event
+    not read yet) is blocked by any failure, anything else is let through."""
     if argv in (["-h"], ["--help"]) or argv[:1] not in ([h] for h in HARNESSES):
         print(__doc__ if argv[:1] in (["-h"], ["--help"]) else USAGE, file=sys.stderr)
         return 0 if argv[:1] in (["-h"], ["--help"]) else 64
-    raw = (stdin or sys.stdin.buffer).read()
+    edit = True  # until the event says otherwise
     try:
-        event = json.loads(raw)
-    except ValueError as err:  # UnicodeDecodeError included
-        return _block(f"invalid_request: the hook event on stdin is not JSON ({err}).")
-    if not isinstance(event, dict):
-        return _block("invalid_request: the hook event on stdin must be a JSON object.")
-    return answer(event, raw, dict(os.environ))
+        raw = (stdin or sys.stdin.buffer).read()
+        try:
+            event = jsonlite.loads(raw)
+        except ValueError as err:  # UnicodeDecodeError included
+            return _block(f"invalid_request: the hook event on stdin is not JSON ({err}).")
+        if not isinstance(event, dict):
+            return _block("invalid_request: the hook event on stdin must be a JSON object.")
+        edit = hookwire.is_edit(event)
+        return answer(event, raw, dict(os.environ), edit)
+    except Misconfigured as err:
+        return _failed(edit, str(err))
+    except BaseException as err:  # fail closed: nothing may escape as exit 1
+        return _failed(edit, _crash(err))
 
 
-def answer(event: dict[str, Any], body: bytes, env: dict[str, str]) -> int:
-    """Ask the server about ``event`` (sent as ``body``) and answer the harness."""
-    edit = h.kind_of(event) == "edit"
-    url, token = server(env)
-    try:
-        status, reply = post(url, token, body, where(event, env) if edit else {})
-    except (OSError, ValueError) as err:
-        return _unreachable(edit, url, f"{type(err).__name__}: {err}")
-    if status != 200 or not isinstance(reply, dict):
-        return _unreachable(edit, url, _refusal(status, reply))
-    reason = h.denied_reason(reply)
-    print(json.dumps(reply))
+def answer(event: dict[str, Any], body: bytes, env: dict[str, str], edit: bool) -> int:
+    """Ask the servers about ``event`` (sent as ``body``) and answer the harness."""
+    urls, token = server(env)
+    timeout = timeout_s(env) if edit else OTHER_TIMEOUT_S
+    query = where(event, env) if edit else {}
+    failures = []
+    deadline = time.monotonic() + (MAX_TIMEOUT_MS / 1000 if edit else timeout)
+    for url in urls:
+        named = f"{url}: " if len(urls) > 1 else ""
+        left = min(timeout, deadline - time.monotonic())
+        if left <= 0:
+            failures.append(f"{named}not tried (no time left)")
+            continue
+        try:
+            status, reply, text = http.post(url, PATH, token, body, query, left)
+        except (OSError, ValueError) as err:
+            failures.append(f"{named}{type(err).__name__}: {err}")
+            continue
+        if status >= 500 and url != urls[-1]:
+            failures.append(f"{named}{_refusal(status, reply)}")
+            continue
+        if status != 200 or not isinstance(reply, dict):
+            return _unreachable(edit, url, _refusal(status, reply))
+        return _decided(reply, text)
+    return _unreachable(edit, ", ".join(urls), "; ".join(failures))
+
+
+def _decided(reply: dict[str, Any], text: bytes) -> int:
+    print(text.decode("utf-8").strip())
+    reason = hookwire.denied_reason(reply)
     if reason is not None:
         print(reason, file=sys.stderr)
         return BLOCK
     return 0
 
 
-def server(env: dict[str, str]) -> tuple[str, str | None]:
-    """The server's URL and the bearer token, as the CLI finds them."""
-    login = _login(env)
+def server(env: dict[str, str]) -> tuple[list[str], str | None]:
+    """The servers' URLs (in the order to try them) and the bearer token, as the CLI finds
+    them; :class:`Misconfigured` when they cannot be known."""
+    named, token = env.get("TENURE_URL"), env.get("TENURE_TOKEN")
+    login = {} if named and token else _login(env)
     default = (
         f"http://{env.get('TENURE_HOST') or DEFAULT_HOST}:{env.get('TENURE_PORT') or DEFAULT_PORT}"
     )
-    url = env.get("TENURE_URL") or login.get("url") or default
+    url = named or login.get("url") or default
+    where = "TENURE_URL" if named else "the saved login's url" if login.get("url") else "the URL"
+    try:
+        urls = server_urls(url)
+        for one in urls:
+            url_parts(one)
+    except ValueError as err:
+        raise Misconfigured(
+            f"{where} {url!r} is not a server URL ({err}). Fix: set TENURE_URL to "
+            "http://HOST:PORT, or a failover list http://a:7676,http://b:7676"
+        ) from None
     saved = login.get("token") if same_server(login.get("url"), url) else None
-    return url, env.get("TENURE_TOKEN") or saved or None
+    return urls, token or saved or None
 
 
 def _login(env: dict[str, str]) -> dict[str, str]:
+    """The saved login (``{}`` when there is none); :class:`Misconfigured` when the file is
+    there but cannot be read."""
     home = env.get("HOME") or os.path.expanduser("~")
     base = env.get("TENURE_CONFIG_DIR") or os.path.join(
         env.get("XDG_CONFIG_HOME") or os.path.join(home, ".config"), "tenure"
     )
+    path = os.path.join(base, LOGIN_FILE)
     try:
-        with open(os.path.join(base, LOGIN_FILE)) as f:
-            doc = json.load(f)
-    except (OSError, ValueError):
+        with open(path, "rb") as f:
+            doc = jsonlite.loads(f.read())
+    except FileNotFoundError:
         return {}
+    except (OSError, ValueError) as err:
+        raise Misconfigured(
+            f"the login file {path} cannot be read ({type(err).__name__}: {err}). Fix: run "
+            "tenure login again, or set TENURE_URL and TENURE_TOKEN for this session"
+        ) from None
     if not isinstance(doc, dict):
-        return {}
+        raise Misconfigured(f"the login file {path} is not a JSON object. Fix: tenure login")
     return {k: v for k, v in doc.items() if isinstance(v, str)}
+
+
+def timeout_s(env: dict[str, str]) -> float:
+    """How long an edit waits for each server: ``TENURE_HOOK_TIMEOUT_MS``, else 10 s."""
+    raw = env.get("TENURE_HOOK_TIMEOUT_MS", "").strip()
+    if not raw:
+        return EDIT_TIMEOUT_MS / 1000
+    if not (raw.isascii() and raw.isdigit()) or not 0 < int(raw) <= MAX_TIMEOUT_MS:
+        raise Misconfigured(
+            f"TENURE_HOOK_TIMEOUT_MS={raw!r} is not a number of milliseconds from 1 to "
+            f"{MAX_TIMEOUT_MS}. "
+            "Fix: set it to e.g. 10000, or unset it"
+        )
+    return int(raw) / 1000
 
 
 def where(event: dict[str, Any], env: dict[str, str]) -> dict[str, str]:
@@ -102,71 +184,7 @@ def where(event: dict[str, Any], env: dict[str, str]) -> dict[str, str]:
     cwd = cwd if isinstance(cwd, str) else ""
     fallback = env.get("CLAUDE_PROJECT_DIR") or cwd
     repo = locate(cwd, env.get("TENURE_REPO") or None, fallback)
-    return {} if repo is None else {"repo": repo.name, "root": repo.root}
-
-
-def post(url: str, token: str | None, body: bytes, query: dict[str, str]) -> tuple[int, Any]:
-    """POST ``body`` to the hook route; ``(status, the reply's JSON or None)``. One request on
-    its own connection (``Connection: close``): the reply is what the server sends until it
-    closes."""
-    parts = urlsplit(url)
-    https = parts.scheme == "https"
-    host, port = parts.hostname or "127.0.0.1", parts.port or (443 if https else 80)
-    params = "&".join(f"{k}={quote(v, safe='')}" for k, v in query.items())
-    target = parts.path.rstrip("/") + PATH + (f"?{params}" if params else "")
-    head = [
-        f"POST {target} HTTP/1.1",
-        f"Host: {parts.netloc}",
-        "Content-Type: application/json",
-        f"Content-Length: {len(body)}",
-        "Connection: close",
-        *([f"Authorization: Bearer {token}"] if token else []),
-    ]
-    request = ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body
-    with socket.create_connection((host, port), timeout=TIMEOUT_S) as raw:
-        sock = _tls(raw, host) if https else raw
-        sock.sendall(request)
-        data = _read_all(sock)
-    return _parse(data)
-
-
-def _tls(raw: socket.socket, host: str) -> socket.socket:
-    import ssl  # only for an https server
-
-    return ssl.create_default_context().wrap_socket(raw, server_hostname=host)
-
-
-def _read_all(sock: socket.socket) -> bytes:
-    chunks = []
-    while chunk := sock.recv(65536):
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-def _parse(data: bytes) -> tuple[int, Any]:
-    head, _, payload = data.partition(b"\r\n\r\n")
-    status_line, *headers = head.decode("latin-1").split("\r\n")
-    fields = status_line.split(" ", 2)
-    if len(fields) < 2 or not fields[0].startswith("HTTP/") or not fields[1].isdigit():
-        raise ConnectionError(f"not an HTTP reply: {status_line[:80]!r}")
-    if any(h.lower().replace(" ", "") == "transfer-encoding:chunked" for h in headers):
-        payload = _unchunk(payload)
-    try:
-        return int(fields[1]), json.loads(payload) if payload else None
-    except ValueError:
-        return int(fields[1]), None
-
-
-def _unchunk(payload: bytes) -> bytes:
-    out, rest = [], payload
-    while rest:
-        size_line, _, rest = rest.partition(b"\r\n")
-        size = int(size_line.split(b";")[0] or b"0", 16)
-        if size == 0:
-            break
-        out.append(rest[:size])
-        rest = rest[size + 2 :]
-    return b"".join(out)
+    return {} if repo is None else {"repo": repo[0], "root": repo[1]}
 
 
 def _refusal(status: int, reply: Any) -> str:
@@ -175,21 +193,43 @@ def _refusal(status: int, reply: Any) -> str:
     return f"HTTP {status}"
 
 
-def _unreachable(edit: bool, url: str, why: str) -> int:
-    said = (
-        f"tenure_unreachable: tenure at {url} could not check this edit ({why}), so it is "
-        "blocked. Tell the user: start the server (tenure serve), or set TENURE_URL and "
-        "TENURE_TOKEN (or run tenure login) for this session; "
-        "`tenure agent setup claude-code --remove` takes the hooks out."
+def _crash(err: BaseException) -> str:
+    where = ""
+    tb = err.__traceback__
+    while tb is not None:
+        where = f" at {tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}"
+        tb = tb.tb_next
+    return (
+        f"tenure's hook failed ({type(err).__name__}: {err}{where}). Fix: report it, run "
+        f"`{SETUP}` again, or take the hooks out with `{SETUP} --remove`"
     )
+
+
+def _unreachable(edit: bool, url: str, why: str) -> int:
     if not edit:
         print(f"tenure: {url} not reached ({why}); nothing renewed or released.", file=sys.stderr)
         print("{}")
         return 0
-    return _block(said)
+    return _block(
+        f"tenure_unreachable: tenure at {url} could not check this edit ({why}), so it is "
+        "blocked. Tell the user: start the server (tenure serve), or set TENURE_URL and "
+        "TENURE_TOKEN (or run tenure login) for this session; "
+        f"`{SETUP} --remove` takes the hooks out."
+    )
+
+
+def _failed(edit: bool, why: str) -> int:
+    if not edit:
+        print(f"tenure: {why}; nothing renewed or released.", file=sys.stderr)
+        print("{}")
+        return 0
+    return _block(
+        f"tenure_hook_failed: tenure cannot check this edit, so it is blocked: {why}. Tell "
+        "the user."
+    )
 
 
 def _block(reason: str) -> int:
-    print(json.dumps(h.deny(reason)))
+    print(jsonlite.dumps(hookwire.deny(reason)))
     print(reason, file=sys.stderr)
     return BLOCK

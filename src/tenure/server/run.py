@@ -108,11 +108,18 @@ def serve(
 
 
 def _serve(
-    settings: Settings, log_level: str, *, access_log: bool, mounts: Sequence[Mount], **options: Any
+    settings: Settings,
+    log_level: str,
+    *,
+    access_log: bool,
+    mounts: Sequence[Mount],
+    require_sync_standby: bool = False,
+    **options: Any,
 ) -> None:
     sock = bind(settings.host, settings.port)
     try:
         hint = first_run_hint(settings)  # opens the database: a bad URL fails here, in seconds
+        standbys = replication_line(settings, require_sync_standby)
     except BaseException:
         sock.close()
         raise
@@ -125,6 +132,8 @@ def _serve(
     )
     where = f"http://{settings.host}:{settings.port}"
     print(f"tenure {masked(settings.db)} on {where}", file=sys.stderr)
+    if standbys:
+        print(standbys, file=sys.stderr)
     if hint:
         print(hint, file=sys.stderr)
     previous = signal.signal(signal.SIGTERM, _stopped)
@@ -135,6 +144,31 @@ def _serve(
         sock.close()
     if not server.started:
         raise SystemExit(1)  # could not bind, or the startup (opening the database) failed
+
+
+def replication_line(settings: Settings, required: bool) -> str | None:
+    """PostgreSQL: one line on the database's standbys (``None`` for SQLite). ``required``
+    (``--require-sync-standby``): without a synchronous standby streaming, one line on stderr
+    and exit 1."""
+    if sqlite_file(settings.db) is not None:
+        if required:
+            print(
+                "tenure: --require-sync-standby needs PostgreSQL (a SQLite file has no standby)",
+                file=sys.stderr,
+            )
+            raise SystemExit(1)
+        return None
+    from tenure.store.postgres import replication
+
+    found = replication.check(settings.db)
+    if required and not found.synchronous:
+        print(
+            f"tenure: --require-sync-standby: {found.describe()}. Set synchronous_standby_names "
+            "and synchronous_commit = on on the primary (docs/operations.md, High availability).",
+            file=sys.stderr,
+        )
+        raise SystemExit(1)
+    return f"tenure: standbys: {found.describe()}"
 
 
 def hold_database(settings: Settings) -> ServerLock | None:

@@ -1,7 +1,7 @@
 """Which repository a directory belongs to, asked of git: its name for file keys and its root.
 
 Standard library only (the command hook loads it). The name is the normalised ``origin`` URL
-(:func:`tenure.core.hooks.repo_from_remote`), else the path of the *main* repository's root
+(:func:`tenure.core.repos.repo_from_remote`), else the path of the *main* repository's root
 (so a clone and its worktrees share it when they share an origin, and a worktree shares its main
 checkout's name when there is none); ``TENURE_REPO`` (``override``) replaces it. The root is the
 working tree's own top directory: file paths are taken from there.
@@ -15,7 +15,7 @@ import subprocess
 from dataclasses import dataclass
 from functools import lru_cache
 
-from tenure.core.hooks import repo_from_remote, repo_from_root
+from tenure.core.repos import GIT_ORIGIN, GIT_TOPLEVEL, from_git, repo_from_root
 
 GIT_TIMEOUT_S = 5.0
 
@@ -46,16 +46,9 @@ def cached(cwd: str) -> Repo | None:
 
 
 def _git_repo(cwd: str) -> Repo | None:
-    lines = _git(cwd, "rev-parse", "--path-format=absolute", "--show-toplevel", "--git-common-dir")
-    if lines is None or len(lines) < 2 or not lines[0]:
-        return None
-    root, common = lines[0], lines[1]
-    remote = _git(cwd, "config", "--get", "remote.origin.url")
-    name = repo_from_remote(remote[0]) if remote else None
-    if name is None:
-        main = posixpath.dirname(common) if posixpath.basename(common) == ".git" else common
-        name = repo_from_root(main)
-    return Repo(name, root)
+    toplevel = _git(cwd, *GIT_TOPLEVEL)
+    found = from_git(toplevel, _git(cwd, *GIT_ORIGIN) if toplevel else None)
+    return None if found is None else Repo(*found)
 
 
 def _git(cwd: str, *args: str) -> list[str] | None:

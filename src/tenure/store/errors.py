@@ -17,7 +17,11 @@ import psycopg
 import psycopg_pool
 
 #: the drivers' errors of a database that cannot be used as asked: an outage, or a bug
-DRIVER_ERRORS: tuple[type[Exception], ...] = (sqlite3.OperationalError, psycopg.OperationalError)
+DRIVER_ERRORS: tuple[type[Exception], ...] = (
+    sqlite3.OperationalError,
+    psycopg.OperationalError,
+    psycopg.errors.ReadOnlySqlTransaction,  # a standby: no primary to write to (a failover)
+)
 # What SQLite says when the file cannot be used right now (as opposed to a bug in a statement).
 SQLITE_OUTAGES = (
     "unable to open",

@@ -25,7 +25,7 @@ from typing import Any
 from tenure.fence._args import check_key, check_token
 from tenure.fence.drivers import Django
 from tenure.fence.table import TableFence
-from tenure.fence.transaction import admit
+from tenure.fence.transaction import admit_all
 
 
 def fenced_atomic(
@@ -61,5 +61,5 @@ def _in_request(table: TableFence, conn: Any, key: str, token: int) -> Iterator[
     from django.db import transaction
 
     with transaction.atomic(using=conn.alias):  # a savepoint: a refusal undoes only the block
-        admit(table, Django(conn), key, token)
+        admit_all(table, Django(conn), [(key, token)])
         yield conn

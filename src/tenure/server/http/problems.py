@@ -64,11 +64,11 @@ async def on_tenure_error(request: Request, exc: Exception) -> JSONResponse:
 
 def error_headers(exc: TenureError, authorization: str | None) -> dict[str, str] | None:
     """The headers of ``exc``'s reply: a 401's challenge (naming a rejected bearer token), a
-    429's ``Retry-After`` (its ``retry_after_s``, else a second)."""
+    429's or 503's ``Retry-After`` (its ``retry_after_s``, else a second)."""
     if exc.status == 401:
         rejected = (authorization or "").lower().startswith("bearer ")
         return {"WWW-Authenticate": CHALLENGES[rejected]}
-    if exc.status == 429:
+    if exc.status in (429, 503):
         return {"Retry-After": str(getattr(exc, "retry_after_s", None) or RETRY_AFTER_S)}
     return None
 

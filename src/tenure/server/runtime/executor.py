@@ -49,7 +49,7 @@ from functools import partial
 from typing import Any, Protocol, TypeVar
 
 from tenure.core.models import EventDraft
-from tenure.errors import LeaseHeld
+from tenure.errors import LeaseHeld, Unavailable
 from tenure.server.runtime.committer import Committer
 from tenure.service.leases import Service
 from tenure.store.base import LoopGroups, Syncer, ThreadGroups
@@ -228,6 +228,8 @@ class PgGroupExecutor(_Calls):
             with self._service.deferring() as events, self._groups.group(keys):
                 outcomes = [_outcome(call) for call, _, _ in jobs]
         except Exception as exc:  # the group's transaction is lost: nothing of it happened
+            if isinstance(exc, Unavailable) and exc.outcome == "unknown":
+                return [(False, exc)] * len(jobs)  # unless its COMMIT may have: never run again
             lost = unreachable(exc)
             if lost is not None:  # no database: alone, each would only wait again
                 return [(False, lost)] * len(jobs)

@@ -40,7 +40,7 @@ from tenure.store.postgres import tx as tx_module
 from tenure.store.postgres.listen import Listener, notices
 from tenure.store.postgres.pool import Pool, probe_connection
 from tenure.store.postgres.stats import PostgresStats
-from tenure.store.postgres.tx import SAVEPOINT, Batch, Group, KeyTx, over_bound, record
+from tenure.store.postgres.tx import SAVEPOINT, Batch, Group, KeyTx, in_doubt, over_bound, record
 from tenure.store.reads import Reads
 from tenure.store.sqlfiles import migrations, queries
 from tenure.store.values import Reach
@@ -124,8 +124,16 @@ class PostgresStore(PostgresStats, Reads, Writes, Compaction):
 
     @contextmanager
     def _tx(self) -> Iterator[psycopg.Cursor[Any]]:
-        with self.pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
-            yield cur
+        with self.pool.connection() as conn:
+            committing = False
+            try:
+                with conn.transaction(), conn.cursor() as cur:
+                    yield cur
+                    committing = True
+            except psycopg.Error as exc:
+                if committing and (conn.broken or conn.closed):  # the COMMIT's fate is unknown
+                    raise in_doubt(exc) from exc
+                raise
 
     def _now(self, cur: psycopg.Cursor[Any]) -> int:
         if self.clock is not None:
@@ -450,7 +458,12 @@ class PostgresStore(PostgresStats, Reads, Writes, Compaction):
         try:
             if self._probe is None or self._probe.closed:
                 self._probe = probe_connection(self.url)
-            self._probe.execute("SELECT 1")
+            row = self._probe.execute("SELECT pg_is_in_recovery()").fetchone()
+            if row is not None and row[0]:  # a standby (a URL without a writable host)
+                raise psycopg.errors.ReadOnlySqlTransaction(
+                    "the database is a read-only standby: no primary takes writes (give "
+                    "the URL every host with target_session_attrs=read-write)"
+                )
         except BaseException:
             self._close_probe()
             raise

@@ -35,8 +35,9 @@ from psycopg.pq.abc import PGresult
 from tenure.core.items import Item
 from tenure.core.models import EventDraft, FencedValue, FencedWrite, KeyRecord
 from tenure.core.quotas import SETTINGS
-from tenure.errors import QuotaExceeded
+from tenure.errors import QuotaExceeded, Unavailable
 from tenure.store import base, rows
+from tenure.store.health import first_line
 from tenure.store.postgres import session as session
 from tenure.store.postgres.listen import notices
 from tenure.store.postgres.literals import literals
@@ -145,6 +146,8 @@ class Batch:
         self._loader = Transformer(conn)
         self._sql: list[str] = []
         self.failed: psycopg.Error | None = None  # a batch failed: the transaction is lost
+        #: the last round trip's last statement got no answer of its own (its fate is unknown)
+        self.unanswered = False
 
     def add(self, name: str, params: dict[str, Any] | None = None) -> None:
         """Queue the prepared statement ``name`` (of :data:`HOT`) with ``params``."""
@@ -173,14 +176,18 @@ class Batch:
         statement that fails raises, as ``cursor.execute`` would."""
         if self.failed is not None:
             raise psycopg.OperationalError("the transaction failed before") from self.failed
+        sent, self.unanswered = len(self._sql), True
         query, self._sql = ";".join(self._sql).encode(), []
         conn = self.conn
         try:
             with conn.lock:
                 conn.pgconn.send_query(query)
                 results: list[PGresult] = conn.wait(execute(conn.pgconn))
-            for result in results:
+            for at, result in enumerate(results):
                 if result.status == FATAL_ERROR:
+                    # An error answered for a statement before the last: that statement failed
+                    # and the rest never ran. On the last one (or with no answer) it is unknown.
+                    self.unanswered = at >= sent - 1
                     raise error_from_result(result, encoding=conn.info.encoding)
         except psycopg.Error as exc:
             self.failed = exc
@@ -248,12 +255,30 @@ class Batch:
             self.add("insert_events", columns(params))
 
     def commit(self) -> None:
-        """Send what is queued and the ``COMMIT``, in one round trip."""
+        """Send what is queued and the ``COMMIT``, in one round trip. A connection lost in that
+        round trip leaves the outcome unknown (the COMMIT may have run): :func:`in_doubt`."""
         self.add_sql("COMMIT")
-        status = self.send().command_status
+        try:
+            status = self.send().command_status
+        except psycopg.Error as exc:
+            lost = self.conn.broken or self.conn.closed
+            raise in_doubt(exc) if self.unanswered and lost else exc from exc
         # A COMMIT of a failed transaction rolls it back and says so: that is not a commit.
         if status != b"COMMIT":
             raise psycopg.OperationalError(f"the COMMIT said {status!r}")
+
+
+def in_doubt(exc: psycopg.Error) -> Unavailable:
+    """What a commit raises when the connection was lost with its ``COMMIT`` unanswered, or
+    answered by the end of the connection (a backend terminated while it waited for a
+    synchronous standby has committed locally): it may or may not have happened. (An error
+    answered for an earlier statement, or a refusal of the COMMIT on a connection that still
+    works, is known: nothing was written, the error is raised as it is.)"""
+    return Unavailable(
+        f"the database connection was lost while the call was committing ({first_line(exc)}); "
+        "it may or may not have happened: read the state back before repeating it",
+        outcome="unknown",
+    )
 
 
 class Crowded:
