@@ -34,7 +34,9 @@ def http_writer(target: str, key: str, token: int) -> object:
     http = httpx.Client(base_url=target, timeout=30)
 
     def write(n: int) -> str | None:
-        reply = http.put(f"/{key}", json={"n": n}, headers={"Tenure-Token": str(token)})
+        reply = http.put(
+            f"/{key}", json={"n": n}, headers={"Tenure-Token": str(token), "Tenure-Key": key}
+        )
         if reply.status_code == 409:
             return str(reply.json()["code"])
         reply.raise_for_status()

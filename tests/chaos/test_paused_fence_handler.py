@@ -116,7 +116,7 @@ def test_a_paused_handler_past_the_door_never_overwrites_a_newer_holder(
                 served.http.put(
                     "/orders/17",
                     json={"body": "eleven, stale"},
-                    headers={"Tenure-Token": "11", "X-Pause": "1"},
+                    headers={"Tenure-Token": "11", "Tenure-Key": "orders/17", "X-Pause": "1"},
                     timeout=30,
                 )
             )
@@ -124,7 +124,9 @@ def test_a_paused_handler_past_the_door_never_overwrites_a_newer_holder(
         stale.start()
         assert pause.paused.wait(20), "the stale request never reached its handler"
         newer = served.http.put(
-            "/orders/17", json={"body": "twelve"}, headers={"Tenure-Token": "12"}
+            "/orders/17",
+            json={"body": "twelve"},
+            headers={"Tenure-Token": "12", "Tenure-Key": "orders/17"},
         )
         assert newer.status_code == 200, newer.text
         pause.resume.set()

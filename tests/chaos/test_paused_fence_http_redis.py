@@ -127,13 +127,17 @@ def test_http_service(server: ServeAt, store_url: str, tmp_path: Path, order: st
             mark = len(orders.writes)
             if order == "new-first":
                 put = orders.served.http.put(
-                    f"/{KEY}", json={"by": "B"}, headers={"Tenure-Token": str(lease.token)}
+                    f"/{KEY}",
+                    json={"by": "B"},
+                    headers={"Tenure-Token": str(lease.token), "Tenure-Key": KEY},
                 )
                 assert put.status_code == 200
             resume_and_expect_refusal(a)
             assert all(token == lease.token for token, _ in orders.writes[mark:])
             put = orders.served.http.put(
-                f"/{KEY}", json={"by": "B", "n": 2}, headers={"Tenure-Token": str(lease.token)}
+                f"/{KEY}",
+                json={"by": "B", "n": 2},
+                headers={"Tenure-Token": str(lease.token), "Tenure-Key": KEY},
             )
             assert put.status_code == 200
         assert [t for t, _ in orders.writes[:mark]] == [held] * mark and mark >= 1

@@ -146,8 +146,8 @@ def test_optional_mode_and_key_function() -> None:
     service = Guarded(MemoryFence(), required=False, key=lambda scope: scope["path"].strip("/"))
     try:
         assert service.post("untokened").status_code == 200
-        assert service.post("t9", {"Tenure-Token": "9"}).status_code == 200
-        assert service.post("t8", {"Tenure-Token": "8"}).status_code == 409
+        assert service.post("t9", headers(KEY, 9)).status_code == 200
+        assert service.post("t8", headers(KEY, 8)).status_code == 409
         assert service.reports.writes == [("untokened", None), ("t9", ("reports/nightly", 9))]
     finally:
         service.stop()

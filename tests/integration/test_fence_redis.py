@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import redis
 
 import tenure
 from redis_server import RedisServer
@@ -87,3 +88,51 @@ def test_reset_forgets_a_key(redis_server: RedisServer) -> None:
     fence.admit(KEY, 40)
     assert fence.reset(KEY) and fence.current(KEY) is None
     assert fence.admit(KEY, 1) == 1
+
+
+def test_write_runs_any_command_atomically_with_the_check(redis_server: RedisServer) -> None:
+    """``admit()`` then ``INCRBY`` is check-then-act; ``write`` is one script."""
+    r = redis_server.client()
+    fence = RedisFence(r)
+    assert fence.write(KEY, 7, "INCRBY", "hits", 5) == 5
+    assert fence.write(KEY, 7, "HSET", "prices:h", "eur", "1.0") == 1
+    assert fence.write(KEY, 8, "INCRBY", "hits", 1) == 6  # a newer holder
+    with pytest.raises(tenure.StaleToken) as refused:
+        fence.write(KEY, 7, "INCRBY", "hits", 100)  # the older holder, after the newer one
+    assert refused.value.current_token == 8
+    assert r.get("hits") == b"6"
+    for bad in ("", "EVAL", "SET X", 5):
+        with pytest.raises(tenure.InvalidRequest):
+            fence.write(KEY, 9, bad, "hits", 1)  # type: ignore[arg-type]
+    assert r.get("hits") == b"6" and fence.current(KEY) == 8
+
+
+def test_an_evicting_redis_is_refused_at_setup(redis_server: RedisServer) -> None:
+    r = redis_server.client()
+    r.config_set("maxmemory-policy", "allkeys-lru")
+    with pytest.raises(tenure.FenceMisuse, match="noeviction") as refused:
+        RedisFence(r)
+    assert refused.value.state == "evicting"
+    r.config_set("maxmemory-policy", "volatile-lru")  # the fence's keys have no TTL
+    assert RedisFence(r).admit(KEY, 3) == 3
+    assert r.ttl("tenure:fence:" + KEY) == -1
+
+
+def test_a_redis_that_hides_its_config_needs_an_explicit_risk(redis_server: RedisServer) -> None:
+    admin = redis_server.client()
+    admin.acl_setuser(
+        "app", enabled=True, passwords=["+pw"], keys=["*"], commands=["+@all", "-config"]
+    )
+    managed = redis.Redis(host="127.0.0.1", port=redis_server.port, username="app", password="pw")
+    with pytest.raises(tenure.FenceMisuse, match="allow_eviction_risk=True") as refused:
+        RedisFence(managed)
+    assert refused.value.state == "eviction_unknown"
+    assert RedisFence(managed, allow_eviction_risk=True).admit(KEY, 4) == 4
+
+
+def test_a_redis_fence_bound_to_its_keys(redis_server: RedisServer) -> None:
+    fence = RedisFence(redis_server.client(), keys="cache/{name}")
+    assert fence.write(KEY, 3, "SET", "prices", "v3") is not None
+    with pytest.raises(tenure.FenceMisuse):
+        fence.admit("caches/prices", 4)
+    assert redis_server.client().keys("tenure:fence:caches*") == []

@@ -2,7 +2,6 @@
 
 # No `from __future__ import annotations`: FastAPI must see the dependencies named by locals.
 
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
@@ -72,7 +71,8 @@ class Orders:
         self.served = Served(app)
 
     def put(self, order: str, token: int | None, **extra: str) -> httpx.Response:
-        hdrs = {**AUTH, **({"Tenure-Token": str(token)} if token is not None else {}), **extra}
+        sent = headers(f"orders/{order}", token) if token is not None else {}
+        hdrs = {**AUTH, **sent, **extra}
         return self.served.http.put(f"/orders/{order}", headers=hdrs)
 
 
@@ -92,10 +92,13 @@ def refusal(response: httpx.Response) -> tenure.TenureError:
 
 def test_the_key_comes_from_the_route_not_from_the_caller(orders: Orders) -> None:
     assert orders.put("1", 7).status_code == 200
-    late = orders.put("1", 5, **{"Tenure-Key": "orders/somewhere-else"})
+    late = orders.put("1", 5)
     assert late.status_code == 409
     error = refusal(late)
     assert isinstance(error, tenure.StaleToken) and error.current_token == 7
+    elsewhere = orders.put("1", 9, **{"Tenure-Key": "orders/somewhere-else"})
+    assert elsewhere.status_code == 422  # another key's token: refused, not admitted
+    assert orders.fence.current("orders/somewhere-else") is None
     assert orders.writes == [("1", Admitted("orders/1", 7))]
     assert orders.put("2", 5).status_code == 200  # another order, another key
 
@@ -114,39 +117,6 @@ def test_required_applies_per_route(orders: Orders) -> None:
     error = refusal(missing)
     assert isinstance(error, tenure.InvalidRequest) and error.field == "Tenure-Token"
     assert orders.writes == [("note", None)]
-
-
-def test_the_default_fence_is_a_sqlite_file_that_survives_a_restart(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    path = tmp_path / "default-fence.sqlite"
-    monkeypatch.setenv("TENURE_FENCE_DB", str(path))
-    app = FastAPI()
-
-    @app.put("/orders/{order_id}")
-    def put_order(
-        order_id: str, ok: Annotated[Admitted, Depends(fenced("orders/{order_id}"))]
-    ) -> str:
-        return "stored"
-
-    for token, status in ((4, 200), (3, 409)):  # a new app (a restart) remembers token 4
-        served = Served(app)
-        try:
-            assert (
-                served.http.put("/orders/1", headers={"Tenure-Token": str(token)}).status_code
-                == status
-            )
-        finally:
-            served.stop()
-        app.router.routes.clear()
-        fresh = fenced("orders/{order_id}")
-
-        @app.put("/orders/{order_id}")
-        def put_again(order_id: str, ok: Annotated[Admitted, Depends(fresh)]) -> str:
-            return "stored"
-
-    with sqlite3.connect(path) as db:
-        assert db.execute("SELECT key, token FROM tenure_fence").fetchall() == [("orders/1", 4)]
 
 
 def test_the_in_memory_fence_is_loud() -> None:

@@ -238,6 +238,60 @@ def test_the_django_migration_creates_the_table_and_fenced_atomic_guards(
         each.close()
 
 
+@pytest.mark.parametrize("alias", ["default", "postgres"])
+def test_fenced_atomic_works_in_a_view_under_atomic_requests(
+    django_urls: dict[str, str], alias: str
+) -> None:
+    """``ATOMIC_REQUESTS=True`` wraps each view in ``atomic``: the guard admits inside the
+    request's transaction, and a refusal rolls the whole request back."""
+    from django.core.handlers.base import BaseHandler
+    from django.core.management import call_command
+    from django.db import connections
+
+    from tenure.fence.django import fenced_atomic
+
+    url, connection = django_urls[alias], connections[alias]
+    call_command("migrate", "tenure_fence", database=alias, verbosity=0)
+    with connection.cursor() as cur:
+        cur.execute("CREATE TABLE notes (body TEXT NOT NULL)")
+
+    def view(token: int) -> str:
+        with connection.cursor() as cur:  # the view writes before the guard too
+            cur.execute("INSERT INTO notes VALUES (%s)", [f"before {token}"])
+        with fenced_atomic(KEY, token, using=alias), connection.cursor() as cur:
+            cur.execute("INSERT INTO notes VALUES (%s)", [f"guarded {token}"])
+        return "ok"
+
+    def notes() -> list[str]:
+        with connection.cursor() as cur:
+            cur.execute("SELECT body FROM notes ORDER BY body")
+            return [row[0] for row in cur.fetchall()]
+
+    connection.settings_dict["ATOMIC_REQUESTS"] = True
+    try:
+        atomic_view = BaseHandler().make_view_atomic(view)  # what Django's handler does
+        assert atomic_view(5) == "ok"
+        assert notes() == ["before 5", "guarded 5"]
+        assert TableFence().current(db_conn(url), KEY) == 5  # committed with the request
+        with pytest.raises(tenure.StaleToken):
+            atomic_view(4)
+        assert notes() == ["before 5", "guarded 5"]  # the whole request rolled back
+        with pytest.raises(FenceMisuse):  # a block of the view's own inside the request's
+            BaseHandler().make_view_atomic(lambda: view_in_atomic(alias, view))()
+    finally:
+        connection.settings_dict["ATOMIC_REQUESTS"] = False
+        with connection.cursor() as cur:
+            cur.execute("DROP TABLE notes")
+        call_command("migrate", "tenure_fence", "zero", database=alias, verbosity=0)
+
+
+def view_in_atomic(alias: str, view: Any) -> Any:
+    from django.db import transaction
+
+    with transaction.atomic(using=alias):
+        return view(6)
+
+
 _OPEN: list[Any] = []
 
 

@@ -19,7 +19,7 @@ import pytest
 
 import tenure
 from redis_server import RedisServer
-from tenure.fence import TableFence
+from tenure.fence import TableFence, headers
 from uvicorn_thread import Served
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "fencing.md"
@@ -111,7 +111,7 @@ def test_http_service(as_user: Any, monkeypatch: pytest.MonkeyPatch) -> None:
         auth = {"Authorization": "Bearer s3cret"}
         for token in (old.token, 2**62):  # stale (and never admitted anywhere), never issued
             reply = served.http.put(
-                "/orders/17", json={"total": 1}, headers={**auth, "Tenure-Token": str(token)}
+                "/orders/17", json={"total": 1}, headers={**auth, **headers("orders/17", token)}
             )
             assert reply.status_code == 409, reply.text
             assert reply.headers["content-type"] == "application/problem+json"

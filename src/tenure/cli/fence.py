@@ -63,6 +63,33 @@ def fence_reset(db: str, key: str | None, every: bool, table: str) -> None:
     )
 
 
+def fence_of(spec: str) -> Any:
+    """The fence ``tenure run --fence SPEC`` admits the run's token in: a SQLite file (or
+    sqlite:///path) or a postgresql:// URL with a tenure_fence table, or a redis:// URL."""
+    from tenure.fence import ConnectedFence, RedisFence, SqliteFence
+
+    if spec.startswith(("redis://", "rediss://", "unix://")):
+        try:
+            import redis
+        except ImportError:
+            raise InvalidRequest(
+                "--fence redis://…: install the redis client (pip install 'tenure[redis]')",
+                field="fence",
+            ) from None
+        return RedisFence(redis.Redis.from_url(spec, socket_timeout=30))
+    if spec.startswith(("postgres://", "postgresql://")):
+        import psycopg
+
+        return ConnectedFence(lambda: psycopg.connect(spec))
+    path = spec.removeprefix("sqlite:///") if spec.startswith("sqlite:///") else spec
+    if not path or "://" in path:
+        raise InvalidRequest(
+            f"--fence {spec}: give a SQLite file, a postgresql:// URL or a redis:// URL",
+            field="fence",
+        )
+    return SqliteFence(path)
+
+
 def _connect(db: str) -> Any:
     if db.startswith(("postgres://", "postgresql://")):
         import psycopg

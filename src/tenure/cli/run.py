@@ -35,6 +35,7 @@ from tenure.cli.app import cli, now_held
 from tenure.cli.completion import complete_keys
 from tenure.cli.context import Cli, cli_of, verb
 from tenure.cli.durations import DURATION, format_duration
+from tenure.cli.fence import fence_of
 from tenure.cli.interrupt import interruptible
 from tenure.cli.options import grace
 from tenure.cli.render import LOST, Output, describe
@@ -85,6 +86,14 @@ class Ending:
 @click.option("--wait", type=DURATION, help="Wait up to this long while someone else holds KEY.")
 @click.option("--no-wait", is_flag=True, help="Fail at once if KEY is held (the default).")
 @click.option("--task", help="What the lease serves (default: the command line).")
+@click.option(
+    "--fence",
+    "fences",
+    multiple=True,
+    metavar="DB",
+    help="Admit the token in this fence before CMD starts: a SQLite file, a postgresql:// "
+    "or redis:// URL (repeatable).",
+)
 @grace("After SIGTERM, how long CMD has before SIGKILL.")
 def run_command(
     key: str,
@@ -93,6 +102,7 @@ def run_command(
     wait: int | None,
     no_wait: bool,
     task: str | None,
+    fences: tuple[str, ...],
     grace: int,
 ) -> int:
     """Acquire KEY, run CMD while heartbeating the lease, release it when CMD ends and exit
@@ -106,9 +116,14 @@ def run_command(
     lease is lost, CMD gets SIGTERM, then SIGKILL after --grace, and run exits 4. SIGINT,
     SIGTERM and SIGHUP are forwarded to CMD (SIGKILL after --grace). If run dies, even by
     kill -9, CMD's process group is killed and the lease lapses after its ttl. With --json,
-    CMD's stdout goes to stderr and stdout gets one JSON document when CMD ends."""
+    CMD's stdout goes to stderr and stdout gets one JSON document when CMD ends.
+
+    Each --fence admits the new token for KEY in that fence (the tenure_fence table of a
+    database of yours, or Redis) before CMD starts, so a paused earlier holder's writes there
+    are refused from the grant on; a refusal releases the lease and CMD does not run."""
     if wait is not None and no_wait:
         raise click.UsageError("--wait and --no-wait exclude each other")
+    admits = [fence_of(spec) for spec in fences]
     run, argv = cli_of(), list(cmd)
     run.own_session(new_session("run"))
     started = time.monotonic()
@@ -117,6 +132,8 @@ def run_command(
         stack.callback(wakeup.close)
         stack.enter_context(quiet_loss())
         lease = acquire(stack, run, key, ttl, task or default_task(argv), wait, wakeup.wake)
+        for fence in admits:  # a refusal leaves the stack: the lease is released
+            fence.admit(key, lease.token)
         with wakeup:
             ending = run_guarded(run, argv, lease, wakeup, grace / 1000)
         ending.lost = ending.lost or leave(stack, lease)

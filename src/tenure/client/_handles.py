@@ -82,10 +82,12 @@ class FencedLeaseHandle(LeaseHandle):
 class WorkHandle(_Work[Caller], _SyncHeld):
     """A claim on an item held by a :class:`~tenure.client.Client` with a heartbeat thread.
 
-    ``with client.items.work(item_id, ttl=30, task=None, takeover=False, reason=None) as
-    work`` claims on entry, renews every ``ttl``/3, and on exit releases the claim unless it was
-    completed (or the item went to someone else). ``work.epoch``, ``work.item``, ``work.lost``,
-    ``work.check()`` and ``work.wait_lost()`` behave as on a lease handle.
+    ``with client.items.work(item_id, ttl=30, task=None, takeover=False, reason=None,
+    fences=None) as work`` claims on entry, renews every ``ttl``/3, and on exit releases the
+    claim unless it was completed (or the item went to someone else); ``fences`` admit the
+    epoch for ``items/<id>`` at once, as on a lease (a refusal releases the claim and
+    raises). ``work.epoch``, ``work.item``, ``work.lost``, ``work.check()`` and
+    ``work.wait_lost()`` behave as on a lease handle.
     """
 
     def progress(
@@ -129,7 +131,17 @@ class WorkHandle(_Work[Caller], _SyncHeld):
         self._item = result.item
         return result
 
+    def __init__(self, *args: Any, fences: Iterable[Admits] | None = None, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self.fences = check_fences(fences)
+
     def _acquire(self) -> tuple[Lease, float]:
         call = self._claim_call(self.ttl, self.task, self._client.session)
         claim, sent = self._client._timed(call)
-        return self._claimed(claim), sent
+        lease = self._claimed(claim)
+        try:  # the epoch, admitted under items/<id> before the block runs
+            admit_all(self.fences, self.key, lease.token)
+        except BaseException:
+            self._quiet_release(lease.token)
+            raise
+        return lease, sent

@@ -5,11 +5,12 @@ see :mod:`tenure.client.items`."""
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
 from tenure.client import _item_calls as ic
+from tenure.client._fences import Admits
 from tenure.client._handles import WorkHandle
 from tenure.client._held import Caller
 from tenure.client._item_calls import FollowUp
@@ -202,9 +203,13 @@ class Items:
         takeover: bool = False,
         reason: str | None = None,
         on_lost: Callable[[WorkHandle], object] | None = None,
+        fences: Iterable[Admits] | None = None,
     ) -> WorkHandle:
         """An async context manager holding a claim on ``item_id`` with a heartbeat thread.
 
         See :class:`WorkHandle`.
+        ``fences`` admit the claim's epoch for ``items/<id>`` as soon as it is granted.
         """
-        return WorkHandle(self._client, item_id, ttl, task, takeover, reason, on_lost)
+        return WorkHandle(
+            self._client, item_id, ttl, task, takeover, reason, on_lost, fences=fences
+        )

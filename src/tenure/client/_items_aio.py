@@ -8,11 +8,12 @@ this module by ``scripts/gen_sync.py``: write a change here and run it.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
 from tenure.client import _item_calls as ic
+from tenure.client._fences import Admits
 from tenure.client._handles_aio import AsyncWorkHandle
 from tenure.client._held_aio import AsyncCaller
 from tenure.client._item_calls import FollowUp
@@ -207,9 +208,13 @@ class AsyncItems:
         takeover: bool = False,
         reason: str | None = None,
         on_lost: Callable[[AsyncWorkHandle], object] | None = None,
+        fences: Iterable[Admits] | None = None,
     ) -> AsyncWorkHandle:
         """An async context manager holding a claim on ``item_id`` with a heartbeat task.
 
         See :class:`AsyncWorkHandle`; when the claim is lost, the block is cancelled.
+        ``fences`` admit the claim's epoch for ``items/<id>`` as soon as it is granted.
         """
-        return AsyncWorkHandle(self._client, item_id, ttl, task, takeover, reason, on_lost)
+        return AsyncWorkHandle(
+            self._client, item_id, ttl, task, takeover, reason, on_lost, fences=fences
+        )

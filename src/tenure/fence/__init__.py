@@ -5,8 +5,9 @@
   Django; ``atransaction`` for psycopg async, asyncpg, aiosqlite): it refuses a token lower
   than one already admitted for the key, in one conditional upsert that commits with your
   write. ``admit(conn, key, token)`` is the same check inside a transaction you manage.
-- :func:`fenced`: a FastAPI dependency per route (``Depends(fenced("orders/{order_id}"))``)
-  that refuses a stale ``Tenure-Token`` header with ``409 stale_token``; :class:`TokenFence`
+- :func:`fenced`: a FastAPI dependency per route
+  (``Depends(fenced("orders/{order_id}", fence=store))``) that refuses a stale
+  ``Tenure-Token`` header with ``409 stale_token``; :class:`TokenFence`
   is the same guard as ASGI middleware; :func:`headers` builds the headers.
 - :class:`SqliteFence`, :class:`ConnectedFence`, :class:`MemoryFence`: per-key stores with
   ``admit(key, token)``; :class:`~tenure.fence.redis.RedisFence` keeps tokens in Redis.
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from tenure.errors import FenceBusy, FenceMisuse
 from tenure.fence.checked import CheckedFence
-from tenure.fence.keyed import ConnectedFence, KeyFence, MemoryFence, SqliteFence, default_fence
+from tenure.fence.keyed import ConnectedFence, KeyFence, MemoryFence, SqliteFence
 from tenure.fence.redis import RedisFence
 from tenure.fence.table import TableFence, dialect_of
 
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
         TOKEN_HEADER,
         Admitted,
         FenceRefused,
+        RouteGuard,
         TokenFence,
         fenced,
         headers,
@@ -44,6 +46,7 @@ _ASGI = {
     "TOKEN_HEADER",
     "Admitted",
     "FenceRefused",
+    "RouteGuard",
     "TokenFence",
     "fenced",
     "headers",
@@ -72,10 +75,10 @@ __all__ = [
     "KeyFence",
     "MemoryFence",
     "RedisFence",
+    "RouteGuard",
     "SqliteFence",
     "TableFence",
     "TokenFence",
-    "default_fence",
     "dialect_of",
     "fenced",
     "headers",

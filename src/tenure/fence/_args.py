@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterable, Mapping
 from itertools import pairwise
 
-from tenure.errors import InvalidRequest, StaleToken
+from tenure.errors import FenceMisuse, InvalidRequest, StaleToken
 
 MAX_TOKEN = 2**63 - 1
 _TABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}(\.[A-Za-z_][A-Za-z0-9_]{0,62})?")
@@ -86,3 +86,40 @@ def stale(key: str, token: int, current: int | None) -> StaleToken:
         token=token,
         current_token=current,
     )
+
+
+_SLOT = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)(:path)?\}")
+KeyPatterns = str | Iterable[str] | None
+
+
+def key_patterns(keys: KeyPatterns) -> tuple[str, re.Pattern[str] | None]:
+    """The keys a fence is bound to (``"reports/{name}"``: ``{name}`` one segment,
+    ``{name:path}`` one or more), as text and as one regex; ``None`` binds to nothing."""
+    if keys is None:
+        return "", None
+    listed = (keys,) if isinstance(keys, str) else tuple(keys)
+    if not listed or not all(isinstance(k, str) and k for k in listed):
+        raise InvalidRequest("keys: a key pattern or a list of them", field="keys")
+    alternatives = []
+    for pattern in listed:
+        parts = _SLOT.split(pattern)  # text, name, ":path" or None, text, ...
+        out = [re.escape(parts[0])]
+        for i in range(1, len(parts), 3):
+            out += [".+" if parts[i + 1] else "[^/]+", re.escape(parts[i + 2])]
+        alternatives.append("".join(out))
+    return ", ".join(listed), re.compile("|".join(f"(?:{a})" for a in alternatives))
+
+
+def check_bound(keys: tuple[str, re.Pattern[str] | None], key: str) -> str:
+    """``key`` if the fence is bound to no keys or to a pattern that names it; otherwise the
+    lease and the fence's guards fence different keys: :class:`tenure.FenceMisuse`."""
+    text, regex = keys
+    if regex is not None and not regex.fullmatch(key):
+        raise FenceMisuse(
+            f"this fence guards keys {text}, which never name {key!r}: admitting it would "
+            "close no window (the guard checks another key). Lease the key the guard fences, "
+            "or fix the fence's keys=.",
+            field="key",
+            state="key_mismatch",
+        )
+    return key

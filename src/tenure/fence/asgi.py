@@ -5,14 +5,17 @@ admits the token through a :class:`KeyFence` for the key the *route* names; a lo
 one already admitted for the key gets ``409 stale_token`` as a problem document, and the
 handler is not called.
 
-- :func:`fenced`: ``Depends(fenced("orders/{order_id}"))`` on each write route that needs it.
+- :func:`fenced`: ``Depends(fenced("orders/{order_id}", fence=store))`` on each write route.
   It runs as one of the route's dependencies, so after the authentication dependencies
   declared before it (or passed as ``auth=``).
 - :class:`TokenFence`: middleware for a whole ASGI app, with ``key=`` a fixed key or a function
   of the request.
 
-The key comes from the caller's ``Tenure-Key`` header only on request (``key=key_from_header``):
-a caller could otherwise name any key. The default store is persistent (:class:`SqliteFence`).
+The key comes from the route (its converted path parameters), or from the caller's
+``Tenure-Key`` header only on request (``key=key_from_header``): a caller could otherwise name any
+key. A token must come with the ``Tenure-Key`` it was issued for, and a key other than the
+route's is refused. There is no default store: each replica of a service must share one
+(:class:`ConnectedFence` on your database, :class:`RedisFence`), so it is always named.
 """
 
 from __future__ import annotations
@@ -28,9 +31,9 @@ import anyio.to_thread
 from fastapi import Depends, HTTPException, Request
 from fastapi.responses import JSONResponse
 
-from tenure.errors import InvalidRequest, TenureError
-from tenure.fence._args import check_key, parse_token
-from tenure.fence.keyed import KeyFence, default_fence, warn_if_memory
+from tenure.errors import FenceMisuse, InvalidRequest, TenureError
+from tenure.fence._args import check_bound, check_key, key_patterns, parse_token
+from tenure.fence.keyed import KeyFence, warn_if_memory
 from tenure.fence.table import TableFence
 
 Scope = MutableMapping[str, Any]
@@ -45,8 +48,8 @@ KEY_HEADER = "Tenure-Key"
 
 
 def headers(key: str, token: int) -> dict[str, str]:
-    """The headers a lease holder sends to a guarded service (the key is informative unless
-    the service reads it with :func:`key_from_header`)."""
+    """The headers a lease holder sends to a guarded service: the token, and the key it was
+    issued for (the guard refuses a key other than the route's)."""
     return {KEY_HEADER: check_key(key), TOKEN_HEADER: str(token)}
 
 
@@ -100,8 +103,8 @@ class TokenFence:
 
     ``key`` says which tenure lease key a request writes under: a fixed string or a function
     of the ASGI scope (:func:`key_from_header` to trust the caller's ``Tenure-Key``). ``fence``
-    keeps the largest token per key (default: :func:`~tenure.fence.default_fence`, a SQLite
-    file). With ``required=False`` requests without a token pass unchecked. The admitted
+    keeps the largest token per key and is required (a store every replica shares). With
+    ``required=False`` requests without a token pass unchecked. The admitted
     :class:`Admitted` is left in ``scope["state"]["tenure_fence"]``.
     """
 
@@ -115,7 +118,7 @@ class TokenFence:
         required: bool = True,
     ) -> None:
         self.app = app
-        self.fence: KeyFence = fence if fence is not None else default_fence()
+        self.fence: KeyFence = require_store(fence, "TokenFence")
         warn_if_memory(self.fence)
         self.key_of: KeyOf = _key_function(key)
         self.methods = frozenset(m.upper() for m in methods)
@@ -126,7 +129,7 @@ class TokenFence:
             await self.app(scope, receive, send)
             return
         try:
-            admitted = await _admit(scope, self.fence, self.key_of, self.required)
+            admitted = await _admit(scope, self.fence, self.key_of(scope), self.required)
         except TenureError as error:
             await _send_problem(send, error)
             return
@@ -155,51 +158,92 @@ async def problem_response(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(error.to_problem(), error.status, media_type="application/problem+json")
 
 
+def require_store(fence: object, guard: str) -> KeyFence:
+    """The guard's store, which must be named: a default would be local to each replica."""
+    if fence is None:
+        raise FenceMisuse(
+            f"{guard}: name the store that keeps the tokens, e.g. fence=ConnectedFence(connect) "
+            "on your database or fence=RedisFence(redis). There is no default: a file or memory "
+            "of each process or machine would let a stale token through on another replica.",
+            field="fence",
+            state="missing",
+        )
+    if not callable(getattr(fence, "admit", None)):
+        raise FenceMisuse(
+            f"{guard}: fence={type(fence).__name__} has no admit(key, token); pass a "
+            "ConnectedFence, SqliteFence, RedisFence or CheckedFence",
+            field="fence",
+            state="unsupported",
+        )
+    return fence  # type: ignore[return-value]
+
+
+class RouteGuard:
+    """What :func:`fenced` returns: a FastAPI dependency, and a fence for admit-on-acquire
+    (``client.lease(key, fences=[guard])``) that refuses a lease key its template cannot
+    name."""
+
+    blocking = True
+
+    def __init__(
+        self,
+        key: str | KeyOf,
+        fence: KeyFence,
+        required: bool,
+        auth: Callable[..., Any] | None,
+    ) -> None:
+        self.key = key
+        self.fence = fence
+        self.required = required
+        self.keys = key_patterns(key if isinstance(key, str) else None)
+        params = [inspect.Parameter("request", _KW, annotation=Request)]
+        if auth is not None:  # runs first: a refused caller never reaches the fence
+            params.append(inspect.Parameter("_", _KW, annotation=Annotated[Any, Depends(auth)]))
+        self.__signature__ = inspect.Signature(params, return_annotation=Admitted | None)
+
+    async def __call__(self, request: Request, _: Any = None) -> Admitted | None:
+        try:
+            key = await _route_key(self.key, request.scope)
+            return await _admit(request.scope, self.fence, key, self.required)
+        except TenureError as error:
+            raise FenceRefused(error) from None
+
+    def admit(self, key: str, token: int) -> int:
+        """Admit ``token`` for ``key`` in the store, after checking that the route's key
+        template can name ``key`` (:class:`tenure.FenceMisuse` if not: the lease and the
+        guard would fence different keys, and admitting would close nothing)."""
+        key = check_bound(self.keys, check_key(key))
+        admitted: int = self.fence.admit(key, token)
+        return admitted
+
+    def current(self, key: str) -> int | None:
+        return self.fence.current(key)
+
+
 def fenced(
     key: str | KeyOf,
     *,
     fence: KeyFence | None = None,
     required: bool = True,
     auth: Callable[..., Any] | None = None,
-) -> Callable[..., Awaitable[Admitted | None]]:
+) -> RouteGuard:
     """A FastAPI dependency that admits the request's ``Tenure-Token`` for ``key``.
 
-    ``key`` is a template over the route's path parameters (``"orders/{order_id}"``) or a
-    function of the ASGI scope. Declare it after your authentication dependency, or pass that
-    dependency as ``auth=`` (it then runs first, and a refused caller never reaches the
-    fence). ``required=False`` lets a request without a token through (the dependency gives
-    ``None``). A refusal raises :class:`FenceRefused` (``409 stale_token`` or
-    ``422 invalid_request``).
+    ``key`` is a template over the route's path parameters (``"orders/{order_id}"``), filled
+    with the values as the route converts them (``/orders/017`` and ``/orders/17`` are one key
+    for an ``int`` parameter), or a function of the ASGI scope. ``fence`` is the store (no
+    default: name one every replica shares; :class:`tenure.FenceMisuse` without it). Declare
+    it after your authentication dependency, or pass that dependency as ``auth=`` (it then
+    runs first, and a refused caller never reaches the fence). ``required=False`` lets a
+    request without a token through (the dependency gives ``None``). A refusal raises
+    :class:`FenceRefused` (``409 stale_token`` or ``422 invalid_request``). The result is also
+    a fence for ``client.lease(key, fences=[...])``, refusing lease keys the template cannot
+    name.
     """
-    key_of = _route_key(key)
-    store: KeyFence = fence if fence is not None else default_fence()
+    template = check_key(key) if isinstance(key, str) else key
+    store = require_store(fence, "fenced")
     warn_if_memory(store)
-
-    async def guard(request: Request) -> Admitted | None:
-        try:
-            return await _admit(request.scope, store, key_of, required)
-        except TenureError as error:
-            raise FenceRefused(error) from None
-
-    if auth is None:
-        return guard
-
-    async def guard_after_auth(request: Request, _: Any) -> Admitted | None:
-        return await guard(request)
-
-    # the annotation names a local (``auth``): give FastAPI the signature as objects
-    setattr(  # noqa: B010 (mypy: a function has no __signature__ attribute)
-        guard_after_auth,
-        "__signature__",
-        inspect.Signature(
-            [
-                inspect.Parameter("request", _KW, annotation=Request),
-                inspect.Parameter("_", _KW, annotation=Annotated[Any, Depends(auth)]),
-            ],
-            return_annotation=Admitted | None,
-        ),
-    )
-    return guard_after_auth
+    return RouteGuard(template, store, required, auth)
 
 
 _KW = inspect.Parameter.POSITIONAL_OR_KEYWORD
@@ -208,37 +252,76 @@ _KW = inspect.Parameter.POSITIONAL_OR_KEYWORD
 _PARAM = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
-def _route_key(key: str | KeyOf) -> KeyOf:
+async def _route_key(key: str | KeyOf, scope: Scope) -> str | None:
+    """The key for this request: the template filled with the route's path parameters as the
+    route converts them (Starlette's convertors, then the types FastAPI declares)."""
     if not isinstance(key, str):
-        return key
-    template = check_key(key)
-
-    def of(scope: Scope) -> str:
-        params = scope.get("path_params", {})
-        missing = [n for n in _PARAM.findall(template) if n not in params]
-        if missing:
-            raise RuntimeError(f"fenced({template!r}): the route has no parameter {missing[0]}")
-        return _PARAM.sub(lambda m: str(params[m.group(1)]), template)
-
-    return of
+        return key(scope)
+    params = dict(scope.get("path_params", {}))
+    missing = [n for n in _PARAM.findall(key) if n not in params]
+    if missing:
+        raise RuntimeError(f"fenced({key!r}): the route has no parameter {missing[0]}")
+    params.update(_converted(scope, params))
+    return _PARAM.sub(lambda m: str(params[m.group(1)]), key)
 
 
-async def _admit(scope: Scope, fence: KeyFence, key_of: KeyOf, required: bool) -> Admitted | None:
+def _converted(scope: Scope, raw: dict[str, Any]) -> dict[str, Any]:
+    """The path parameters as the route's handler and dependencies declare them (an ``int``
+    order id turns ``017`` into ``17``); a value they would refuse is ``422`` naming it."""
+    dependant = getattr(scope.get("route"), "dependant", None)
+    if dependant is None:
+        return {}
+    from fastapi.dependencies.utils import request_params_to_args
+
+    fields: dict[str, Any] = {}
+    todo = [dependant]
+    while todo:  # the handler's and its dependencies' path parameters, the first of a name
+        current = todo.pop(0)
+        for field in current.path_params:
+            fields.setdefault(field.name, field)
+        todo.extend(current.dependencies)
+    values, errors = request_params_to_args(list(fields.values()), raw)
+    if errors:
+        name = str(errors[0].get("loc", ("path", "?"))[-1])
+        raise InvalidRequest(f"path parameter {name}: {errors[0].get('msg')}", field=name)
+    return values
+
+
+async def _admit(scope: Scope, fence: KeyFence, key: str | None, required: bool) -> Admitted | None:
     raw = _header(scope, TOKEN_HEADER)
     if raw is None:
         if required:
             raise InvalidRequest(f"this request needs a {TOKEN_HEADER} header", field=TOKEN_HEADER)
         return None
     token = parse_token(raw.strip(), TOKEN_HEADER)
-    key = key_of(scope)
     if key is None:
         raise InvalidRequest(f"this request needs a {KEY_HEADER} header", field=KEY_HEADER)
     key = check_key(key)
+    _check_claim(scope, key, token)
     if fence.blocking:
         await anyio.to_thread.run_sync(fence.admit, key, token)
     else:
         fence.admit(key, token)
     return Admitted(key, token)
+
+
+def _check_claim(scope: Scope, key: str, token: int) -> None:
+    """A token is per key: one issued for another key says nothing about this one (a larger
+    one would jam the key against its real holder). The caller names the key its token was
+    issued for in ``Tenure-Key``; this guard's key must be that key."""
+    claimed = _header(scope, KEY_HEADER)
+    if claimed is None:
+        raise InvalidRequest(
+            f"this request needs a {KEY_HEADER} header naming the key token {token} was issued "
+            f"for (tenure.fence.headers(key, token) sends both)",
+            field=KEY_HEADER,
+        )
+    if claimed != key:
+        raise InvalidRequest(
+            f"token {token} was issued for {claimed!r}, not for {key!r}, the key this route "
+            "fences: a token of another key is refused",
+            field=KEY_HEADER,
+        )
 
 
 def _key_function(key: str | KeyOf) -> KeyOf:

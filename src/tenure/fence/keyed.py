@@ -11,16 +11,16 @@ import warnings
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from tenure.fence._args import check_key, check_token, stale
+from tenure.core.subtree import ancestors
+from tenure.fence._args import KeyPatterns, check_bound, check_key, check_token, key_patterns, stale
 from tenure.fence.table import TableFence, dialect_of
 
 log = logging.getLogger("tenure.fence")
-DEFAULT_PATH_ENV = "TENURE_FENCE_DB"
-DEFAULT_PATH = "tenure-fence.sqlite"
 
 
 class KeyFence(Protocol):
-    """Admits a token for a key if it is the largest seen, else raises ``StaleToken``."""
+    """Admits a token for a key if it is the largest seen for the key and for every subtree
+    above it (``a/`` and ``a/b/`` above ``a/b/c``), else raises ``StaleToken``."""
 
     blocking: bool
 
@@ -36,14 +36,16 @@ class MemoryFence:
 
     blocking = False
 
-    def __init__(self) -> None:
+    def __init__(self, *, keys: KeyPatterns = None) -> None:
+        self.keys = key_patterns(keys)
         self._tokens: dict[str, int] = {}
         self._lock = threading.Lock()
 
     def admit(self, key: str, token: int) -> int:
-        key, token = check_key(key), check_token(token)
+        key, token = check_bound(self.keys, check_key(key)), check_token(token)
         with self._lock:
-            current = self._tokens.get(key)
+            seen = [self._tokens.get(k) for k in (key, *ancestors(key))]
+            current = max((t for t in seen if t is not None), default=None)
             if current is not None and token < current:
                 raise stale(key, token, current)
             self._tokens[key] = token
@@ -57,13 +59,21 @@ class MemoryFence:
 class ConnectedFence:
     """A :class:`TableFence` that opens a connection per check with ``connect()``, admits in
     its own transaction, commits and closes. Durable and shared by every process that uses
-    the same database."""
+    the same database. ``keys`` binds it to the keys its guards use (see :class:`TableFence`)."""
 
     blocking = True
 
-    def __init__(self, connect: Callable[[], Any], table: TableFence | None = None) -> None:
+    def __init__(
+        self,
+        connect: Callable[[], Any],
+        table: TableFence | None = None,
+        *,
+        keys: KeyPatterns = None,
+    ) -> None:
         self.connect = connect
-        self.table = table or TableFence()
+        self.table = table or TableFence(keys=keys)
+        if keys is not None and table is not None:
+            self.table = TableFence(table.table, keys=keys)
 
     def install(self) -> None:
         """Create the fence table if it is missing."""
@@ -106,12 +116,18 @@ def reset_table(conn: Any, table: str, key: str | None) -> int:
 
 
 class SqliteFence(ConnectedFence):
-    """A :class:`ConnectedFence` on a SQLite file, its table created on first use: the
-    default store of the middleware and of :func:`~tenure.fence.fenced`."""
+    """A :class:`ConnectedFence` on a SQLite file, its table created on first use (one
+    machine's processes share it; replicas on several machines need a shared database)."""
 
-    def __init__(self, path: str | os.PathLike[str], table: TableFence | None = None) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        table: TableFence | None = None,
+        *,
+        keys: KeyPatterns = None,
+    ) -> None:
         self.path = os.fspath(path)
-        super().__init__(self._connect, table)
+        super().__init__(self._connect, table, keys=keys)
         self._installed = False
 
     def _connect(self) -> sqlite3.Connection:
@@ -124,12 +140,6 @@ class SqliteFence(ConnectedFence):
 
     def __repr__(self) -> str:
         return f"<SqliteFence {self.path!r}>"
-
-
-def default_fence() -> SqliteFence:
-    """The persistent default: a :class:`SqliteFence` on ``$TENURE_FENCE_DB`` (else
-    ``tenure-fence.sqlite`` in the working directory)."""
-    return SqliteFence(os.environ.get(DEFAULT_PATH_ENV) or DEFAULT_PATH)
 
 
 def warn_if_memory(fence: object) -> None:

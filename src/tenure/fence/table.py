@@ -16,8 +16,19 @@ from functools import cache
 from importlib import resources
 from typing import Any, Literal, TypeVar
 
+from tenure.core.subtree import ancestors
 from tenure.errors import InvalidRequest
-from tenure.fence._args import Keys, check_key, check_pairs, check_table, check_token, stale
+from tenure.fence._args import (
+    KeyPatterns,
+    Keys,
+    check_bound,
+    check_key,
+    check_pairs,
+    check_table,
+    check_token,
+    key_patterns,
+    stale,
+)
 from tenure.fence.transaction import aguard, guard
 
 Dialect = Literal["sqlite", "postgres"]
@@ -50,8 +61,15 @@ class TableFence:
     with :meth:`transaction` (or :meth:`atransaction`), or call :meth:`admit` inside a
     transaction of your own."""
 
-    def __init__(self, table: str = "tenure_fence", *, lock_timeout: float | None = 30.0) -> None:
+    def __init__(
+        self,
+        table: str = "tenure_fence",
+        *,
+        lock_timeout: float | None = 30.0,
+        keys: KeyPatterns = None,
+    ) -> None:
         self.table = check_table(table)
+        self.keys = key_patterns(keys)
         if lock_timeout is not None and (
             isinstance(lock_timeout, bool)
             or not isinstance(lock_timeout, int | float)
@@ -68,6 +86,20 @@ class TableFence:
         """The named statement for ``dialect``, with the table and parameter marker in place."""
         text = _queries()[name].replace("{table}", self.table)
         return text.replace("?", "%s") if dialect == "postgres" else text
+
+    def statement(
+        self, name: str, key: str, token: int | None = None
+    ) -> tuple[str, tuple[Any, ...]]:
+        """``admit`` or ``current_tree`` for ``key`` with ``?`` markers, and its parameters:
+        the key's row and the rows of the subtrees above it (``a/``, ``a/b/`` for ``a/b/c``)
+        are read in the one statement."""
+        keys = (key, *ancestors(key))
+        text = self.sql(name, "sqlite").replace(
+            "{keys}", ", ".join(["CAST(? AS TEXT)"] * len(keys))
+        )
+        if name == "admit":
+            return text, (key, token, *keys, token)
+        return text, keys
 
     def transaction(
         self, conn: C, key: Keys, token: int | None = None
@@ -86,13 +118,18 @@ class TableFence:
         Accepts :mod:`sqlite3`, psycopg 3, psycopg2, SQLAlchemy ``Connection`` and ``Session``
         and Django connections.
         """
-        return guard(self, conn, check_pairs(key, token))
+        return guard(self, conn, self._bound(check_pairs(key, token)))
 
     def atransaction(
         self, conn: C, key: Keys, token: int | None = None
     ) -> AbstractAsyncContextManager[C]:
         """:meth:`transaction` for psycopg 3 ``AsyncConnection``, asyncpg and aiosqlite."""
-        return aguard(self, conn, check_pairs(key, token))
+        return aguard(self, conn, self._bound(check_pairs(key, token)))
+
+    def _bound(self, pairs: list[tuple[str, int]]) -> list[tuple[str, int]]:
+        for key, _ in pairs:
+            check_bound(self.keys, key)
+        return pairs
 
     def install(self, conn: Any) -> None:
         """Create the fence table if it is missing (inside the caller's transaction)."""
@@ -100,16 +137,26 @@ class TableFence:
 
     def admit(self, conn: Any, key: str, token: int) -> int:
         """Admit ``token`` for ``key`` or raise :class:`tenure.StaleToken`; returns ``token``."""
-        key, token = check_key(key), check_token(token)
+        key, token = check_bound(self.keys, check_key(key)), check_token(token)
         dialect = dialect_of(conn)
-        row = conn.execute(self.sql("admit", dialect), (key, token)).fetchone()
+        row = conn.execute(*self._statement(dialect, "admit", key, token)).fetchone()
         if row is None:
-            raise stale(key, token, self._current(conn, dialect, key))
+            raise stale(key, token, self._tree(conn, dialect, key))
         return token
 
     def current(self, conn: Any, key: str) -> int | None:
         """The largest token admitted for ``key`` so far, or ``None``."""
         return self._current(conn, dialect_of(conn), check_key(key))
+
+    def _statement(
+        self, dialect: Dialect, name: str, key: str, token: int | None = None
+    ) -> tuple[str, tuple[Any, ...]]:
+        text, params = self.statement(name, key, token)
+        return (text.replace("?", "%s") if dialect == "postgres" else text), params
+
+    def _tree(self, conn: Any, dialect: Dialect, key: str) -> int | None:
+        row = conn.execute(*self._statement(dialect, "current_tree", key)).fetchone()
+        return None if row is None or row[0] is None else int(row[0])
 
     def _current(self, conn: Any, dialect: Dialect, key: str) -> int | None:
         row = conn.execute(self.sql("current", dialect), (key,)).fetchone()
@@ -121,10 +168,12 @@ class TableFence:
 
     async def admit_async(self, conn: Any, key: str, token: int) -> int:
         """:meth:`admit` on a psycopg ``AsyncConnection``."""
-        key, token = check_key(key), check_token(token)
-        cur = await conn.execute(self.sql("admit", "postgres"), (key, token))
+        key, token = check_bound(self.keys, check_key(key)), check_token(token)
+        cur = await conn.execute(*self._statement("postgres", "admit", key, token))
         if await cur.fetchone() is None:
-            raise stale(key, token, await self.current_async(conn, key))
+            cur = await conn.execute(*self._statement("postgres", "current_tree", key))
+            row = await cur.fetchone()
+            raise stale(key, token, None if row is None or row[0] is None else int(row[0]))
         return token
 
     async def current_async(self, conn: Any, key: str) -> int | None:

@@ -152,9 +152,10 @@ def admit_all(fence: TableFence, driver: Driver, pairs: Pairs) -> None:
     if driver.dialect == "postgres" and fence.lock_timeout is not None:
         previous = driver.fetchone(_BOUND, (f"{round(fence.lock_timeout * 1000)}ms",))
     for key, token in pairs:
-        row = driver.fetchone(fence.sql("admit", "sqlite"), (key, token))
-        if row is None:
-            raise stale(key, token, current(fence, driver, key))
+        row = driver.fetchone(*fence.statement("admit", key, token))
+        if row is None:  # the largest token of the key and the subtrees above it
+            found = driver.fetchone(*fence.statement("current_tree", key))
+            raise stale(key, token, None if found is None or found[0] is None else int(found[0]))
     if previous is not None:
         driver.fetchone(_RESTORE, (previous[0],))
 
@@ -206,9 +207,10 @@ async def aadmit_all(fence: TableFence, driver: AsyncDriver, pairs: Pairs) -> No
     if driver.dialect == "postgres" and fence.lock_timeout is not None:
         previous = await driver.fetchone(_BOUND, (f"{round(fence.lock_timeout * 1000)}ms",))
     for key, token in pairs:
-        row = await driver.fetchone(fence.sql("admit", "sqlite"), (key, token))
-        if row is None:
-            raise stale(key, token, await acurrent(fence, driver, key))
+        row = await driver.fetchone(*fence.statement("admit", key, token))
+        if row is None:  # the largest token of the key and the subtrees above it
+            found = await driver.fetchone(*fence.statement("current_tree", key))
+            raise stale(key, token, None if found is None or found[0] is None else int(found[0]))
     if previous is not None:
         await driver.fetchone(_RESTORE, (previous[0],))
 
