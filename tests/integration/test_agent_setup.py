@@ -247,4 +247,5 @@ def test_command_setup_without_any_token_warns(agent: Agent) -> None:
     assert "tenure: warning: no tenure token here" in done.stderr
     assert "tenure agent doctor claude-code" in done.stderr
     again = agent("claude-code", TENURE_TOKEN="tnr_x")
-    assert again.returncode == 0 and "warning" not in again.stderr
+    # (a checkout under /tmp may still be warned of: its interpreter is in a temporary place)
+    assert again.returncode == 0 and "no tenure token here" not in again.stderr

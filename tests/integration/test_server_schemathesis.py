@@ -74,6 +74,16 @@ expected-statuses = [{ACCEPTED}]
 """
     for path in STORED_JSON
 )
+# The harness hook route answers a request it cannot read (no body, not an object) with a 200
+# deny: a harness honours only a 2xx deny, and any other status would let the edit through
+# (the rule is tested in test_hook_fail_closed.py). So a 200 counts as refusing there.
+CONFIG += f"""
+[[operations]]
+include-path = "/v1/hooks/claude-code"
+include-method = "POST"
+[operations.checks.negative_data_rejection]
+expected-statuses = ["200", {REJECTIONS}]
+"""
 NOT_RUN = ("/v1/events/stream",)  # never ends: see the module's docstring
 BUDGET_S = 150  # keeps the suite's length bounded; not a performance figure
 

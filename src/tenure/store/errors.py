@@ -69,9 +69,16 @@ def unreachable(exc: BaseException) -> Exception | None:
     first of psycopg's errors in the chain of causes (a batch that failed before: the original
     one). A deadlock or a serialization failure (SQLSTATE class 40) is a call's doing."""
     cause: BaseException | None = exc
-    while cause is not None and not isinstance(cause, psycopg.Error):
+    seen: set[int] = set()  # a chain of causes may loop back (``raise exc from exc``)
+    while cause is not None and not isinstance(cause, psycopg.Error) and id(cause) not in seen:
+        seen.add(id(cause))
         cause = cause.__cause__
-    while isinstance(cause, psycopg.Error) and isinstance(cause.__cause__, psycopg.Error):
+    while (
+        isinstance(cause, psycopg.Error)
+        and isinstance(cause.__cause__, psycopg.Error)
+        and id(cause) not in seen
+    ):
+        seen.add(id(cause))
         cause = cause.__cause__
     if not isinstance(cause, psycopg.OperationalError | psycopg.InterfaceError):
         return None

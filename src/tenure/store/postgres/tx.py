@@ -264,8 +264,9 @@ class Batch:
         try:
             status = self.send().command_status
         except psycopg.Error as exc:
-            lost = self.conn.broken or self.conn.closed
-            raise in_doubt(exc) if self.unanswered and lost else exc from exc
+            if self.unanswered and (self.conn.broken or self.conn.closed):
+                raise in_doubt(exc) from exc
+            raise
         # A COMMIT of a failed transaction rolls it back and says so: that is not a commit.
         if status != b"COMMIT":
             raise psycopg.OperationalError(f"the COMMIT said {status!r}")
