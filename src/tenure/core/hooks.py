@@ -28,6 +28,8 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from tenure.core.hookwire import denied_reason as denied_reason
+from tenure.core.hookwire import deny as deny  # the reply forms live with the lean hook's
 from tenure.core.repos import repo_from_remote as repo_from_remote
 from tenure.core.repos import repo_from_root as repo_from_root
 
@@ -238,17 +240,6 @@ def allow() -> dict[str, Any]:
     return {}
 
 
-def deny(reason: str) -> dict[str, Any]:
-    """Block the tool call; the harness shows ``reason`` to the model."""
-    return {
-        "hookSpecificOutput": {
-            "hookEventName": "PreToolUse",
-            "permissionDecision": "deny",
-            "permissionDecisionReason": reason,
-        }
-    }
-
-
 def warn(message: str) -> dict[str, Any]:
     """Nothing blocked; ``message`` shown to the user (a heartbeat or end tenure could not act
     on)."""
@@ -267,14 +258,6 @@ def outside(path: str) -> dict[str, Any]:
             ),
         }
     }
-
-
-def denied_reason(reply: Mapping[str, Any]) -> str | None:
-    """The reason of a :func:`deny` reply, ``None`` for any other reply."""
-    out = reply.get("hookSpecificOutput")
-    if isinstance(out, Mapping) and out.get("permissionDecision") == "deny":
-        return str(out.get("permissionDecisionReason") or "blocked by tenure")
-    return None
 
 
 @dataclass(frozen=True)
