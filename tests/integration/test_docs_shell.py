@@ -152,6 +152,8 @@ READER_HAS = {"HOME", "PATH", "PWD", "OLDPWD", "USER", "SHELL", "RANDOM", "REPLY
 USE = re.compile(r"\\?\$(?:\{#?([A-Za-z_]\w*)(:?[-=+?])?|([A-Za-z_]\w*))")
 ASSIGN = re.compile(r"(?:^|[\s;&|(`{])([A-Za-z_]\w*)(?:\[[^]]*\])?\+?=")
 LOOP_OR_READ = re.compile(r"\b(?:for\s+([A-Za-z_]\w*)\s+in\b|read\s+(?:-\w+\s+)*([A-Za-z_]\w*))")
+IRREVERSIBLE = re.compile(r"token-floor\b.*--set|principal remove|admin compact|fence reset")
+SCRATCH = re.compile(r"--db\s+\S+")  # a database named on the line: the page's own
 QUOTED_HEREDOC = re.compile(r"<<-?\s*(?:'(\w+)'|\"(\w+)\"|\\(\w+))")
 
 
@@ -275,6 +277,23 @@ def _word_end(line: str, i: int) -> int:
             return i
         i += 1
     return i
+
+
+def unmarked_irreversible(page: Path) -> list[str]:
+    """``page:line: command`` for each irreversible command whose block the prose before it
+    does not call irreversible, and each token floor set on a database the page did not name."""
+    text = page.read_text().splitlines()
+    found = []
+    for block in blocks(page):
+        before = " ".join(text[max(0, block.line - 16) : block.line - 1]).lower()
+        for line in block.text.splitlines():
+            if not IRREVERSIBLE.search(line):
+                continue
+            if "irreversible" not in before:
+                found.append(f"{block.where}: {line.strip()} (not marked irreversible)")
+            if "token-floor" in line and not SCRATCH.search(line):
+                found.append(f"{block.where}: {line.strip()} (on the reader's own database)")
+    return found
 
 
 def _seed() -> int:
@@ -555,3 +574,21 @@ def test_the_page_order_is_seeded(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PYTEST_XDIST_TESTRUNUID", "0000002e" + "0" * 24)
     assert _seed() == 46  # every worker of one run collects the same order
     assert sorted(ORDER) == sorted(PAGES)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(REPO)))
+def test_irreversible_commands_are_marked_and_run_on_a_scratch_database(page: Path) -> None:
+    assert not unmarked_irreversible(page)
+
+
+def test_the_irreversible_check_finds_an_unmarked_floor(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(
+        "# A page\n\nSet it:\n\n```sh\ntenure admin token-floor --set 5\n```\n\n"
+        "**Irreversible:** on a scratch database.\n\n"
+        "```sh\ntenure admin token-floor --set 5 --db sqlite:///scratch.db\n```\n"
+    )
+    assert unmarked_irreversible(page) == [
+        "page.md:5: tenure admin token-floor --set 5 (not marked irreversible)",
+        "page.md:5: tenure admin token-floor --set 5 (on the reader's own database)",
+    ]
