@@ -61,7 +61,18 @@ def refused_token(run: Cli) -> str:
     fix = fixes.get(source, f"log in again with `tenure login --url {url}`")
     return (
         f"{url} refused the token from {source} (unknown, revoked or expired): {fix}; an "
-        "admin makes a new one with `tenure principal add NAME`"
+        f"admin makes a new one on the server's database: {_adding_where(settings.db)}"
+    )
+
+
+def _adding_where(db: str) -> str:
+    """Where ``tenure principal add`` writes without ``--db``: a token added to another
+    database than the server's is refused by the server."""
+    from tenure.store.dburl import masked
+
+    return (
+        f"`tenure principal add NAME` writes to {masked(db)}; a server started with "
+        "`--db URL` needs `tenure principal add NAME --db URL`, the same URL"
     )
 
 
