@@ -57,7 +57,10 @@ LANGS = {"bash", "sh", "console", "shell"}
 MARKER = re.compile(r"^\s*<!--\s*docs-test:\s*(.*?)\s*-->\s*$")
 FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})\s*([\w+-]*)")
 RELEASED_FALSE = re.compile(r'"released"\s*:\s*false|\breleased:\s*false')
-BLOCK_TIMEOUT = 60.0  # seconds a block may take
+# Hang guards, not speed limits: a block of a dozen commands took over 60 s on a loaded
+# two-core machine (each `tenure` command starts a Python process), cli.md over 300 s.
+BLOCK_TIMEOUT = 180.0  # seconds a block may take
+PAGE_TIMEOUT = 900  # seconds a page may take
 BACKGROUND_FOR = 3.0  # seconds a background block runs before it is stopped
 
 # What a reader has after the quick start (every page but README.md starts here).
@@ -476,6 +479,7 @@ def _run_page(page: Path, session: Session) -> Outcome:
 @pytest.mark.parametrize(
     "page", [p for p in ORDER if blocks(p)], ids=lambda p: str(p.relative_to(REPO))
 )
+@pytest.mark.timeout(PAGE_TIMEOUT)
 def test_shell_blocks_run_as_written(page: Path, tmp_path: Path) -> None:
     assert (VENV_BIN / "tenure").exists(), f"no {VENV_BIN}/tenure: run ./dev once"
     assert shutil.which("bash"), "the docs' shell blocks need bash"
