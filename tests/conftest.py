@@ -39,13 +39,24 @@ import pytest
 
 import tenure
 
-# Nothing a test runs may read or write the user's own login or CLI state: every process the
-# tests start (the CLI included) inherits these throw-away directories.
+# Nothing a test runs may read or write the user's own login, CLI state or data: every process
+# the tests start (the CLI included) inherits a throw-away HOME and XDG directories, and none of
+# the user's TENURE_* settings (TENURE_URL, TENURE_TOKEN, TENURE_CONFIG_DIR, TENURE_DB, ...); only
+# the variables that steer the tests themselves are kept.
+REAL_HOME = os.environ.get("HOME", "")
 _HOME = tempfile.mkdtemp(prefix="tenure-test-home-")
-os.environ["XDG_CONFIG_HOME"] = os.path.join(_HOME, "config")
-os.environ["XDG_STATE_HOME"] = os.path.join(_HOME, "state")
-for _name in ("TENURE_CONFIG_DIR", "TENURE_STATE_DIR", "TENURE_URL", "TENURE_TOKEN"):
-    os.environ.pop(_name, None)
+os.environ["HOME"] = _HOME
+for _xdg, _sub in (("CONFIG", ".config"), ("STATE", ".local/state"), ("DATA", ".local/share")):
+    os.environ[f"XDG_{_xdg}_HOME"] = os.path.join(_HOME, _sub)
+_TEST_KNOBS = (
+    "TENURE_TEST_",
+    "TENURE_BENCH_",
+    "TENURE_SCHEMATHESIS_",
+    "TENURE_UPDATE_",
+    "TENURE_REGEN_",
+)
+for _name in [n for n in os.environ if n.startswith("TENURE_") and not n.startswith(_TEST_KNOBS)]:
+    del os.environ[_name]
 
 START_MS = 1_700_000_000_000
 BACKENDS = ("sqlite", "postgres")
