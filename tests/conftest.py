@@ -240,6 +240,17 @@ def pg_template(pg_databases: PgDatabases) -> str:
     return pg_databases.template
 
 
+def _long(item: pytest.Item) -> bool:
+    return item.get_closest_marker("slow") is not None or "test_docs_shell" in item.nodeid
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The long tests first (marked ``slow``, the docs' shell blocks), otherwise in the usual
+    order: xdist hands tests out in this order, so a long test starts while plenty is left to
+    run beside it instead of ending the run on one busy worker."""
+    items.sort(key=lambda item: not _long(item))  # stable: the rest keep their order
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     """Safety net in the xdist controller: remove a server that a crashed worker left behind."""
     if hasattr(config, "workerinput") or _RUN["started_here"] or _RUN["id"] is None:
