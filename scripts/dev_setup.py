@@ -13,7 +13,9 @@ library: it runs before ``.venv`` exists, on the Python that ``./dev`` was given
 - ``.venv.lock`` (beside ``.venv``) is held while checking and installing, so two ``./dev`` at
   once never install into one ``.venv``: the second says it waits, and for whom.
 - ``.venv/.dev-setup.json`` remembers what each part was installed from (the requirement lists
-  of ``pyproject.toml``); a part is installed again only when its list changed.
+  of ``pyproject.toml``); a part is installed again only when its list changed. ``./dev`` does
+  not even start this script when the file is newer than ``pyproject.toml``, names every part
+  the command needs, and ``.venv.lock`` is free.
 """
 
 from __future__ import annotations
@@ -223,6 +225,7 @@ def main(argv: list[str]) -> int:
     with locked(command):
         todo = missing(parts)
         if not todo:
+            STAMP.touch()  # newer than pyproject.toml again: ./dev's quick check will do
             return 0
         started = time.monotonic()
         say(f"setting up .venv for `./dev {command}` ({len(todo)} step(s); once, and again")
