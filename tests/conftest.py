@@ -45,6 +45,9 @@ import tenure
 # the variables that steer the tests themselves are kept.
 REAL_HOME = os.environ.get("HOME", "")
 _HOME = tempfile.mkdtemp(prefix="tenure-test-home-")
+if REAL_HOME:  # the download caches stay the user's: tools the tests install need not refetch
+    os.environ.setdefault("npm_config_cache", os.path.join(REAL_HOME, ".npm"))
+    os.environ.setdefault("PIP_CACHE_DIR", os.path.join(REAL_HOME, ".cache", "pip"))
 os.environ["HOME"] = _HOME
 for _xdg, _sub in (("CONFIG", ".config"), ("STATE", ".local/state"), ("DATA", ".local/share")):
     os.environ[f"XDG_{_xdg}_HOME"] = os.path.join(_HOME, _sub)
