@@ -114,6 +114,18 @@ def missing(parts: dict[str, list[str]]) -> list[str]:
     return [part for part, lines in parts.items() if have.get(part) != digest(lines)]
 
 
+def prune() -> None:
+    """Forgets the parts whose requirements changed (or are gone) since they were installed, so
+    that every part the stamp names is current whenever it is newer than ``pyproject.toml``."""
+    have = installed()
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    known = set(extras.get("optional-dependencies", {}))
+    current = wanted([part for part in have if part in known])
+    kept = {part: value for part, value in have.items() if digest(current.get(part, [])) == value}
+    if kept != have:
+        STAMP.write_text(json.dumps(kept, indent=1, sort_keys=True) + "\n")
+
+
 @contextmanager
 def locked(command: str) -> Iterator[None]:
     with open(LOCK, "a+") as handle:
@@ -223,6 +235,7 @@ def main(argv: list[str]) -> int:
     command = argv[0] if argv else "?"
     parts = wanted(argv[1:])
     with locked(command):
+        prune()
         todo = missing(parts)
         if not todo:
             STAMP.touch()  # newer than pyproject.toml again: ./dev's quick check will do

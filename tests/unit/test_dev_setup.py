@@ -4,6 +4,7 @@ no test tools; pip's output is shortened to what says how far it got."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 import sys
 import tomllib
@@ -87,3 +88,27 @@ def test_a_part_is_installed_again_only_when_its_requirements_change() -> None:
 )  # fmt: skip
 def test_pips_output_is_shortened_to_its_progress(line: str, shown: str) -> None:
     assert SETUP.summary(line) == shown
+
+
+def test_parts_whose_requirements_changed_are_forgotten(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """./dev trusts the stamp without starting Python when it is newer than pyproject.toml: so
+    every part it names must be current whenever the stamp is refreshed."""
+    (tmp_path / ".venv" / "bin").mkdir(parents=True)
+    (tmp_path / ".venv" / "bin" / "python").touch()
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "tenure"\ndependencies = ["click"]\n'
+        '[project.optional-dependencies]\nlint = ["ruff==1"]\ntest = ["pytest==2"]\n'
+    )
+    monkeypatch.setattr(SETUP, "ROOT", tmp_path)
+    monkeypatch.setattr(SETUP, "STAMP", tmp_path / ".venv" / ".dev-setup.json")
+    monkeypatch.setattr(SETUP, "VENV", tmp_path / ".venv")
+    parts = SETUP.wanted(["lint", "test"])
+    stamp = {part: SETUP.digest(lines) for part, lines in parts.items()}
+    stamp["test"] = SETUP.digest(["pytest==1"])  # installed before pyproject.toml changed
+    stamp["gone"] = SETUP.digest(["x==1"])  # an extra pyproject.toml no longer has
+    SETUP.STAMP.write_text(json.dumps(stamp))
+    SETUP.prune()
+    assert sorted(json.loads(SETUP.STAMP.read_text())) == ["lint", "runtime"]
+    assert SETUP.missing(parts) == ["test"]
