@@ -27,6 +27,7 @@ def run(*args: str) -> str:
 
 
 def test_peers_runs_tenures_own_measurements(tmp_path: Path) -> None:
+    peer_runner()  # the lag row loads its loadgen.py
     out = tmp_path / "results.jsonl"
     stdout = run(
         "bench/peers.py", "--quick", "--only", "hold,inproc,lag", "--no-phys", "--out", str(out)
