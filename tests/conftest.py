@@ -39,13 +39,27 @@ import pytest
 
 import tenure
 
-# Nothing a test runs may read or write the user's own login or CLI state: every process the
-# tests start (the CLI included) inherits these throw-away directories.
+# Nothing a test runs may read or write the user's own login, CLI state or data: every process
+# the tests start (the CLI included) inherits a throw-away HOME and XDG directories, and none of
+# the user's TENURE_* settings (TENURE_URL, TENURE_TOKEN, TENURE_CONFIG_DIR, TENURE_DB, ...); only
+# the variables that steer the tests themselves are kept.
+REAL_HOME = os.environ.get("HOME", "")
 _HOME = tempfile.mkdtemp(prefix="tenure-test-home-")
-os.environ["XDG_CONFIG_HOME"] = os.path.join(_HOME, "config")
-os.environ["XDG_STATE_HOME"] = os.path.join(_HOME, "state")
-for _name in ("TENURE_CONFIG_DIR", "TENURE_STATE_DIR", "TENURE_URL", "TENURE_TOKEN"):
-    os.environ.pop(_name, None)
+if REAL_HOME:  # the download caches stay the user's: tools the tests install need not refetch
+    os.environ.setdefault("npm_config_cache", os.path.join(REAL_HOME, ".npm"))
+    os.environ.setdefault("PIP_CACHE_DIR", os.path.join(REAL_HOME, ".cache", "pip"))
+os.environ["HOME"] = _HOME
+for _xdg, _sub in (("CONFIG", ".config"), ("STATE", ".local/state"), ("DATA", ".local/share")):
+    os.environ[f"XDG_{_xdg}_HOME"] = os.path.join(_HOME, _sub)
+_TEST_KNOBS = (
+    "TENURE_TEST_",
+    "TENURE_BENCH_",
+    "TENURE_SCHEMATHESIS_",
+    "TENURE_UPDATE_",
+    "TENURE_REGEN_",
+)
+for _name in [n for n in os.environ if n.startswith("TENURE_") and not n.startswith(_TEST_KNOBS)]:
+    del os.environ[_name]
 
 START_MS = 1_700_000_000_000
 BACKENDS = ("sqlite", "postgres")
@@ -227,6 +241,17 @@ def pg_databases(pg_server_url: str) -> Iterator[PgDatabases]:
 def pg_template(pg_databases: PgDatabases) -> str:
     """Name of the database migrated once (per worker) that test databases are copies of."""
     return pg_databases.template
+
+
+def _long(item: pytest.Item) -> bool:
+    return item.get_closest_marker("slow") is not None or "test_docs_shell" in item.nodeid
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The long tests first (marked ``slow``, the docs' shell blocks), otherwise in the usual
+    order: xdist hands tests out in this order, so a long test starts while plenty is left to
+    run beside it instead of ending the run on one busy worker."""
+    items.sort(key=lambda item: not _long(item))  # stable: the rest keep their order
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -8,7 +8,6 @@ the history back toward an empty database).
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,16 +15,13 @@ from typing import Any
 
 import pytest
 
+from outside import peer_runner
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_growth(tmp_path: Path, *args: str) -> tuple[str, dict[str, Any]]:
-    peers = Path(os.environ.get("TENURE_BENCH_PEERS", ROOT.parent / "shared" / "bench-peers"))
-    if not (peers / "loadgen.py").exists():  # growth's HTTP rows run the shared load generator
-        said = f"needs the shared peer runner at {peers} (beside the checkout), which is absent"
-        if os.environ.get("CI"):
-            pytest.fail(said)  # CI has it: never skip there
-        pytest.skip(said)
+    peer_runner()  # growth's HTTP rows run the shared load generator
     out, svg = tmp_path / "growth.json", tmp_path / "growth.svg"
     done = subprocess.run(
         [sys.executable, "bench/growth.py", "--quick", "--seconds", "0.5",

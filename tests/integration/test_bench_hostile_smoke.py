@@ -11,7 +11,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.slow  # a minute on a busy machine: handed out first
 
 
 def test_hostile_runs_and_prints_every_row() -> None:

@@ -8,12 +8,11 @@ real server and store and writes the figures it exists to write, so that ``./dev
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+from outside import peer_runner
 
 ROOT = Path(__file__).resolve().parents[2]
 #: the shared runner's venv (run_peers.sh creates it), which bench/peers.py runs loadgen.py with
@@ -28,6 +27,7 @@ def run(*args: str) -> str:
 
 
 def test_peers_runs_tenures_own_measurements(tmp_path: Path) -> None:
+    peer_runner()  # the lag row loads its loadgen.py
     out = tmp_path / "results.jsonl"
     stdout = run(
         "bench/peers.py", "--quick", "--only", "hold,inproc,lag", "--no-phys", "--out", str(out)
@@ -46,12 +46,7 @@ def test_peers_runs_tenures_own_measurements(tmp_path: Path) -> None:
 def test_peers_runs_tenures_rows_on_one_shared_token(tmp_path: Path) -> None:
     """The runner's own loadgen.py, all 16 clients on one token, each in its own session: they
     exclude each other (contended is safe) and a taker waits for the holder's lease to expire."""
-    peers = Path(os.environ.get("TENURE_BENCH_PEERS", ROOT.parent / "shared" / "bench-peers"))
-    if not (peers / "loadgen.py").exists():
-        said = f"needs the shared peer runner at {peers} (beside the checkout), which is absent"
-        if os.environ.get("CI"):
-            pytest.fail(said)  # CI has it: never skip there
-        pytest.skip(said)
+    peer_runner()  # bench/peers.py runs its loadgen.py
     out = tmp_path / "results.jsonl"
     run("bench/peers.py", "--quick", "--only", "tenure", "--no-phys", "--out", str(out))
     recs = [json.loads(text) for text in out.read_text().splitlines()]
