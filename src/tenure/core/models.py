@@ -438,3 +438,16 @@ class ReleaseAllResult:
     @classmethod
     def from_wire(cls, data: Any) -> ReleaseAllResult:
         return cls(tuple(Lease.from_wire(x) for x in data["released"]))
+
+
+@dataclass(frozen=True)
+class TokenInfo:
+    """A token of a principal as listed: its id and times (ms), never its secret or hash."""
+
+    token_id: str
+    created_at: int
+    expires_at: int | None
+    revoked_at: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)

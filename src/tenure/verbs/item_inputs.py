@@ -11,8 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field
 
-from tenure.core.validate import MAX_LIMIT
-from tenure.service.queue_items import MAX_FOLLOW_UPS
+from tenure.core.validate import MAX_FOLLOW_UPS, MAX_LIMIT
 from tenure.verbs.fields import (
     AGENT_PATTERN,
     LINE_PATTERN,

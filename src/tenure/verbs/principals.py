@@ -12,11 +12,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from tenure.core.models import IssuedToken, Principal
+from tenure.core.models import IssuedToken, Principal, TokenInfo
 from tenure.core.token_floor import MAX_FLOOR, TokenFloor
-from tenure.service.principals import MAX_TOKEN_TTL_MS
-from tenure.service.token_floors import set_floor, show_floor
-from tenure.store.base import TokenInfo
+from tenure.core.validate import MAX_TOKEN_TTL_MS
 from tenure.verbs import wire as w
 from tenure.verbs.fields import TOKEN_ID_PATTERN, Body, Name, Whole
 from tenure.verbs.replies import (
@@ -161,10 +159,14 @@ def _remove(services: Services, me: Principal, a: NameIn) -> RemovedPrincipal:
 
 
 def _floor(services: Services, me: Principal, a: NoArgs) -> TokenFloor:
+    from tenure.service.token_floors import show_floor  # the client reads the table without it
+
     return show_floor(services.leases.store, me)
 
 
 def _raise_floor(services: Services, me: Principal, a: FloorIn) -> TokenFloor:
+    from tenure.service.token_floors import set_floor  # the client reads the table without it
+
     return set_floor(services.leases.store, me, a.floor)
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tenure.core.models import TokenInfo
 from tenure.core.token_floor import TokenFloor
-from tenure.store.base import TokenInfo
 
 
 def to_dict(out: Any) -> dict[str, Any]:
