@@ -117,6 +117,7 @@ def created_event(item: Item, who: Principal) -> EventDraft:
 
 __all__ = [
     "MAX_BODY_CHARS",
+    "MAX_FOLLOW_UPS",
     "MAX_LABELS",
     "MAX_TITLE_CHARS",
     "ItemDraft",

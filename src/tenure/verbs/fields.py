@@ -18,11 +18,11 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 from tenure.core.validate import (
     MAX_BODY_CHARS,
     MAX_LABELS,
-    MAX_TITLE_CHARS,
     MAX_OP_ID_CHARS,
     MAX_REASON_CHARS,
     MAX_SESSION_BYTES,
     MAX_TASK_CHARS,
+    MAX_TITLE_CHARS,
     MAX_WAIT_MS,
     RESERVED_SESSION_PREFIX,
 )

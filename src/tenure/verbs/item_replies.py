@@ -11,7 +11,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field
 
-from tenure.core.items import REASONS, ItemView
+from tenure.core.items import REASONS, Item, ItemView
+from tenure.verbs.lists import Page
 from tenure.verbs.replies import EventOut, LeaseOut, Out
 
 #: an item's status
@@ -201,3 +202,12 @@ def item_views_from_wire(data: Any) -> list[ItemView]:
 
 
 VIEW_LISTS = ("carrying", "lapsed", "stalled")
+
+
+def items_reply(data: Any) -> list[Item]:
+    """The items of a list's reply (summaries: an empty ``body``, no ``result``)."""
+    return [Item.from_wire(x) for x in data["items"]]
+
+
+def items_page_reply(data: Any) -> Page[Item]:
+    return Page(items_reply(data), data.get("next"), bool(data.get("truncated")))
