@@ -3,6 +3,8 @@ and the REST routes are built from them, and the retry rules are the entries' ow
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,6 +15,7 @@ from tenure.core.claims import Dispatch
 from tenure.core.items import Item
 from tenure.core.models import Lease, Principal
 from tenure.server.http.app import create_app
+from tenure.service import leases as service_leases
 from tenure.settings import Settings
 from tenure.verbs import items as iv
 from tenure.verbs.items import DISPATCH_ITEM
@@ -82,3 +85,25 @@ def test_a_dispatch_travels_as_the_api_sends_it() -> None:
         "name": "jo/r1", "kind": "agent", "roles": [], "parent": "jo", "token": "tok-1",
     }  # fmt: skip
     assert DISPATCH_ITEM.parse(wire) == dispatch
+
+
+def lease_policy_verbs(source: str) -> set[str]:
+    """The verb names the lease service passes to ``_lease_policy`` (literal strings)."""
+    return {
+        str(node.args[1].value)
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call)
+        and getattr(node.func, "attr", None) == "_lease_policy"
+        and len(node.args) > 1
+        and isinstance(node.args[1], ast.Constant)
+    }
+
+
+def test_every_lease_verb_that_refuses_an_items_key_says_what_to_use_instead() -> None:
+    """A generic lease verb on ``items/<id>`` is refused with the item verb to use (a 422); a
+    verb missing from ``ITEM_VERBS`` would fail on the lookup instead (a 500)."""
+    used = lease_policy_verbs(Path(service_leases.__file__).read_text())
+    assert {"acquire", "renew", "release", "write"} <= used
+    assert used - set(service_leases.ITEM_VERBS) == set()
+    forgotten = 'self._lease_policy(key, "transfer")'
+    assert lease_policy_verbs(forgotten) - set(service_leases.ITEM_VERBS) == {"transfer"}

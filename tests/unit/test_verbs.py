@@ -3,7 +3,9 @@ entry in the table, so they cannot drift apart."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
+import types
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +13,7 @@ import pytest
 
 from tenure.server.http.app import create_app
 from tenure.settings import Settings
-from tenure.verbs.registry import BY_NAME, VERBS
+from tenure.verbs.registry import BY_NAME, MODULES, VERBS, unlisted
 from tenure.verbs.table import PATH_PARAM, Verb
 
 
@@ -78,3 +80,18 @@ def test_every_route_but_the_hand_written_is_a_verb(
 ) -> None:
     routes = {name for name, (_, path) in operations.items() if path.startswith("/v1/")}
     assert routes - HAND_ROUTES - set(BY_NAME) == set()
+
+
+def test_a_verb_left_out_of_the_list_or_named_twice_is_found() -> None:
+    """The registry's import-time check: an entry defined but not listed has no route."""
+    scratch = types.ModuleType("tenure.verbs.scratch")
+    scratch.TRANSFER = replace_name(VERBS[0], "transfer")  # type: ignore[attr-defined]
+    assert unlisted([scratch], VERBS) == ["tenure.verbs.scratch.TRANSFER"]
+    assert unlisted([], [*VERBS, replace_name(VERBS[0], VERBS[0].name)]) == [
+        f"{VERBS[0].name} (twice)"
+    ]
+    assert unlisted(MODULES, VERBS) == []
+
+
+def replace_name(verb: Verb[Any, Any], name: str) -> Verb[Any, Any]:
+    return dataclasses.replace(verb, name=name)
