@@ -7,12 +7,13 @@ Who may do what is :class:`tenure.service.principals.Principals`' (and
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from tenure.core.models import IssuedToken, Principal, TokenInfo
+from tenure.core.models import IssuedToken, Principal
+from tenure.core.models import PrincipalInfo as PrincipalInfo  # the clients' replies
+from tenure.core.models import RemovedPrincipal as RemovedPrincipal
 from tenure.core.token_floor import MAX_FLOOR, TokenFloor
 from tenure.core.validate import MAX_TOKEN_TTL_MS
 from tenure.verbs import call as c
@@ -28,43 +29,12 @@ from tenure.verbs.replies import (
     PrincipalsReply,
 )
 from tenure.verbs.table import Services, Verb, never
-from tenure.verbs.wire import token_floor_from_wire, token_info_from_wire
+from tenure.verbs.wire import token_floor_from_wire
 
 #: a principal's name in a path: slashes and all, but never the path of one of its tokens
 #: (:class:`tenure.server.http.convertors.PrincipalPath`)
 NAME_PATH = "/v1/principals/{name:principal}"
 Roles = Annotated[list[Literal["admin", "supervisor"]], Field(max_length=2)]
-
-
-@dataclass(frozen=True)
-class PrincipalInfo:
-    """A principal and its tokens (ids and times, oldest first; never a secret)."""
-
-    principal: Principal
-    tokens: tuple[TokenInfo, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"principal": self.principal.to_dict(), "tokens": [t.to_dict() for t in self.tokens]}
-
-    @classmethod
-    def from_wire(cls, data: Any) -> PrincipalInfo:
-        tokens = tuple(token_info_from_wire(t) for t in data["tokens"])
-        return cls(Principal.from_wire(data["principal"]), tokens)
-
-
-@dataclass(frozen=True)
-class RemovedPrincipal:
-    """A principal that was removed, and the ids of the tokens that revoked."""
-
-    principal: Principal
-    revoked: tuple[str, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"principal": self.principal.to_dict(), "revoked": list(self.revoked)}
-
-    @classmethod
-    def from_wire(cls, data: Any) -> RemovedPrincipal:
-        return cls(Principal.from_wire(data["principal"]), tuple(data["revoked"]))
 
 
 class NoArgs(Body):
