@@ -1,11 +1,13 @@
 """The pure half of the client: what to send for each verb, and what a reply means.
 
 Nothing here does I/O. :class:`~tenure.client.sync.Client` and
-:class:`~tenure.client.aio.AsyncClient` build a :class:`Call` with the functions below, hand it
-to their transport (HTTP, or the database in direct mode), and turn the :class:`Reply` into a
-frozen model of :mod:`tenure.core.models` or an exception with :func:`interpret`. Each call
-says here how safe it is to repeat (:class:`Safety`); the retry rules themselves are in
-:mod:`tenure.client._transport`, shared by both clients.
+:class:`~tenure.client.aio.AsyncClient` build a :class:`Call` with the verb's entry in the table
+(``lv.RENEW.call(key=..., token=...)``: its path, body, reply reading and how safe it is to
+repeat, :class:`Safety`) or, where a request says more than its entry, with the functions
+below; they hand it to their transport (HTTP, or the database in direct mode), and turn the
+:class:`Reply` into a frozen model of :mod:`tenure.core.models` or an exception with
+:func:`interpret`. The retry rules themselves are in :mod:`tenure.client._transport`, shared
+by both clients.
 """
 
 from __future__ import annotations
@@ -32,7 +34,6 @@ from tenure.verbs import ops as ov
 from tenure.verbs.call import segment as segment
 from tenure.verbs.call import to_millis as to_millis
 from tenure.verbs.lists import Page as Page
-from tenure.verbs.table import Verb
 
 T = TypeVar("T")
 
@@ -45,11 +46,6 @@ LOSS_CODES = frozenset({"lease_lost", "not_holder", "stale_token", "not_found", 
 # Each verb builds its own request from its entry (``VERB.call(**args)``): the clients' methods
 # call it with their arguments. What is left here says more than the entry: a choice between
 # arguments (``release``), or a reading of the reply other than the verb's own.
-def verb_call(verb: Verb[Any, T], *, wait_s: float | None = None, **args: Any) -> Call[T]:
-    """The request of a verb of the table (:meth:`~tenure.verbs.table.Verb.call`)."""
-    return verb.call(wait_s=wait_s, **args)
-
-
 def release(
     key: str, token: int | None = None, session: str | None = None
 ) -> Call[m.ReleaseResult]:

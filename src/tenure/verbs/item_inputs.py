@@ -1,8 +1,9 @@
 """The inputs of the item and claim verbs (:mod:`tenure.verbs.items`): what each takes.
 
 They shape the wire and publish the service's limits; the rules are the service's. A verb on
-one item has its id in the path (``/v1/items/{id}/claim``): the body's model (``ClaimIn``, the
-name in the OpenAPI document) and the input with the ``id`` (``ClaimArgs``) are both here.
+one item has its id in the path (``/v1/items/{id}/claim``): its input (``ClaimIn``) derives
+from :class:`OnItem`, and the verb table derives the body's model from it (the same name and
+fields, without ``id``). A completion's ``follow_ups`` as a client sends them are here too.
 """
 
 from __future__ import annotations
