@@ -23,6 +23,7 @@ Roles = list[Literal["admin", "supervisor"]]
 
 @wire(
     m.Lease,
+    first=("key", "holder", "session"),
     describe={
         "session": 'the holder\'s session (`""`: its default)',
         "scope": "`subtree`: the lease (on a key ending in `/`) holds every key under it",
@@ -119,7 +120,11 @@ class MeReply(Out):
     principal: PrincipalOut
 
 
-@wire(m.IssuedToken, describe={"expires_at": "when the token expires (null: never)"})
+@wire(
+    m.IssuedToken,
+    first=("principal", "token"),
+    describe={"expires_at": "when the token expires (null: never)"},
+)
 class PrincipalReply(Out):
     pass
 

@@ -47,17 +47,22 @@ def wire_model(
     types_: Mapping[str, Any] | None = None,
     exclude: tuple[str, ...] = (),
     alias: Mapping[str, str] | None = None,
+    first: tuple[str, ...] = (),
     doc: str | None = None,
     base: type[BaseModel] = Out,
 ) -> type[BaseModel]:
     """The reply model of ``source`` (a dataclass of :mod:`tenure.core`), named ``name``.
 
     ``describe``: descriptions by field; ``types_``: a field's wire type instead of the one
-    derived; ``exclude``: fields ``to_dict`` does not send; ``alias``: a field's JSON name."""
+    derived; ``exclude``: fields ``to_dict`` does not send; ``alias``: a field's JSON name;
+    ``first``: the fields ``to_dict`` sends ahead of the dataclass's order (the schema and
+    MCP's structured output keep the wire's order)."""
     describe, types_, alias = describe or {}, types_ or {}, alias or {}
     hints = typing.get_type_hints(source)
     fields: dict[str, Any] = {}
-    for f in dataclasses.fields(source):
+    ordered = sorted(dataclasses.fields(source), key=lambda f: f.name not in first)
+    ordered.sort(key=lambda f: first.index(f.name) if f.name in first else len(first))
+    for f in ordered:
         if f.name in exclude:
             continue
         wire = types_.get(f.name, None) or _wire_type(hints[f.name])
