@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tenure.client import _item_calls as ic
 from tenure.client._shared import Call, Reply, Safety, interpret
 from tenure.core.claims import Briefing, Completion
 from tenure.core.items import Item, ItemView
 from tenure.core.models import Event, Lease
+from tenure.verbs import items as iv
 
 ITEM = Item("job", "write", "", "in_progress", 2, ("x",), None, "jo", 7, created_by="jo")
 LEASE = Lease("items/job", "jo", None, 7, 30_000, 1, 2, 30_002, 0, {}, "live")
@@ -21,7 +21,7 @@ def ok(call: Call[Any], data: Any) -> Any:
 
 
 def test_reassign_posts_to_and_reason_and_is_not_repeated() -> None:
-    call = ic.reassign_item("a/b", "bob", "jo is away")
+    call = iv.REASSIGN_ITEM.call(id="a/b", to="bob", reason="jo is away")
     assert (call.op, call.method, call.path) == (
         "reassign_item", "POST", "/v1/items/a%2Fb/reassign",
     )  # fmt: skip
@@ -32,17 +32,23 @@ def test_reassign_posts_to_and_reason_and_is_not_repeated() -> None:
 
 
 def test_dispatch_sends_takeover_and_reason_only_when_given() -> None:
-    assert ic.dispatch_item("42").body == {}
-    body = ic.dispatch_item("42", "r2", session="s", takeover=True, reason="r1 died").body
+    assert iv.DISPATCH_ITEM.call(id="42").body == {}
+    body = iv.DISPATCH_ITEM.call(
+        id="42", agent="r2", session="s", takeover=True, reason="r1 died"
+    ).body
     assert body == {"agent": "r2", "session": "s", "takeover": True, "reason": "r1 died"}
-    assert ic.dispatch_item("42", takeover=False, reason="why").body == {"reason": "why"}
+    assert iv.DISPATCH_ITEM.call(id="42", takeover=False, reason="why").body == {"reason": "why"}
 
 
 def test_complete_sends_follow_ups_a_title_alone_standing_for_an_item() -> None:
-    plain = ic.complete_item("42", 7)
+    plain = iv.COMPLETE_ITEM.call(id="42", epoch=7, result=None)
     assert plain.body == {"epoch": 7, "result": None} and plain.safety is Safety.UNSAFE
-    call = ic.complete_item(
-        "42", 7, {"ok": 1}, "op-1", ["write docs", {"title": "ship", "labels": ("a",)}]
+    call = iv.COMPLETE_ITEM.call(
+        id="42",
+        epoch=7,
+        result={"ok": 1},
+        op_id="op-1",
+        follow_ups=["write docs", {"title": "ship", "labels": ("a",)}],
     )
     assert call.body == {
         "epoch": 7,
@@ -51,36 +57,38 @@ def test_complete_sends_follow_ups_a_title_alone_standing_for_an_item() -> None:
         "follow_ups": [{"title": "write docs"}, {"title": "ship", "labels": ["a"]}],
     }
     assert call.safety is Safety.IDEMPOTENT  # once per op_id, follow-ups included
-    assert ic.complete_item("42", 7, follow_ups=[]).body["follow_ups"] == []
-    assert ic.complete_item("42", 7, follow_ups="oops").body["follow_ups"] == "oops"  # type: ignore[arg-type]
+    assert iv.COMPLETE_ITEM.call(id="42", epoch=7, follow_ups=[]).body["follow_ups"] == []
+    assert iv.COMPLETE_ITEM.call(id="42", epoch=7, follow_ups="oops").body["follow_ups"] == "oops"  # type: ignore[arg-type]
 
 
 def test_create_sends_the_parent_epoch() -> None:
-    body = ic.create_item("child", parent="job", parent_epoch=7).body
+    body = iv.CREATE_ITEM.call(title="child", parent="job", parent_epoch=7).body
     assert body == {"title": "child", "parent": "job", "parent_epoch": 7}
-    assert "parent_epoch" not in (ic.create_item("x").body or {})
+    assert "parent_epoch" not in (iv.CREATE_ITEM.call(title="x").body or {})
 
 
 def test_replies_carry_revoked_follow_ups_and_stalled() -> None:
     revoked = ITEM.update(revoked=True)
-    assert ok(ic.get_item("job"), ItemView(revoked, None, "revoked").to_dict()) == ItemView(
+    assert ok(iv.GET_ITEM.call(id="job"), ItemView(revoked, None, "revoked").to_dict()) == ItemView(
         revoked, None, "revoked"
     )
     old_server = {k: v for k, v in ITEM.to_dict().items() if k != "revoked"}
     assert (
-        ok(ic.get_item("job"), {"item": old_server, "lease": None, "lease_state": "none"}).item
+        ok(
+            iv.GET_ITEM.call(id="job"), {"item": old_server, "lease": None, "lease_state": "none"}
+        ).item
         == ITEM
     )
 
     child = Item("it-1", "docs", parent="job", created_by="jo")
     done = Completion(ITEM.update(status="done"), False, (child,))
-    assert ok(ic.complete_item("job", 7), done.to_dict()) == done
+    assert ok(iv.COMPLETE_ITEM.call(id="job", epoch=7), done.to_dict()) == done
     older = {"item": ITEM.to_dict(), "duplicate": True}  # a server without follow-ups
-    assert ok(ic.complete_item("job", 7), older) == Completion(ITEM, True, ())
+    assert ok(iv.COMPLETE_ITEM.call(id="job", epoch=7), older) == Completion(ITEM, True, ())
 
     stalled = ItemView(ITEM, LEASE, "stalled")
     event = Event(3, 4, "stalled", "items/job", "jo", None, 7, None, None, {"item": "job"})
     briefing = Briefing("jo", (stalled,), (), (event,), (), (stalled,))
-    assert ok(ic.briefing(), briefing.to_dict()) == briefing
+    assert ok(iv.BRIEFING.call(), briefing.to_dict()) == briefing
     without = {k: v for k, v in briefing.to_dict().items() if k != "stalled"}
-    assert ok(ic.briefing(), without).stalled == ()
+    assert ok(iv.BRIEFING.call(), without).stalled == ()

@@ -32,6 +32,9 @@ from tenure.core.models import (
     ReleaseResult,
     RenewAllResult,
 )
+from tenure.verbs import items as iv
+from tenure.verbs import leases as lv
+from tenure.verbs import principals as pv
 from tenure.verbs.ops import Filters
 
 LEASE = Lease("jobs/a", "jo", "run-1", 7, 30_000, 1, 2, 30_002, 3, {"x": [1]}, "live")
@@ -40,47 +43,59 @@ FAST = RetryPolicy(attempts=4, budget=5.0, backoff=0.001, max_backoff=0.002)
 
 # requests -----------------------------------------------------------------------------------
 def test_keys_in_paths_are_one_encoded_segment() -> None:
-    assert sh.get_lease("jobs/a b?#%").path == "/v1/leases/jobs%2Fa%20b%3F%23%25"
-    assert sh.fenced_read("ü").path == "/v1/fenced/%C3%BC"
-    assert sh.get_lease(".").path == "/v1/leases/%2E"
-    assert sh.get_lease("..").path == "/v1/leases/%2E%2E"
-    assert sh.get_lease("a/b").path_args == {"key": "a/b"}
-    assert sh.revoke_token("jo/x", "abc").path == "/v1/principals/jo%2Fx/tokens/abc"
+    assert lv.GET_LEASE.call(key="jobs/a b?#%").path == "/v1/leases/jobs%2Fa%20b%3F%23%25"
+    assert lv.FENCED_READ.call(key="ü").path == "/v1/fenced/%C3%BC"
+    assert lv.GET_LEASE.call(key=".").path == "/v1/leases/%2E"
+    assert lv.GET_LEASE.call(key="..").path == "/v1/leases/%2E%2E"
+    assert lv.GET_LEASE.call(key="a/b").path_args == {"key": "a/b"}
+    assert (
+        pv.REVOKE_TOKEN.call(name="jo/x", token_id="abc").path == "/v1/principals/jo%2Fx/tokens/abc"
+    )
     with pytest.raises(tenure.InvalidRequest) as err:
-        sh.get_lease("")
+        lv.GET_LEASE.call(key="")
     assert err.value.field == "key"
 
 
 def test_bodies_leave_out_what_was_not_given() -> None:
-    assert sh.acquire("k").body == {"key": "k"}
-    call = sh.acquire("k", 5000, "t", {"a": 1}, 2500)
+    assert lv.ACQUIRE.call(key="k").body == {"key": "k"}
+    call = lv.ACQUIRE.call(key="k", ttl_ms=5000, task="t", meta={"a": 1}, wait_ms=2500)
     assert call.body == {"key": "k", "ttl_ms": 5000, "task": "t", "meta": {"a": 1}, "wait_ms": 2500}
     assert call.wait_s == 2.5
-    assert sh.renew("k", 3).body == {"key": "k", "token": 3}
-    assert sh.renew_all().body == {}
-    assert sh.renew_all(("a", "b")).body == {"keys": ["a", "b"]}
+    assert lv.RENEW.call(key="k", token=3).body == {"key": "k", "token": 3}
+    assert lv.RENEW_ALL.call().body == {}
+    assert lv.RENEW_ALL.call(keys=("a", "b")).body == {"keys": ["a", "b"]}
     assert sh.release("k").body == {"key": "k"}
-    assert sh.fenced_write("k", 1, None).body == {"key": "k", "token": 1, "value": None}
-    assert sh.list_leases(prefix="jobs/").params == {"prefix": "jobs/"}
+    assert lv.FENCED_WRITE.call(key="k", token=1, value=None).body == {
+        "key": "k",
+        "token": 1,
+        "value": None,
+    }
+    assert lv.LIST_LEASES.call(prefix="jobs/").params == {"prefix": "jobs/"}
     expired = sh.events(5, Filters(type="expired"))
     assert expired.params == {"after": 5, "type": "expired", "limit": 100}
-    assert sh.add_principal("bo", roles=("admin",)).body == {
+    assert pv.ADD_PRINCIPAL.call(name="bo", kind="agent", roles=("admin",)).body == {
         "name": "bo",
         "kind": "agent",
         "roles": ["admin"],
     }
-    assert sh.revoke_token("bo", "t1").method == "DELETE"
+    assert pv.REVOKE_TOKEN.call(name="bo", token_id="t1").method == "DELETE"
 
 
 def test_sessions_go_with_acquire_claim_dispatch_renew_all_and_tokenless_releases() -> None:
-    assert sh.acquire("k", session="s1").body == {"key": "k", "session": "s1"}
-    assert sh.acquire("k", session="").body == {"key": "k", "session": ""}  # the default one
-    assert sh.renew_all(session="s1").body == {"session": "s1"}
-    assert sh.renew_all(["a"], "s1").body == {"keys": ["a"], "session": "s1"}
+    assert lv.ACQUIRE.call(key="k", session="s1").body == {"key": "k", "session": "s1"}
+    assert lv.ACQUIRE.call(key="k", session="").body == {
+        "key": "k",
+        "session": "",
+    }  # the default one
+    assert lv.RENEW_ALL.call(session="s1").body == {"session": "s1"}
+    assert lv.RENEW_ALL.call(keys=["a"], session="s1").body == {"keys": ["a"], "session": "s1"}
     assert sh.release("k", None, "s1").body == {"key": "k", "session": "s1"}
     assert sh.release("k", 3, "s1").body == {"key": "k", "token": 3}  # the token says which
-    assert ic.claim_item("42", session="s1").body == {"session": "s1"}
-    assert ic.dispatch_item("42", "r1", session="s2").body == {"agent": "r1", "session": "s2"}
+    assert iv.CLAIM_ITEM.call(id="42", session="s1").body == {"session": "s1"}
+    assert iv.DISPATCH_ITEM.call(id="42", agent="r1", session="s2").body == {
+        "agent": "r1",
+        "session": "s2",
+    }
     with_epoch, without = ic.release_item("42", 7, "s1"), ic.release_item("42", None, "s1")
     assert (with_epoch.body, without.body) == ({"epoch": 7}, {"session": "s1"})
     assert (with_epoch.safety, without.safety) == (Safety.IDEMPOTENT, Safety.UNSAFE)
@@ -88,37 +103,37 @@ def test_sessions_go_with_acquire_claim_dispatch_renew_all_and_tokenless_release
 
 def test_extend_takes_epoch_ms_or_an_aware_datetime() -> None:
     when = datetime(2030, 1, 1, tzinfo=UTC)
-    assert sh.extend("k", 1, until=when).body == {
+    assert lv.EXTEND.call(key="k", token=1, until=when).body == {
         "key": "k",
         "token": 1,
         "until": int(when.timestamp() * 1000),
     }
-    assert sh.extend("k", 1, by_ms=10).body == {"key": "k", "token": 1, "by_ms": 10}
+    assert lv.EXTEND.call(key="k", token=1, by_ms=10).body == {"key": "k", "token": 1, "by_ms": 10}
     with pytest.raises(tenure.InvalidRequest) as err:
-        sh.extend("k", 1, until=datetime(2030, 1, 1))
+        lv.EXTEND.call(key="k", token=1, until=datetime(2030, 1, 1))
     assert err.value.field == "until"
 
 
 def test_how_safe_each_call_is_to_repeat() -> None:
     unsafe = [
-        sh.acquire("k"),
+        lv.ACQUIRE.call(key="k"),
         sh.release("k"),
-        sh.force_release("k", "why"),
-        sh.fenced_write("k", 1, 2),
-        sh.add_principal("p"),
-        sh.revoke_token("p", "t"),
+        lv.FORCE_RELEASE.call(key="k", reason="why"),
+        lv.FENCED_WRITE.call(key="k", token=1, value=2),
+        pv.ADD_PRINCIPAL.call(name="p"),
+        pv.REVOKE_TOKEN.call(name="p", token_id="t"),
     ]
     safe = [
-        sh.renew("k", 1),
-        sh.renew_all(),
-        sh.extend("k", 1, by_ms=5),
+        lv.RENEW.call(key="k", token=1),
+        lv.RENEW_ALL.call(),
+        lv.EXTEND.call(key="k", token=1, by_ms=5),
         sh.release("k", 1),
-        sh.fenced_write("k", 1, 2, op_id="op"),
-        sh.get_lease("k"),
-        sh.list_leases(),
-        sh.fenced_read("k"),
+        lv.FENCED_WRITE.call(key="k", token=1, value=2, op_id="op"),
+        lv.GET_LEASE.call(key="k"),
+        lv.LIST_LEASES.call(),
+        lv.FENCED_READ.call(key="k"),
         sh.events(),
-        sh.me(),
+        pv.WHOAMI.call(),
     ]
     assert all(c.safety is Safety.UNSAFE for c in unsafe)
     assert all(c.safety is Safety.IDEMPOTENT for c in safe)
@@ -141,39 +156,40 @@ def ok(call: Call[Any], data: Any) -> Any:
 
 def test_replies_parse_into_the_frozen_models() -> None:
     lost = LostLease("jobs/b", "expired", 4)
-    assert ok(sh.acquire("k"), {"lease": LEASE.to_dict()}) == LEASE
+    assert ok(lv.ACQUIRE.call(key="k"), {"lease": LEASE.to_dict()}) == LEASE
     theirs = replace(LEASE, session="py:web-1:42:ab")
     assert theirs.to_dict()["session"] == "py:web-1:42:ab"
-    assert ok(sh.get_lease("k"), {"lease": theirs.to_dict()}) == theirs
-    assert ok(sh.list_leases(), {"leases": [LEASE.to_dict()]}).entries == [LEASE]
+    assert ok(lv.GET_LEASE.call(key="k"), {"lease": theirs.to_dict()}) == theirs
+    assert ok(lv.LIST_LEASES.call(), {"leases": [LEASE.to_dict()]}).entries == [LEASE]
     both = RenewAllResult((LEASE,), (lost,))
-    assert ok(sh.renew_all(), both.to_dict()) == both
+    assert ok(lv.RENEW_ALL.call(), both.to_dict()) == both
     ext = ExtendResult(LEASE, True, False, 5, 6)
-    assert ok(sh.extend("k", 1, by_ms=1), ext.to_dict()) == ext
+    assert ok(lv.EXTEND.call(key="k", token=1, by_ms=1), ext.to_dict()) == ext
     for rel in (ReleaseResult(True, LEASE), ReleaseResult(False, None)):
         assert ok(sh.release("k"), rel.to_dict()) == rel
     forced = ForceReleaseResult(LEASE, "root", "stuck")
-    assert ok(sh.force_release("k", "stuck"), forced.to_dict()) == forced
+    assert ok(lv.FORCE_RELEASE.call(key="k", reason="stuck"), forced.to_dict()) == forced
     write = FencedWrite("k", 7, {"v": [1, 2]}, 3, True)
-    assert ok(sh.fenced_write("k", 7, 1), write.to_dict()) == write
+    assert ok(lv.FENCED_WRITE.call(key="k", token=7, value=1), write.to_dict()) == write
     value = FencedValue("k", 7, "x", 3, 99)
-    assert ok(sh.fenced_read("k"), value.to_dict()) == value
+    assert ok(lv.FENCED_READ.call(key="k"), value.to_dict()) == value
     event = Event(1, 2, "acquired", "k", "jo", None, 7, "jo", None, {"ttl_ms": 5})
     assert ok(sh.events(), {"events": [event.to_dict()], "next": 1}) == [event]
     me = Principal("jo", "human", ("admin",), None)
-    assert ok(sh.me(), {"principal": me.to_dict()}) == me
+    assert ok(pv.WHOAMI.call(), {"principal": me.to_dict()}) == me
     issued = ok(
-        sh.add_principal("jo"), {"principal": me.to_dict(), "token": "tnr_x", "token_id": "x"}
+        pv.ADD_PRINCIPAL.call(name="jo"),
+        {"principal": me.to_dict(), "token": "tnr_x", "token_id": "x"},
     )
     assert issued == sh.IssuedToken(me, "x", "tnr_x")
-    assert sh.interpret(sh.revoke_token("jo", "x"), Reply(204)) is None
+    assert sh.interpret(pv.REVOKE_TOKEN.call(name="jo", token_id="x"), Reply(204)) is None
 
 
 def test_replies_with_more_fields_still_parse() -> None:
     data = {"lease": {**LEASE.to_dict(), "new_field": 1}, "other": 2}
-    assert ok(sh.get_lease("k"), data) == LEASE
+    assert ok(lv.GET_LEASE.call(key="k"), data) == LEASE
     older = {k: v for k, v in LEASE.to_dict().items() if k != "session"}
-    assert ok(sh.get_lease("k"), {"lease": older}) == LEASE  # a server without sessions
+    assert ok(lv.GET_LEASE.call(key="k"), {"lease": older}) == LEASE  # a server without sessions
 
 
 ERRORS = [
@@ -200,7 +216,7 @@ def test_problem_replies_raise_the_servers_error_with_its_fields(
 ) -> None:
     reply = Reply(error.status, json.loads(json.dumps(error.to_problem())), "")
     with pytest.raises(type(error)) as raised:
-        sh.interpret(sh.get_lease("k"), reply)
+        sh.interpret(lv.GET_LEASE.call(key="k"), reply)
     assert type(raised.value) is type(error)
     assert raised.value.info() == error.info()
     assert raised.value.detail == error.detail
@@ -209,12 +225,12 @@ def test_problem_replies_raise_the_servers_error_with_its_fields(
 def test_failures_without_a_problem_document_are_unexpected_replies() -> None:
     reply = tr.reply_from(502, "text/html", b"<h1>Bad Gateway</h1>", None)
     with pytest.raises(sh.UnexpectedReply) as raised:
-        sh.interpret(sh.renew("k", 1), reply)
+        sh.interpret(lv.RENEW.call(key="k", token=1), reply)
     assert raised.value.http_status == 502
     assert "Bad Gateway" in (raised.value.body or "")
     assert isinstance(raised.value, TransportError) and isinstance(raised.value, tenure.TenureError)
     with pytest.raises(sh.UnexpectedReply):
-        sh.interpret(sh.renew("k", 1), Reply(200, {"nope": 1}))
+        sh.interpret(lv.RENEW.call(key="k", token=1), Reply(200, {"nope": 1}))
 
 
 def test_loss_verdicts() -> None:
@@ -232,7 +248,7 @@ def test_loss_verdicts() -> None:
 
 # retry rules --------------------------------------------------------------------------------
 def test_which_failures_are_retried() -> None:
-    acquire, renew = sh.acquire("k"), sh.renew("k", 1)
+    acquire, renew = lv.ACQUIRE.call(key="k"), lv.RENEW.call(key="k", token=1)
     never_sent, maybe_sent = TransportError(sent=False), TransportError(sent=True)
     for call in (acquire, renew):
         assert tr.retryable(call, error=never_sent)
@@ -254,7 +270,7 @@ def test_backoff_grows_with_jitter_and_stops_at_the_budget() -> None:
     assert policy.delay(1, lambda: 1.0) == pytest.approx(0.1)
     assert policy.delay(3, lambda: 1.0) == pytest.approx(0.4)
     assert policy.delay(30, lambda: 1.0) == pytest.approx(1.0)
-    renew = sh.renew("k", 1)
+    renew = lv.RENEW.call(key="k", token=1)
     error = TransportError(sent=True)
     assert policy.next_delay(renew, 1, 0.0, error=error) is not None
     assert policy.next_delay(renew, 10, 0.0, error=error) is None  # out of attempts

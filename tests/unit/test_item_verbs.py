@@ -3,6 +3,8 @@ and the REST routes are built from them, and the retry rules are the entries' ow
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,6 +15,7 @@ from tenure.core.claims import Dispatch
 from tenure.core.items import Item
 from tenure.core.models import Lease, Principal
 from tenure.server.http.app import create_app
+from tenure.service import leases as service_leases
 from tenure.settings import Settings
 from tenure.verbs import items as iv
 from tenure.verbs.items import DISPATCH_ITEM
@@ -22,28 +25,28 @@ from tenure.verbs.table import PATH_PARAM
 #: every request of the work queue, and whether the client may send it again after a failure
 #: that left its outcome unknown
 CALLS: list[tuple[Call[Any], Safety]] = [
-    (ic.create_item("t"), Safety.UNSAFE),
-    (ic.get_item("a/b"), Safety.IDEMPOTENT),
-    (ic.list_items(after="1:2:x"), Safety.IDEMPOTENT),
-    (ic.update_item("a", title="t"), Safety.IDEMPOTENT),
-    (ic.update_item("a", status="in_progress"), Safety.UNSAFE),
-    (ic.claim_item("a"), Safety.UNSAFE),
-    (ic.renew_item("a"), Safety.IDEMPOTENT),
-    (ic.extend_item("a", by_ms=5), Safety.IDEMPOTENT),
+    (iv.CREATE_ITEM.call(title="t"), Safety.UNSAFE),
+    (iv.GET_ITEM.call(id="a/b"), Safety.IDEMPOTENT),
+    (iv.LIST_ITEMS.call(after="1:2:x"), Safety.IDEMPOTENT),
+    (iv.UPDATE_ITEM.call(id="a", title="t"), Safety.IDEMPOTENT),
+    (iv.UPDATE_ITEM.call(id="a", status="in_progress"), Safety.UNSAFE),
+    (iv.CLAIM_ITEM.call(id="a"), Safety.UNSAFE),
+    (iv.RENEW_ITEM.call(id="a"), Safety.IDEMPOTENT),
+    (iv.EXTEND_ITEM.call(id="a", by_ms=5), Safety.IDEMPOTENT),
     (ic.release_item("a"), Safety.UNSAFE),
     (ic.release_item("a", 3), Safety.IDEMPOTENT),
-    (ic.progress_item("a", 3, "m"), Safety.IDEMPOTENT),
-    (ic.complete_item("a", 3), Safety.UNSAFE),
-    (ic.complete_item("a", 3, op_id="o"), Safety.IDEMPOTENT),
-    (ic.cancel_item("a", "r"), Safety.UNSAFE),
-    (ic.force_release_item("a", "r"), Safety.UNSAFE),
-    (ic.reassign_item("a", "bob", "r"), Safety.UNSAFE),
-    (ic.dispatch_item("a"), Safety.UNSAFE),
+    (iv.PROGRESS_ITEM.call(id="a", epoch=3, message="m"), Safety.IDEMPOTENT),
+    (iv.COMPLETE_ITEM.call(id="a", epoch=3), Safety.UNSAFE),
+    (iv.COMPLETE_ITEM.call(id="a", epoch=3, op_id="o"), Safety.IDEMPOTENT),
+    (iv.CANCEL_ITEM.call(id="a", reason="r"), Safety.UNSAFE),
+    (iv.FORCE_RELEASE_ITEM.call(id="a", reason="r"), Safety.UNSAFE),
+    (iv.REASSIGN_ITEM.call(id="a", to="bob", reason="r"), Safety.UNSAFE),
+    (iv.DISPATCH_ITEM.call(id="a"), Safety.UNSAFE),
     (ic.queue(), Safety.IDEMPOTENT),
     (ic.queue("jo/r1"), Safety.IDEMPOTENT),
     (ic.ready(), Safety.IDEMPOTENT),
-    (ic.ready_view(), Safety.IDEMPOTENT),
-    (ic.briefing(), Safety.UNSAFE),
+    (iv.READY_ITEMS.call(), Safety.IDEMPOTENT),
+    (iv.BRIEFING.call(), Safety.UNSAFE),
 ]
 
 
@@ -82,3 +85,25 @@ def test_a_dispatch_travels_as_the_api_sends_it() -> None:
         "name": "jo/r1", "kind": "agent", "roles": [], "parent": "jo", "token": "tok-1",
     }  # fmt: skip
     assert DISPATCH_ITEM.parse(wire) == dispatch
+
+
+def lease_policy_verbs(source: str) -> set[str]:
+    """The verb names the lease service passes to ``_lease_policy`` (literal strings)."""
+    return {
+        str(node.args[1].value)
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call)
+        and getattr(node.func, "attr", None) == "_lease_policy"
+        and len(node.args) > 1
+        and isinstance(node.args[1], ast.Constant)
+    }
+
+
+def test_every_lease_verb_that_refuses_an_items_key_says_what_to_use_instead() -> None:
+    """A generic lease verb on ``items/<id>`` is refused with the item verb to use (a 422); a
+    verb missing from ``ITEM_VERBS`` would fail on the lookup instead (a 500)."""
+    used = lease_policy_verbs(Path(service_leases.__file__).read_text())
+    assert {"acquire", "renew", "release", "write"} <= used
+    assert used - set(service_leases.ITEM_VERBS) == set()
+    forgotten = 'self._lease_policy(key, "transfer")'
+    assert lease_policy_verbs(forgotten) - set(service_leases.ITEM_VERBS) == {"transfer"}

@@ -13,6 +13,8 @@ annotations, never imported at run time) do not.
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -162,3 +164,18 @@ def test_no_import_circles() -> None:
 def test_modules_stay_small(module: str) -> None:
     lines = MODULES[module].read_text().count("\n")
     assert lines <= MAX_LINES, f"{MODULES[module]}: {lines} lines (at most {MAX_LINES})"
+
+
+@pytest.mark.parametrize("module", ["tenure.client", "tenure.client.aio", "tenure.client.sync"])
+def test_the_client_loads_no_service_or_store_module(module: str) -> None:
+    """A client over HTTP (every CLI start, every library user) reads the verb table and the
+    core's models, never the service layer or the store (direct mode imports them when used)."""
+    probe = (
+        f"import sys, {module}\n"
+        "print('\\n'.join(m for m in sys.modules if m.startswith(('tenure.service', "
+        "'tenure.store'))))"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert run.stdout.split() == []

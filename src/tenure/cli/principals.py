@@ -15,11 +15,11 @@ from tenure.cli.app import principal
 from tenure.cli.context import cli_of, verb
 from tenure.cli.options import DIRECT_DB
 from tenure.cli.render import pairs, table
-from tenure.client._principal_calls import PrincipalInfo
 from tenure.core.models import Principal
 from tenure.core.text import clock, when
 from tenure.service.principals import Principals
 from tenure.settings import Settings
+from tenure.verbs.principals import PrincipalInfo
 
 T = TypeVar("T")
 ROLE = click.Choice(["admin", "supervisor"])

@@ -1,10 +1,11 @@
 """The Python client of tenure: :class:`Client` (blocking) and :class:`AsyncClient` (asyncio).
 
 Both have the same methods with the same parameters: :class:`Client` is generated from
-:class:`AsyncClient` (``python scripts/gen_sync.py``). They share the request building and reply
-parsing of :mod:`tenure.client._shared` and the retry rules of :mod:`tenure.client._transport`,
-and differ only in how a call travels (the transport): HTTP with httpx, or, given a database
-URL, direct mode (:mod:`.direct`), which runs the service in this process.
+:class:`AsyncClient` (``python scripts/gen_sync.py``). They build each request from the verb's
+entry in the table (:mod:`tenure.verbs`), read replies with :mod:`tenure.client._shared`, share
+the retry rules of :mod:`tenure.client._transport`, and differ only in how a call travels (the
+transport): HTTP with httpx, or, given a database URL, direct mode (:mod:`.direct`), which runs
+the service in this process.
 ``client.lease(...)`` holds a lease with a heartbeat (:mod:`.lease`); ``client.items`` is the
 work queue, and ``client.items.work(...)`` holds a claim on an item the same way
 (:mod:`.items`).

@@ -4,16 +4,16 @@ failures on the way, :class:`TransportError` and :class:`UnexpectedReply`."""
 
 from __future__ import annotations
 
-import enum
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, ClassVar, Generic, TypeVar
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import httpx
 
 from tenure.errors import TenureError
 
-T = TypeVar("T")
+# a request and its safety are the verb table's (a verb builds its own: ``Verb.call``)
+from tenure.verbs.call import Call as Call
+from tenure.verbs.call import Safety as Safety
 
 
 class TransportError(TenureError):
@@ -39,36 +39,6 @@ class UnexpectedReply(TransportError):
     fields: ClassVar[tuple[str, ...]] = ("method", "path", "sent", "http_status", "body")
     http_status: int | None
     body: str | None
-
-
-class Safety(enum.Enum):
-    """How safe it is to repeat a call whose outcome is unknown."""
-
-    IDEMPOTENT = "idempotent"
-    UNSAFE = "unsafe"
-
-
-@dataclass(frozen=True)
-class Call(Generic[T]):
-    """One request, independent of how it travels.
-
-    ``op`` names the verb (direct mode dispatches on it); ``path_args`` are the values encoded
-    in ``path``; ``body`` and ``params`` use the REST field names, ``None`` values left out.
-    """
-
-    op: str
-    method: str
-    path: str
-    parse: Callable[[Any], T]
-    body: dict[str, Any] | None = None
-    params: dict[str, Any] | None = None
-    path_args: dict[str, Any] = field(default_factory=dict)
-    safety: Safety = Safety.IDEMPOTENT
-    wait_s: float = 0.0  # how long the server may hold the request (long poll)
-
-    def args(self) -> dict[str, Any]:
-        """Every argument of the call by its REST name (for direct mode)."""
-        return {**self.path_args, **(self.params or {}), **(self.body or {})}
 
 
 @dataclass(frozen=True)

@@ -14,12 +14,14 @@ from tenure.client import _shared as sh
 from tenure.client._call import Call
 from tenure.client._fences import Admits, admit_all, check_fences
 from tenure.client._held import Caller, _SyncHeld
-from tenure.client._item_calls import FollowUp
 from tenure.client._work_state import _Work
 from tenure.core.claims import Completion, ItemRelease
 from tenure.core.items import Item
 from tenure.core.models import Lease, ReleaseResult
 from tenure.errors import LeaseHeld, TenureError
+from tenure.verbs import items as iv
+from tenure.verbs import leases as lv
+from tenure.verbs.item_inputs import FollowUp
 
 
 class LeaseHandle(_SyncHeld):
@@ -38,7 +40,7 @@ class LeaseHandle(_SyncHeld):
         return result
 
     def _renew_call(self, token: int) -> Call[Lease]:
-        return sh.renew(self.key, token)
+        return lv.RENEW.call(key=self.key, token=token)
 
     def _release_call(self, token: int) -> Call[Any]:
         return sh.release(self.key, token)
@@ -55,7 +57,7 @@ class LeaseHandle(_SyncHeld):
             if not self._confirm_needed(sent):
                 return lease, sent
             try:
-                return self._client._timed(sh.renew(self.key, lease.token))
+                return self._client._timed(lv.RENEW.call(key=self.key, token=lease.token))
             except BaseException:
                 self._quiet_release(lease.token)
                 raise
@@ -94,7 +96,9 @@ class WorkHandle(_Work[Caller], _SyncHeld):
         self, message: str, percent: int | None = None, data: dict[str, Any] | None = None
     ) -> Item:
         """Report progress with this claim's epoch."""
-        call = ic.progress_item(self.item_id, self.epoch, message, percent, data)
+        call = iv.PROGRESS_ITEM.call(
+            id=self.item_id, epoch=self.epoch, message=message, percent=percent, data=data
+        )
         try:
             self._item = self._client._call(call)
         except TenureError as err:
@@ -110,7 +114,9 @@ class WorkHandle(_Work[Caller], _SyncHeld):
     ) -> Completion:
         """Complete the item with this claim's epoch, creating its ``follow_ups`` (see
         ``client.items.complete``); the heartbeat stops, nothing is released."""
-        call = ic.complete_item(self.item_id, self.epoch, result, op_id, follow_ups)
+        call = iv.COMPLETE_ITEM.call(
+            id=self.item_id, epoch=self.epoch, result=result, op_id=op_id, follow_ups=follow_ups
+        )
         with self._beat_lock:  # no renewal runs into the completion
             try:
                 done = self._client._call(call)

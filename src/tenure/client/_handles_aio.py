@@ -18,12 +18,14 @@ from tenure.client import _shared as sh
 from tenure.client._call import Call
 from tenure.client._fences import Admits, admit_all_async, check_fences
 from tenure.client._held_aio import AsyncCaller, _AsyncHeld
-from tenure.client._item_calls import FollowUp
 from tenure.client._work_state import _Work
 from tenure.core.claims import Completion, ItemRelease
 from tenure.core.items import Item
 from tenure.core.models import Lease, ReleaseResult
 from tenure.errors import LeaseHeld, TenureError
+from tenure.verbs import items as iv
+from tenure.verbs import leases as lv
+from tenure.verbs.item_inputs import FollowUp
 
 
 class AsyncLeaseHandle(_AsyncHeld):
@@ -44,7 +46,7 @@ class AsyncLeaseHandle(_AsyncHeld):
         return result
 
     def _renew_call(self, token: int) -> Call[Lease]:
-        return sh.renew(self.key, token)
+        return lv.RENEW.call(key=self.key, token=token)
 
     def _release_call(self, token: int) -> Call[Any]:
         return sh.release(self.key, token)
@@ -61,7 +63,7 @@ class AsyncLeaseHandle(_AsyncHeld):
             if not self._confirm_needed(sent):
                 return lease, sent
             try:
-                return await self._client._timed(sh.renew(self.key, lease.token))
+                return await self._client._timed(lv.RENEW.call(key=self.key, token=lease.token))
             except BaseException:
                 await self._quiet_release(lease.token)
                 raise
@@ -102,7 +104,9 @@ class AsyncWorkHandle(_Work[AsyncCaller], _AsyncHeld):
         self, message: str, percent: int | None = None, data: dict[str, Any] | None = None
     ) -> Item:
         """Report progress with this claim's epoch."""
-        call = ic.progress_item(self.item_id, self.epoch, message, percent, data)
+        call = iv.PROGRESS_ITEM.call(
+            id=self.item_id, epoch=self.epoch, message=message, percent=percent, data=data
+        )
         try:
             self._item = await self._client._call(call)
         except TenureError as err:
@@ -118,7 +122,9 @@ class AsyncWorkHandle(_Work[AsyncCaller], _AsyncHeld):
     ) -> Completion:
         """Complete the item with this claim's epoch, creating its ``follow_ups`` (see
         ``client.items.complete``); the heartbeat stops, nothing is released."""
-        call = ic.complete_item(self.item_id, self.epoch, result, op_id, follow_ups)
+        call = iv.COMPLETE_ITEM.call(
+            id=self.item_id, epoch=self.epoch, result=result, op_id=op_id, follow_ups=follow_ups
+        )
         async with self._beat_lock:  # no renewal runs into the completion
             try:
                 done = await self._client._call(call)

@@ -10,13 +10,15 @@ from datetime import datetime
 from typing import Any
 
 from tenure.client import _item_calls as ic
+from tenure.client._call import Call
 from tenure.client._fences import Admits
 from tenure.client._handles import WorkHandle
 from tenure.client._held import Caller
-from tenure.client._item_calls import FollowUp
 from tenure.core.claims import Briefing, Claim, Completion, Dispatch, ItemRelease, ReadyView
 from tenure.core.items import Item, ItemView
 from tenure.core.models import ExtendResult, Lease
+from tenure.verbs import items as iv
+from tenure.verbs.item_inputs import FollowUp
 
 
 class Items:
@@ -41,12 +43,15 @@ class Items:
         With ``parent_epoch`` (and ``parent``), the item is created only while that is the
         parent's current epoch and your claim holds it: a superseded owner of the parent gets
         :class:`~tenure.StaleToken` and creates nothing."""
-        call = ic.create_item(title, body, priority, labels, parent, id, parent_epoch)
+        call = iv.CREATE_ITEM.call(
+            id=id, title=title, body=body, priority=priority, labels=labels, parent=parent,
+            parent_epoch=parent_epoch,
+        )  # fmt: skip
         return self._client._call(call)
 
     def get(self, item_id: str) -> ItemView:
         """The item with its lease, lease state and transfers."""
-        return self._client._call(ic.get_item(item_id))
+        return self._client._call(iv.GET_ITEM.call(id=item_id))
 
     def list(
         self,
@@ -60,7 +65,10 @@ class Items:
         found: builtins.list[Item] = []
         after = None
         while True:
-            call = ic.list_items(status, assignee, label, limit - len(found), after)
+            size = limit - len(found)
+            call = iv.LIST_ITEMS.call(
+                status=status, assignee=assignee, label=label, limit=size, after=after
+            )
             page = self._client._call(call)
             found += page.entries
             if not page.more or len(found) >= limit:
@@ -77,7 +85,9 @@ class Items:
         status: str | None = None,
     ) -> ItemView:
         """Edit the fields given; ``status="in_progress"`` claims the item."""
-        call = ic.update_item(item_id, title, body, priority, labels, status)
+        call = iv.UPDATE_ITEM.call(
+            id=item_id, title=title, body=body, priority=priority, labels=labels, status=status
+        )
         return self._client._call(call)
 
     def claim(
@@ -90,12 +100,15 @@ class Items:
     ) -> Claim:
         """Claim the item for this client's session (no heartbeat: see :meth:`work`); claiming
         it again from the same session renews it. ``claim.lease.token`` is the epoch."""
-        call = ic.claim_item(item_id, ttl_ms, task, takeover, reason, self._client.session)
+        call = iv.CLAIM_ITEM.call(
+            id=item_id, ttl_ms=ttl_ms, task=task, takeover=takeover, reason=reason,
+            session=self._client.session,
+        )  # fmt: skip
         return self._client._call(call)
 
     def renew(self, item_id: str, epoch: int | None = None, ttl_ms: int | None = None) -> Lease:
         """Renew your claim's lease (``epoch`` defaults to the item's current one)."""
-        return self._client._call(ic.renew_item(item_id, epoch, ttl_ms))
+        return self._client._call(iv.RENEW_ITEM.call(id=item_id, epoch=epoch, ttl_ms=ttl_ms))
 
     def extend(
         self,
@@ -105,7 +118,8 @@ class Items:
         epoch: int | None = None,
     ) -> ExtendResult:
         """Push your claim's deadline to ``until`` or now + ``by_ms`` (capped, never shorter)."""
-        return self._client._call(ic.extend_item(item_id, until, by_ms, epoch))
+        call = iv.EXTEND_ITEM.call(id=item_id, until=until, by_ms=by_ms, epoch=epoch)
+        return self._client._call(call)
 
     def release(self, item_id: str, epoch: int | None = None) -> ItemRelease:
         """End your claim, retire your assignee edge, reopen the item. Idempotent.
@@ -123,7 +137,10 @@ class Items:
         data: dict[str, Any] | None = None,
     ) -> Item:
         """Report progress, fenced by ``epoch``."""
-        return self._client._call(ic.progress_item(item_id, epoch, message, percent, data))
+        call = iv.PROGRESS_ITEM.call(
+            id=item_id, epoch=epoch, message=message, percent=percent, data=data
+        )
+        return self._client._call(call)
 
     def complete(
         self,
@@ -138,24 +155,26 @@ class Items:
         ``follow_ups`` (``{"title", "body"?, "priority"?, "labels"?, "id"?}`` each, or a title
         alone) are created under this item in the completion's transaction, exactly once per
         ``op_id``; ``completion.follow_ups`` are the items created."""
-        call = ic.complete_item(item_id, epoch, result, op_id, follow_ups)
+        call = iv.COMPLETE_ITEM.call(
+            id=item_id, epoch=epoch, result=result, op_id=op_id, follow_ups=follow_ups
+        )
         return self._client._call(call)
 
     def cancel(self, item_id: str, reason: str) -> Item:
         """Cancel the item (its assignee, creator, a supervisor, an ancestor or an admin)."""
-        return self._client._call(ic.cancel_item(item_id, reason))
+        return self._client._call(iv.CANCEL_ITEM.call(id=item_id, reason=reason))
 
     def force_release(self, item_id: str, reason: str) -> Claim:
         """End the item's live claim as an authority (admin, supervisor, or an ancestor of
         its holder); the old epoch is dead, and the assignee keeps the item but reads
         ``revoked``: even it needs ``takeover=True`` with a reason to claim it again."""
-        return self._client._call(ic.force_release_item(item_id, reason))
+        return self._client._call(iv.FORCE_RELEASE_ITEM.call(id=item_id, reason=reason))
 
     def reassign(self, item_id: str, to: str, reason: str) -> Item:
         """Move the item to ``to`` as an authority (admin, supervisor, or an ancestor of the
         assignee): any live claim ends and its epoch is dead, the assignee edge moves, in one
         transaction (a ``reassigned`` transfer). ``to`` then claims it without a takeover."""
-        return self._client._call(ic.reassign_item(item_id, to, reason))
+        return self._client._call(iv.REASSIGN_ITEM.call(id=item_id, to=to, reason=reason))
 
     def dispatch(
         self,
@@ -175,7 +194,10 @@ class Items:
         was revoked or stalled, when it is yours, one of your agents', or one you may
         force-release."""
         sid = self._client.session if session is None else session
-        call = ic.dispatch_item(item_id, agent, ttl_ms, task, sid, takeover, reason)
+        call = iv.DISPATCH_ITEM.call(
+            id=item_id, agent=agent, ttl_ms=ttl_ms, task=task, session=sid, takeover=takeover,
+            reason=reason,
+        )  # fmt: skip
         return self._client._call(call)
 
     def queue(self, principal: str | None = None) -> builtins.list[ItemView]:
@@ -189,11 +211,12 @@ class Items:
     def ready_view(self, limit: int = 50) -> ReadyView:
         """The ready items (``items``), then the claims that lapsed (``lapsed``: work whose
         holder stopped, to take over with ``takeover=True`` and a reason), ``limit`` of each."""
-        return self._client._call(ic.ready_view(limit))
+        view: Call[ReadyView] = iv.READY_ITEMS.call(limit=limit)  # its reply's own reading
+        return self._client._call(view)
 
     def briefing(self, ready: int = 5) -> Briefing:
         """What you carry, what lapsed, what happened since your last briefing, what is ready."""
-        return self._client._call(ic.briefing(ready))
+        return self._client._call(iv.BRIEFING.call(ready=ready))
 
     def work(
         self,

@@ -13,13 +13,15 @@ from datetime import datetime
 from typing import Any
 
 from tenure.client import _item_calls as ic
+from tenure.client._call import Call
 from tenure.client._fences import Admits
 from tenure.client._handles_aio import AsyncWorkHandle
 from tenure.client._held_aio import AsyncCaller
-from tenure.client._item_calls import FollowUp
 from tenure.core.claims import Briefing, Claim, Completion, Dispatch, ItemRelease, ReadyView
 from tenure.core.items import Item, ItemView
 from tenure.core.models import ExtendResult, Lease
+from tenure.verbs import items as iv
+from tenure.verbs.item_inputs import FollowUp
 
 
 class AsyncItems:
@@ -44,12 +46,15 @@ class AsyncItems:
         With ``parent_epoch`` (and ``parent``), the item is created only while that is the
         parent's current epoch and your claim holds it: a superseded owner of the parent gets
         :class:`~tenure.StaleToken` and creates nothing."""
-        call = ic.create_item(title, body, priority, labels, parent, id, parent_epoch)
+        call = iv.CREATE_ITEM.call(
+            id=id, title=title, body=body, priority=priority, labels=labels, parent=parent,
+            parent_epoch=parent_epoch,
+        )  # fmt: skip
         return await self._client._call(call)
 
     async def get(self, item_id: str) -> ItemView:
         """The item with its lease, lease state and transfers."""
-        return await self._client._call(ic.get_item(item_id))
+        return await self._client._call(iv.GET_ITEM.call(id=item_id))
 
     async def list(
         self,
@@ -63,7 +68,10 @@ class AsyncItems:
         found: builtins.list[Item] = []
         after = None
         while True:
-            call = ic.list_items(status, assignee, label, limit - len(found), after)
+            size = limit - len(found)
+            call = iv.LIST_ITEMS.call(
+                status=status, assignee=assignee, label=label, limit=size, after=after
+            )
             page = await self._client._call(call)
             found += page.entries
             if not page.more or len(found) >= limit:
@@ -80,7 +88,9 @@ class AsyncItems:
         status: str | None = None,
     ) -> ItemView:
         """Edit the fields given; ``status="in_progress"`` claims the item."""
-        call = ic.update_item(item_id, title, body, priority, labels, status)
+        call = iv.UPDATE_ITEM.call(
+            id=item_id, title=title, body=body, priority=priority, labels=labels, status=status
+        )
         return await self._client._call(call)
 
     async def claim(
@@ -93,14 +103,17 @@ class AsyncItems:
     ) -> Claim:
         """Claim the item for this client's session (no heartbeat: see :meth:`work`); claiming
         it again from the same session renews it. ``claim.lease.token`` is the epoch."""
-        call = ic.claim_item(item_id, ttl_ms, task, takeover, reason, self._client.session)
+        call = iv.CLAIM_ITEM.call(
+            id=item_id, ttl_ms=ttl_ms, task=task, takeover=takeover, reason=reason,
+            session=self._client.session,
+        )  # fmt: skip
         return await self._client._call(call)
 
     async def renew(
         self, item_id: str, epoch: int | None = None, ttl_ms: int | None = None
     ) -> Lease:
         """Renew your claim's lease (``epoch`` defaults to the item's current one)."""
-        return await self._client._call(ic.renew_item(item_id, epoch, ttl_ms))
+        return await self._client._call(iv.RENEW_ITEM.call(id=item_id, epoch=epoch, ttl_ms=ttl_ms))
 
     async def extend(
         self,
@@ -110,7 +123,8 @@ class AsyncItems:
         epoch: int | None = None,
     ) -> ExtendResult:
         """Push your claim's deadline to ``until`` or now + ``by_ms`` (capped, never shorter)."""
-        return await self._client._call(ic.extend_item(item_id, until, by_ms, epoch))
+        call = iv.EXTEND_ITEM.call(id=item_id, until=until, by_ms=by_ms, epoch=epoch)
+        return await self._client._call(call)
 
     async def release(self, item_id: str, epoch: int | None = None) -> ItemRelease:
         """End your claim, retire your assignee edge, reopen the item. Idempotent.
@@ -128,7 +142,10 @@ class AsyncItems:
         data: dict[str, Any] | None = None,
     ) -> Item:
         """Report progress, fenced by ``epoch``."""
-        return await self._client._call(ic.progress_item(item_id, epoch, message, percent, data))
+        call = iv.PROGRESS_ITEM.call(
+            id=item_id, epoch=epoch, message=message, percent=percent, data=data
+        )
+        return await self._client._call(call)
 
     async def complete(
         self,
@@ -143,24 +160,26 @@ class AsyncItems:
         ``follow_ups`` (``{"title", "body"?, "priority"?, "labels"?, "id"?}`` each, or a title
         alone) are created under this item in the completion's transaction, exactly once per
         ``op_id``; ``completion.follow_ups`` are the items created."""
-        call = ic.complete_item(item_id, epoch, result, op_id, follow_ups)
+        call = iv.COMPLETE_ITEM.call(
+            id=item_id, epoch=epoch, result=result, op_id=op_id, follow_ups=follow_ups
+        )
         return await self._client._call(call)
 
     async def cancel(self, item_id: str, reason: str) -> Item:
         """Cancel the item (its assignee, creator, a supervisor, an ancestor or an admin)."""
-        return await self._client._call(ic.cancel_item(item_id, reason))
+        return await self._client._call(iv.CANCEL_ITEM.call(id=item_id, reason=reason))
 
     async def force_release(self, item_id: str, reason: str) -> Claim:
         """End the item's live claim as an authority (admin, supervisor, or an ancestor of
         its holder); the old epoch is dead, and the assignee keeps the item but reads
         ``revoked``: even it needs ``takeover=True`` with a reason to claim it again."""
-        return await self._client._call(ic.force_release_item(item_id, reason))
+        return await self._client._call(iv.FORCE_RELEASE_ITEM.call(id=item_id, reason=reason))
 
     async def reassign(self, item_id: str, to: str, reason: str) -> Item:
         """Move the item to ``to`` as an authority (admin, supervisor, or an ancestor of the
         assignee): any live claim ends and its epoch is dead, the assignee edge moves, in one
         transaction (a ``reassigned`` transfer). ``to`` then claims it without a takeover."""
-        return await self._client._call(ic.reassign_item(item_id, to, reason))
+        return await self._client._call(iv.REASSIGN_ITEM.call(id=item_id, to=to, reason=reason))
 
     async def dispatch(
         self,
@@ -180,7 +199,10 @@ class AsyncItems:
         was revoked or stalled, when it is yours, one of your agents', or one you may
         force-release."""
         sid = self._client.session if session is None else session
-        call = ic.dispatch_item(item_id, agent, ttl_ms, task, sid, takeover, reason)
+        call = iv.DISPATCH_ITEM.call(
+            id=item_id, agent=agent, ttl_ms=ttl_ms, task=task, session=sid, takeover=takeover,
+            reason=reason,
+        )  # fmt: skip
         return await self._client._call(call)
 
     async def queue(self, principal: str | None = None) -> builtins.list[ItemView]:
@@ -194,11 +216,12 @@ class AsyncItems:
     async def ready_view(self, limit: int = 50) -> ReadyView:
         """The ready items (``items``), then the claims that lapsed (``lapsed``: work whose
         holder stopped, to take over with ``takeover=True`` and a reason), ``limit`` of each."""
-        return await self._client._call(ic.ready_view(limit))
+        view: Call[ReadyView] = iv.READY_ITEMS.call(limit=limit)  # its reply's own reading
+        return await self._client._call(view)
 
     async def briefing(self, ready: int = 5) -> Briefing:
         """What you carry, what lapsed, what happened since your last briefing, what is ready."""
-        return await self._client._call(ic.briefing(ready))
+        return await self._client._call(iv.BRIEFING.call(ready=ready))
 
     def work(
         self,

@@ -17,6 +17,7 @@ from tenure.client._transport import RetryPolicy, jittered
 from tenure.core.models import Lease
 from tenure.core.validate import MAX_WAIT_MS
 from tenure.errors import InvalidRequest, LeaseHeld, LeaseLost, NotHolder, TenureError
+from tenure.verbs import leases as lv
 
 C = TypeVar("C")  # the client: a blocking or an asyncio one
 
@@ -259,7 +260,10 @@ class _Handle(Generic[C]):
     def _acquire_call(self, give_up: float, session: str) -> Call[Lease]:
         ttl_ms = max(1, round(self.ttl * 1000))
         wait_ms = self._wait_ms(give_up)
-        return sh.acquire(self.key, ttl_ms, self.task, self.meta, wait_ms, session, self.scope)
+        return lv.ACQUIRE.call(
+            key=self.key, ttl_ms=ttl_ms, task=self.task, meta=self.meta, wait_ms=wait_ms,
+            session=session, scope=self.scope,
+        )  # fmt: skip
 
     def _pause_or_raise(self, held: LeaseHeld, give_up: float) -> float:
         """How long to pause before polling on after ``held`` (a long poll's chunk ended), or

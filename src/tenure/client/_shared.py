@@ -1,20 +1,21 @@
 """The pure half of the client: what to send for each verb, and what a reply means.
 
 Nothing here does I/O. :class:`~tenure.client.sync.Client` and
-:class:`~tenure.client.aio.AsyncClient` build a :class:`Call` with the functions below, hand it
-to their transport (HTTP, or the database in direct mode), and turn the :class:`Reply` into a
-frozen model of :mod:`tenure.core.models` or an exception with :func:`interpret`. Each call
-says here how safe it is to repeat (:class:`Safety`); the retry rules themselves are in
-:mod:`tenure.client._transport`, shared by both clients.
+:class:`~tenure.client.aio.AsyncClient` build a :class:`Call` with the verb's entry in the table
+(``lv.RENEW.call(key=..., token=...)``: its path, body, reply reading and how safe it is to
+repeat, :class:`Safety`) or, where a request says more than its entry, with the functions
+below; they hand it to their transport (HTTP, or the database in direct mode), and turn the
+:class:`Reply` into a frozen model of :mod:`tenure.core.models` or an exception with
+:func:`interpret`. The retry rules themselves are in :mod:`tenure.client._transport`, shared
+by both clients.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from datetime import datetime
-from typing import Any, TypeVar, cast
-from urllib.parse import quote
+from dataclasses import replace
+from typing import Any, TypeVar
 
 # what a call is, importable from here as before (the builders and direct mode use them)
 from tenure.client._call import Call as Call
@@ -24,15 +25,15 @@ from tenure.client._call import TransportError as TransportError
 from tenure.client._call import UnexpectedReply as UnexpectedReply
 from tenure.client._call import transport_error as transport_error
 from tenure.core import models as m
-from tenure.core.models import Event, Lease, Principal
+from tenure.core.models import Event
 from tenure.core.models import IssuedToken as IssuedToken
 from tenure.errors import InvalidRequest, TenureError
 from tenure.verbs import hooks as hv
 from tenure.verbs import leases as lv
 from tenure.verbs import ops as ov
-from tenure.verbs import principals as pv
+from tenure.verbs.call import segment as segment
+from tenure.verbs.call import to_millis as to_millis
 from tenure.verbs.lists import Page as Page
-from tenure.verbs.table import BODY_METHODS, PATH_PARAM, Verb
 
 T = TypeVar("T")
 
@@ -42,75 +43,14 @@ LOSS_CODES = frozenset({"lease_lost", "not_holder", "stale_token", "not_found", 
 
 
 # requests -----------------------------------------------------------------------------------
-def _drop_none(**values: Any) -> dict[str, Any]:
-    return {k: v for k, v in values.items() if v is not None}
-
-
-def segment(value: str, field: str = "key") -> str:
-    """``value`` as one URL path segment: everything reserved encoded, ``/`` included."""
-    if not isinstance(value, str) or not value:
-        raise InvalidRequest(f"{field}: must be a non-empty string", field=field)
-    encoded = quote(value, safe="")
-    if encoded in (".", ".."):  # dot segments would be resolved away by URL normalisation
-        encoded = encoded.replace(".", "%2E")
-    return encoded
-
-
-def to_millis(until: int | datetime | None) -> int | None:
-    """An instant as epoch milliseconds (a ``datetime`` must carry its time zone)."""
-    if until is None or isinstance(until, int):
-        return until
-    if isinstance(until, datetime):
-        if until.tzinfo is None:
-            raise InvalidRequest("until: a datetime needs a time zone", field="until")
-        return round(until.timestamp() * 1000)
-    return until  # let the server name the wrong type
-
-
-def verb_call(verb: Verb[Any, T], *, wait_s: float = 0.0, **args: Any) -> Call[T]:
-    """The request of a verb of the table: its route's path (path parameters filled in from
-    ``args``), the rest of ``args`` as the body (or the query of a GET), ``None`` values left
-    out; the reply read with the verb's ``parse``; safe to repeat as the verb says."""
-    values = _drop_none(**args)
-    path_args = {name: values.pop(name) for name in PATH_PARAM.findall(verb.path)}
-    path = PATH_PARAM.sub(lambda p: segment(path_args[p.group(1)], p.group(1)), verb.path)
-    safety = Safety.IDEMPOTENT if verb.repeatable(values) else Safety.UNSAFE
-    body, params = (values, None) if verb.method in BODY_METHODS else (None, values or None)
-    return Call(verb.name, verb.method, path, verb.parse, body, params, path_args, safety, wait_s)
-
-
-def acquire(
-    key: str,
-    ttl_ms: int | None = None,
-    task: str | None = None,
-    meta: dict[str, Any] | None = None,
-    wait_ms: int | None = None,
-    session: str | None = None,
-    scope: str | None = None,
-) -> Call[Lease]:
-    """``scope``: ``"subtree"`` for a key ending in ``/`` (``None``: the key alone, sent as
-    nothing, so that an older server takes it)."""
-    wait_s = wait_ms / 1000 if isinstance(wait_ms, int) and wait_ms > 0 else 0.0
-    return verb_call(
-        lv.ACQUIRE, wait_s=wait_s, key=key, ttl_ms=ttl_ms, task=task, meta=meta,
-        wait_ms=wait_ms, session=session, scope=None if scope == "key" else scope,
-    )  # fmt: skip
-
-
-def renew(key: str, token: int, ttl_ms: int | None = None) -> Call[Lease]:
-    return verb_call(lv.RENEW, key=key, token=token, ttl_ms=ttl_ms)
-
-
-def renew_all(
-    keys: list[str] | tuple[str, ...] | None = None, session: str | None = None
-) -> Call[m.RenewAllResult]:
-    listed = None if keys is None else _listed(keys)
-    call = verb_call(lv.RENEW_ALL, keys=listed, session=session)
-    return cast(Call[m.RenewAllResult], call)  # the reply's JSON reads as one in any case
-
-
-def release_all(session: str | None = None) -> Call[m.ReleaseAllResult]:
-    return verb_call(lv.RELEASE_ALL, session=session)
+# Each verb builds its own request from its entry (``VERB.call(**args)``): the clients' methods
+# call it with their arguments. What is left here says more than the entry: a choice between
+# arguments (``release``), or a reading of the reply other than the verb's own.
+def release(
+    key: str, token: int | None = None, session: str | None = None
+) -> Call[m.ReleaseResult]:
+    """With ``token``: that lease (of any session of yours); without: ``session``'s own."""
+    return lv.RELEASE.call(key=key, token=token, session=session if token is None else None)
 
 
 def hook_claude_code(
@@ -123,56 +63,11 @@ def hook_claude_code(
     return Call(verb.name, verb.method, verb.path, verb.parse, body, safety=Safety.UNSAFE)
 
 
-def extend(
-    key: str, token: int, until: int | datetime | None = None, by_ms: int | None = None
-) -> Call[m.ExtendResult]:
-    return verb_call(lv.EXTEND, key=key, token=token, until=to_millis(until), by_ms=by_ms)
-
-
-def release(
-    key: str, token: int | None = None, session: str | None = None
-) -> Call[m.ReleaseResult]:
-    """With ``token``: that lease (of any session of yours); without: ``session``'s own."""
-    return verb_call(lv.RELEASE, key=key, token=token, session=session if token is None else None)
-
-
-def force_release(key: str, reason: str) -> Call[m.ForceReleaseResult]:
-    return verb_call(lv.FORCE_RELEASE, key=key, reason=reason)
-
-
-def get_lease(key: str) -> Call[Lease]:
-    return verb_call(lv.GET_LEASE, key=key)
+def _drop_none(**values: Any) -> dict[str, Any]:
+    return {k: v for k, v in values.items() if v is not None}
 
 
 LIST_LIMIT = 1000  # what one list_leases() returns at most, over pages
-
-
-def list_leases(
-    prefix: str | None = None,
-    holder: str | None = None,
-    task: str | None = None,
-    after: str | None = None,
-    limit: int | None = None,
-) -> Call[Page[Lease]]:
-    """A page of live leases (``limit``: the server's default, 1,000, when not given)."""
-    return verb_call(
-        lv.LIST_LEASES, prefix=prefix, holder=holder, task=task, after=after, limit=limit
-    )
-
-
-def fenced_write(key: str, token: int, value: Any, op_id: str | None = None) -> Call[m.FencedWrite]:
-    # ``value`` is sent even when it is None (JSON null is a value to store)
-    call = verb_call(lv.FENCED_WRITE, key=key, token=token, op_id=op_id)
-    return Call(
-        call.op, call.method, call.path, call.parse, {**(call.body or {}), "value": value},
-        safety=call.safety,
-    )  # fmt: skip
-
-
-def fenced_read(key: str) -> Call[m.FencedValue]:
-    return verb_call(lv.FENCED_READ, key=key)
-
-
 FOLLOW_WAIT_MS = 25_000  # each long-poll of a follower
 FOLLOW_LIMIT = 1000
 
@@ -184,10 +79,9 @@ def events(
     after: int = 0, where: ov.Filters = ALL_EVENTS, limit: int = 100, wait_ms: int | None = None
 ) -> Call[list[Event]]:
     """A page of the events after ``after`` that match ``where``."""
-    wait_s = wait_ms / 1000 if isinstance(wait_ms, int) and wait_ms > 0 else 0.0
-    call = verb_call(
-        ov.EVENTS, wait_s=wait_s, after=after, key=where.key, item=where.item,
-        holder=where.holder, type=where.type, limit=limit, wait_ms=wait_ms,
+    call = ov.EVENTS.call(
+        after=after, key=where.key, item=where.item, holder=where.holder, type=where.type,
+        limit=limit, wait_ms=wait_ms,
     )  # fmt: skip
     return reparse(call, events_reply)
 
@@ -204,47 +98,9 @@ def follow_page(after: int, where: ov.Filters) -> Call[tuple[list[Event], int]]:
     return reparse(call, parse)
 
 
-def stats() -> Call[dict[str, Any]]:
-    return verb_call(ov.STATS)
-
-
-def timeline(span_ms: int = 3_600_000, bucket_ms: int = 60_000) -> Call[dict[str, Any]]:
-    return verb_call(ov.TIMELINE, span_ms=span_ms, bucket_ms=bucket_ms)
-
-
-def me() -> Call[Principal]:
-    return verb_call(pv.WHOAMI)
-
-
-def add_principal(
-    name: str,
-    kind: str = "agent",
-    roles: tuple[str, ...] | list[str] = (),
-    parent: str | None = None,
-    ttl_ms: int | None = None,
-) -> Call[IssuedToken]:
-    return verb_call(
-        pv.ADD_PRINCIPAL, name=name, kind=kind, roles=_listed(roles), parent=parent, ttl_ms=ttl_ms
-    )
-
-
-def revoke_token(name: str, token_id: str) -> Call[None]:
-    return verb_call(pv.REVOKE_TOKEN, name=name, token_id=token_id)
-
-
 def reparse(call: Call[Any], parse: Callable[[Any], T]) -> Call[T]:
     """``call`` with its reply read by ``parse`` instead."""
-    return Call(
-        call.op, call.method, call.path, parse, call.body, call.params, call.path_args,
-        call.safety, call.wait_s,
-    )  # fmt: skip
-
-
-def _listed(values: Any) -> Any:
-    """A list for JSON; a lone string stays a string so the server names the wrong type."""
-    if isinstance(values, list | tuple | set | frozenset):
-        return list(values)
-    return values
+    return replace(call, parse=parse)
 
 
 def encode_body(body: Mapping[str, Any]) -> bytes:
@@ -264,10 +120,6 @@ def encode_body(body: Mapping[str, Any]) -> bytes:
 
 # replies ------------------------------------------------------------------------------------
 # (each verb reads its own reply: ``Verb.parse``; these names serve the item calls and the CLI)
-
-
-def lease_reply(data: Any) -> Lease:
-    return Lease.from_wire(data["lease"])
 
 
 def events_reply(data: Any) -> list[Event]:

@@ -14,6 +14,7 @@ from tenure.core.claims import Claim, Completion
 from tenure.core.items import Item, item_key
 from tenure.core.models import Lease
 from tenure.errors import TenureError
+from tenure.verbs import items as iv
 
 # Losses that mean the item is someone else's now, or an authority's to decide: leaving the
 # block does not release it. A force-released claim keeps its (revoked) edge: the authority
@@ -47,7 +48,10 @@ class _Work(_Handle[C]):
 
     def _claim_call(self, ttl: float, task: str | None, session: str) -> Call[Claim]:
         ttl_ms = max(1, round(ttl * 1000))
-        return ic.claim_item(self.item_id, ttl_ms, task, self.takeover, self.reason, session)
+        return iv.CLAIM_ITEM.call(
+            id=self.item_id, ttl_ms=ttl_ms, task=task, takeover=self.takeover, reason=self.reason,
+            session=session,
+        )  # fmt: skip
 
     def _claimed(self, claim: Claim) -> Lease:
         self._claim, self._item = claim, claim.item
@@ -78,7 +82,7 @@ class _Work(_Handle[C]):
         return self._completion
 
     def _renew_call(self, token: int) -> Call[Lease]:
-        return ic.renew_item(self.item_id, token)
+        return iv.RENEW_ITEM.call(id=self.item_id, epoch=token)
 
     def _release_call(self, token: int) -> Call[Any]:
         return ic.release_item(self.item_id, token)  # a stale epoch releases nothing

@@ -7,11 +7,10 @@ import contextlib
 import time
 from collections.abc import Callable, Iterable
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import httpx
 
-from tenure.client import _principal_calls as pc
 from tenure.client import _shared as sh
 from tenure.client import _transport as tr
 from tenure.client._call import Call, Reply, TransportError, transport_error
@@ -19,7 +18,6 @@ from tenure.client._events import AsyncEventsMixin
 from tenure.client._fences import Admits, admit_all_async, check_fences
 from tenure.client._handles_aio import AsyncFencedLeaseHandle, AsyncLeaseHandle
 from tenure.client._items_aio import AsyncItems
-from tenure.client._principal_calls import PrincipalInfo, RemovedPrincipal
 from tenure.client._session import client_session
 from tenure.client._shared import IssuedToken
 from tenure.client._transport import AsyncTransport, RetryPolicy
@@ -37,6 +35,11 @@ from tenure.core.models import (
 )
 from tenure.core.policy import PolicySet
 from tenure.core.token_floor import TokenFloor
+from tenure.verbs import admin as av
+from tenure.verbs import leases as lv
+from tenure.verbs import ops as ov
+from tenure.verbs import principals as pv
+from tenure.verbs.principals import PrincipalInfo, RemovedPrincipal
 
 T = TypeVar("T")
 #: the most a clean-up after an interruption waits for each of its calls (seconds)
@@ -206,7 +209,8 @@ class AsyncClient(AsyncEventsMixin):
         lease the session held before it asked)."""
         once = RetryPolicy(attempts=1)
         with contextlib.suppress(Exception):
-            lease, _ = await self._timed(sh.get_lease(key), retry=once, timeout=CLEANUP_S)
+            read = lv.GET_LEASE.call(key=key)
+            lease, _ = await self._timed(read, retry=once, timeout=CLEANUP_S)
             if lease.state == "live" and lease.session == self.session and not lease.renewals:
                 release = sh.release(key, lease.token, self.session)
                 await self._timed(release, retry=once, timeout=CLEANUP_S)
@@ -228,7 +232,10 @@ class AsyncClient(AsyncEventsMixin):
         key ending in ``/``) holds every key under it too; a refusal
         (:class:`~tenure.LeaseHeld`) names the blocking lease's key in ``held_key``."""
         admits = check_fences(fences)
-        call = sh.acquire(key, ttl_ms, task, meta, wait_ms, self.session, scope)
+        call = lv.ACQUIRE.call(
+            key=key, ttl_ms=ttl_ms, task=task, meta=meta, wait_ms=wait_ms, session=self.session,
+            scope=scope,
+        )  # fmt: skip
         lease, _ = await self._granted(call, key)
         try:
             await admit_all_async(admits, key, lease.token)
@@ -240,23 +247,25 @@ class AsyncClient(AsyncEventsMixin):
 
     async def renew(self, key: str, token: int, ttl_ms: int | None = None) -> Lease:
         """Renew your lease ``token`` on ``key``; :class:`~tenure.LeaseLost` once it is gone."""
-        return await self._call(sh.renew(key, token, ttl_ms))
+        return await self._call(lv.RENEW.call(key=key, token=token, ttl_ms=ttl_ms))
 
     async def renew_all(self, keys: list[str] | tuple[str, ...] | None = None) -> RenewAllResult:
         """Renew the live leases of this client's session (or those of them on ``keys``) in one
         call; the leases of your other sessions are left to lapse or be renewed by their own."""
-        return await self._call(sh.renew_all(keys, self.session))
+        call = lv.RENEW_ALL.call(keys=keys, session=self.session)
+        return await self._call(cast(Call[RenewAllResult], call))  # the JSON reads as one
 
     async def release_all(self) -> ReleaseAllResult:
         """End every live lease of this client's session (item claims excepted): what a
         process does on its way out. Idempotent: a repeat releases nothing more."""
-        return await self._call(sh.release_all(self.session))
+        return await self._call(lv.RELEASE_ALL.call(session=self.session))
 
     async def extend(
         self, key: str, token: int, until: int | datetime | None = None, by_ms: int | None = None
     ) -> ExtendResult:
         """Push the deadline to ``until`` (epoch ms or an aware datetime) or now + ``by_ms``."""
-        return await self._call(sh.extend(key, token, until, by_ms))
+        call = lv.EXTEND.call(key=key, token=token, until=until, by_ms=by_ms)
+        return await self._call(call)
 
     async def release(self, key: str, token: int | None = None) -> ReleaseResult:
         """End your lease on ``key``: lease ``token`` if given (from any session of yours), else
@@ -265,11 +274,11 @@ class AsyncClient(AsyncEventsMixin):
 
     async def force_release(self, key: str, reason: str) -> ForceReleaseResult:
         """End someone's live lease as an authority (admin, supervisor, or the holder's parent)."""
-        return await self._call(sh.force_release(key, reason))
+        return await self._call(lv.FORCE_RELEASE.call(key=key, reason=reason))
 
     async def get_lease(self, key: str) -> Lease:
         """The latest lease on ``key`` with its ``state``; :class:`~tenure.NotFound` if none."""
-        return await self._call(sh.get_lease(key))
+        return await self._call(lv.GET_LEASE.call(key=key))
 
     async def list_leases(
         self, prefix: str | None = None, holder: str | None = None, task: str | None = None
@@ -279,7 +288,10 @@ class AsyncClient(AsyncEventsMixin):
         after = None
         while True:
             size = sh.LIST_LIMIT - len(found) if found else None
-            page = await self._call(sh.list_leases(prefix, holder, task, after, size))
+            call = lv.LIST_LEASES.call(
+                prefix=prefix, holder=holder, task=task, after=after, limit=size
+            )
+            page = await self._call(call)
             found += page.entries
             if not page.more or len(found) >= sh.LIST_LIMIT:
                 return found
@@ -316,24 +328,25 @@ class AsyncClient(AsyncEventsMixin):
         self, key: str, token: int, value: Any, op_id: str | None = None
     ) -> FencedWrite:
         """Write ``value`` under ``key`` if ``token`` is the key's current token."""
-        return await self._call(sh.fenced_write(key, token, value, op_id))
+        call = lv.FENCED_WRITE.call(key=key, token=token, value=value, op_id=op_id)
+        return await self._call(call)
 
     async def fenced_read(self, key: str) -> FencedValue:
         """The last value accepted under ``key``."""
-        return await self._call(sh.fenced_read(key))
+        return await self._call(lv.FENCED_READ.call(key=key))
 
     # events (see _events) and principals ---------------------------------------------------
     async def stats(self) -> dict[str, Any]:
         """``GET /v1/stats``: endings, expired share over 1 h and 24 h, contention, hold times."""
-        return await self._call(sh.stats())
+        return await self._call(ov.STATS.call())
 
     async def timeline(self, span_ms: int = 3_600_000, bucket_ms: int = 60_000) -> dict[str, Any]:
         """Lease endings per bucket of ``bucket_ms`` over the last ``span_ms``."""
-        return await self._call(sh.timeline(span_ms, bucket_ms))
+        return await self._call(ov.TIMELINE.call(span_ms=span_ms, bucket_ms=bucket_ms))
 
     async def me(self) -> Principal:
         """The principal this client acts as."""
-        return await self._call(sh.me())
+        return await self._call(pv.WHOAMI.call())
 
     async def add_principal(
         self,
@@ -345,42 +358,45 @@ class AsyncClient(AsyncEventsMixin):
     ) -> IssuedToken:
         """Create a principal (admins only) and return its first token (or a new one);
         ``ttl_ms``: the token expires that long from now (``None``: never)."""
-        return await self._call(sh.add_principal(name, kind, roles, parent, ttl_ms))
+        call = pv.ADD_PRINCIPAL.call(
+            name=name, kind=kind, roles=roles, parent=parent, ttl_ms=ttl_ms
+        )
+        return await self._call(call)
 
     async def revoke_token(self, name: str, token_id: str) -> None:
         """Revoke one token of ``name`` (your own, or anyone's as an admin)."""
-        await self._call(sh.revoke_token(name, token_id))
+        await self._call(pv.REVOKE_TOKEN.call(name=name, token_id=token_id))
 
     async def list_principals(self) -> list[Principal]:
         """Every principal (as an admin), else yourself and the agents you dispatched."""
-        return await self._call(pc.list_principals())
+        return await self._call(pv.LIST_PRINCIPALS.call())
 
     async def get_principal(self, name: str) -> PrincipalInfo:
         """``name`` and its tokens' ids and times (admins, itself, its ancestors)."""
-        return await self._call(pc.get_principal(name))
+        return await self._call(pv.SHOW_PRINCIPAL.call(name=name))
 
     async def token_floor(self) -> TokenFloor:
         """The token floor and the largest token ever granted (admins)."""
-        return await self._call(pc.token_floor())
+        return await self._call(pv.TOKEN_FLOOR.call())
 
     async def set_token_floor(self, floor: int) -> TokenFloor:
         """Raise the token floor (admins): every token granted from now on is larger than
         ``floor``; floors only grow (a lower one is refused, ``InvalidRequest``)."""
-        return await self._call(pc.set_token_floor(floor))
+        return await self._call(pv.SET_TOKEN_FLOOR.call(floor=floor))
 
     async def compact(self, batch: int = 1000, max_batches: int = 100) -> CompactionResult:
         """One compaction pass (admins): what retention no longer keeps is deleted, in
         transactions of at most ``batch`` rows, at most ``max_batches`` of each kind."""
-        return await self._call(pc.compact(batch, max_batches))
+        return await self._call(av.COMPACT.call(batch=batch, max_batches=max_batches))
 
     async def set_roles(self, name: str, roles: tuple[str, ...] | list[str]) -> Principal:
         """Replace the roles of ``name`` (admins only); ``[]`` removes them all."""
-        return await self._call(pc.set_roles(name, roles))
+        return await self._call(pv.SET_ROLES.call(name=name, roles=roles))
 
     async def remove_principal(self, name: str) -> RemovedPrincipal:
         """Remove ``name`` and revoke its tokens (admins, its ancestors); its live leases are
         force-released with it; refused (``Conflict``) while it is assigned an open item."""
-        return await self._call(pc.remove_principal(name))
+        return await self._call(pv.REMOVE_PRINCIPAL.call(name=name))
 
     # lifecycle --------------------------------------------------------------------------------
     async def close(self) -> None:

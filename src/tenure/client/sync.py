@@ -7,11 +7,10 @@ import contextlib
 import time
 from collections.abc import Callable, Iterable
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import httpx
 
-from tenure.client import _principal_calls as pc
 from tenure.client import _shared as sh
 from tenure.client import _transport as tr
 from tenure.client._call import Call, Reply, TransportError, transport_error
@@ -19,7 +18,6 @@ from tenure.client._events import EventsMixin
 from tenure.client._fences import Admits, admit_all, check_fences
 from tenure.client._handles import FencedLeaseHandle, LeaseHandle
 from tenure.client._items import Items
-from tenure.client._principal_calls import PrincipalInfo, RemovedPrincipal
 from tenure.client._session import client_session
 from tenure.client._shared import IssuedToken
 from tenure.client._transport import RetryPolicy, SyncTransport
@@ -37,6 +35,11 @@ from tenure.core.models import (
 )
 from tenure.core.policy import PolicySet
 from tenure.core.token_floor import TokenFloor
+from tenure.verbs import admin as av
+from tenure.verbs import leases as lv
+from tenure.verbs import ops as ov
+from tenure.verbs import principals as pv
+from tenure.verbs.principals import PrincipalInfo, RemovedPrincipal
 
 T = TypeVar("T")
 #: the most a clean-up after an interruption waits for each of its calls (seconds)
@@ -205,7 +208,8 @@ class Client(EventsMixin):
         lease the session held before it asked)."""
         once = RetryPolicy(attempts=1)
         with contextlib.suppress(Exception):
-            lease, _ = self._timed(sh.get_lease(key), retry=once, timeout=CLEANUP_S)
+            read = lv.GET_LEASE.call(key=key)
+            lease, _ = self._timed(read, retry=once, timeout=CLEANUP_S)
             if lease.state == "live" and lease.session == self.session and not lease.renewals:
                 release = sh.release(key, lease.token, self.session)
                 self._timed(release, retry=once, timeout=CLEANUP_S)
@@ -227,7 +231,10 @@ class Client(EventsMixin):
         key ending in ``/``) holds every key under it too; a refusal
         (:class:`~tenure.LeaseHeld`) names the blocking lease's key in ``held_key``."""
         admits = check_fences(fences)
-        call = sh.acquire(key, ttl_ms, task, meta, wait_ms, self.session, scope)
+        call = lv.ACQUIRE.call(
+            key=key, ttl_ms=ttl_ms, task=task, meta=meta, wait_ms=wait_ms, session=self.session,
+            scope=scope,
+        )  # fmt: skip
         lease, _ = self._granted(call, key)
         try:
             admit_all(admits, key, lease.token)
@@ -239,23 +246,25 @@ class Client(EventsMixin):
 
     def renew(self, key: str, token: int, ttl_ms: int | None = None) -> Lease:
         """Renew your lease ``token`` on ``key``; :class:`~tenure.LeaseLost` once it is gone."""
-        return self._call(sh.renew(key, token, ttl_ms))
+        return self._call(lv.RENEW.call(key=key, token=token, ttl_ms=ttl_ms))
 
     def renew_all(self, keys: list[str] | tuple[str, ...] | None = None) -> RenewAllResult:
         """Renew the live leases of this client's session (or those of them on ``keys``) in one
         call; the leases of your other sessions are left to lapse or be renewed by their own."""
-        return self._call(sh.renew_all(keys, self.session))
+        call = lv.RENEW_ALL.call(keys=keys, session=self.session)
+        return self._call(cast(Call[RenewAllResult], call))  # the JSON reads as one
 
     def release_all(self) -> ReleaseAllResult:
         """End every live lease of this client's session (item claims excepted): what a
         process does on its way out. Idempotent: a repeat releases nothing more."""
-        return self._call(sh.release_all(self.session))
+        return self._call(lv.RELEASE_ALL.call(session=self.session))
 
     def extend(
         self, key: str, token: int, until: int | datetime | None = None, by_ms: int | None = None
     ) -> ExtendResult:
         """Push the deadline to ``until`` (epoch ms or an aware datetime) or now + ``by_ms``."""
-        return self._call(sh.extend(key, token, until, by_ms))
+        call = lv.EXTEND.call(key=key, token=token, until=until, by_ms=by_ms)
+        return self._call(call)
 
     def release(self, key: str, token: int | None = None) -> ReleaseResult:
         """End your lease on ``key``: lease ``token`` if given (from any session of yours), else
@@ -264,11 +273,11 @@ class Client(EventsMixin):
 
     def force_release(self, key: str, reason: str) -> ForceReleaseResult:
         """End someone's live lease as an authority (admin, supervisor, or the holder's parent)."""
-        return self._call(sh.force_release(key, reason))
+        return self._call(lv.FORCE_RELEASE.call(key=key, reason=reason))
 
     def get_lease(self, key: str) -> Lease:
         """The latest lease on ``key`` with its ``state``; :class:`~tenure.NotFound` if none."""
-        return self._call(sh.get_lease(key))
+        return self._call(lv.GET_LEASE.call(key=key))
 
     def list_leases(
         self, prefix: str | None = None, holder: str | None = None, task: str | None = None
@@ -278,7 +287,10 @@ class Client(EventsMixin):
         after = None
         while True:
             size = sh.LIST_LIMIT - len(found) if found else None
-            page = self._call(sh.list_leases(prefix, holder, task, after, size))
+            call = lv.LIST_LEASES.call(
+                prefix=prefix, holder=holder, task=task, after=after, limit=size
+            )
+            page = self._call(call)
             found += page.entries
             if not page.more or len(found) >= sh.LIST_LIMIT:
                 return found
@@ -314,24 +326,25 @@ class Client(EventsMixin):
         self, key: str, token: int, value: Any, op_id: str | None = None
     ) -> FencedWrite:
         """Write ``value`` under ``key`` if ``token`` is the key's current token."""
-        return self._call(sh.fenced_write(key, token, value, op_id))
+        call = lv.FENCED_WRITE.call(key=key, token=token, value=value, op_id=op_id)
+        return self._call(call)
 
     def fenced_read(self, key: str) -> FencedValue:
         """The last value accepted under ``key``."""
-        return self._call(sh.fenced_read(key))
+        return self._call(lv.FENCED_READ.call(key=key))
 
     # events (see _events) and principals ---------------------------------------------------
     def stats(self) -> dict[str, Any]:
         """``GET /v1/stats``: endings, expired share over 1 h and 24 h, contention, hold times."""
-        return self._call(sh.stats())
+        return self._call(ov.STATS.call())
 
     def timeline(self, span_ms: int = 3_600_000, bucket_ms: int = 60_000) -> dict[str, Any]:
         """Lease endings per bucket of ``bucket_ms`` over the last ``span_ms``."""
-        return self._call(sh.timeline(span_ms, bucket_ms))
+        return self._call(ov.TIMELINE.call(span_ms=span_ms, bucket_ms=bucket_ms))
 
     def me(self) -> Principal:
         """The principal this client acts as."""
-        return self._call(sh.me())
+        return self._call(pv.WHOAMI.call())
 
     def add_principal(
         self,
@@ -343,42 +356,45 @@ class Client(EventsMixin):
     ) -> IssuedToken:
         """Create a principal (admins only) and return its first token (or a new one);
         ``ttl_ms``: the token expires that long from now (``None``: never)."""
-        return self._call(sh.add_principal(name, kind, roles, parent, ttl_ms))
+        call = pv.ADD_PRINCIPAL.call(
+            name=name, kind=kind, roles=roles, parent=parent, ttl_ms=ttl_ms
+        )
+        return self._call(call)
 
     def revoke_token(self, name: str, token_id: str) -> None:
         """Revoke one token of ``name`` (your own, or anyone's as an admin)."""
-        self._call(sh.revoke_token(name, token_id))
+        self._call(pv.REVOKE_TOKEN.call(name=name, token_id=token_id))
 
     def list_principals(self) -> list[Principal]:
         """Every principal (as an admin), else yourself and the agents you dispatched."""
-        return self._call(pc.list_principals())
+        return self._call(pv.LIST_PRINCIPALS.call())
 
     def get_principal(self, name: str) -> PrincipalInfo:
         """``name`` and its tokens' ids and times (admins, itself, its ancestors)."""
-        return self._call(pc.get_principal(name))
+        return self._call(pv.SHOW_PRINCIPAL.call(name=name))
 
     def token_floor(self) -> TokenFloor:
         """The token floor and the largest token ever granted (admins)."""
-        return self._call(pc.token_floor())
+        return self._call(pv.TOKEN_FLOOR.call())
 
     def set_token_floor(self, floor: int) -> TokenFloor:
         """Raise the token floor (admins): every token granted from now on is larger than
         ``floor``; floors only grow (a lower one is refused, ``InvalidRequest``)."""
-        return self._call(pc.set_token_floor(floor))
+        return self._call(pv.SET_TOKEN_FLOOR.call(floor=floor))
 
     def compact(self, batch: int = 1000, max_batches: int = 100) -> CompactionResult:
         """One compaction pass (admins): what retention no longer keeps is deleted, in
         transactions of at most ``batch`` rows, at most ``max_batches`` of each kind."""
-        return self._call(pc.compact(batch, max_batches))
+        return self._call(av.COMPACT.call(batch=batch, max_batches=max_batches))
 
     def set_roles(self, name: str, roles: tuple[str, ...] | list[str]) -> Principal:
         """Replace the roles of ``name`` (admins only); ``[]`` removes them all."""
-        return self._call(pc.set_roles(name, roles))
+        return self._call(pv.SET_ROLES.call(name=name, roles=roles))
 
     def remove_principal(self, name: str) -> RemovedPrincipal:
         """Remove ``name`` and revoke its tokens (admins, its ancestors); its live leases are
         force-released with it; refused (``Conflict``) while it is assigned an open item."""
-        return self._call(pc.remove_principal(name))
+        return self._call(pv.REMOVE_PRINCIPAL.call(name=name))
 
     # lifecycle --------------------------------------------------------------------------------
     def close(self) -> None:

@@ -438,3 +438,52 @@ class ReleaseAllResult:
     @classmethod
     def from_wire(cls, data: Any) -> ReleaseAllResult:
         return cls(tuple(Lease.from_wire(x) for x in data["released"]))
+
+
+@dataclass(frozen=True)
+class TokenInfo:
+    """A token of a principal as listed: its id and times (ms), never its secret or hash."""
+
+    token_id: str
+    created_at: int
+    expires_at: int | None
+    revoked_at: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_wire(cls, data: Any) -> TokenInfo:
+        expires, revoked = data.get("expires_at"), data.get("revoked_at")
+        return cls(data["token_id"], data["created_at"], expires, revoked)
+
+
+@dataclass(frozen=True)
+class PrincipalInfo:
+    """A principal and its tokens (ids and times, oldest first; never a secret)."""
+
+    principal: Principal
+    tokens: tuple[TokenInfo, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"principal": self.principal.to_dict(), "tokens": [t.to_dict() for t in self.tokens]}
+
+    @classmethod
+    def from_wire(cls, data: Any) -> PrincipalInfo:
+        tokens = tuple(TokenInfo.from_wire(t) for t in data["tokens"])
+        return cls(Principal.from_wire(data["principal"]), tokens)
+
+
+@dataclass(frozen=True)
+class RemovedPrincipal:
+    """A principal that was removed, and the ids of the tokens that revoked."""
+
+    principal: Principal
+    revoked: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"principal": self.principal.to_dict(), "revoked": list(self.revoked)}
+
+    @classmethod
+    def from_wire(cls, data: Any) -> RemovedPrincipal:
+        return cls(Principal.from_wire(data["principal"]), tuple(data["revoked"]))

@@ -21,6 +21,13 @@ MAX_REASON_CHARS = 1024
 MAX_OP_ID_CHARS = 256
 MAX_SESSION_BYTES = 128
 MAX_LIMIT = 1000
+#: an item's title and body, its labels, a completion's follow-ups
+MAX_TITLE_CHARS = 512
+MAX_BODY_CHARS = 64 * 1024
+MAX_LABELS = 32
+MAX_FOLLOW_UPS = 100
+#: the longest lifetime a principal's token may be given (10 years)
+MAX_TOKEN_TTL_MS = 10 * 366 * 86_400_000
 #: the longest one long-poll may wait (`wait_ms` of acquire and of the event log)
 MAX_WAIT_MS = 300_000
 #: the deepest nesting of a stored JSON value (a lease's ``meta``, a fenced ``value``, an item's

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from tenure.core.models import KINDS, ROLES, IssuedToken, Principal
+from tenure.core.validate import MAX_TOKEN_TTL_MS
 from tenure.errors import Conflict, Forbidden, InvalidRequest, NotFound, Unauthenticated
 from tenure.store.base import Credential, Removal, Store, TokenInfo
 from tenure.store.values import NewToken
@@ -67,9 +68,6 @@ def check_ttl(ttl_ms: object) -> int | None:
 def moment(ms: int) -> str:
     """``2026-11-25T18:00:00Z``: an instant in ms since the epoch, for messages."""
     return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-MAX_TOKEN_TTL_MS = 10 * 366 * 86_400_000
 
 
 class Principals:

@@ -11,13 +11,10 @@ from typing import Any
 from tenure.core import validate as v
 from tenure.core.items import Item, item_key
 from tenure.core.models import EventDraft, Principal
+from tenure.core.validate import MAX_BODY_CHARS, MAX_FOLLOW_UPS, MAX_LABELS, MAX_TITLE_CHARS
 from tenure.errors import InvalidRequest
 from tenure.service.queue_views import check_item_id
 
-MAX_TITLE_CHARS = 512
-MAX_BODY_CHARS = 64 * 1024
-MAX_LABELS = 32
-MAX_FOLLOW_UPS = 100
 DRAFT_FIELDS = ("title", "body", "priority", "labels", "id")
 
 
@@ -120,6 +117,7 @@ def created_event(item: Item, who: Principal) -> EventDraft:
 
 __all__ = [
     "MAX_BODY_CHARS",
+    "MAX_FOLLOW_UPS",
     "MAX_LABELS",
     "MAX_TITLE_CHARS",
     "ItemDraft",

@@ -3,10 +3,11 @@ what removing a principal did."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from tenure.core.models import Principal, Scope
+from tenure.core.models import TokenInfo as TokenInfo  # listed tokens are a core value
 
 #: the reason recorded when a dispatched agent's tokens end with its claim
 ENDED = "its claim ended"
@@ -38,19 +39,6 @@ class NewToken:
         """The row of this token of ``name``, issued at ``now``."""
         row = {"id": self.token_id or self.token_hash[:12], "principal": name}
         return {**row, "token_hash": self.token_hash, "now": now, "expires_at": self.expires_at}
-
-
-@dataclass(frozen=True)
-class TokenInfo:
-    """A token of a principal as listed: its id and times (ms), never its secret or hash."""
-
-    token_id: str
-    created_at: int
-    expires_at: int | None
-    revoked_at: int | None
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass(frozen=True)

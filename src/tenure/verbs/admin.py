@@ -46,11 +46,19 @@ def _compact(services: Services, me: Principal, a: CompactIn) -> CompactionResul
 
 
 COMPACT: Verb[CompactIn, CompactionResult] = Verb(
-    "compact", "POST", "/v1/admin/compact", CompactIn, _compact, w.to_dict,
-    CompactionResult.from_wire, CompactReply, problems=(400, 401, 403, 413, 422), tags=("admin",),
+    name="compact",
+    method="POST",
+    path="/v1/admin/compact",
+    input=CompactIn,
+    run=_compact,
+    wire=w.to_dict,
+    parse=CompactionResult.from_wire,
+    reply=CompactReply,
+    problems=(400, 401, 403, 413, 422),
+    tags=("admin",),
     doc="Run one compaction pass (admins): delete the lease rows of keys idle past the "
     "retention (a key acquired again still gets a larger token than any it had), op_ids past "
     "their idempotency window, events past the retention (all-time counts kept) and "
     "dispatched agents retired after their grace period; each batch its own short "
     "transaction. The server also runs it on a schedule.",
-)  # fmt: skip
+)

@@ -16,14 +16,16 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
 from tenure.core.validate import (
+    MAX_BODY_CHARS,
+    MAX_LABELS,
     MAX_OP_ID_CHARS,
     MAX_REASON_CHARS,
     MAX_SESSION_BYTES,
     MAX_TASK_CHARS,
+    MAX_TITLE_CHARS,
     MAX_WAIT_MS,
     RESERVED_SESSION_PREFIX,
 )
-from tenure.service.queue_items import MAX_BODY_CHARS, MAX_LABELS, MAX_TITLE_CHARS
 
 MAX_INT = 2**63 - 1
 MAX_RENEW_KEYS = 1000  # keys one renew-all may name

@@ -102,8 +102,17 @@ def _same(out: dict[str, Any]) -> dict[str, Any]:
 
 
 CLAUDE_CODE: Verb[ClaudeCodeEventIn, dict[str, Any]] = Verb(
-    "hook_claude_code", "POST", "/v1/hooks/claude-code", ClaudeCodeEventIn, _claude_code,
-    _same, _same, HookReply, problems=(400, 401, 413, 422), tags=("hooks",), repeatable=never,
+    name="hook_claude_code",
+    method="POST",
+    path="/v1/hooks/claude-code",
+    input=ClaudeCodeEventIn,
+    run=_claude_code,
+    wire=_same,
+    parse=_same,
+    reply=HookReply,
+    problems=(400, 401, 413, 422),
+    tags=("hooks",),
+    repeatable=never,
     doc="Answer a Claude Code hook event (the body, as the harness sends it) with the "
     "harness's decision.\n\n"
     "An edit (`PreToolUse` of Edit, Write, MultiEdit, NotebookEdit) takes or renews the lease "
@@ -115,11 +124,11 @@ CLAUDE_CODE: Verb[ClaudeCodeEventIn, dict[str, Any]] = Verb(
     "edit (`PostToolUseFailure`) releases the file's lease it took; `UserPromptSubmit` names "
     "the session's task (the prompt's first line). The reply is `200` for every event tenure "
     "understood: `{}` (go on), a "
-    "deny (`hookSpecificOutput.permissionDecision: \"deny\"`), or a `systemMessage`. A "
+    'deny (`hookSpecificOutput.permissionDecision: "deny"`), or a `systemMessage`. A '
     "malformed edit is denied (fail closed); a malformed heartbeat or end is a `systemMessage` "
     "(fail open); a body without a string `hook_event_name` is `422`. Any failure of an edit's "
     "request (no or refused token, rate limiting, a body over `TENURE_HOOK_MAX_BODY_BYTES` or "
     "not JSON, the database gone, a crash) is a `200` deny naming it. `repo` (query) or "
     "`Tenure-Repo` (header) names the repository; `root` or `Tenure-Root` its top directory; "
     "without them the server finds both from `cwd` with git (same machine only).",
-)  # fmt: skip
+)

@@ -1,18 +1,20 @@
 """The inputs of the item and claim verbs (:mod:`tenure.verbs.items`): what each takes.
 
 They shape the wire and publish the service's limits; the rules are the service's. A verb on
-one item has its id in the path (``/v1/items/{id}/claim``): the body's model (``ClaimIn``, the
-name in the OpenAPI document) and the input with the ``id`` (``ClaimArgs``) are both here.
+one item has its id in the path (``/v1/items/{id}/claim``): its input (``ClaimIn``) derives
+from :class:`OnItem`, and the verb table derives the body's model from it (the same name and
+fields, without ``id``). A completion's ``follow_ups`` as a client sends them are here too.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field
 
-from tenure.core.validate import MAX_LIMIT
-from tenure.service.queue_items import MAX_FOLLOW_UPS
+from tenure.core.validate import MAX_FOLLOW_UPS, MAX_LIMIT
+from tenure.verbs.call import listed
 from tenure.verbs.fields import (
     AGENT_PATTERN,
     LINE_PATTERN,
@@ -82,7 +84,14 @@ class ItemIn(Body):
     ] = None
 
 
-class ItemPatch(Body):
+class OnItem(Body):
+    """The input of a verb on one item: its ``id`` travels in the path (``/v1/items/{id}/…``),
+    the other fields in the JSON body (whose model the verb table derives)."""
+
+    id: ItemId
+
+
+class ItemPatch(OnItem):
     """Only the fields given change; ``status: in_progress`` claims the item for the caller."""
 
     title: Title | None = None
@@ -98,7 +107,7 @@ class ItemPatch(Body):
     ] = None
 
 
-class ClaimIn(Body):
+class ClaimIn(OnItem):
     """``takeover: true`` needs a ``reason``."""
 
     model_config = TAKEOVER_NEEDS_REASON
@@ -118,12 +127,12 @@ class ClaimIn(Body):
     session: Session | None = None
 
 
-class ItemRenewIn(Body):
+class ItemRenewIn(OnItem):
     epoch: Annotated[Epoch | None, Field(description="default: the item's current epoch")] = None
     ttl_ms: Ttl | None = None
 
 
-class ItemExtendIn(Body):
+class ItemExtendIn(OnItem):
     """Exactly one of ``until`` and ``by_ms``."""
 
     model_config = ConfigDict(json_schema_extra=ExtendIn.model_config.get("json_schema_extra"))
@@ -134,7 +143,7 @@ class ItemExtendIn(Body):
     ] = None
 
 
-class ItemReleaseIn(Body):
+class ItemReleaseIn(OnItem):
     epoch: Annotated[
         Epoch | None,
         Field(
@@ -145,7 +154,7 @@ class ItemReleaseIn(Body):
     session: Session | None = None
 
 
-class ProgressIn(Body):
+class ProgressIn(OnItem):
     epoch: Epoch
     message: ProgressMessage
     percent: Annotated[int, Field(ge=0, le=100), Whole] | None = None
@@ -167,7 +176,28 @@ class FollowUpIn(Body):
     ] = None
 
 
-class CompleteIn(Body):
+#: a follow-up of a completion as a client gives it: ``{"title", "body"?, "priority"?,
+#: "labels"?, "id"?}``, or its title alone
+FollowUp = Mapping[str, Any] | str
+
+
+def follow_ups_body(follow_ups: Sequence[FollowUp] | None) -> Any:
+    """The ``follow_ups`` a client sends: a title alone stands for ``{"title": title}``;
+    anything else goes as it is, for the server to name what is wrong with it."""
+    if follow_ups is None or isinstance(follow_ups, str | bytes):
+        return follow_ups
+    if not isinstance(follow_ups, Sequence):
+        return follow_ups
+    return [{"title": f} if isinstance(f, str) else _as_plain(f) for f in follow_ups]
+
+
+def _as_plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: listed(v) if k == "labels" else v for k, v in value.items()}
+    return value
+
+
+class CompleteIn(OnItem):
     epoch: Epoch
     result: Annotated[Any, Field(description="any JSON value, at most max_value_bytes")] = None
     op_id: OpId | None = None
@@ -181,15 +211,15 @@ class CompleteIn(Body):
     ] = None
 
 
-class CancelIn(Body):
+class CancelIn(OnItem):
     reason: Reason
 
 
-class ForceReleaseItemIn(Body):
+class ForceReleaseItemIn(OnItem):
     reason: Reason
 
 
-class DispatchIn(Body):
+class DispatchIn(OnItem):
     """``takeover: true`` needs a ``reason``."""
 
     model_config = TAKEOVER_NEEDS_REASON
@@ -223,7 +253,7 @@ class DispatchIn(Body):
     ] = None
 
 
-class ReassignIn(Body):
+class ReassignIn(OnItem):
     to: Annotated[
         str,
         Field(
@@ -237,55 +267,6 @@ class ReassignIn(Body):
         ),
     ]
     reason: Reason
-
-
-# the inputs of the verbs whose path carries the item's id or a principal's name ------------
-class OnItem(Body):
-    id: ItemId
-
-
-class ItemPatchArgs(ItemPatch, OnItem):
-    pass
-
-
-class ClaimArgs(ClaimIn, OnItem):
-    pass
-
-
-class ItemRenewArgs(ItemRenewIn, OnItem):
-    pass
-
-
-class ItemExtendArgs(ItemExtendIn, OnItem):
-    pass
-
-
-class ItemReleaseArgs(ItemReleaseIn, OnItem):
-    pass
-
-
-class ProgressArgs(ProgressIn, OnItem):
-    pass
-
-
-class CompleteArgs(CompleteIn, OnItem):
-    pass
-
-
-class CancelArgs(CancelIn, OnItem):
-    pass
-
-
-class ForceReleaseItemArgs(ForceReleaseItemIn, OnItem):
-    pass
-
-
-class ReassignArgs(ReassignIn, OnItem):
-    pass
-
-
-class DispatchArgs(DispatchIn, OnItem):
-    pass
 
 
 class ListItemsIn(Body):

@@ -9,50 +9,38 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import Field
 
-from tenure.core.items import REASONS, ItemView
-from tenure.verbs.replies import EventOut, LeaseOut, Out
+from tenure.core.claims import Briefing, Claim, Completion, ItemRelease
+from tenure.core.items import REASONS, Item, ItemView, Transfer
+from tenure.verbs.lists import Page
+from tenure.verbs.replies import LeaseOut, Out
+from tenure.verbs.schema import AliasedOut, wire
 
 #: an item's status
 Status = Literal["open", "in_progress", "blocked", "done", "cancelled"]
 
 
+@wire(
+    Item,
+    exclude=("stalled_epoch",),
+    types_={"status": Status},
+    describe={
+        "revoked": "its claim was force-released: the assignee stays, but even it needs "
+        "a takeover with a reason (or a reassign) to claim it again"
+    },
+)
 class ItemOut(Out):
-    id: str
-    title: str
-    body: str
-    status: Status
-    priority: int
-    labels: list[str]
-    parent: str | None
-    assignee: str | None
-    epoch: int
-    progress: dict[str, Any] | None
-    progress_at: int | None
-    result: Any
-    created_by: str
-    created_at: int
-    updated_at: int
-    revoked: Annotated[
-        bool,
-        Field(
-            description="its claim was force-released: the assignee stays, but even it needs "
-            "a takeover with a reason (or a reassign) to claim it again"
-        ),
-    ]
+    pass
 
 
-class TransferOut(Out):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-    item: str
-    from_: str | None = Field(alias="from")
-    to: str | None
-    epoch: int
-    reason: Annotated[str, Field(json_schema_extra={"enum": list(REASONS)})]
-    actor: str
-    at: int
-    note: str | None
+@wire(
+    Transfer,
+    alias={"from_": "from"},
+    types_={"reason": Annotated[str, Field(json_schema_extra={"enum": list(REASONS)})]},
+)
+class TransferOut(AliasedOut):
+    pass
 
 
 LeaseState = Annotated[
@@ -65,11 +53,9 @@ LeaseState = Annotated[
 ]
 
 
+@wire(ItemView, types_={"lease_state": LeaseState})
 class ItemViewOut(Out):
-    item: ItemOut
-    lease: LeaseOut | None
-    lease_state: LeaseState
-    transfers: list[TransferOut]
+    pass
 
 
 class ItemReply(Out):
@@ -143,22 +129,19 @@ class ReadyReply(Out):
     next: Annotated[None, Field(description="always null: the top of the queue is what is ready")]
 
 
+@wire(Claim)
 class ClaimReply(Out):
-    item: ItemOut
-    lease: LeaseOut
+    pass
 
 
+@wire(ItemRelease)
 class ItemReleaseReply(Out):
-    released: bool
-    item: ItemOut
+    pass
 
 
+@wire(Completion, describe={"follow_ups": "the items this completion created (on a repeat too)"})
 class CompletionReply(Out):
-    item: ItemOut
-    duplicate: bool
-    follow_ups: Annotated[
-        list[ItemOut], Field(description="the items this completion created (on a repeat too)")
-    ]
+    pass
 
 
 class AgentOut(Out):
@@ -175,16 +158,12 @@ class DispatchReply(Out):
     agent: AgentOut
 
 
+@wire(
+    Briefing,
+    describe={"stalled": "live claims of yours and your agents' that stopped making progress"},
+)
 class BriefingReply(Out):
-    principal: str
-    carrying: list[ItemViewOut]
-    lapsed: list[ItemViewOut]
-    happened: list[EventOut]
-    ready: list[ItemOut]
-    stalled: Annotated[
-        list[ItemViewOut],
-        Field(description="live claims of yours and your agents' that stopped making progress"),
-    ]
+    pass
 
 
 # reading a reply back ---------------------------------------------------------------------
@@ -201,3 +180,12 @@ def item_views_from_wire(data: Any) -> list[ItemView]:
 
 
 VIEW_LISTS = ("carrying", "lapsed", "stalled")
+
+
+def items_reply(data: Any) -> list[Item]:
+    """The items of a list's reply (summaries: an empty ``body``, no ``result``)."""
+    return [Item.from_wire(x) for x in data["items"]]
+
+
+def items_page_reply(data: Any) -> Page[Item]:
+    return Page(items_reply(data), data.get("next"), bool(data.get("truncated")))

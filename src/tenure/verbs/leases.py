@@ -10,6 +10,7 @@ from pydantic.config import JsonDict
 
 from tenure.core import models as m
 from tenure.core.models import Lease, Principal
+from tenure.verbs import call as c
 from tenure.verbs import wire as w
 from tenure.verbs.fields import (
     MAX_RENEW_KEYS,
@@ -164,24 +165,51 @@ def _never_again(_: Mapping[str, Any]) -> bool:
 
 
 ACQUIRE: Verb[AcquireIn, Lease] = Verb(
-    "acquire", "POST", "/v1/leases/acquire", AcquireIn, _acquire, lease_reply, lease_of_reply,
-    LeaseReply, problems=(*ASKED, 409, 429), tags=("leases",), repeatable=_never_again,
+    name="acquire",
+    method="POST",
+    path="/v1/leases/acquire",
+    input=AcquireIn,
+    run=_acquire,
+    wire=lease_reply,
+    parse=lease_of_reply,
+    reply=LeaseReply,
+    send={"scope": c.unless_key},
+    problems=(*ASKED, 409, 429),
+    tags=("leases",),
+    repeatable=_never_again,
     grouped=True,
     doc="Acquire `key`, or renew it if your `session` holds it; `wait_ms` long-polls while it "
     "is held. Another session of yours holding it is `409 lease_held`, like anyone else. "
     "`scope: subtree` on a key ending in `/` holds every key under it; `lease_held` names the "
     "blocking lease (`held_key`).",
-)  # fmt: skip
+)
 RENEW: Verb[RenewIn, Lease] = Verb(
-    "renew", "POST", "/v1/leases/renew", RenewIn, _renew, lease_reply, lease_of_reply,
-    LeaseReply, problems=(*ASKED, 403, 404, 409), tags=("leases",), grouped=True,
-)  # fmt: skip
+    name="renew",
+    method="POST",
+    path="/v1/leases/renew",
+    input=RenewIn,
+    run=_renew,
+    wire=lease_reply,
+    parse=lease_of_reply,
+    reply=LeaseReply,
+    problems=(*ASKED, 403, 404, 409),
+    tags=("leases",),
+    grouped=True,
+)
 GET_LEASE: Verb[GetLeaseIn, Lease] = Verb(
-    "get_lease", "GET", "/v1/leases/{key:path}", GetLeaseIn, _get_lease, lease_reply,
-    lease_of_reply, LeaseReply, problems=(401, 404, 413, 422), tags=("leases",),
+    name="get_lease",
+    method="GET",
+    path="/v1/leases/{key:path}",
+    input=GetLeaseIn,
+    run=_get_lease,
+    wire=lease_reply,
+    parse=lease_of_reply,
+    reply=LeaseReply,
+    problems=(401, 404, 413, 422),
+    tags=("leases",),
     doc="The latest lease on `key` (URL-encoded) with its `state`, live or not. A key that "
     "names a POST route (`acquire`, `release`, …) and was never leased: `405`.",
-)  # fmt: skip
+)
 
 
 def _renew_all(services: Services, me: Principal, a: RenewAllIn) -> m.RenewAllResult | bytes:
@@ -263,52 +291,120 @@ def _fenced_read(services: Services, me: Principal, a: GetLeaseIn) -> m.FencedVa
 
 
 RENEW_ALL: Verb[RenewAllIn, m.RenewAllResult | bytes] = Verb(
-    "renew_all", "POST", "/v1/leases/renew-all", RenewAllIn, _renew_all, _renew_all_wire,
-    m.RenewAllResult.from_wire, RenewAllReply, problems=ASKED, tags=("leases",),
+    name="renew_all",
+    method="POST",
+    path="/v1/leases/renew-all",
+    input=RenewAllIn,
+    run=_renew_all,
+    wire=_renew_all_wire,
+    parse=m.RenewAllResult.from_wire,
+    reply=RenewAllReply,
+    send={"keys": c.listed},
+    problems=ASKED,
+    tags=("leases",),
     doc="Renew every live lease of yours (only your `session`'s when given; or the `keys`).",
-)  # fmt: skip
+)
 EXTEND: Verb[ExtendIn, m.ExtendResult] = Verb(
-    "extend", "POST", "/v1/leases/extend", ExtendIn, _extend, w.to_dict,
-    m.ExtendResult.from_wire, ExtendReply, problems=(*ASKED, 403, 404, 409), tags=("leases",),
-)  # fmt: skip
+    name="extend",
+    method="POST",
+    path="/v1/leases/extend",
+    input=ExtendIn,
+    run=_extend,
+    wire=w.to_dict,
+    parse=m.ExtendResult.from_wire,
+    reply=ExtendReply,
+    send={"until": c.to_millis},
+    problems=(*ASKED, 403, 404, 409),
+    tags=("leases",),
+)
 RELEASE: Verb[ReleaseIn, m.ReleaseResult] = Verb(
-    "release", "POST", "/v1/leases/release", ReleaseIn, _release, w.to_dict,
-    m.ReleaseResult.from_wire, ReleaseReply, problems=(*ASKED, 403), tags=("leases",),
-    repeatable=_with_token, grouped=True,
+    name="release",
+    method="POST",
+    path="/v1/leases/release",
+    input=ReleaseIn,
+    run=_release,
+    wire=w.to_dict,
+    parse=m.ReleaseResult.from_wire,
+    reply=ReleaseReply,
+    problems=(*ASKED, 403),
+    tags=("leases",),
+    repeatable=_with_token,
+    grouped=True,
     doc="End your lease: the lease of `token` (any session of yours), else your `session`'s. "
     "`released: false` when there is nothing of yours to end, with the `reason`.",
-)  # fmt: skip
+)
 RELEASE_ALL: Verb[ReleaseAllIn, m.ReleaseAllResult] = Verb(
-    "release_all", "POST", "/v1/leases/release-all", ReleaseAllIn, _release_all, w.to_dict,
-    m.ReleaseAllResult.from_wire, ReleaseAllReply, problems=ASKED, tags=("leases",),
+    name="release_all",
+    method="POST",
+    path="/v1/leases/release-all",
+    input=ReleaseAllIn,
+    run=_release_all,
+    wire=w.to_dict,
+    parse=m.ReleaseAllResult.from_wire,
+    reply=ReleaseAllReply,
+    problems=ASKED,
+    tags=("leases",),
     doc="End every live lease of yours (only your `session`'s when given), each as `release` "
     "with its token would; item claims are left to the items' own verbs. A repeat releases "
     "nothing more.",
-)  # fmt: skip
+)
 FORCE_RELEASE: Verb[ForceReleaseIn, m.ForceReleaseResult] = Verb(
-    "force_release", "POST", "/v1/leases/force-release", ForceReleaseIn, _force_release,
-    w.to_dict, m.ForceReleaseResult.from_wire, ForceReleaseReply,
-    problems=(*ASKED, 403, 404), tags=("leases",), repeatable=never,
-)  # fmt: skip
+    name="force_release",
+    method="POST",
+    path="/v1/leases/force-release",
+    input=ForceReleaseIn,
+    run=_force_release,
+    wire=w.to_dict,
+    parse=m.ForceReleaseResult.from_wire,
+    reply=ForceReleaseReply,
+    problems=(*ASKED, 403, 404),
+    tags=("leases",),
+    repeatable=never,
+)
 LIST_LEASES: Verb[ListLeasesIn, Page[Lease]] = Verb(
-    "list_leases", "GET", "/v1/leases", ListLeasesIn, _list_leases, _leases_wire, _leases_page,
-    LeasesReply, problems=(401, 422), tags=("leases",),
+    name="list_leases",
+    method="GET",
+    path="/v1/leases",
+    input=ListLeasesIn,
+    run=_list_leases,
+    wire=_leases_wire,
+    parse=_leases_page,
+    reply=LeasesReply,
+    problems=(401, 422),
+    tags=("leases",),
     doc="Live leases, by key; page with `after` set to the previous page's `next`.\n\n"
     "A page holds at most the server's page cap of leases (1,000 unless configured) and "
     "stops early once its JSON reaches the server's list budget: either way `truncated: "
     "true`, and `next` is the key to go on after.",
-)  # fmt: skip
+)
 FENCED_WRITE: Verb[FencedWriteIn, m.FencedWrite] = Verb(
-    "fenced_write", "POST", "/v1/fenced/write", FencedWriteIn, _fenced_write, w.to_dict,
-    m.FencedWrite.from_wire, FencedWriteReply, problems=(*ASKED, 403, 409), tags=("fenced",),
+    name="fenced_write",
+    method="POST",
+    path="/v1/fenced/write",
+    input=FencedWriteIn,
+    run=_fenced_write,
+    wire=w.to_dict,
+    parse=m.FencedWrite.from_wire,
+    reply=FencedWriteReply,
+    nulls=("value",),
+    problems=(*ASKED, 403, 409),
+    tags=("fenced",),
     repeatable=_with_op_id,
     doc="Store `value` if `token` is the key's current token and you hold it.\n\n"
     "An older token is `409 stale_token` whoever sends it; the current token from anyone but "
     "its holder is `403 not_holder`. A repeated `op_id` under the same token answers the "
     "first write (`duplicate: true`); with another value, `409 idempotency_conflict`.",
-)  # fmt: skip
+)
 FENCED_READ: Verb[GetLeaseIn, m.FencedValue] = Verb(
-    "fenced_read", "GET", "/v1/fenced/{key:path}", GetLeaseIn, _fenced_read, w.to_dict,
-    m.FencedValue.from_wire, FencedValueReply, problems=(401, 404, 413, 422), tags=("fenced",),
+    name="fenced_read",
+    method="GET",
+    path="/v1/fenced/{key:path}",
+    input=GetLeaseIn,
+    run=_fenced_read,
+    wire=w.to_dict,
+    parse=m.FencedValue.from_wire,
+    reply=FencedValueReply,
+    problems=(401, 404, 413, 422),
+    tags=("fenced",),
     doc="The last value accepted under `key`; `GET /v1/fenced/write` (never written): `405`.",
-)  # fmt: skip
+)

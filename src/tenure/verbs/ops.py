@@ -193,23 +193,47 @@ class TimelineReply(Out):
 
 
 EVENTS: Verb[EventsIn, EventPage] = Verb(
-    "events", "GET", "/v1/events", EventsIn, _events, events_wire, _event_page, EventsReply,
-    problems=(401, 413, 422), tags=("operations",),
+    name="events",
+    method="GET",
+    path="/v1/events",
+    input=EventsIn,
+    run=_events,
+    wire=events_wire,
+    parse=_event_page,
+    reply=EventsReply,
+    problems=(401, 413, 422),
+    tags=("operations",),
     doc="Events after the cursor `after`, oldest first; `next` is the cursor to go on from.\n\n"
     "One read examines a bounded stretch of the log: `next` moves past every event it "
     "examined, matched or not, so a filtered reader always advances (an empty page with a "
     "larger `next` means: ask again at once). With `wait_ms`, once the log is read to its "
     "end an empty answer waits (long-poll) until a matching event is recorded or the wait "
     "ends; each principal may hold a limited number of waits open (else `429`).",
-)  # fmt: skip
+)
 STATS: Verb[NoArgs, dict[str, Any]] = Verb(
-    "stats", "GET", "/v1/stats", NoArgs, _stats, json_object, json_object, StatsReply,
-    problems=(401,), tags=("operations",),
+    name="stats",
+    method="GET",
+    path="/v1/stats",
+    input=NoArgs,
+    run=_stats,
+    wire=json_object,
+    parse=json_object,
+    reply=StatsReply,
+    problems=(401,),
+    tags=("operations",),
     doc="Counts by ending, the expired share over 1 h and 24 h, contention, hold times.",
-)  # fmt: skip
+)
 TIMELINE: Verb[TimelineIn, dict[str, Any]] = Verb(
-    "timeline", "GET", "/v1/stats/timeline", TimelineIn, _timeline, json_object, json_object,
-    TimelineReply, problems=(401, 422), tags=("operations",),
+    name="timeline",
+    method="GET",
+    path="/v1/stats/timeline",
+    input=TimelineIn,
+    run=_timeline,
+    wire=json_object,
+    parse=json_object,
+    reply=TimelineReply,
+    problems=(401, 422),
+    tags=("operations",),
     doc="Lease endings per bucket, oldest first. At most 1440 buckets: a finer `bucket_ms` "
     "is widened, and the reply's `bucket_ms` is the one used.",
-)  # fmt: skip
+)

@@ -7,16 +7,16 @@ Who may do what is :class:`tenure.service.principals.Principals`' (and
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
 from tenure.core.models import IssuedToken, Principal
+from tenure.core.models import PrincipalInfo as PrincipalInfo  # the clients' replies
+from tenure.core.models import RemovedPrincipal as RemovedPrincipal
 from tenure.core.token_floor import MAX_FLOOR, TokenFloor
-from tenure.service.principals import MAX_TOKEN_TTL_MS
-from tenure.service.token_floors import set_floor, show_floor
-from tenure.store.base import TokenInfo
+from tenure.core.validate import MAX_TOKEN_TTL_MS
+from tenure.verbs import call as c
 from tenure.verbs import wire as w
 from tenure.verbs.fields import TOKEN_ID_PATTERN, Body, Name, Whole
 from tenure.verbs.replies import (
@@ -29,43 +29,12 @@ from tenure.verbs.replies import (
     PrincipalsReply,
 )
 from tenure.verbs.table import Services, Verb, never
-from tenure.verbs.wire import token_floor_from_wire, token_info_from_wire
+from tenure.verbs.wire import token_floor_from_wire
 
 #: a principal's name in a path: slashes and all, but never the path of one of its tokens
 #: (:class:`tenure.server.http.convertors.PrincipalPath`)
 NAME_PATH = "/v1/principals/{name:principal}"
 Roles = Annotated[list[Literal["admin", "supervisor"]], Field(max_length=2)]
-
-
-@dataclass(frozen=True)
-class PrincipalInfo:
-    """A principal and its tokens (ids and times, oldest first; never a secret)."""
-
-    principal: Principal
-    tokens: tuple[TokenInfo, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"principal": self.principal.to_dict(), "tokens": [t.to_dict() for t in self.tokens]}
-
-    @classmethod
-    def from_wire(cls, data: Any) -> PrincipalInfo:
-        tokens = tuple(token_info_from_wire(t) for t in data["tokens"])
-        return cls(Principal.from_wire(data["principal"]), tokens)
-
-
-@dataclass(frozen=True)
-class RemovedPrincipal:
-    """A principal that was removed, and the ids of the tokens that revoked."""
-
-    principal: Principal
-    revoked: tuple[str, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"principal": self.principal.to_dict(), "revoked": list(self.revoked)}
-
-    @classmethod
-    def from_wire(cls, data: Any) -> RemovedPrincipal:
-        return cls(Principal.from_wire(data["principal"]), tuple(data["revoked"]))
 
 
 class NoArgs(Body):
@@ -92,11 +61,8 @@ class NameIn(Body):
 
 
 class RolesIn(Body):
-    roles: Roles
-
-
-class SetRolesIn(RolesIn):
     name: Name
+    roles: Roles
 
 
 class RevokeTokenIn(Body):
@@ -151,7 +117,7 @@ def _show(services: Services, me: Principal, a: NameIn) -> PrincipalInfo:
     return PrincipalInfo(principal, tuple(tokens))
 
 
-def _set_roles(services: Services, me: Principal, a: SetRolesIn) -> Principal:
+def _set_roles(services: Services, me: Principal, a: RolesIn) -> Principal:
     return services.principals.set_roles(me, a.name, list(a.roles))
 
 
@@ -161,69 +127,148 @@ def _remove(services: Services, me: Principal, a: NameIn) -> RemovedPrincipal:
 
 
 def _floor(services: Services, me: Principal, a: NoArgs) -> TokenFloor:
+    from tenure.service.token_floors import show_floor  # the client reads the table without it
+
     return show_floor(services.leases.store, me)
 
 
 def _raise_floor(services: Services, me: Principal, a: FloorIn) -> TokenFloor:
+    from tenure.service.token_floors import set_floor  # the client reads the table without it
+
     return set_floor(services.leases.store, me, a.floor)
 
 
 WHOAMI: Verb[NoArgs, Principal] = Verb(
-    "whoami", "GET", "/v1/me", NoArgs, _whoami, _principal, _of_principal, MeReply,
-    problems=(401,), tags=("principals",),
-)  # fmt: skip
+    name="whoami",
+    method="GET",
+    path="/v1/me",
+    input=NoArgs,
+    run=_whoami,
+    wire=_principal,
+    parse=_of_principal,
+    reply=MeReply,
+    problems=(401,),
+    tags=("principals",),
+)
 ADD_PRINCIPAL: Verb[PrincipalIn, IssuedToken] = Verb(
-    "add_principal", "POST", "/v1/principals", PrincipalIn, _add, w.to_dict,
-    IssuedToken.from_wire, PrincipalReply, problems=(400, 401, 403, 404, 409, 413, 422),
-    tags=("principals",), status=201, repeatable=never,
-)  # fmt: skip
+    name="add_principal",
+    method="POST",
+    path="/v1/principals",
+    input=PrincipalIn,
+    run=_add,
+    wire=w.to_dict,
+    parse=IssuedToken.from_wire,
+    reply=PrincipalReply,
+    send={"roles": c.listed},
+    problems=(400, 401, 403, 404, 409, 413, 422),
+    tags=("principals",),
+    status=201,
+    repeatable=never,
+)
 REVOKE_TOKEN: Verb[RevokeTokenIn, None] = Verb(
-    "revoke_token", "DELETE", "/v1/principals/{name:path}/tokens/{token_id}", RevokeTokenIn,
-    _revoke, _nothing, _nothing, PrincipalReply, problems=(401, 403, 404, 422),
-    tags=("principals",), status=204, repeatable=never,
+    name="revoke_token",
+    method="DELETE",
+    path="/v1/principals/{name:path}/tokens/{token_id}",
+    input=RevokeTokenIn,
+    run=_revoke,
+    wire=_nothing,
+    parse=_nothing,
+    reply=PrincipalReply,
+    problems=(401, 403, 404, 422),
+    tags=("principals",),
+    status=204,
+    repeatable=never,
     doc="Revoke one token of `name`: admins revoke anyone's, a principal its own, and an "
     "ancestor (the principal that dispatched `name`, and its own ancestors) those of the "
     "agents below it; anyone else gets `403 forbidden`. The `token_revoked` event names "
     "who revoked it.",
-)  # fmt: skip
+)
 LIST_PRINCIPALS: Verb[NoArgs, list[Principal]] = Verb(
-    "list_principals", "GET", "/v1/principals", NoArgs, _listed, _principals, _of_principals,
-    PrincipalsReply, problems=(401,), tags=("principals",),
+    name="list_principals",
+    method="GET",
+    path="/v1/principals",
+    input=NoArgs,
+    run=_listed,
+    wire=_principals,
+    parse=_of_principals,
+    reply=PrincipalsReply,
+    problems=(401,),
+    tags=("principals",),
     doc="Every principal for an admin; for anyone else itself and the agents it dispatched "
     "(and theirs), by name.",
-)  # fmt: skip
+)
 SHOW_PRINCIPAL: Verb[NameIn, PrincipalInfo] = Verb(
-    "show_principal", "GET", NAME_PATH, NameIn, _show, w.to_dict, PrincipalInfo.from_wire,
-    PrincipalShowReply, problems=(401, 403, 404, 422), tags=("principals",),
+    name="show_principal",
+    method="GET",
+    path=NAME_PATH,
+    input=NameIn,
+    run=_show,
+    wire=w.to_dict,
+    parse=PrincipalInfo.from_wire,
+    reply=PrincipalShowReply,
+    problems=(401, 403, 404, 422),
+    tags=("principals",),
     doc="`name`, with its tokens' ids, creation, expiry and revocation (never a secret): for "
     "admins, the principal itself and its ancestors.",
-)  # fmt: skip
-SET_ROLES: Verb[SetRolesIn, Principal] = Verb(
-    "set_roles", "PATCH", NAME_PATH, SetRolesIn, _set_roles, _principal, _of_principal,
-    PrincipalRolesReply, problems=(400, 401, 403, 404, 413, 422), tags=("principals",),
-    body=RolesIn,
+)
+SET_ROLES: Verb[RolesIn, Principal] = Verb(
+    name="set_roles",
+    method="PATCH",
+    path=NAME_PATH,
+    input=RolesIn,
+    run=_set_roles,
+    wire=_principal,
+    parse=_of_principal,
+    reply=PrincipalRolesReply,
+    send={"roles": c.listed},
+    problems=(400, 401, 403, 404, 413, 422),
+    tags=("principals",),
     doc="Replace the roles of `name` (admins only); recorded as `principal_roles_set`.",
-)  # fmt: skip
+)
 REMOVE_PRINCIPAL: Verb[NameIn, RemovedPrincipal] = Verb(
-    "remove_principal", "DELETE", NAME_PATH, NameIn, _remove, w.to_dict,
-    RemovedPrincipal.from_wire, PrincipalRemovedReply, problems=(401, 403, 404, 409, 422),
-    tags=("principals",), repeatable=never,
+    name="remove_principal",
+    method="DELETE",
+    path=NAME_PATH,
+    input=NameIn,
+    run=_remove,
+    wire=w.to_dict,
+    parse=RemovedPrincipal.from_wire,
+    reply=PrincipalRemovedReply,
+    problems=(401, 403, 404, 409, 422),
+    tags=("principals",),
+    repeatable=never,
     doc="Remove `name` (admins, and its ancestors): its live leases are force-released "
     "(`force_released`, reason `principal_removed`), its tokens revoked (`token_revoked`) and "
     "`principal_removed` is recorded, in one transaction. Refused with `409 conflict`, naming "
     "them, while it is assigned an item that is not done or cancelled or has dispatched "
     "principals.",
-)  # fmt: skip
+)
 TOKEN_FLOOR: Verb[NoArgs, TokenFloor] = Verb(
-    "token_floor", "GET", "/v1/admin/token-floor", NoArgs, _floor, w.to_dict,
-    token_floor_from_wire, FloorReply, problems=(401, 403), tags=("admin",),
+    name="token_floor",
+    method="GET",
+    path="/v1/admin/token-floor",
+    input=NoArgs,
+    run=_floor,
+    wire=w.to_dict,
+    parse=token_floor_from_wire,
+    reply=FloorReply,
+    problems=(401, 403),
+    tags=("admin",),
     doc="The token floor and the largest token ever granted in this database (admins).",
-)  # fmt: skip
+)
 SET_TOKEN_FLOOR: Verb[FloorIn, TokenFloor] = Verb(
-    "set_token_floor", "PUT", "/v1/admin/token-floor", FloorIn, _raise_floor, w.to_dict,
-    token_floor_from_wire, FloorReply, problems=(400, 401, 403, 409, 413, 422), tags=("admin",),
+    name="set_token_floor",
+    method="PUT",
+    path="/v1/admin/token-floor",
+    input=FloorIn,
+    run=_raise_floor,
+    wire=w.to_dict,
+    parse=token_floor_from_wire,
+    reply=FloorReply,
+    problems=(400, 401, 403, 409, 413, 422),
+    tags=("admin",),
     doc="Raise the token floor (admins): every token granted from now on, on any key, is "
     "larger than `floor` (a key whose token is already larger is unaffected). Floors only "
     "grow: a lower one is `409 conflict` and changes nothing. A live lease below the "
     "floor keeps its token until it ends. Recorded as `token_floor_set`.",
-)  # fmt: skip
+)

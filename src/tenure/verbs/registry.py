@@ -1,7 +1,14 @@
-"""Every verb of the table, in the order of the API's reference."""
+"""Every verb of the table, in the order of the API's reference.
+
+A verb defined in one of the table's modules but missing from :data:`VERBS` (no route, no
+OpenAPI entry, no direct mode) stops the import with the names of what is missing, as does a
+name used twice.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from types import ModuleType
 from typing import Any
 
 from tenure.verbs import admin, hooks, items, leases, ops, principals
@@ -52,4 +59,24 @@ VERBS: list[Verb[Any, Any]] = [
     items.BRIEFING,
     hooks.CLAUDE_CODE,
 ]
+MODULES = (leases, principals, admin, ops, items, hooks)
+
+
+def unlisted(modules: Iterable[ModuleType], verbs: Iterable[Verb[Any, Any]]) -> list[str]:
+    """The verbs defined in ``modules`` (as module attributes) that ``verbs`` leaves out, and
+    the names ``verbs`` holds twice."""
+    listed = {id(verb) for verb in verbs}
+    missing = {
+        f"{module.__name__}.{attr}"
+        for module in modules
+        for attr, value in vars(module).items()
+        if isinstance(value, Verb) and id(value) not in listed
+    }
+    names = [verb.name for verb in verbs]
+    twice = {f"{name} (twice)" for name in names if names.count(name) > 1}
+    return sorted(missing | twice)
+
+
+if wrong := unlisted(MODULES, VERBS):  # pragma: no cover - a table being written
+    raise RuntimeError(f"the verb table's list (tenure.verbs.registry.VERBS) misses: {wrong}")
 BY_NAME: dict[str, Verb[Any, Any]] = {verb.name: verb for verb in VERBS}

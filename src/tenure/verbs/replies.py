@@ -1,40 +1,36 @@
 """The replies of the lease, fenced-register, principal and token-floor verbs: their exact JSON
 fields.
 
-Each model describes what a core model's ``to_dict`` sends (the OpenAPI document and the MCP
-tools publish these schemas; the route tests validate replies against them).
+Each model describes what a core model's ``to_dict`` sends, derived from the model itself
+(:func:`tenure.verbs.schema.wire_model`): its fields, with the descriptions and narrower types
+the wire adds. A reply that wraps a model (``{"lease": …}``) is written out. The OpenAPI
+document and the MCP tools publish these schemas; the route tests validate replies against them.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from tenure.core import models as m
+from tenure.core.token_floor import TokenFloor
+from tenure.verbs.schema import Out as Out
+from tenure.verbs.schema import wire
+
+Roles = list[Literal["admin", "supervisor"]]
 
 
-class Out(BaseModel):
-    """A reply: exactly these fields (the schema says ``additionalProperties: false``)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-
+@wire(
+    m.Lease,
+    first=("key", "holder", "session"),
+    describe={
+        "session": 'the holder\'s session (`""`: its default)',
+        "scope": "`subtree`: the lease (on a key ending in `/`) holds every key under it",
+    },
+)
 class LeaseOut(Out):
-    key: str
-    holder: str
-    session: Annotated[str, Field(description='the holder\'s session (`""`: its default)')]
-    task: str | None
-    token: int
-    ttl_ms: int
-    acquired_at: int
-    renewed_at: int
-    expires_at: int
-    renewals: int
-    meta: dict[str, Any]
-    state: Literal["live", "released", "expired", "force_released", "taken_over"]
-    scope: Annotated[
-        Literal["key", "subtree"],
-        Field(description="`subtree`: the lease (on a key ending in `/`) holds every key under it"),
-    ]
+    pass
 
 
 class LeaseReply(Out):
@@ -53,76 +49,58 @@ class LeasesReply(Out):
     next: Annotated[str | None, Field(description="the key to pass as `after` next; or null")]
 
 
+@wire(m.LostLease)
 class LostOut(Out):
-    key: str
-    reason: str
-    token: int | None
+    pass
 
 
+@wire(m.RenewAllResult)
 class RenewAllReply(Out):
-    renewed: list[LeaseOut]
-    lost: list[LostOut]
+    pass
 
 
+@wire(m.ReleaseAllResult, describe={"released": "the leases it ended, by key"})
 class ReleaseAllReply(Out):
-    released: Annotated[list[LeaseOut], Field(description="the leases it ended, by key")]
+    pass
 
 
+@wire(m.ExtendResult)
 class ExtendReply(Out):
-    lease: LeaseOut
-    extended: bool
-    capped: bool
-    requested_until: int
-    granted_until: int
+    pass
 
 
+@wire(
+    m.ReleaseResult,
+    types_={"reason": Literal["no_lease", "ended", "stale_token"] | None},
+    describe={
+        "reason": "why nothing was released (null when it was): `no_lease` (none was "
+        "ever granted on the key), `ended` (the lease is over: `lease.state` says how), "
+        "`stale_token` (your lease lives on under a newer token: `lease.token`; release "
+        "that one)"
+    },
+)
 class ReleaseReply(Out):
-    released: bool
-    lease: LeaseOut | None
-    reason: Annotated[
-        Literal["no_lease", "ended", "stale_token"] | None,
-        Field(
-            description="why nothing was released (null when it was): `no_lease` (none was "
-            "ever granted on the key), `ended` (the lease is over: `lease.state` says how), "
-            "`stale_token` (your lease lives on under a newer token: `lease.token`; release "
-            "that one)"
-        ),
-    ] = None
+    pass
 
 
+@wire(m.ForceReleaseResult)
 class ForceReleaseReply(Out):
-    lease: LeaseOut
-    actor: str
-    reason: str
+    pass
 
 
+@wire(m.FencedWrite, exclude=("writer",))
 class FencedWriteReply(Out):
-    key: str
-    token: int
-    value: Any
-    version: int
-    duplicate: bool
+    pass
 
 
+@wire(m.FencedValue)
 class FencedValueReply(Out):
-    key: str
-    token: int
-    value: Any
-    version: int
-    updated_at: int
+    pass
 
 
+@wire(m.Event)
 class EventOut(Out):
-    id: int
-    at: int
-    type: str
-    key: str | None
-    holder: str | None
-    task: str | None
-    token: int | None
-    actor: str | None
-    reason: str | None
-    data: dict[str, Any]
+    pass
 
 
 class EventsReply(Out):
@@ -133,49 +111,59 @@ class EventsReply(Out):
     ]
 
 
+@wire(m.Principal, types_={"roles": Roles})
 class PrincipalOut(Out):
-    name: str
-    kind: Literal["human", "agent", "service"]
-    roles: list[Literal["admin", "supervisor"]]
-    parent: str | None
+    pass
 
 
 class MeReply(Out):
     principal: PrincipalOut
 
 
+@wire(
+    m.IssuedToken,
+    first=("principal", "token"),
+    describe={"expires_at": "when the token expires (null: never)"},
+)
 class PrincipalReply(Out):
-    principal: PrincipalOut
-    token: str
-    token_id: str
-    expires_at: int | None = Field(description="when the token expires (null: never)")
+    pass
 
 
+@wire(
+    m.TokenInfo,
+    describe={
+        "expires_at": "when it expires (null: never)",
+        "revoked_at": "when it was revoked (null: it is not)",
+    },
+)
 class TokenOut(Out):
-    token_id: str
-    created_at: int
-    expires_at: int | None = Field(description="when it expires (null: never)")
-    revoked_at: int | None = Field(description="when it was revoked (null: it is not)")
+    pass
 
 
 class PrincipalsReply(Out):
     principals: list[PrincipalOut]
 
 
+@wire(m.PrincipalInfo, describe={"tokens": "its tokens, oldest first; never their secrets"})
 class PrincipalShowReply(Out):
-    principal: PrincipalOut
-    tokens: list[TokenOut] = Field(description="its tokens, oldest first; never their secrets")
+    pass
 
 
 class PrincipalRolesReply(Out):
     principal: PrincipalOut
 
 
+@wire(m.RemovedPrincipal, describe={"revoked": "the ids of the tokens removing it revoked"})
 class PrincipalRemovedReply(Out):
-    principal: PrincipalOut
-    revoked: list[str] = Field(description="the ids of the tokens removing it revoked")
+    pass
 
 
+@wire(
+    TokenFloor,
+    describe={
+        "floor": "every token granted from now on is larger than this",
+        "max_token": "the largest token ever granted in this database",
+    },
+)
 class FloorReply(Out):
-    floor: int = Field(description="every token granted from now on is larger than this")
-    max_token: int = Field(description="the largest token ever granted in this database")
+    pass

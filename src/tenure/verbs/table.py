@@ -9,8 +9,13 @@ verb is built from its entry:
   ``reply`` and ``problems`` in the OpenAPI document;
 - direct mode (:mod:`tenure.client.direct`): ``run`` on the database, then ``wire``, so both modes
   answer with the same JSON;
-- the client's request and its reading of the reply (:func:`tenure.client._shared.verb_call`):
-  ``method``, ``path``, ``parse``, and ``repeatable`` for the retry rules.
+- the client's request and its reading of the reply (:meth:`Verb.call`): ``method``,
+  ``path``, ``send`` for the arguments the client converts, ``parse``, and ``repeatable`` for
+  the retry rules; the clients' methods call it with their arguments, no builder in between.
+
+An entry is written with keywords only. A verb whose path carries part of its input (an item's
+``{id}``) has one input model with every field; the JSON body's model is derived from it (the
+same name and fields, the path's left out).
 
 Adding a verb is one entry here plus its decision in :mod:`tenure.core` and the service method
 that runs it; ``docs/architecture.md`` walks through one.
@@ -23,10 +28,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, create_model
 
 from tenure.core.models import Principal
 from tenure.settings import Limits
+from tenure.verbs.call import Call, Safety, long_poll, segment
 
 if TYPE_CHECKING:  # the HTTP client reads the table without loading the service layer
     from tenure.service.leases import Service
@@ -65,7 +71,7 @@ def never(_: Mapping[str, Any]) -> bool:
     return False
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, kw_only=True)
 class Verb(Generic[In, Out]):
     """One verb. ``run`` gets the services, the caller and the parsed input; it does the work
     (every rule is the service's) and returns a model of :mod:`tenure.core`, which ``wire``
@@ -100,6 +106,31 @@ class Verb(Generic[In, Out]):
     #: moment's calls) instead of a worker thread: a write of one key, whose service call runs
     #: in one key transaction (``Service.group`` may hold it open for others)
     grouped: bool = False
+    #: the client's conversion of an argument before it is sent (``labels``: a tuple as a
+    #: list; ``until``: a datetime as epoch milliseconds); the others are sent as given
+    send: Mapping[str, Callable[[Any], Any]] = field(default_factory=dict)
+    #: the arguments sent even when ``None`` (JSON ``null`` is a value to store); the others
+    #: are left out when ``None`` (the server's default)
+    nulls: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.body is None and self.method in BODY_METHODS and PATH_PARAM.search(self.path):
+            object.__setattr__(self, "body", body_model(self.input, self.path))
+
+    def call(self, *, wait_s: float | None = None, **args: Any) -> Call[Out]:
+        """The client's request of this verb: the path's parameters filled in from ``args``
+        (each one URL path segment), the rest as the JSON body (or the query of a GET),
+        ``None`` left out but for ``nulls``; its reply read with ``parse``; safe to repeat as
+        ``repeatable`` says; a long poll (``wait_ms``) held by the server that long."""
+        values = {k: self.send[k](v) if k in self.send else v for k, v in args.items()}
+        values = {k: v for k, v in values.items() if v is not None or k in self.nulls}
+        names = PATH_PARAM.findall(self.path)
+        path_args = {name: values.pop(name, None) for name in names}
+        path = PATH_PARAM.sub(lambda p: segment(path_args[p.group(1)], p.group(1)), self.path)
+        safety = Safety.IDEMPOTENT if self.repeatable(values) else Safety.UNSAFE
+        body, params = (values, None) if self.method in BODY_METHODS else (None, values or None)
+        wait = long_poll(values.get("wait_ms")) if wait_s is None else wait_s
+        return Call(self.name, self.method, path, self.parse, body, params, path_args, safety, wait)
 
     def __call__(self, services: Services, caller: Principal, args: In) -> Wire | bytes | None:
         """Run it and return the reply's JSON: what the server sends and direct mode answers."""
@@ -109,3 +140,22 @@ class Verb(Generic[In, Out]):
         """The input from values that are already checked or will be (by the service): direct
         mode's arguments, which the service validates as it does on every path."""
         return self.input.model_construct(**values)
+
+
+def body_model(input: type[BaseModel], path: str) -> type[BaseModel]:
+    """The JSON body of a verb whose ``path`` carries some of ``input``: ``input``'s other
+    fields, under its name, configuration and description (the OpenAPI document's schema)."""
+    in_path = set(PATH_PARAM.findall(path))
+    fields: dict[str, Any] = {
+        name: (info.annotation, info)
+        for name, info in input.model_fields.items()
+        if name not in in_path
+    }
+    model: type[BaseModel] = create_model(
+        input.__name__,
+        __config__=input.model_config,
+        __doc__=input.__doc__,
+        __module__=input.__module__,
+        **fields,
+    )
+    return model

@@ -11,18 +11,12 @@ from __future__ import annotations
 from typing import Any
 
 from tenure.core.token_floor import TokenFloor
-from tenure.store.base import TokenInfo
 
 
 def to_dict(out: Any) -> dict[str, Any]:
     """The reply of a core model (the verbs' ``wire``): its ``to_dict``."""
     result: dict[str, Any] = out.to_dict()
     return result
-
-
-def token_info_from_wire(data: Any) -> TokenInfo:
-    expires, revoked = data.get("expires_at"), data.get("revoked_at")
-    return TokenInfo(data["token_id"], data["created_at"], expires, revoked)
 
 
 def token_floor_from_wire(data: Any) -> TokenFloor:
