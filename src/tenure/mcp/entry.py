@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from tenure.client import Client
 from tenure.core.policy import PolicySet
-from tenure.mcp.backend import ClientBackend
+from tenure.mcp.backend import Backend
 from tenure.mcp.http import McpEndpoint
 from tenure.mcp.tools import build_server
 from tenure.settings import Settings
@@ -14,7 +14,7 @@ from tenure.settings import Settings
 def serve_stdio(client: Client, policy: PolicySet | None) -> None:
     """Serve the tools on stdin/stdout through ``client`` until stdin closes; ``policy`` bounds
     the tools' input schemas (``None``: the server's policy applies)."""
-    backend = ClientBackend(client)
+    backend = Backend(client)
     build_server(lambda ctx: backend, policy).run("stdio")
 
 
