@@ -123,7 +123,7 @@ async def scenario(server: LiveServer, connect: Connect, tag: str) -> Run:
     ann = server.token_for(f"ann-{tag}", kind="human")
     item, other, key = f"{tag}-login", f"{tag}-docs", f"deploy/{tag}"
     with tenure.Client(server.url, token=server.admin_token) as admin:
-        admin.items.create("fix login", id=item, priority=1, labels=[tag])
+        admin.items.create("fix login", id=item, priority=1, labels=[tag], body="b" * 40)
         admin.items.create("write docs", id=other, priority=2, labels=[tag])
         for n in range(12):  # past the list budget
             admin.items.create(f"chore {n} " + "x" * 150, id=f"{tag}-chore-{n}", priority=9)
@@ -192,7 +192,9 @@ async def test_stdio_and_http_answer_alike(server: LiveServer) -> None:
     assert said("tools/list claim")["input_schema"]["properties"]["ttl_ms"]["anyOf"][0][
         "minimum"
     ] == 2000  # the server's policy, on both fronts
-    assert len(said("ready")[1]["items"]) < 14  # the server's list budget, on both fronts
+    ready = said("ready")[1]["items"]
+    assert len(ready) < 14  # the server's list budget, on both fronts
+    assert ready[0]["body_chars"] == 40  # a list's summary leaves the body out, not its length
     refusals = [answer[1].partition(":")[0] for _, tool, answer in http.answers
                 if tool == "claim" and answer[0] == "refused"]  # fmt: skip
     assert refusals == ["lease_held", "lease_held", *["invalid_request"] * 4]
