@@ -14,6 +14,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import anyio
 import httpx2
 import pytest
 from _mcp import text_of
@@ -22,15 +23,18 @@ from mcp.client.streamable_http import streamable_http_client
 
 import tenure
 from conftest import LiveServer
+from tenure.compose import create_app
+from tenure.service.principals import Principals
 from tenure.core.policy import Policy, PolicySet
 from tenure.settings import Limits, Settings
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+pytestmark = pytest.mark.anyio
 TENURE = str(Path(sys.executable).parent / "tenure")
 Connect = Callable[[str], AbstractAsyncContextManager[Client]]
+BASE = "http://127.0.0.1:7676"
 INSTANT = re.compile(r"\b\d\d:\d\d:\d\dZ\b|\b\d+ ?ms ago\b")
 
 
@@ -181,6 +185,7 @@ async def scenario(server: LiveServer, connect: Connect, tag: str) -> Run:
     return run
 
 
+@pytest.mark.slow
 async def test_stdio_and_http_answer_alike(server: LiveServer) -> None:
     stdio = await scenario(server, over_stdio(server), "sq")
     http = await scenario(server, over_http(server), "hq")
@@ -205,3 +210,35 @@ async def test_stdio_and_http_answer_alike(server: LiveServer) -> None:
     shown = [a[1]["lease"]["renewals"] for w, t, a in http.answers if (w, t) == ("a", "show_item")]
     assert shown == [1, 2]  # a's progress and create_item renewed it; b's calls, reading: not
     assert said("force_release")[1].startswith("forbidden: ")
+
+
+@pytest.mark.timeout(60, method="thread")  # a deadlock hangs: end the run, failed
+async def test_more_calls_at_once_than_worker_threads(tmp_path: Path) -> None:
+    """On ``/mcp`` each tool call waits, in a worker thread, for a request to the same app, which
+    may need a worker thread of its own: the tools' threads are not the default ones, so calls
+    past the default number at once all complete (here the default is cut to 3 threads)."""
+    db = f"sqlite:///{tmp_path}/t.db"
+    app = create_app(Settings(db=db))
+    store = tenure.open_store(db)
+    try:
+        token = Principals(store).bootstrap("jo/agent-1", "agent").token
+    finally:
+        store.close()
+    answers: list[Any] = []
+    async with app.router.lifespan_context(app):
+        anyio.to_thread.current_default_thread_limiter().total_tokens = 3
+        transport = httpx2.ASGITransport(app=app)
+        headers = {"Authorization": f"Bearer {token}"}
+        async with (
+            httpx2.AsyncClient(transport=transport, base_url=BASE, headers=headers) as http,
+            Client(streamable_http_client(f"{BASE}/mcp", http_client=http)) as jo,
+        ):
+
+            async def one(n: int) -> None:
+                answers.append(await jo.call_tool("heartbeat" if n % 2 else "whoami", {}))
+
+            async with anyio.create_task_group() as tg:
+                for n in range(12):
+                    tg.start_soon(one, n)
+    assert len(answers) == 12
+    assert [text_of(x) for x in answers if x.is_error] == []
