@@ -24,8 +24,8 @@ from mcp.client.streamable_http import streamable_http_client
 import tenure
 from conftest import LiveServer
 from tenure.compose import create_app
-from tenure.service.principals import Principals
 from tenure.core.policy import Policy, PolicySet
+from tenure.service.principals import Principals
 from tenure.settings import Limits, Settings
 
 if TYPE_CHECKING:
@@ -189,14 +189,17 @@ async def scenario(server: LiveServer, connect: Connect, tag: str) -> Run:
 async def test_stdio_and_http_answer_alike(server: LiveServer) -> None:
     stdio = await scenario(server, over_stdio(server), "sq")
     http = await scenario(server, over_http(server), "hq")
-    differ = [(one, other) for one, other in zip(stdio.answers, http.answers) if one != other]
+    differ = [
+        (one, other) for one, other in zip(stdio.answers, http.answers, strict=True) if one != other
+    ]
     assert not differ, "\n".join(f"stdio {one}\n/mcp  {other}\n" for one, other in differ)
     assert len(stdio.answers) == len(http.answers) > 50
     # and what both said is what the scenario is about
     said = http.said
-    assert said("tools/list claim")["input_schema"]["properties"]["ttl_ms"]["anyOf"][0][
-        "minimum"
-    ] == 2000  # the server's policy, on both fronts
+    assert (
+        said("tools/list claim")["input_schema"]["properties"]["ttl_ms"]["anyOf"][0]["minimum"]
+        == 2000
+    )  # the server's policy, on both fronts
     ready = said("ready")[1]["items"]
     assert len(ready) < 14  # the server's list budget, on both fronts
     assert ready[0]["body_chars"] == 40  # a list's summary leaves the body out, not its length

@@ -59,7 +59,10 @@ def policy_bounds(policy: PolicySet | None) -> Bounds:
 
 #: where a server's OpenAPI document states each marker's bounds: the acquire body's fields
 ACQUIRE_PATH = "/v1/leases/acquire"
-MARKED_FIELDS = {"ttl": ("ttl_ms", ("minimum", "maximum")), "max_key_bytes": ("key", ("maxLength",))}
+MARKED_FIELDS = {
+    "ttl": ("ttl_ms", ("minimum", "maximum")),
+    "max_key_bytes": ("key", ("maxLength",)),
+}
 
 
 def openapi_bounds(doc: Any) -> Bounds:
