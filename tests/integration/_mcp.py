@@ -14,7 +14,8 @@ from mcp import Client
 from mcp_types import CallToolResult, TextContent
 
 import tenure
-from tenure.mcp import ServiceBackend, build_server
+from tenure.client.direct import DirectBackend, DirectTransport
+from tenure.mcp import Backend, build_server
 from tenure.service.principals import Principals
 
 Agent = Callable[..., AbstractAsyncContextManager[Client]]
@@ -72,7 +73,8 @@ async def refused(client: Client, tool: str, code: str, **args: Any) -> str:
 def in_process(service: tenure.Service) -> Agent:
     """``async with agent("jo/agent-1", roles=(...)) as client``: an in-process MCP connection
     whose tools act as that principal (created in the database, so its roles apply), in a
-    session of its own (``mcp-1``, ``mcp-2``… unless ``session`` names one), as on ``/mcp``."""
+    session of its own (``mcp-1``, ``mcp-2``… unless ``session`` names one), as on ``/mcp``:
+    through the tools' one backend, a client, here running the verbs on ``service``."""
     numbers = itertools.count(1)
 
     @asynccontextmanager
@@ -83,9 +85,11 @@ def in_process(service: tenure.Service) -> Agent:
         parent: str | None = None,
         session: str | None = None,
     ) -> AsyncIterator[Client]:
-        me = Principals(service.store).bootstrap(name, kind, roles, parent).principal
+        Principals(service.store).bootstrap(name, kind, roles, parent)
         sid = f"mcp-{next(numbers)}" if session is None else session
-        server = build_server(lambda ctx: ServiceBackend(service, me, session=sid), service.policy)
+        transport = DirectTransport(DirectBackend.on(service, name))
+        backend = Backend(tenure.Client(transport=transport, session=sid))
+        server = build_server(lambda ctx: backend, service.policy)
         async with Client(server) as client:
             yield client
 

@@ -36,7 +36,7 @@ from tenure.core.validate import MAX_WAIT_MS
 from tenure.errors import InvalidRequest, LeaseHeld
 from tenure.service.leases import Service
 from tenure.service.principals import Principals
-from tenure.settings import Settings
+from tenure.settings import Limits, Settings
 from tenure.store.errors import failure
 from tenure.store.open import open_store
 from tenure.verbs import ops as ov
@@ -59,19 +59,34 @@ class DirectBackend:
     """
 
     def __init__(self, url: str, principal: str, *, policy: PolicySet | None = None) -> None:
-        self.name = v.check_text("principal", principal, 128)
-        self.url = url
-        self.store = open_store(url)
+        store = open_store(url)
         settings = Settings.from_env()
-        self.service = Service(
-            self.store,
+        service = Service(
+            store,
             policy or settings.policy,
             stall_ms=settings.stall_ms,
             retention=settings.compaction,
             quotas=settings.quotas,
         )
+        self._serve(service, principal, settings.limits, owns=True)
+        self.url = url
+
+    @classmethod
+    def on(cls, service: Service, principal: str, limits: Limits | None = None) -> DirectBackend:
+        """Calls as ``principal`` on ``service`` (an embedding's, or a test's with a fake
+        clock), whose store stays open when the client closes."""
+        backend = cls.__new__(cls)
+        backend._serve(service, principal, limits or Limits(), owns=False)
+        backend.url = ""
+        return backend
+
+    def _serve(self, service: Service, principal: str, limits: Limits, *, owns: bool) -> None:
+        self.name = v.check_text("principal", principal, 128)
+        self.store = service.store
+        self.service = service
         self.principals = Principals(self.store)
-        self.services = Services(self.service, self.principals, settings.limits)
+        self.services = Services(self.service, self.principals, limits)
+        self._owns = owns
         self._lock = threading.Lock()
         self._closed = False
         self._handlers: dict[str, Handler] = {}
@@ -129,7 +144,8 @@ class DirectBackend:
             if self._closed:
                 return
             self._closed = True
-        self.store.close()
+        if self._owns:
+            self.store.close()
 
 
 def _wait_ms(call: Call[Any]) -> int:

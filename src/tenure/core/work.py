@@ -57,6 +57,9 @@ class Item:
     revoked: bool = False
     #: the epoch whose stall was recorded (once per claim; not part of the wire form)
     stalled_epoch: int = 0
+    #: read from a list's summary, which leaves the body out: the body's length (``None``: the
+    #: body is whole; not part of the wire form, nor of equality)
+    body_chars: int | None = field(default=None, compare=False)
 
     def update(self, **changes: Any) -> Item:
         return replace(self, **changes)
@@ -64,7 +67,7 @@ class Item:
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["labels"] = list(self.labels)
-        del out["stalled_epoch"]
+        del out["stalled_epoch"], out["body_chars"]
         return out
 
     @classmethod
@@ -72,7 +75,13 @@ class Item:
         """The item of ``to_dict``'s JSON; a list's summary has no ``body`` or ``result``
         (empty here)."""
         values = {name: data.get(name, _SUMMARY_DEFAULTS.get(name)) for name in _ITEM_FIELDS}
-        return cls(**values, labels=tuple(data["labels"]), revoked=bool(data.get("revoked")))
+        chars = data.get("body_chars") if "body" not in data else None
+        return cls(
+            **values,
+            labels=tuple(data["labels"]),
+            revoked=bool(data.get("revoked")),
+            body_chars=chars if isinstance(chars, int) else None,
+        )
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,8 @@
 - :mod:`.server`: the SDK's server with strict arguments (unknown ones refused, the REST limits
   and the policy's enforced, refusals in the house form).
 - :mod:`.inputs`: the tools' argument types, the REST API's own.
-- :mod:`.backend`: the one interface the tools call: the service as an authenticated principal
-  (on the server) or a :class:`tenure.Client` (under stdio).
+- :mod:`.backend`: the one interface the tools call: a :class:`tenure.Client`, over HTTP
+  (under stdio) or in-process to the server's own app (on ``/mcp``, :mod:`.loopback`).
 - :mod:`.models`: the pydantic models the tools return (``structuredContent``).
 - :mod:`.failures`: refusals as tool errors that name the code and the facts.
 - :mod:`.advice`: what to do about each lapsed, revoked or stalled claim (``briefing``,
@@ -18,7 +18,7 @@
 ``tenure mcp`` (:mod:`tenure.cli.mcp`) serves the tools over stdio. docs/mcp.md is the guide.
 """
 
-from tenure.mcp.backend import Backend, ClientBackend, ServiceBackend
+from tenure.mcp.backend import Backend, ClientBackend
 from tenure.mcp.tools import build_server
 
-__all__ = ["Backend", "ClientBackend", "ServiceBackend", "build_server"]
+__all__ = ["Backend", "ClientBackend", "build_server"]

@@ -1,7 +1,7 @@
 """What every tool module shares: how a tool acts (:func:`act`) and the hints it declares.
 
 A tool acts through the :class:`~tenure.mcp.backend.Backend` of its caller, in a worker thread
-(the service and the client block). A tool that is not read-only renews the live leases of the
+(the client blocks) of the tools' own. A tool that is not read-only renews the live leases of the
 caller's session first (the heartbeat: a working agent never lapses, a dead one lapses on its
 own); a read-only one changes nothing (:data:`tenure.mcp.server.RENEWS`). A refusal about an
 item is worded for whoever asked, from the item as it is after the refusal
@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import anyio
+from anyio.lowlevel import RunVar
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import ToolAnnotations
 
@@ -39,6 +40,11 @@ ENDS = ToolAnnotations(
 ENDS_ONCE = ToolAnnotations(
     read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False
 )
+#: how many tools run at once (each in a worker thread of its own)
+TOOL_THREADS = 40
+#: the worker threads of the tools, apart from the default ones: on ``/mcp`` a tool's thread
+#: waits for a request of the same server, which may need a default worker thread of its own
+_THREADS: RunVar[anyio.CapacityLimiter] = RunVar("tenure_mcp_tool_threads")
 #: the refusals whose words depend on the item as it is now
 ABOUT_THE_ITEM = ("stale_token", "lease_lost", "conflict")
 #: the refusals whose words depend on who asks
@@ -91,7 +97,17 @@ async def act(
         except TenureError as err:
             raise Told(explain(err, backend, item)) from err
 
-    return await anyio.to_thread.run_sync(run)
+    return await anyio.to_thread.run_sync(run, limiter=tool_threads())
+
+
+def tool_threads() -> anyio.CapacityLimiter:
+    """The tools' worker threads on this event loop."""
+    try:
+        return _THREADS.get()
+    except LookupError:
+        limiter = anyio.CapacityLimiter(TOOL_THREADS)
+        _THREADS.set(limiter)
+        return limiter
 
 
 def tool(server: MCPServer[Any], hints: ToolAnnotations) -> Callable[[Tool], Tool]:

@@ -1,21 +1,23 @@
-"""The one small interface the MCP tools call, and its two implementations.
+"""The one small interface the MCP tools call: :class:`Backend`, a :class:`tenure.Client`.
 
-- :class:`ServiceBackend`: on the server (``/mcp`` on ``tenure serve``), the
-  :class:`~tenure.Service` acting as the principal the request's bearer token authenticated, in
-  the session of the request's MCP connection.
-- :class:`ClientBackend`: under stdio (``tenure mcp``), a :class:`tenure.Client` over HTTP (its
-  token is the principal) or in direct mode on a database URL, in the client's session (one per
-  process, or ``TENURE_SESSION``).
+Every front of the tools runs the same client, so they behave the same by construction:
+
+- under stdio (``tenure mcp``), a client over HTTP to the server (its token is the principal),
+  or in direct mode on a database URL, in the process's session (``TENURE_SESSION``, the
+  harness's session, else one of its own);
+- on the server (``/mcp`` on ``tenure serve``), a client over an in-process transport to the
+  same app (:mod:`tenure.mcp.loopback`): each call goes through the real routes, their
+  authentication (the caller's bearer token, forwarded) and their problem replies, in the
+  session of the request's MCP connection.
 
 Each backend acts in one *session*: claims and locks are taken in it, a token-less release ends
 only its own, and the heartbeat renews only its leases, so a sibling connection under the same
 principal neither keeps this one's leases alive nor is kept alive by it.
 
 A verb takes what it needs positionally and the optional arguments as :data:`Fields`: the REST
-field names of the arguments the caller gave (:func:`given`), passed on by name. Both backends
-are blocking and return the models of :mod:`tenure.core` and :mod:`tenure.service.queue`; every
-rule lives in the service (a verb that ends a lease wakes the server's long-polls on its key
-through the service's listeners, whichever front called it).
+field names of the arguments the caller gave (:func:`given`), passed on by name. The backend is
+blocking and returns the models of :mod:`tenure.core` and :mod:`tenure.service.queue`; every
+rule lives in the service behind the REST API.
 """
 
 from __future__ import annotations
@@ -27,7 +29,6 @@ from tenure.core import models as cm
 from tenure.core.claims import ReadyView
 from tenure.core.items import Item, ItemView
 from tenure.core.validate import MAX_LIMIT
-from tenure.service.leases import Service
 from tenure.service.queue import Briefing, Claim, Completion, ItemRelease
 from tenure.service.queue_views import lease_matches
 
@@ -40,88 +41,10 @@ def given(**values: Any) -> Fields:
     return {k: v for k, v in values.items() if v is not None}
 
 
-class ServiceBackend:
-    """The service, acting as an authenticated ``principal`` in ``session`` (``""``: the
-    principal's default session)."""
-
-    def __init__(self, service: Service, principal: cm.Principal, session: str = "") -> None:
-        self.service, self.principal, self.session = service, principal, session
-        self.items = service.items
-
-    def me(self) -> cm.Principal:
-        return self.principal
-
-    def heartbeat(self, keys: list[str] | None = None) -> cm.RenewAllResult:
-        return self.service.renew_all(self.principal, keys, session=self.session)
-
-    def briefing(self, ready: int) -> Briefing:
-        return self.items.briefing(self.principal, ready)
-
-    def ready(self, limit: int) -> ReadyView:
-        return self.items.ready_view(limit)
-
-    def list_items(self, filters: Fields, limit: int) -> list[Item]:
-        return self.items.list(limit=limit, **filters)
-
-    def update_item(self, item_id: str, changes: Fields) -> ItemView:
-        return self.items.update(self.principal, item_id, **changes)
-
-    def cancel_item(self, item_id: str, reason: str) -> Item:
-        return self.items.cancel(self.principal, item_id, reason)
-
-    def queue(self, principal: str | None) -> list[ItemView]:
-        return self.items.queue(self.principal.name if principal is None else principal)
-
-    def show_item(self, item_id: str) -> ItemView:
-        return self.items.get(item_id)
-
-    def create_item(self, title: str, fields: Fields) -> Item:
-        return self.items.create(self.principal, title, **fields)
-
-    def claim(self, item_id: str, fields: Fields) -> Claim:
-        return self.items.claim(self.principal, item_id, session=self.session, **fields)
-
-    def renew(self, item_id: str, fields: Fields) -> cm.Lease:
-        return self.items.renew(self.principal, item_id, **fields)
-
-    def extend(self, item_id: str, fields: Fields) -> cm.ExtendResult:
-        return self.items.extend(self.principal, item_id, **fields)
-
-    def release(self, item_id: str, fields: Fields) -> ItemRelease:
-        return self.items.release(self.principal, item_id, session=self.session, **fields)
-
-    def progress(self, item_id: str, epoch: int, message: str, fields: Fields) -> Item:
-        return self.items.progress(self.principal, item_id, epoch, message, **fields)
-
-    def complete(self, item_id: str, epoch: int, fields: Fields) -> Completion:
-        return self.items.complete(self.principal, item_id, epoch, **fields)
-
-    def reassign(self, item_id: str, to: str, reason: str) -> Item:
-        return self.items.reassign(self.principal, item_id, to, reason)
-
-    def acquire_lock(self, key: str, fields: Fields) -> cm.Lease:
-        return self.service.acquire(self.principal, key, session=self.session, **fields)
-
-    def renew_lock(self, key: str, token: int, fields: Fields) -> cm.Lease:
-        return self.service.renew(self.principal, key, token, **fields)
-
-    def release_lock(self, key: str, fields: Fields) -> cm.ReleaseResult:
-        return self.service.release(self.principal, key, session=self.session, **fields)
-
-    def list_leases(self, filters: Fields, lapsed: bool) -> list[cm.Lease]:
-        live = self.service.list(**filters)
-        return [*live, *self.items.lapsed_leases(**filters)] if lapsed else live
-
-    def force_release(self, key: str, reason: str) -> cm.ForceReleaseResult:
-        return self.service.force_release(self.principal, key, reason)
-
-    def force_release_item(self, item_id: str, reason: str) -> Claim:
-        return self.items.force_release(self.principal, item_id, reason)
-
-
-class ClientBackend:
-    """A :class:`tenure.Client` (HTTP with a token, or direct mode on a database), acting in the
-    client's session: the client sends it with every verb that takes or renews leases."""
+class Backend:
+    """A :class:`tenure.Client` (over HTTP, in-process to the server's app, or direct mode on a
+    database), acting in the client's session: the client sends it with every verb that takes
+    or renews leases."""
 
     def __init__(self, client: Client) -> None:
         self.client = client
@@ -206,5 +129,5 @@ class ClientBackend:
         return self.items.force_release(item_id, reason)
 
 
-#: what a tool may ask for, as one principal in one session
-Backend = ServiceBackend | ClientBackend
+#: the name it had while the server had a backend of its own
+ClientBackend = Backend

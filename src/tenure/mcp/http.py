@@ -5,8 +5,10 @@ caches and its limit on failed authentications per client address) before the SD
 token, or an unknown or revoked one, is refused with the REST API's ``401 unauthenticated``
 problem, and a client address past its budget of failures gets ``429 rate_limited``. The
 principal is put in the request's ASGI scope, and each tool call acts as the principal of its
-own request through a :class:`~tenure.mcp.backend.ServiceBackend`: identity comes from
-authentication, never from the MCP session or a header the SDK reads.
+own request through a :class:`~tenure.mcp.backend.Backend`: the same client as ``tenure mcp``
+over stdio, whose requests go to this server's app in-process with the request's own bearer
+token (:mod:`tenure.mcp.loopback`). Identity comes from authentication, never from the MCP
+session or a header the SDK reads.
 
 The transport is stateless with JSON replies (no server-held MCP sessions, no SSE streams): any
 request may reach any of several ``tenure serve`` instances sharing a database, as the REST API
@@ -51,7 +53,8 @@ from tenure.core.models import Principal
 from tenure.core.policy import PolicySet
 from tenure.core.validate import bearer_token
 from tenure.errors import NotFound, TenureError, Unauthenticated
-from tenure.mcp.backend import ServiceBackend
+from tenure.mcp.backend import Backend
+from tenure.mcp.loopback import app_client
 from tenure.mcp.sessions import SessionIds
 from tenure.mcp.tools import build_server
 from tenure.service.leases import Service
@@ -183,23 +186,25 @@ class McpEndpoint:
         self.server = build_server(self.backend_for, policy)
         # Builds the SDK's session manager; its Starlette app is not used (this is the app).
         self.server.streamable_http_app(stateless_http=True, json_response=True, host=host)
-        self._service: Service | None = None
+        self._app: Any = None
         self._principals: Principals | None = None
         self._authenticate: Authenticate | None = None
 
     def mount(self, app: Any) -> None:
-        """Route ``/mcp`` (any method) of a Starlette or FastAPI ``app`` to this endpoint."""
+        """Route ``/mcp`` (any method) of a Starlette or FastAPI ``app`` to this endpoint; the
+        tools call that app's routes."""
+        self._app = app
         app.router.routes.append(Route(PATH, endpoint=self, include_in_schema=False))
 
     @asynccontextmanager
     async def running(
         self, service: Service, principals: Principals, authenticate: Authenticate | None = None
     ) -> AsyncIterator[None]:
-        """Serve with ``service`` while the app runs (inside its lifespan). A verb that ends a
-        lease wakes the server's long-polls through the service's listeners, as every verb
-        does. ``authenticate``: the server's own token check (its caches and its limit on
-        failed authentications per client address); without it, ``principals`` in a thread."""
-        self._service, self._principals = service, principals
+        """Serve while the app runs (inside its lifespan; the tools call its routes, not
+        ``service``). ``authenticate``: the server's own token check (its caches and its limit
+        on failed authentications per client address); without it, ``principals`` in a
+        thread."""
+        self._principals = principals
         self._authenticate = authenticate
         async with self.server.session_manager.run():
             yield
@@ -233,12 +238,14 @@ class McpEndpoint:
         client = scope.get("client")
         return await self._authenticate(bearer(scope), client[0] if client else None)
 
-    def backend_for(self, ctx: Context) -> ServiceBackend:
+    def backend_for(self, ctx: Context) -> Backend:
         """The backend of the principal that authenticated the tool call's HTTP request, in
-        the session of its connection."""
+        the session of its connection: a client of this app with the request's token."""
         request = ctx.request_context.request
         scope = getattr(request, "scope", {})
         principal = scope.get(SCOPE_KEY)
-        if not isinstance(principal, Principal) or self._service is None:
+        if not isinstance(principal, Principal) or self._app is None:
             raise Unauthenticated("the MCP request carries no authenticated principal")
-        return ServiceBackend(self._service, principal, scope.get(SESSION_KEY, ""))
+        client = scope.get("client")
+        address = (client[0], client[1]) if client else None
+        return Backend(app_client(self._app, bearer(scope), scope.get(SESSION_KEY, ""), address))

@@ -6,8 +6,10 @@ type it was not given (no ``"600000"`` for an integer) and enforces every bound 
 publishes: the ``minLength``/``maxLength`` of the REST API's field types (which REST leaves to
 the service) and the bounds that come from the deployment's policy (``x-tenure-limit``:
 ``ttl_ms`` between the policy's ``min_ttl`` and ``max_ttl``, keys up to ``max_key_bytes``),
-filled in from ``policy``. Without a policy (``tenure mcp`` on a server's URL: the policy is the
-server's) the TTL keeps the REST bounds and the server checks the policy. Arguments that do not
+filled in from ``policy``, or from the bounds a server's OpenAPI document states
+(:func:`openapi_bounds`: ``tenure mcp`` on a server's URL, whose policy is the server's, gets
+the same schemas as ``/mcp`` on that server). Without either, the TTL keeps the REST bounds;
+the server checks the policy in any case. Arguments that do not
 fit are refused in the house form (:func:`tenure.mcp.failures.arguments_refused`) before
 anything runs.
 
@@ -53,6 +55,35 @@ def policy_bounds(policy: PolicySet | None) -> Bounds:
         "ttl": {"minimum": min(p.min_ttl for p in every), "maximum": max(p.max_ttl for p in every)},
         "max_key_bytes": {"maxLength": max(p.max_key_bytes for p in every)},
     }
+
+
+#: where a server's OpenAPI document states each marker's bounds: the acquire body's fields
+ACQUIRE_PATH = "/v1/leases/acquire"
+MARKED_FIELDS = {
+    "ttl": ("ttl_ms", ("minimum", "maximum")),
+    "max_key_bytes": ("key", ("maxLength",)),
+}
+
+
+def openapi_bounds(doc: Any) -> Bounds:
+    """The values of each ``x-tenure-limit`` marker as a server's OpenAPI document states them
+    (filled in from its policy); none it does not state."""
+    try:
+        body = doc["paths"][ACQUIRE_PATH]["post"]["requestBody"]["content"]["application/json"]
+        schema = body["schema"]
+        if "$ref" in schema:
+            schema = doc["components"]["schemas"][schema["$ref"].rpartition("/")[2]]
+        fields = schema["properties"]
+    except (KeyError, TypeError):
+        return {}
+    found: Bounds = {}
+    for marker, (name, keys) in MARKED_FIELDS.items():
+        field = fields.get(name) if isinstance(fields, dict) else None
+        parts = [field, *field.get("anyOf", [])] if isinstance(field, dict) else []
+        values = {k: p[k] for p in parts if isinstance(p, dict) for k in keys if k in p}
+        if all(isinstance(values.get(k), int) for k in keys):
+            found[marker] = values
+    return found
 
 
 def published(info: FieldInfo, bounds: Bounds) -> dict[str, int]:
@@ -129,9 +160,17 @@ def renews(tool: Tool) -> bool:
 class TenureServer(MCPServer[Any]):
     """:class:`MCPServer` whose tools take strict arguments, bounded by ``policy``."""
 
-    def __init__(self, *args: Any, policy: PolicySet | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        policy: PolicySet | None = None,
+        bounds: Bounds | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """``bounds``: the policy's as a server states them (:func:`openapi_bounds`), for a
+        server's policy this process does not have; else ``policy``'s."""
         super().__init__(*args, **kwargs)
-        self.bounds = policy_bounds(policy)
+        self.bounds = policy_bounds(policy) if bounds is None else bounds
 
     def harden_tool(self, name: str) -> None:
         """Give the tool ``name`` strict arguments, bounded by the policy."""

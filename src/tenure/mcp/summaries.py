@@ -34,7 +34,8 @@ class ItemSummaryOut(m.ItemBase):
     @classmethod
     def of(cls, value: Any) -> Self:
         item: Item = value
-        return cls.model_validate({**item.to_dict(), "body_chars": len(item.body)})
+        chars = len(item.body) if item.body_chars is None else item.body_chars
+        return cls.model_validate({**item.to_dict(), "body_chars": chars})
 
 
 class ClaimSummaryOut(m.Out):

@@ -31,7 +31,7 @@ from tenure.mcp.acting import (
     tool,
 )
 from tenure.mcp.backend import Backend, given
-from tenure.mcp.server import TenureServer
+from tenure.mcp.server import Bounds, TenureServer
 from tenure.mcp.tools_claims import add_claim_tools
 from tenure.mcp.tools_locks import add_lock_tools
 from tenure.mcp.tools_queue import add_queue_tools
@@ -72,10 +72,13 @@ Instants are epoch milliseconds, UTC; each lease also says `expires_in_ms`.
 """
 
 
-def build_server(resolve: Resolver, policy: PolicySet | None = None) -> TenureServer:
+def build_server(
+    resolve: Resolver, policy: PolicySet | None = None, bounds: Bounds | None = None
+) -> TenureServer:
     """The MCP server whose tools act through ``resolve(ctx)``: the backend of the caller.
-    ``policy`` (the deployment's) bounds ``ttl_ms`` and keys in the input schemas; without it
-    the service checks them."""
+    ``policy`` (the deployment's) bounds ``ttl_ms`` and keys in the input schemas, or
+    ``bounds``, a server's (:func:`tenure.mcp.server.openapi_bounds`); without either the
+    service checks them."""
     server = TenureServer(
         "tenure",
         title="tenure: leases and a claimable work queue",
@@ -83,6 +86,7 @@ def build_server(resolve: Resolver, policy: PolicySet | None = None) -> TenureSe
         version=__version__,
         log_level="WARNING",  # the SDK configures the root logger: leave the server's alone
         policy=policy,
+        bounds=bounds,
     )
     add_view_tools(server, resolve)
     add_claim_tools(server, resolve)

@@ -11,6 +11,7 @@ is built.
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
@@ -139,10 +140,20 @@ Reason = Annotated[
 OpId = Annotated[str, Field(json_schema_extra=text_schema(MAX_OP_ID_CHARS, "an idempotency key"))]
 
 
+#: the ``/mcp`` connection a request is made for by the server's own MCP tools (set only by
+#: their in-process transport, :mod:`tenure.mcp.loopback`, never from anything a client sends)
+CONNECTION_SESSION: ContextVar[str | None] = ContextVar("tenure_connection_session", default=None)
+
+
 def _client_session(value: object) -> object:
     """A ``session`` a client sends is not one of the ``/mcp`` connections' (their server
-    names them): refused before any verb runs."""
-    if isinstance(value, str) and value.startswith(RESERVED_SESSION_PREFIX):
+    names them): refused before any verb runs, except the connection's own in the requests its
+    tools make in-process (:data:`CONNECTION_SESSION`)."""
+    if (
+        isinstance(value, str)
+        and value.startswith(RESERVED_SESSION_PREFIX)
+        and value != CONNECTION_SESSION.get()
+    ):
         raise ValueError(f"must not start with {RESERVED_SESSION_PREFIX!r} (/mcp's sessions)")
     return value
 
