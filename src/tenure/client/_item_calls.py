@@ -116,12 +116,18 @@ def extend_item(
 
 
 def release_item(
-    item_id: str, epoch: int | None = None, session: str | None = None
+    item_id: str,
+    epoch: int | None = None,
+    session: str | None = None,
+    reason: str | None = None,
+    exit_status: int | None = None,
 ) -> Call[ItemRelease]:
     """With ``epoch``: only that claim (a stale epoch releases nothing); without: the claim of
-    ``session``. With an epoch a repeat changes nothing, so it is safe to retry."""
+    ``session``. With an epoch a repeat changes nothing, so it is safe to retry. ``reason``
+    and ``exit_status``: why (``command_exited``), recorded with the release."""
     session = session if epoch is None else None
-    return verb_call(iv.RELEASE_ITEM, id=item_id, epoch=epoch, session=session)
+    said = {"reason": reason, "exit_status": exit_status}
+    return verb_call(iv.RELEASE_ITEM, id=item_id, epoch=epoch, session=session, **said)
 
 
 def progress_item(

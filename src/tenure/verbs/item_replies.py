@@ -53,6 +53,13 @@ class TransferOut(Out):
     actor: str
     at: int
     note: str | None
+    exit_status: Annotated[
+        int | None,
+        Field(
+            description="a release with note `command_exited`: the exit status of the "
+            "supervised command that ended without completing the item"
+        ),
+    ] = None
 
 
 LeaseState = Annotated[

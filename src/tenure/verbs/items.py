@@ -210,12 +210,16 @@ EXTEND_ITEM: Verb[ItemExtendArgs, ExtendResult] = Verb(
 )  # fmt: skip
 RELEASE_ITEM: Verb[ItemReleaseArgs, ItemRelease] = Verb(
     "release_item", "POST", f"{ITEM}/release", ItemReleaseArgs,
-    lambda s, me, a: s.items.release(me, a.id, a.epoch, a.session), to_dict,
+    lambda s, me, a: s.items.release(me, a.id, a.epoch, a.session, a.reason, a.exit_status),
+    to_dict,
     ItemRelease.from_wire, ir.ItemReleaseReply, problems=(*ASKED, 403, 404), tags=ITEMS,
     repeatable=_with_epoch, body=ItemReleaseIn,
     doc="End your claim: the lease ends, your assignee edge goes, the item reopens.\n\n"
     "Idempotent: `released: false` when you held no live lease on it. Fenced by `epoch`: an "
-    "epoch that is no longer the item's answers `released: false` and changes nothing.",
+    "epoch that is no longer the item's answers `released: false` and changes nothing.\n\n"
+    "A supervisor whose command exited without completing the item says so with `reason: "
+    "command_exited` and the `exit_status`: both are kept on the `released` transfer and "
+    "events (`422 invalid_request` for one without the other).",
 )  # fmt: skip
 PROGRESS_ITEM: Verb[ProgressArgs, Item] = Verb(
     "progress_item", "POST", f"{ITEM}/progress", ProgressArgs,
