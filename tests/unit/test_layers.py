@@ -3,9 +3,10 @@
 Layers, lowest first: ``core`` (pure: models, decisions, validation; with ``errors``,
 ``settings`` and ``metrics`` beside it), ``store`` (the databases), ``service`` (the verbs over a
 store), ``verbs`` (each verb's one definition), then the fronts: ``server``, ``client``,
-``cli``, ``mcp``, ``fence``. A module imports its own layer and the layers below it; a front
-imports no other front, except the CLI, which is a thin shell over the client library and
-starts the server and the MCP server (``tenure serve``, ``tenure mcp``) through their entry
+``supervise``, ``cli``, ``mcp``, ``fence``. A module imports its own layer and the layers below
+it; a front imports no other front, except the supervisor (``supervise``), which runs commands
+over the client, and the CLI, which is a thin shell over the client library and the supervisor
+and starts the server and the MCP server (``tenure serve``, ``tenure mcp``) through their entry
 points. Imports inside functions count like any other; those under ``TYPE_CHECKING`` (names for
 annotations, never imported at run time) do not.
 """
@@ -26,13 +27,15 @@ LAYERS = {
     "store": 1,
     "service": 2,
     "verbs": 3,
-    "server": 4, "client": 4, "cli": 4, "mcp": 4, "fence": 4, "demo": 4, "hooks": 4,
+    "server": 4, "client": 4, "supervise": 4, "cli": 4, "mcp": 4, "fence": 4, "demo": 4,
+    "hooks": 4,
     "compose": 5, "entry": 5,
 }  # fmt: skip
 #: the fronts a front may import: the CLI runs the client, and starts the servers (``tenure
 #: serve`` through the composition root, which mounts the MCP tools on the server)
 FRONT_EDGES = {
-    "cli": {"client", "fence", "server.run", "mcp.entry", "compose", "hooks.command"},
+    "cli": {"client", "supervise", "fence", "server.run", "mcp.entry", "compose", "hooks.command"},
+    "supervise": {"client"},  # above the client, below the CLI: it runs commands over a client
     "compose": {"server", "mcp"},
     "mcp": {"client"},  # the MCP tools over a remote server (`tenure mcp`) use the client
 }

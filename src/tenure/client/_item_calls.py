@@ -126,8 +126,10 @@ def release_item(
     ``session``. With an epoch a repeat changes nothing, so it is safe to retry. ``reason``
     and ``exit_status``: why (``command_exited``), recorded with the release."""
     session = session if epoch is None else None
-    said = {"reason": reason, "exit_status": exit_status}
-    return verb_call(iv.RELEASE_ITEM, id=item_id, epoch=epoch, session=session, **said)
+    return verb_call(
+        iv.RELEASE_ITEM, id=item_id, epoch=epoch, session=session, reason=reason,
+        exit_status=exit_status,
+    )  # fmt: skip
 
 
 def progress_item(
