@@ -256,9 +256,23 @@ class RequestTimeout(TenureError):
     code, status, title = "request_timeout", 408, "the request's body came too slowly"
 
 
+class DispatchFailed(TenureError):
+    """A dispatched item's supervisor could not start its command (it reported why, died, or
+    did not start it in time), raised by :func:`tenure.supervise.dispatch`. The claim was
+    released: the item is open again. ``log`` is the supervisor's log."""
+
+    code, status, title = "dispatch_failed", 500, "the dispatched command did not start"
+    fields = ("item", "agent", "reason", "log")
+    item: str | None
+    agent: str | None
+    reason: str | None
+    log: str | None
+
+
 __all__ = [
     "AssignedToOther",
     "Conflict",
+    "DispatchFailed",
     "FenceBusy",
     "FenceMisuse",
     "Forbidden",

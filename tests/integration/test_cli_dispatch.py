@@ -255,7 +255,7 @@ def test_a_claim_that_lapsed_while_the_supervisor_started_is_not_worked(
     }  # fmt: skip
     wait_for(lambda: view(http, "late")["lease_state"] == "lapsed", timeout=5)
     supervisor = subprocess.run(
-        [sys.executable, "-m", "tenure.cli.agent"],
+        [sys.executable, "-m", "tenure.supervise.detached"],
         input=json.dumps(orders), capture_output=True, text=True, timeout=30,
     )  # fmt: skip
     assert supervisor.returncode == 1, supervisor.stderr
@@ -275,14 +275,14 @@ def test_bad_input_changes_nothing(alice: Shell, http: httpx.Client) -> None:
 
 
 def supervisor_of(parent: int) -> int | None:
-    """The pid of the ``tenure.cli.agent`` process ``parent`` started, once it runs."""
+    """The pid of the ``tenure.supervise.detached`` process ``parent`` started, once it runs."""
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         with contextlib.suppress(OSError):
             stat = (entry / "stat").read_text()
             ppid = int(stat.rsplit(")", 1)[1].split()[1])
-            if ppid == parent and b"tenure.cli.agent" in (entry / "cmdline").read_bytes():
+            if ppid == parent and b"tenure.supervise.detached" in (entry / "cmdline").read_bytes():
                 return int(entry.name)
     return None
 

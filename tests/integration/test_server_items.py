@@ -245,6 +245,7 @@ def test_claim_renew_extend_release(alice: httpx.Client, bob: httpx.Client) -> N
     assert view["transfers"][0] == {
         "item": "job", "from": None, "to": "alice", "epoch": lease["token"],
         "reason": "claimed", "actor": "alice", "at": view["transfers"][0]["at"], "note": None,
+        "exit_status": None,
     }  # fmt: skip
 
     # PATCH in_progress claims with the same rules

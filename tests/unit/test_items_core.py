@@ -466,6 +466,7 @@ def test_models_render_as_dicts() -> None:
         "actor": "bob",
         "at": NOW,
         "note": None,
+        "exit_status": None,
     }
     view = ItemView(it, lease().lease(NOW), "live", (transfer,))
     assert view.to_dict() == {

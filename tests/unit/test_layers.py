@@ -3,9 +3,10 @@
 Layers, lowest first: ``core`` (pure: models, decisions, validation; with ``errors``,
 ``settings`` and ``metrics`` beside it), ``store`` (the databases), ``service`` (the verbs over a
 store), ``verbs`` (each verb's one definition), then the fronts: ``server``, ``client``,
-``cli``, ``mcp``, ``fence``. A module imports its own layer and the layers below it; a front
-imports no other front, except the CLI, which is a thin shell over the client library and
-starts the server and the MCP server (``tenure serve``, ``tenure mcp``) through their entry
+``supervise``, ``cli``, ``mcp``, ``fence``. A module imports its own layer and the layers below
+it; a front imports no other front, except the supervisor (``supervise``), which runs commands
+over the client, and the CLI, which is a thin shell over the client library and the supervisor
+and starts the server and the MCP server (``tenure serve``, ``tenure mcp``) through their entry
 points. Imports inside functions count like any other; those under ``TYPE_CHECKING`` (names for
 annotations, never imported at run time) do not.
 """
@@ -28,13 +29,15 @@ LAYERS = {
     "store": 1,
     "service": 2,
     "verbs": 3,
-    "server": 4, "client": 4, "cli": 4, "mcp": 4, "fence": 4, "demo": 4, "hooks": 4,
+    "server": 4, "client": 4, "supervise": 4, "cli": 4, "mcp": 4, "fence": 4, "demo": 4,
+    "hooks": 4,
     "compose": 5, "entry": 5,
 }  # fmt: skip
 #: the fronts a front may import: the CLI runs the client, and starts the servers (``tenure
 #: serve`` through the composition root, which mounts the MCP tools on the server)
 FRONT_EDGES = {
-    "cli": {"client", "fence", "server.run", "mcp.entry", "compose", "hooks.command"},
+    "cli": {"client", "supervise", "fence", "server.run", "mcp.entry", "compose", "hooks.command"},
+    "supervise": {"client"},  # above the client, below the CLI: it runs commands over a client
     "compose": {"server", "mcp"},
     "mcp": {"client"},  # the MCP tools over a remote server (`tenure mcp`) use the client
 }
@@ -69,11 +72,13 @@ def _run_time(tree: ast.AST) -> Iterator[ast.AST]:
         yield from _run_time(node)
 
 
-def imports(module: str) -> Iterator[str]:
-    """Every tenure module that ``module`` imports, anywhere in it."""
+def imports(module: str, type_only: bool = False) -> Iterator[str]:
+    """Every tenure module that ``module`` imports, anywhere in it (with ``type_only``, also
+    those imported for annotations under ``TYPE_CHECKING``)."""
     path = MODULES[module]
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    for node in _run_time(ast.parse(path.read_text())):
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree) if type_only else _run_time(tree):
         names: list[str] = []
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]
@@ -121,7 +126,7 @@ def test_imports_only_go_down_and_fronts_stay_apart() -> None:
     assert sorted(wrong) == []
 
 
-def strongly_connected() -> list[list[str]]:
+def strongly_connected(graph: dict[str, set[str]] = GRAPH) -> list[list[str]]:
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -132,7 +137,7 @@ def strongly_connected() -> list[list[str]]:
         index[v] = low[v] = len(index)
         stack.append(v)
         on.add(v)
-        for w in GRAPH[v]:
+        for w in graph[v]:
             if w not in index:
                 visit(w)
                 low[v] = min(low[v], low[w])
@@ -149,7 +154,7 @@ def strongly_connected() -> list[list[str]]:
             if len(group) > 1:
                 found.append(sorted(group))
 
-    for v in GRAPH:
+    for v in graph:
         if v not in index:
             visit(v)
     return found
@@ -158,6 +163,22 @@ def strongly_connected() -> list[list[str]]:
 def test_no_import_circles() -> None:
     """A package's ``__init__`` re-exporting its modules is part of the graph like any import."""
     assert strongly_connected() == []
+
+
+#: packages whose type-only circle is being removed on another branch (drop once merged)
+TYPE_ONLY_PENDING = ("tenure.store.",)
+
+
+def test_no_import_circles_counting_type_only_imports() -> None:
+    """A circle closed only by an import under ``TYPE_CHECKING`` is still two modules that
+    cannot be understood apart: none either."""
+    graph = {m: set(imports(m, type_only=True)) for m in MODULES}
+    found = [
+        group
+        for group in strongly_connected(graph)
+        if not all(m.startswith(TYPE_ONLY_PENDING) for m in group)
+    ]
+    assert found == []
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))

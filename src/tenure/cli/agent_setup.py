@@ -3,7 +3,7 @@
 The merge itself is :mod:`tenure.core.harness_settings` (pure); this module finds the files,
 reads them, prints the diff and writes them. Every file is read and checked before any is
 written, so a file that cannot be read (or is not valid JSON) leaves all of them untouched.
-(``tenure.cli.agent`` is something else: the supervisor of a dispatched agent.)
+(The supervisor of a dispatched agent is something else: :mod:`tenure.supervise.detached`.)
 """
 
 from __future__ import annotations

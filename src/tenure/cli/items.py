@@ -127,11 +127,18 @@ def transfers_table(transfers: Sequence[Transfer]) -> Any:
     return table(
         ["AT", "REASON", "FROM", "TO", "EPOCH", "ACTOR", "NOTE"],
         [
-            (clock(t.at), t.reason, t.from_ or "∅", t.to or "∅", t.epoch, t.actor, t.note)
+            (clock(t.at), t.reason, t.from_ or "∅", t.to or "∅", t.epoch, t.actor, note_of(t))
             for t in transfers
         ],
         title="transfers",
     )
+
+
+def note_of(t: Transfer) -> str | None:
+    """The transfer's note; a release by a supervisor whose command exited says its status."""
+    if t.exit_status is not None:
+        return f"{t.note}: the command ended with status {t.exit_status}"
+    return t.note
 
 
 def view_table(view: ItemView) -> Any:

@@ -13,7 +13,6 @@ from tenure.cli.app import cli
 from tenure.cli.completion import KEY, complete_keys
 from tenure.cli.context import cli_of, verb
 from tenure.cli.durations import DURATION, one_poll
-from tenure.cli.interrupt import interruptible
 from tenure.cli.keys import path_key, warn_if_a_path
 from tenure.cli.render import pairs, table
 from tenure.client import Client
@@ -21,6 +20,7 @@ from tenure.core.models import Lease
 from tenure.core.text import clock, relative, when
 from tenure.core.validate import MAX_WAIT_MS
 from tenure.errors import LeaseHeld
+from tenure.supervise.interrupt import interruptible
 from tenure.verbs import leases as lv
 
 

@@ -18,10 +18,10 @@ from tenure.cli.app import cli
 from tenure.cli.completion import complete_keys
 from tenure.cli.context import Cli, cli_of, verb
 from tenure.cli.durations import parse_duration
-from tenure.cli.interrupt import raising
 from tenure.cli.render import LOST, OK, now_ms, table
 from tenure.core.models import Event
 from tenure.core.text import clock, when
+from tenure.supervise.interrupt import raising
 from tenure.verbs.ops import Filters
 
 _STOPS = (signal.SIGINT, signal.SIGTERM)

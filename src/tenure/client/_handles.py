@@ -128,11 +128,13 @@ class WorkHandle(_Work[Caller], _SyncHeld):
         self._stop_heartbeat()
         return done
 
-    def release(self) -> ItemRelease:
-        """Stop the heartbeat and release the claim now (errors raise, unlike on exit)."""
+    def release(self, reason: str | None = None, exit_status: int | None = None) -> ItemRelease:
+        """Stop the heartbeat and release the claim now (errors raise, unlike on exit);
+        ``reason="command_exited"`` and ``exit_status`` record why."""
         self._held()
         self._stop_heartbeat()
-        result = self._client._call(ic.release_item(self.item_id, self.epoch))
+        call = ic.release_item(self.item_id, self.epoch, None, reason, exit_status)
+        result = self._client._call(call)
         self._released = True
         self._item = result.item
         return result

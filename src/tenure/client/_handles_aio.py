@@ -136,11 +136,15 @@ class AsyncWorkHandle(_Work[AsyncCaller], _AsyncHeld):
         await self._stop_heartbeat()
         return done
 
-    async def release(self) -> ItemRelease:
-        """Stop the heartbeat and release the claim now (errors raise, unlike on exit)."""
+    async def release(
+        self, reason: str | None = None, exit_status: int | None = None
+    ) -> ItemRelease:
+        """Stop the heartbeat and release the claim now (errors raise, unlike on exit);
+        ``reason="command_exited"`` and ``exit_status`` record why."""
         self._held()
         await self._stop_heartbeat()
-        result = await self._client._call(ic.release_item(self.item_id, self.epoch))
+        call = ic.release_item(self.item_id, self.epoch, None, reason, exit_status)
+        result = await self._client._call(call)
         self._released = True
         self._item = result.item
         return result

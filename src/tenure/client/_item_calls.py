@@ -21,12 +21,19 @@ from tenure.verbs.item_replies import items_reply
 
 
 def release_item(
-    item_id: str, epoch: int | None = None, session: str | None = None
+    item_id: str,
+    epoch: int | None = None,
+    session: str | None = None,
+    reason: str | None = None,
+    exit_status: int | None = None,
 ) -> Call[ItemRelease]:
     """With ``epoch``: only that claim (a stale epoch releases nothing); without: the claim of
-    ``session``. With an epoch a repeat changes nothing, so it is safe to retry."""
+    ``session``. With an epoch a repeat changes nothing, so it is safe to retry. ``reason``
+    and ``exit_status``: why (``command_exited``), recorded with the release."""
     session = session if epoch is None else None
-    return iv.RELEASE_ITEM.call(id=item_id, epoch=epoch, session=session)
+    return iv.RELEASE_ITEM.call(
+        id=item_id, epoch=epoch, session=session, reason=reason, exit_status=exit_status
+    )
 
 
 def queue(principal: str | None = None) -> Call[list[ItemView]]:

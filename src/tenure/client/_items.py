@@ -121,12 +121,21 @@ class Items:
         call = iv.EXTEND_ITEM.call(id=item_id, until=until, by_ms=by_ms, epoch=epoch)
         return self._client._call(call)
 
-    def release(self, item_id: str, epoch: int | None = None) -> ItemRelease:
+    def release(
+        self,
+        item_id: str,
+        epoch: int | None = None,
+        reason: str | None = None,
+        exit_status: int | None = None,
+    ) -> ItemRelease:
         """End your claim, retire your assignee edge, reopen the item. Idempotent.
 
         With ``epoch`` only that claim ends (an epoch that is no longer the item's releases
-        nothing: ``released`` is false); without, the claim of this client's session."""
-        return self._client._call(ic.release_item(item_id, epoch, self._client.session))
+        nothing: ``released`` is false); without, the claim of this client's session.
+        ``reason="command_exited"`` with ``exit_status`` records why (a supervised command
+        exited without completing the item) on the transfer and the events."""
+        call = ic.release_item(item_id, epoch, self._client.session, reason, exit_status)
+        return self._client._call(call)
 
     def progress(
         self,

@@ -126,12 +126,21 @@ class AsyncItems:
         call = iv.EXTEND_ITEM.call(id=item_id, until=until, by_ms=by_ms, epoch=epoch)
         return await self._client._call(call)
 
-    async def release(self, item_id: str, epoch: int | None = None) -> ItemRelease:
+    async def release(
+        self,
+        item_id: str,
+        epoch: int | None = None,
+        reason: str | None = None,
+        exit_status: int | None = None,
+    ) -> ItemRelease:
         """End your claim, retire your assignee edge, reopen the item. Idempotent.
 
         With ``epoch`` only that claim ends (an epoch that is no longer the item's releases
-        nothing: ``released`` is false); without, the claim of this client's session."""
-        return await self._client._call(ic.release_item(item_id, epoch, self._client.session))
+        nothing: ``released`` is false); without, the claim of this client's session.
+        ``reason="command_exited"`` with ``exit_status`` records why (a supervised command
+        exited without completing the item) on the transfer and the events."""
+        call = ic.release_item(item_id, epoch, self._client.session, reason, exit_status)
+        return await self._client._call(call)
 
     async def progress(
         self,

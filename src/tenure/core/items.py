@@ -39,6 +39,7 @@ from tenure.core.work import (
     ItemQuery,
     ItemSummary,
     ItemView,
+    ReleaseCause,
     Transfer,
     item_cursor,
     item_key,
@@ -65,6 +66,7 @@ __all__ = [  # the models live in tenure.core.work; many modules import them fro
     "ItemQuery",
     "ItemSummary",
     "ItemView",
+    "ReleaseCause",
     "Transfer",
     "item_cursor",
     "item_key",
@@ -273,6 +275,7 @@ def decide_item_release(
     now: int,
     epoch: int | None = None,
     session: str = "",
+    cause: ReleaseCause | None = None,
 ) -> ItemDecision:
     """Release my lease on the item (if any) and retire my assignee edge; reopen the item.
 
@@ -280,12 +283,14 @@ def decide_item_release(
     retired all the same, with ``released: False``. Fenced by ``epoch``: an epoch that is no
     longer the item's answers ``released: False`` and changes nothing. Without ``epoch``, only
     ``session``'s own live claim is released (another session's is refused, like a stranger's).
+    A ``cause`` (the supervised command exited) is recorded on the transfer and the events.
     """
     if item is None:
         return _refuse(_missing(""))
     if epoch is not None and epoch != item.epoch:
         return ItemDecision(Decision(None), result=(False, item))
-    lease = decide_release(rec, item_key(item.id), who, epoch, now, session)
+    reason = cause.reason if cause else None
+    lease = decide_release(rec, item_key(item.id), who, epoch, now, session, reason)
     released = bool(lease.result and lease.result.released)
     if lease.error is not None or item.assignee != who.name:
         return ItemDecision(lease, result=(released, item))
@@ -295,9 +300,20 @@ def decide_item_release(
         status="open" if item.status == "in_progress" else item.status,
         revoked=False,
     )
-    transfer = Transfer(item.id, who.name, None, item.epoch, "released", who.name, now)
-    event = _event("released_item", reopened, who, item.epoch, previous=who.name)
+    transfer = Transfer(item.id, who.name, None, item.epoch, "released", who.name, now, reason)
+    said = {"reason": reason, "exit_status": cause.exit_status} if cause else {}
+    event = _event("released_item", reopened, who, item.epoch, previous=who.name, **said)
+    if cause is not None:
+        transfer = replace(transfer, exit_status=cause.exit_status)
+        lease = replace(lease, events=tuple(_status_on(e, cause) for e in lease.events))
     return ItemDecision(lease, reopened, (transfer,), (event,), (released, reopened))
+
+
+def _status_on(event: EventDraft, cause: ReleaseCause) -> EventDraft:
+    """The lease's ``released`` event, with the exit status of the cause it names."""
+    if event.type != "released":
+        return event
+    return replace(event, data={**event.data, "exit_status": cause.exit_status})
 
 
 def check_epoch(

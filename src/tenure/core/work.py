@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal, get_args
 
 from tenure.core.models import Lease
+from tenure.errors import InvalidRequest
 
 STATUSES: tuple[str, ...] = ("open", "in_progress", "blocked", "done", "cancelled")
 CLOSED: tuple[str, ...] = ("done", "cancelled")
@@ -26,6 +27,44 @@ REASONS: tuple[str, ...] = get_args(TransferReason)
 #: the transfers that take work away from its holder (besides its own release)
 TAKEN_AWAY: tuple[str, ...] = REASONS[2:]
 DEFAULT_PRIORITY = 2
+#: why a claim's holder released it, when it says (a release's ``reason``): the guarded command
+#: of a supervisor (``tenure dispatch``, :mod:`tenure.supervise`) exited without completing it
+ReleaseReason = Literal["command_exited"]
+RELEASE_REASONS: tuple[str, ...] = get_args(ReleaseReason)
+COMMAND_EXITED = "command_exited"
+MAX_EXIT_STATUS = 255
+
+
+@dataclass(frozen=True)
+class ReleaseCause:
+    """Why a release ended a claim: ``command_exited`` with the command's exit status as a
+    shell reports it (``128 + n`` for signal n). Recorded on the ``released`` transfer (its
+    ``note`` and ``exit_status``) and on the release's events (their ``reason`` and
+    ``exit_status``)."""
+
+    reason: str
+    exit_status: int
+
+    @staticmethod
+    def of(reason: object, exit_status: object) -> ReleaseCause | None:
+        """The cause given with a release, checked (both or neither); ``None`` for neither."""
+        if reason is None and exit_status is None:
+            return None
+        if reason not in RELEASE_REASONS:
+            raise InvalidRequest(
+                f"reason: one of {', '.join(RELEASE_REASONS)} (with exit_status)", field="reason"
+            )
+        if (
+            isinstance(exit_status, bool)
+            or not isinstance(exit_status, int)
+            or not 0 <= exit_status <= MAX_EXIT_STATUS
+        ):
+            raise InvalidRequest(
+                f"exit_status: the command's exit status, 0..{MAX_EXIT_STATUS}, is required "
+                f"with reason {reason}",
+                field="exit_status",
+            )
+        return ReleaseCause(str(reason), exit_status)
 
 
 ITEM_PREFIX = "items/"  # the keys of items' claims; the generic lease verbs refuse them
@@ -126,6 +165,8 @@ class Transfer:
     actor: str
     at: int
     note: str | None = None
+    #: a release whose ``note`` is ``command_exited``: the guarded command's exit status
+    exit_status: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -137,13 +178,14 @@ class Transfer:
             "actor": self.actor,
             "at": self.at,
             "note": self.note,
+            "exit_status": self.exit_status,
         }
 
     @classmethod
     def from_wire(cls, data: Any) -> Transfer:
         return cls(
             data["item"], data["from"], data["to"], data["epoch"], data["reason"],
-            data["actor"], data["at"], data.get("note"),
+            data["actor"], data["at"], data.get("note"), data.get("exit_status"),
         )  # fmt: skip
 
 

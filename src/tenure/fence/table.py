@@ -14,7 +14,7 @@ import re
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from functools import cache
 from importlib import resources
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 from tenure.core.subtree import ancestors
 from tenure.errors import InvalidRequest
@@ -29,9 +29,9 @@ from tenure.fence._args import (
     key_patterns,
     stale,
 )
+from tenure.fence.drivers import Dialect
 from tenure.fence.transaction import aguard, guard
 
-Dialect = Literal["sqlite", "postgres"]
 C = TypeVar("C")
 _NAME = re.compile(r"^--\s*name:\s*(\w+)\s*$", re.MULTILINE)
 

@@ -18,17 +18,16 @@ from __future__ import annotations
 import contextlib
 import secrets
 from collections.abc import AsyncIterator, Iterator
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from tenure.errors import FenceBusy, FenceMisuse, TenureError
 from tenure.fence._args import Pairs, stale
 from tenure.fence.adapters import async_driver_of, driver_of
-from tenure.fence.drivers import MARK_PREFIX, misuse
+from tenure.fence.drivers import MARK_PREFIX, Dialect, misuse
 
 if TYPE_CHECKING:
     from tenure.fence.drivers import Driver
     from tenure.fence.drivers_async import AsyncDriver
-    from tenure.fence.table import TableFence
 
 C = TypeVar("C")
 _SQLSTATES = {"40001": "serialization_failure", "40P01": "deadlock", "55P03": "lock_timeout"}
@@ -36,6 +35,21 @@ _SQLITE_BUSY = {5: "database_locked", 6: "database_locked"}  # SQLITE_BUSY, SQLI
 _ABORTED = "25P02"  # in_failed_sql_transaction: a statement of the block failed
 _BOUND = "SELECT current_setting('lock_timeout'), set_config('lock_timeout', ?, true)"
 _RESTORE = "SELECT set_config('lock_timeout', ?, true)"
+
+
+class TableFence(Protocol):
+    """What the guard needs of a :class:`tenure.fence.table.TableFence` (which passes itself):
+    its statements and its ``lock_timeout``. A protocol, so that this module does not import
+    the table fence that imports it."""
+
+    @property
+    def lock_timeout(self) -> float | None: ...
+
+    def sql(self, name: str, dialect: Dialect) -> str: ...
+
+    def statement(
+        self, name: str, key: str, token: int | None = None
+    ) -> tuple[str, tuple[Any, ...]]: ...
 
 
 def race_reason(exc: BaseException) -> str | None:

@@ -121,6 +121,7 @@ class TransferOut(Out):
     actor: str
     at: int
     note: str | None = None
+    exit_status: int | None = None  # a release noted command_exited: the command's status
 
 
 LEASE_STATE = (

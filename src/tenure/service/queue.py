@@ -22,6 +22,7 @@ from tenure.core.items import (
     Item,
     ItemDecision,
     ItemView,
+    ReleaseCause,
     Transfer,
     check_epoch,
     decide_cancel,
@@ -38,13 +39,7 @@ from tenure.core.items import (
     not_assignee,
     refused_dispatch,
 )
-from tenure.core.models import (
-    ExtendResult,
-    ForceReleaseResult,
-    KeyRecord,
-    Lease,
-    Principal,
-)
+from tenure.core.models import ExtendResult, ForceReleaseResult, KeyRecord, Lease, Principal
 from tenure.core.policy import Policy
 from tenure.core.quotas import refuse_agent
 from tenure.errors import Conflict, Forbidden, InvalidRequest, NotFound, StaleToken
@@ -316,17 +311,25 @@ class WorkQueue(QueueViews):
         return item.epoch
 
     def release(
-        self, who: Who, item_id: str, epoch: int | None = None, session: str | None = None
+        self,
+        who: Who,
+        item_id: str,
+        epoch: int | None = None,
+        session: str | None = None,
+        reason: str | None = None,
+        exit_status: int | None = None,
     ) -> ItemRelease:
         """End my claim and retire my assignee edge. Fenced by ``epoch``: an epoch that is no
         longer the item's answers ``released: False`` and changes nothing. Without ``epoch``,
-        only my ``session``'s own live claim is released."""
+        only my ``session``'s own live claim is released. ``reason`` (``command_exited``) and
+        ``exit_status`` say why, recorded on the transfer and the events."""
         me = self._who(who)
         epoch = v.check_optional_token(epoch, "epoch")
         sid = v.check_session(session)
+        cause = ReleaseCause.of(reason, exit_status)
         released, item = self._run(
             item_id,
-            lambda tx, item: decide_item_release(item, tx.record, me, tx.now, epoch, sid),
+            lambda tx, item: decide_item_release(item, tx.record, me, tx.now, epoch, sid, cause),
         )
         return ItemRelease(released, item)
 

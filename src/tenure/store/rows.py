@@ -237,6 +237,7 @@ def transfer_params(t: Transfer) -> dict[str, Any]:
         "actor": t.actor,
         "at": t.at,
         "note": t.note,
+        "exit_status": t.exit_status,
     }
 
 

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import ConfigDict, Field
 
 from tenure.core.validate import MAX_FOLLOW_UPS, MAX_LIMIT
+from tenure.core.work import MAX_EXIT_STATUS, ReleaseReason
 from tenure.verbs.call import listed
 from tenure.verbs.fields import (
     AGENT_PATTERN,
@@ -152,6 +153,23 @@ class ItemReleaseIn(OnItem):
         ),
     ] = None
     session: Session | None = None
+    reason: Annotated[
+        ReleaseReason | None,
+        Field(
+            description="why the claim ends, recorded on the transfer and the events: "
+            "`command_exited` (a supervisor's command exited without completing the item), "
+            "with `exit_status`"
+        ),
+    ] = None
+    exit_status: Annotated[
+        int | None,
+        Field(
+            ge=0,
+            le=MAX_EXIT_STATUS,
+            description="with `reason: command_exited`: the command's exit status as a shell "
+            "reports it (128 + n for signal n)",
+        ),
+    ] = None
 
 
 class ProgressIn(OnItem):

@@ -38,6 +38,10 @@ class ItemOut(Out):
     Transfer,
     alias={"from_": "from"},
     types_={"reason": Annotated[str, Field(json_schema_extra={"enum": list(REASONS)})]},
+    describe={
+        "exit_status": "a release with note `command_exited`: the exit status of the "
+        "supervised command that ended without completing the item"
+    },
 )
 class TransferOut(AliasedOut):
     pass

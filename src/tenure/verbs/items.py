@@ -266,7 +266,7 @@ RELEASE_ITEM: Verb[ItemReleaseIn, ItemRelease] = Verb(
     method="POST",
     path=f"{ITEM}/release",
     input=ItemReleaseIn,
-    run=lambda s, me, a: s.items.release(me, a.id, a.epoch, a.session),
+    run=lambda s, me, a: s.items.release(me, a.id, a.epoch, a.session, a.reason, a.exit_status),
     wire=to_dict,
     parse=ItemRelease.from_wire,
     reply=ir.ItemReleaseReply,
@@ -275,7 +275,10 @@ RELEASE_ITEM: Verb[ItemReleaseIn, ItemRelease] = Verb(
     repeatable=_with_epoch,
     doc="End your claim: the lease ends, your assignee edge goes, the item reopens.\n\n"
     "Idempotent: `released: false` when you held no live lease on it. Fenced by `epoch`: an "
-    "epoch that is no longer the item's answers `released: false` and changes nothing.",
+    "epoch that is no longer the item's answers `released: false` and changes nothing.\n\n"
+    "A supervisor whose command exited without completing the item says so with `reason: "
+    "command_exited` and the `exit_status`: both are kept on the `released` transfer and "
+    "events (`422 invalid_request` for one without the other).",
 )
 PROGRESS_ITEM: Verb[ProgressIn, Item] = Verb(
     name="progress_item",

@@ -97,11 +97,11 @@ ORDER BY i.priority, i.created_at, i.id
 LIMIT :limit;
 
 -- name: insert_transfer
-INSERT INTO tenure_transfers (item, from_p, to_p, epoch, reason, actor, at, note)
-VALUES (:item, :from_p, :to_p, :epoch, :reason, :actor, :at, :note);
+INSERT INTO tenure_transfers (item, from_p, to_p, epoch, reason, actor, at, note, exit_status)
+VALUES (:item, :from_p, :to_p, :epoch, :reason, :actor, :at, :note, :exit_status);
 
 -- name: list_transfers
-SELECT item, from_p, to_p, epoch, reason, actor, at, note
+SELECT item, from_p, to_p, epoch, reason, actor, at, note, exit_status
 FROM tenure_transfers WHERE item = :item ORDER BY id;
 
 -- name: find_item_op

@@ -1,12 +1,12 @@
-"""The hand-over between ``tenure dispatch`` and the supervisor it starts.
+"""The hand-over between :func:`tenure.supervise.dispatch` and the supervisor it starts.
 
-The claim is granted to ``tenure dispatch``; the detached supervisor (:mod:`tenure.cli.agent`)
-takes it over once it has started, which on a loaded machine may take longer than a short
-ttl. Until the supervisor reports on a pipe that it holds the claim and CMD runs, the dispatching
-process renews the claim itself (every ttl/3, as the agent), so a slow start never lets a fresh
-claim lapse. The supervisor writes one line on the pipe: ``ok``, or why it could not start; an
-end of file without a line means it died. Either failure releases the claim (the item goes back
-to open) and ``tenure dispatch`` fails naming the reason and the log.
+The claim is granted to the dispatching process; the detached supervisor
+(:mod:`tenure.supervise.detached`) takes it over once it has started, which on a loaded machine
+may take longer than a short ttl. Until the supervisor reports on a pipe that it holds the claim
+and CMD runs, the dispatching process renews the claim itself (every ttl/3, as the agent), so a
+slow start never lets a fresh claim lapse. The supervisor writes one line on the pipe: ``ok``, or
+why it could not start; an end of file without a line means it died. Either failure releases the
+claim (the item goes back to open) and the dispatch fails naming the reason and the log.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from tenure.client import Client
 from tenure.errors import TenureError
 
 READY = "ok"
-#: how long a supervisor may take to start CMD before ``tenure dispatch`` gives up on it
+#: how long a supervisor may take to start CMD before the dispatch gives up on it
 START_BOUND_S = 60.0
 
 

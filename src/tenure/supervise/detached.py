@@ -1,14 +1,15 @@
-"""The detached supervisor of a dispatched item: ``python -m tenure.cli.agent`` (started by
-``tenure dispatch``, never by hand).
+"""The detached supervisor of a dispatched item: ``python -m tenure.supervise.detached``
+(started by :func:`tenure.supervise.dispatch`, never by hand).
 
 It reads its orders as one JSON document on stdin (so the agent's token is in neither argv
 nor a file), acts in the agent's session (the claim's; CMD gets it as ``TENURE_SESSION``),
 renews the claim at once (a claim that lapsed while it started is not worked:
 CMD is not started), starts CMD as the agent, holds the claim with the client's heartbeat
 (:class:`~tenure.client.work.WorkHandle`) while CMD lives, and when CMD exits releases the
-claim unless CMD completed the item. If the claim is lost, CMD gets
+claim unless CMD completed the item, saying why (reason ``command_exited`` with CMD's exit
+status: the server keeps it on the transfer and the events). If the claim is lost, CMD gets
 SIGTERM, then SIGKILL after the grace period. If this supervisor is killed, CMD dies with it
-(see :func:`tenure.cli.supervise.spawn_guarded`) and the claim lapses on its own.
+(see :func:`tenure.supervise.process.spawn_guarded`) and the claim lapses on its own.
 
 The agent's token ends with its claim, however the claim ends: the server's reaper revokes it
 within a second. A token refused (``unauthenticated``) therefore means the claim ended, but not
@@ -18,7 +19,6 @@ end on its own before it is stopped.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
@@ -33,12 +33,13 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from tenure.cli.handover import READY, report
-from tenure.cli.supervise import Guarded, Wakeup, exit_status, spawn_guarded, stop
 from tenure.client import Client
 from tenure.client.work import WorkHandle
 from tenure.core.models import Lease
+from tenure.core.work import COMMAND_EXITED
 from tenure.errors import TenureError, Unauthenticated
+from tenure.supervise.handover import READY, report
+from tenure.supervise.process import Guarded, Wakeup, exit_status, spawn_guarded, stop
 
 FINISHED = ("done", "cancelled")
 REVOKED = "the agent's token is revoked: its claim ended"
@@ -90,7 +91,7 @@ def log(message: str) -> None:
     print(f"[tenure dispatch {stamp}] {message}", file=sys.stderr, flush=True)
 
 
-class Dispatched(WorkHandle):
+class HeldClaim(WorkHandle):
     """The claim ``tenure dispatch`` was granted, held here with the client's heartbeat
     (renewed every ttl/3, retried with backoff until the deadline, ``on_lost`` called when it is
     lost). Entering renews it at once: that gives a deadline on this process's clock (the grant
@@ -121,7 +122,7 @@ def finished(client: Client, orders: Orders) -> str | None:
     return status if status in FINISHED else None
 
 
-def hold(work: Dispatched, proc: subprocess.Popen[bytes], wakeup: Wakeup) -> None:
+def hold(work: HeldClaim, proc: subprocess.Popen[bytes], wakeup: Wakeup) -> None:
     """Sleep until CMD exits or the claim is lost (the heartbeat's ``on_lost`` wakes us)."""
     wakeup.watch(proc)
     while proc.poll() is None and not work.lost:
@@ -133,7 +134,7 @@ def supervise(orders: Orders) -> int:
         client = stack.enter_context(Client(orders.url, token=orders.token, session=orders.session))
         wakeup = stack.enter_context(Wakeup())
         try:
-            work = stack.enter_context(Dispatched(client, orders, lambda _work: wakeup.wake()))
+            work = stack.enter_context(HeldClaim(client, orders, lambda _work: wakeup.wake()))
         except Unauthenticated:
             return failed(orders, f"claim lost before the command started ({REVOKED})")
         except TenureError as err:
@@ -164,7 +165,7 @@ def failed(orders: Orders, why: str) -> int:
 
 
 def run_command(
-    client: Client, orders: Orders, work: Dispatched, wakeup: Wakeup, proc: Guarded
+    client: Client, orders: Orders, work: HeldClaim, wakeup: Wakeup, proc: Guarded
 ) -> tuple[int, bool]:
     """Hold the claim while CMD (started as the agent) runs; CMD's exit status, and whether
     the item went back to open because CMD ended without completing it."""
@@ -194,20 +195,18 @@ def run_command(
     return stop(proc, orders.grace_s), False
 
 
-def release(client: Client, orders: Orders, work: Dispatched, code: int) -> bool:
+def release(client: Client, orders: Orders, work: HeldClaim, code: int) -> bool:
     """Release the claim unless CMD completed (or cancelled) the item or ended the claim itself;
-    whether it was released here, the item going back to open. Before it is, a progress report
-    on the item says so, for the dispatcher's queue and the item's page."""
+    whether it was released here, the item going back to open. The release says why
+    (``command_exited`` and CMD's status), for the dispatcher's queue and the item's page."""
     state = claim_state(client, orders)
     if state == "finished":
         return False
     if state == "ended":
         log("the command ended the claim itself (released, or it was taken from it)")
         return False
-    with contextlib.suppress(TenureError):  # the claim is gone already: the release says how
-        client.items.progress(orders.item, orders.epoch, left_open_message(code))
     try:
-        work.release()
+        work.release(COMMAND_EXITED, code)
         log("claim released")
         return True
     except Unauthenticated:
@@ -232,14 +231,6 @@ def claim_state(client: Client, orders: Orders) -> str:
     mine = view.item.assignee == orders.agent and view.item.epoch == orders.epoch
     on = view.lease is not None and view.lease.state in ("live", "expired")  # not ended by anyone
     return "held" if mine and on else "ended"
-
-
-#: how a progress report left by the supervisor begins (``tenure queue`` looks for it)
-LEFT_OPEN = "the dispatched command ended with status"
-
-
-def left_open_message(code: int) -> str:
-    return f"{LEFT_OPEN} {code} without completing the item: it went back to open"
 
 
 def read_orders(doc: dict[str, Any]) -> Orders:
