@@ -50,10 +50,14 @@ class Reads(Protocol):
         return rows.record_from(row) if row else None
 
     def live(self, now: int, query: LeaseQuery) -> list[KeyRecord]:
-        """The leases ``query`` selects that are live at ``now``, by key."""
+        """The leases ``query`` selects that are live at ``now`` (or, by ``query.state``, that
+        ended), by key."""
         limit = self.NO_LIMIT if query.limit is None else query.limit
         params = {"now": now, "prefix": query.prefix or None, "holder": query.holder}
         params.update(task=query.task, after=query.after, limit=limit)
+        if query.state != "live":  # the ended ones: a list to look at, not a hot path
+            params["state"] = query.state
+            return [rows.record_from(r) for r in self._query_all("ended_leases", params)]
         name, upper = "live_leases", prefix_end(query.prefix)
         if upper is not None:  # the keys under it are one range of the primary key
             name, params["upper"] = "live_leases_under", upper
