@@ -26,6 +26,7 @@ from tenure.client._call import transport_error as transport_error
 from tenure.core import models as m
 from tenure.core.models import Event, Lease, Principal
 from tenure.core.models import IssuedToken as IssuedToken
+from tenure.core.signin import SigninCode
 from tenure.errors import InvalidRequest, TenureError
 from tenure.verbs import hooks as hv
 from tenure.verbs import leases as lv
@@ -214,6 +215,10 @@ def timeline(span_ms: int = 3_600_000, bucket_ms: int = 60_000) -> Call[dict[str
 
 def me() -> Call[Principal]:
     return verb_call(pv.WHOAMI)
+
+
+def signin_code() -> Call[SigninCode]:
+    return verb_call(pv.SIGNIN_CODE)
 
 
 def add_principal(

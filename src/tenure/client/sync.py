@@ -36,6 +36,7 @@ from tenure.core.models import (
     RenewAllResult,
 )
 from tenure.core.policy import PolicySet
+from tenure.core.signin import SigninCode
 from tenure.core.token_floor import TokenFloor
 
 T = TypeVar("T")
@@ -332,6 +333,11 @@ class Client(EventsMixin):
     def me(self) -> Principal:
         """The principal this client acts as."""
         return self._call(sh.me())
+
+    def signin_code(self) -> SigninCode:
+        """A one-time code that signs the web dashboard in as this client's principal (good
+        once, for a minute): open ``code.link(server_url)``."""
+        return self._call(sh.signin_code())
 
     def add_principal(
         self,

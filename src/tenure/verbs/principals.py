@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from tenure.core.models import IssuedToken, Principal
+from tenure.core.signin import SigninCode
 from tenure.core.token_floor import MAX_FLOOR, TokenFloor
 from tenure.service.principals import MAX_TOKEN_TTL_MS
 from tenure.service.token_floors import set_floor, show_floor
@@ -27,6 +28,7 @@ from tenure.verbs.replies import (
     PrincipalRolesReply,
     PrincipalShowReply,
     PrincipalsReply,
+    SigninCodeReply,
 )
 from tenure.verbs.table import Services, Verb, never
 from tenure.verbs.wire import token_floor_from_wire, token_info_from_wire
@@ -168,6 +170,18 @@ def _raise_floor(services: Services, me: Principal, a: FloorIn) -> TokenFloor:
     return set_floor(services.leases.store, me, a.floor)
 
 
+def _signin_code(services: Services, me: Principal, a: NoArgs) -> SigninCode:
+    return services.principals.signin_code(me)
+
+
+SIGNIN_CODE: Verb[NoArgs, SigninCode] = Verb(
+    "signin_code", "POST", "/v1/signin/codes", NoArgs, _signin_code, w.to_dict,
+    SigninCode.from_wire, SigninCodeReply, problems=(401,), tags=("principals",), status=201,
+    repeatable=never,
+    doc="A one-time code that signs the web dashboard in as you: open `<server>/#signin=<code>` "
+    "within a minute. It works once; only its hash is stored. The dashboard trades it "
+    "(`POST /v1/signin`) for a token of yours that expires after 12 hours.",
+)  # fmt: skip
 WHOAMI: Verb[NoArgs, Principal] = Verb(
     "whoami", "GET", "/v1/me", NoArgs, _whoami, _principal, _of_principal, MeReply,
     problems=(401,), tags=("principals",),

@@ -151,6 +151,12 @@ class PrincipalReply(Out):
     expires_at: int | None = Field(description="when the token expires (null: never)")
 
 
+class SigninCodeReply(Out):
+    code: Annotated[str, Field(description="good once, for a minute: `<server>/#signin=<code>`")]
+    principal: str
+    expires_at: int
+
+
 class TokenOut(Out):
     token_id: str
     created_at: int
