@@ -24,6 +24,11 @@ function parseRoute() {
 }
 
 function route() {
+  if (location.hash.startsWith("#signin=")) {
+    leave();
+    signInByLink();
+    return;
+  }
   if (!session.me) return;
   current?.unmount?.();
   current = null;
@@ -108,6 +113,24 @@ async function signIn(token) {
   }
 }
 
+// A one-time sign-in link (`tenure dashboard`): <server>/#signin=CODE. The code leaves the
+// address bar (and the history) at once, is traded for a token of the principal who asked for
+// it, and works only once: a second use shows why and offers the token form.
+async function signInByLink() {
+  const code = decodeURIComponent(location.hash.slice("#signin=".length));
+  history.replaceState(null, "", `${location.pathname}${location.search}#/`);
+  try {
+    const r = await api("/v1/signin", { method: "POST", body: { code } });
+    session.clear();
+    await signIn(r.token);
+  } catch (err) {
+    const problem = err instanceof ApiError ? err.problem : { title: "Sign-in failed", detail: String(err) };
+    showProblem($("signin-error"), { ...problem, title: "This sign-in link does not work" });
+    $("signin").hidden = false;
+    $("signin-token").focus();
+  }
+}
+
 function boot() {
   onUnauthorized(expired);
   onFeedState((state, problem) => {
@@ -123,7 +146,8 @@ function boot() {
   });
   $("signout").addEventListener("click", leave);
   window.addEventListener("hashchange", route);
-  if (session.token) signIn(session.token);
+  if (location.hash.startsWith("#signin=")) signInByLink();
+  else if (session.token) signIn(session.token);
   else {
     $("signin").hidden = false;
     $("signin-token").focus();
