@@ -189,6 +189,7 @@ def test_the_overview_counts_what_is_stuck(stalling: Any, tabs: Any, size: str) 
 
     tab = tabs(stalling.url, size)
     page = tab.sign_in(stalling.admin_token, "root")
+    expect(page.locator("#stream-state")).to_have_text("live")
     card = page.locator("#stuck")
     expect(card.locator("#stuck-total")).to_have_text("4")
     expect(card.locator('[data-state="lapsed"] strong')).to_have_text("2")
@@ -222,6 +223,7 @@ def test_an_item_page_takes_over_a_lapsed_claim_and_shows_a_refusal(
     page = tab.sign_in(carol_token, "carol")
     tab.go("#/items/report")
     expect(page.locator("#item-todo")).to_contain_text("lapsed")
+    expect(page.locator("#stream-state")).to_have_text("live")
     tab.shot("item-lapsed", "dashboard-lapsed-claim.png" if size == "desktop" else None)
 
     page.click("#item-cancel")

@@ -56,7 +56,7 @@ export function eventDetails(e) {
 }
 
 // How many characters of a key fit its cell: fewer on a phone.
-export const keyRoom = () => (window.matchMedia("(max-width: 600px)").matches ? 24 : 48);
+export const keyRoom = () => (window.matchMedia("(max-width: 600px)").matches ? 30 : 44);
 
 export function eventRow(e) {
   return h(

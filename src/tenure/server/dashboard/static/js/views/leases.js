@@ -93,7 +93,7 @@ export function leases(el, _arg, query) {
   );
 
   el.append(
-    h("div", { class: "page-head" }, h("h1", {}, "Leases"), h("p", { class: "muted" }, "Every live lease, by key. Countdowns use the server's clock.")),
+    h("div", { class: "page-head" }, h("h1", {}, "Leases"), h("p", { class: "muted" }, "Leases by key: the live ones, or those that expired or were released, with the cause. Countdowns use the server's clock.")),
     card(
       h("span", {}, title, " ", h("span", { class: "count", id: "leases-total" })),
       h("div", {}, message, h("div", { class: "table-scroll" }, table)),
