@@ -35,8 +35,8 @@ def ok(response: httpx.Response) -> Any:
 
 
 class Tab:
-    def __init__(self, browser: Browser, url: str, size: str) -> None:
-        self.context = browser.new_context(viewport=WIDTHS[size])  # type: ignore[arg-type]
+    def __init__(self, chromium: Browser, url: str, size: str) -> None:
+        self.context = chromium.new_context(viewport=WIDTHS[size])  # type: ignore[arg-type]
         self.page = self.context.new_page()
         self.url, self.size = url, size
         self.errors: list[str] = []
