@@ -32,7 +32,7 @@ def add_signin_route(app: FastAPI) -> None:
         tags=["principals"],
         status_code=201,
         response_model=PrincipalReply,
-        responses=openapi.problem_responses(401, 422),
+        responses=openapi.problem_responses(400, 401, 413, 422),
     )
     async def signin(body: SigninIn, st: St) -> Any:
         """Trade a one-time sign-in code (`POST /v1/signin/codes`) for a token of its principal
