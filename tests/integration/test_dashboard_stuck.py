@@ -312,6 +312,14 @@ def test_a_sign_in_link_works_once(live_server: Any, tabs: Any, size: str) -> No
     token = page.evaluate("sessionStorage.getItem('tenure.token')")
     assert token and token.startswith("tnr_") and code not in token
     tab.no_sideways_scroll()
+    assert live_server.http(token).get("/v1/me").status_code == 200
+    page.click("#signout")  # the link's token is this tab's alone: signing out revokes it
+    expect(page.locator("#signin")).to_be_visible()
+    deadline = time.monotonic() + 5
+    while live_server.http(token).get("/v1/me").status_code != 401:
+        assert time.monotonic() < deadline, "signing out did not revoke the link's token"
+        time.sleep(0.1)
+    assert ok(jo.get("/v1/me"))["principal"]["name"] == "jo"  # jo's own token stays
 
     again = tabs(live_server.url, size)
     again.page.goto(link)  # the same link a second time

@@ -84,6 +84,17 @@ function leave() {
   $("signin-token").focus();
 }
 
+// Sign out: a token this tab got from a sign-in link is revoked (nobody else has it); a
+// pasted one is only forgotten.
+function signOut() {
+  const linked = session.linked();
+  const me = session.me?.name;
+  if (linked && me) {
+    api(`/v1/principals/${encodeURIComponent(me)}/tokens/${encodeURIComponent(linked)}`, { method: "DELETE" }).catch(() => {});
+  }
+  leave();
+}
+
 function expired(problem) {
   if (!session.token) return;
   leave();
@@ -123,6 +134,7 @@ async function signInByLink() {
     const r = await api("/v1/signin", { method: "POST", body: { code } });
     session.clear();
     await signIn(r.token);
+    if (session.token === r.token) session.linked(r.token_id);
   } catch (err) {
     const problem = err instanceof ApiError ? err.problem : { title: "Sign-in failed", detail: String(err) };
     showProblem($("signin-error"), { ...problem, title: "This sign-in link does not work" });
@@ -144,7 +156,7 @@ function boot() {
     const token = $("signin-token").value.trim();
     if (token) signIn(token);
   });
-  $("signout").addEventListener("click", leave);
+  $("signout").addEventListener("click", signOut);
   window.addEventListener("hashchange", route);
   if (location.hash.startsWith("#signin=")) signInByLink();
   else if (session.token) signIn(session.token);
