@@ -176,8 +176,8 @@ def _signin_code(services: Services, me: Principal, a: NoArgs) -> SigninCode:
 
 SIGNIN_CODE: Verb[NoArgs, SigninCode] = Verb(
     "signin_code", "POST", "/v1/signin/codes", NoArgs, _signin_code, w.to_dict,
-    SigninCode.from_wire, SigninCodeReply, problems=(400, 401, 413, 422), tags=("principals",), status=201,
-    repeatable=never,
+    SigninCode.from_wire, SigninCodeReply, problems=(400, 401, 413, 422),
+    tags=("principals",), status=201, repeatable=never,
     doc="A one-time code that signs the web dashboard in as you: open `<server>/#signin=<code>` "
     "within a minute. It works once; only its hash is stored. The dashboard trades it "
     "(`POST /v1/signin`) for a token of yours that expires after 12 hours.",
