@@ -168,17 +168,18 @@ class Principals:
         if not isinstance(code, str) or not CODE_RE.fullmatch(code):
             raise Unauthenticated("not a sign-in code: run tenure dashboard for a new link")
         token_id, token = new_token()
-        expires_at = self.store.now_ms() + SESSION_TTL_MS
-        name = self.store.redeem_signin_code(
-            hash_token(code), NewToken(hash_token(token), token_id, expires_at)
-        )
+        now = self.store.now_ms()
+        name = None
+        if self.store.signin_code_open(hash_token(code), now):  # a read: no write for a guess
+            issued = NewToken(hash_token(token), token_id, now + SESSION_TTL_MS)
+            name = self.store.redeem_signin_code(hash_token(code), issued)
         principal = None if name is None else self.store.get_principal(name)
         if principal is None:
             raise Unauthenticated(
                 "this sign-in link was used already or expired (links work once, for a "
                 "minute): run tenure dashboard for a new one"
             )
-        return IssuedToken(principal, token_id, token, expires_at)
+        return IssuedToken(principal, token_id, token, now + SESSION_TTL_MS)
 
     def revoke(self, actor: Principal, name: str, token_id: str) -> None:
         """Revoke one token of ``name``: admins anyone's, principals their own, and a principal

@@ -103,6 +103,11 @@ class Reads(Protocol):
         row = self._query_one("token_by_hash", {"token_hash": token_hash})
         return rows.credential_from(row) if row else None
 
+    def signin_code_open(self, code_hash: str, now: int) -> bool:
+        """Whether the sign-in code of ``code_hash`` is unused and unexpired at ``now``."""
+        params = {"code_hash": code_hash, "now": now}
+        return self._query_one("signin_code_open", params) is not None
+
     def get_item(self, item_id: str) -> Item | None:
         row = self._query_one("get_item", {"id": item_id})
         return rows.item_from(row) if row else None
