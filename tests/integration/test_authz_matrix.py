@@ -110,6 +110,13 @@ TABLE: dict[tuple[str, str], tuple[Request, dict[str, Any]]] = {
     ),
     ("GET", "/v1/fenced/{key}"): (lambda c: ("GET", f"/v1/fenced/{c.key}", None), expect(200)),
     ("GET", "/v1/me"): (lambda c: ("GET", "/v1/me", None), expect(200)),
+    # a one-time dashboard sign-in code: anyone for itself
+    ("POST", "/v1/signin/codes"): (lambda c: ("POST", "/v1/signin/codes", {}), expect(201)),
+    # its trade needs no bearer token, only a live code: a made-up one is refused for anyone
+    ("POST", "/v1/signin"): (
+        lambda c: ("POST", "/v1/signin", {"code": "tsi_" + "x" * 43}),
+        {a: 401 for a in ACTORS},
+    ),
     ("POST", "/v1/principals"): (
         lambda c: ("POST", "/v1/principals", {"name": f"made-{c.n}"}),
         expect(403, "forbidden", admin=201),

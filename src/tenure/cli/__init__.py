@@ -11,6 +11,7 @@ dispatched items that went back to open. docs/cli.md is the reference.
 from tenure.cli import admin as _admin  # noqa: F401  (registers commands)
 from tenure.cli import agent_doctor as _agent_doctor  # noqa: F401
 from tenure.cli import agent_setup as _agent_setup  # noqa: F401
+from tenure.cli import dashboard as _dashboard  # noqa: F401
 from tenure.cli import dispatch as _dispatch  # noqa: F401
 from tenure.cli import fence as _fence  # noqa: F401
 from tenure.cli import hook as _hook  # noqa: F401

@@ -34,6 +34,7 @@ from tenure.core.models import (
     RenewAllResult,
 )
 from tenure.core.policy import PolicySet
+from tenure.core.signin import SigninCode
 from tenure.core.token_floor import TokenFloor
 from tenure.verbs import admin as av
 from tenure.verbs import leases as lv
@@ -347,6 +348,11 @@ class AsyncClient(AsyncEventsMixin):
     async def me(self) -> Principal:
         """The principal this client acts as."""
         return await self._call(pv.WHOAMI.call())
+
+    async def signin_code(self) -> SigninCode:
+        """A one-time code that signs the web dashboard in as this client's principal (good
+        once, for a minute): open ``code.link(server_url)``."""
+        return await self._call(pv.SIGNIN_CODE.call())
 
     async def add_principal(
         self,

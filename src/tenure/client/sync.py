@@ -34,6 +34,7 @@ from tenure.core.models import (
     RenewAllResult,
 )
 from tenure.core.policy import PolicySet
+from tenure.core.signin import SigninCode
 from tenure.core.token_floor import TokenFloor
 from tenure.verbs import admin as av
 from tenure.verbs import leases as lv
@@ -345,6 +346,11 @@ class Client(EventsMixin):
     def me(self) -> Principal:
         """The principal this client acts as."""
         return self._call(pv.WHOAMI.call())
+
+    def signin_code(self) -> SigninCode:
+        """A one-time code that signs the web dashboard in as this client's principal (good
+        once, for a minute): open ``code.link(server_url)``."""
+        return self._call(pv.SIGNIN_CODE.call())
 
     def add_principal(
         self,

@@ -10,6 +10,8 @@ from typing import Any, Literal
 from tenure.core.frozen import quick_init
 
 Ending = Literal["released", "expired", "force_released", "taken_over"]
+LeaseListState = Literal["live", "expired", "released", "all"]
+LEASE_LIST_STATES: tuple[LeaseListState, ...] = ("live", "expired", "released", "all")
 ENDINGS: tuple[str, ...] = ("released", "expired", "force_released", "taken_over")
 #: the events after which a key may be free: a lease ended, or an item's claim was given up
 FREEING = frozenset((*ENDINGS, "released_item", "completed", "cancelled", "reassigned"))
@@ -284,6 +286,9 @@ class LeaseQuery:
     task: str | None = None
     limit: int | None = None
     after: str | None = None
+    #: ``live`` (the default), or the leases that ended: ``expired``, ``released`` (by a
+    #: release, a force-release or a takeover), or ``all`` of them, live ones too
+    state: LeaseListState = "live"
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ import re
 import unicodedata
 from typing import Any
 
-from tenure.core.models import Scope
+from tenure.core.models import LEASE_LIST_STATES, LeaseListState, Scope
 from tenure.core.policy import Policy
 from tenure.errors import InvalidRequest, TooLarge
 
@@ -270,3 +270,11 @@ def bearer_token(authorization: str | None) -> str | None:
     scheme, _, token = (authorization or "").strip().partition(" ")
     token = token.strip()
     return token if scheme.lower() == "bearer" and token else None
+
+
+def check_lease_state(state: object) -> LeaseListState:
+    """A lease list's ``state`` filter: ``live``, ``expired``, ``released`` or ``all``."""
+    for known in LEASE_LIST_STATES:
+        if state == known:
+            return known
+    raise _invalid("state", f"must be one of {', '.join(LEASE_LIST_STATES)}")

@@ -280,8 +280,11 @@ class Service(Engine):
         task: str | None = None,
         limit: int | None = None,
         after: str | None = None,
+        state: str = "live",
     ) -> list[Lease]:
-        """Live leases, by key; ``after``: the keys sorting after this one (the next page)."""
+        """Live leases, by key; ``after``: the keys sorting after this one (the next page).
+        ``state``: ``expired``, ``released`` or ``all`` lists the latest lease of each key that
+        ended that way (``all``: whatever its state), each with its ``state``."""
         for name, value in (("prefix", prefix), ("holder", holder), ("task", task)):
             if value is not None:
                 v.check_text(name, value, 1024, required=False)
@@ -290,7 +293,7 @@ class Service(Engine):
         if limit is not None:
             limit = v.check_positive("limit", limit, 100_000)
         now = self.store.now_ms()
-        query = LeaseQuery(prefix, holder, task, limit, after)
+        query = LeaseQuery(prefix, holder, task, limit, after, v.check_lease_state(state))
         return [r.lease(now) for r in self.store.live(now, query)]
 
     def contention(self, key: str) -> int:

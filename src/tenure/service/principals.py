@@ -14,6 +14,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from tenure.core.models import KINDS, ROLES, IssuedToken, Principal
+from tenure.core.signin import CODE_PREFIX, CODE_RE, CODE_TTL_MS, SESSION_TTL_MS, SigninCode
 from tenure.core.validate import MAX_TOKEN_TTL_MS
 from tenure.errors import Conflict, Forbidden, InvalidRequest, NotFound, Unauthenticated
 from tenure.store.base import Credential, Removal, Store, TokenInfo
@@ -150,6 +151,33 @@ class Principals:
         if found.expires_at is not None and found.expired(self.store.now_ms()):
             raise expired(found.expires_at)
         return found
+
+    def signin_code(self, actor: Principal) -> SigninCode:
+        """A one-time code that signs the dashboard in as ``actor`` (:mod:`tenure.core.signin`):
+        good for a minute, once; only its hash is stored."""
+        code = CODE_PREFIX + secrets.token_urlsafe(32)
+        expires_at = self.store.now_ms() + CODE_TTL_MS
+        self.store.add_signin_code(actor.name, hash_token(code), expires_at)
+        return SigninCode(code, actor.name, expires_at)
+
+    def redeem(self, code: object) -> IssuedToken:
+        """Trade a sign-in code for a new token of its principal that expires after the
+        session's time; an unknown, used or expired code is ``401 unauthenticated``."""
+        if not isinstance(code, str) or not CODE_RE.fullmatch(code):
+            raise Unauthenticated("not a sign-in code: run tenure dashboard for a new link")
+        token_id, token = new_token()
+        now = self.store.now_ms()
+        name = None
+        if self.store.signin_code_open(hash_token(code), now):  # a read: no write for a guess
+            issued = NewToken(hash_token(token), token_id, now + SESSION_TTL_MS)
+            name = self.store.redeem_signin_code(hash_token(code), issued)
+        principal = None if name is None else self.store.get_principal(name)
+        if principal is None:
+            raise Unauthenticated(
+                "this sign-in link was used already or expired (links work once, for a "
+                "minute): run tenure dashboard for a new one"
+            )
+        return IssuedToken(principal, token_id, token, now + SESSION_TTL_MS)
 
     def revoke(self, actor: Principal, name: str, token_id: str) -> None:
         """Revoke one token of ``name``: admins anyone's, principals their own, and a principal

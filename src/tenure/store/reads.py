@@ -50,10 +50,14 @@ class Reads(Protocol):
         return rows.record_from(row) if row else None
 
     def live(self, now: int, query: LeaseQuery) -> list[KeyRecord]:
-        """The leases ``query`` selects that are live at ``now``, by key."""
+        """The leases ``query`` selects that are live at ``now`` (or, by ``query.state``, that
+        ended), by key."""
         limit = self.NO_LIMIT if query.limit is None else query.limit
         params = {"now": now, "prefix": query.prefix or None, "holder": query.holder}
         params.update(task=query.task, after=query.after, limit=limit)
+        if query.state != "live":  # the ended ones: a list to look at, not a hot path
+            params["state"] = query.state
+            return [rows.record_from(r) for r in self._query_all("ended_leases", params)]
         name, upper = "live_leases", prefix_end(query.prefix)
         if upper is not None:  # the keys under it are one range of the primary key
             name, params["upper"] = "live_leases_under", upper
@@ -98,6 +102,11 @@ class Reads(Protocol):
         """The unrevoked token of ``token_hash``, expired or not."""
         row = self._query_one("token_by_hash", {"token_hash": token_hash})
         return rows.credential_from(row) if row else None
+
+    def signin_code_open(self, code_hash: str, now: int) -> bool:
+        """Whether the sign-in code of ``code_hash`` is unused and unexpired at ``now``."""
+        params = {"code_hash": code_hash, "now": now}
+        return self._query_one("signin_code_open", params) is not None
 
     def get_item(self, item_id: str) -> Item | None:
         row = self._query_one("get_item", {"id": item_id})

@@ -53,6 +53,29 @@ class Writes(Transactional, Protocol):
             now = self._now_in(cur)
             self._append(cur, principal_writes.add_token(cur, self.Q, name, token, actor, now), now)
 
+    def add_signin_code(self, name: str, code_hash: str, expires_at: int) -> None:
+        """Record a one-time sign-in code of ``name`` (its hash), dropping the codes that
+        expired a day ago or more."""
+        with self._writing() as cur:
+            now = self._now_in(cur)
+            cur.execute(self.Q["prune_signin_codes"], {"before": now - 86_400_000})
+            row = {"code_hash": code_hash, "principal": name, "now": now}
+            cur.execute(self.Q["add_signin_code"], {**row, "expires_at": expires_at})
+
+    def redeem_signin_code(self, code_hash: str, token: NewToken) -> str | None:
+        """Trade a sign-in code, once and before it expires, for ``token`` of its principal
+        (one statement marks it used); the principal's name, or ``None`` (unknown, used,
+        expired, or its principal removed)."""
+        with self._writing() as cur:
+            now = self._now_in(cur)
+            found = cur.execute(self.Q["redeem_signin_code"], {"code_hash": code_hash, "now": now})
+            row = found.fetchone()
+            if row is None:
+                return None
+            name = str(row[0])
+            self._append(cur, principal_writes.add_token(cur, self.Q, name, token, name, now), now)
+            return name
+
     def revoke_token(
         self, name: str, token_id: str, actor: str | None = None, reason: str | None = None
     ) -> bool:

@@ -9,7 +9,7 @@ from pydantic import ConfigDict, Field
 from pydantic.config import JsonDict
 
 from tenure.core import models as m
-from tenure.core.models import Lease, Principal
+from tenure.core.models import Lease, LeaseListState, Principal
 from tenure.verbs import call as c
 from tenure.verbs import wire as w
 from tenure.verbs.fields import (
@@ -253,13 +253,21 @@ class ListLeasesIn(Body):
     after: Annotated[
         str | None, text_field(1024, "only keys sorting after this one (the next page)")
     ] = None
+    state: Annotated[
+        LeaseListState,
+        Field(
+            description="`live` (the default); `expired`, `released` (by a release, a "
+            "force-release or a takeover) or `all`: the latest lease of each key that ended "
+            "that way (`all`: whatever its state)"
+        ),
+    ] = "live"
 
 
 def _list_leases(services: Services, me: Principal, a: ListLeasesIn) -> Page[Lease]:
     """At most the page cap's leases, cut short once their JSON passes the list budget; the
     next page starts after the last key sent."""
     page = min(a.limit, services.limits.leases_page)
-    leases = services.leases.list(a.prefix, a.holder, a.task, page, a.after)
+    leases = services.leases.list(a.prefix, a.holder, a.task, page, a.after, a.state)
     sent = fitting(leases, Lease.to_dict, services.limits.list_bytes)
     full = page < a.limit and len(leases) >= page  # cut by the page cap
     if sent < len(leases) or full:
@@ -372,7 +380,8 @@ LIST_LEASES: Verb[ListLeasesIn, Page[Lease]] = Verb(
     reply=LeasesReply,
     problems=(401, 422),
     tags=("leases",),
-    doc="Live leases, by key; page with `after` set to the previous page's `next`.\n\n"
+    doc="Live leases, by key; page with `after` set to the previous page's `next`. With "
+    "`state` (`expired`, `released`, `all`), the leases that ended, each with its `state`.\n\n"
     "A page holds at most the server's page cap of leases (1,000 unless configured) and "
     "stops early once its JSON reaches the server's list budget: either way `truncated: "
     "true`, and `next` is the key to go on after.",

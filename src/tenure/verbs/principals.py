@@ -14,6 +14,7 @@ from pydantic import Field
 from tenure.core.models import IssuedToken, Principal
 from tenure.core.models import PrincipalInfo as PrincipalInfo  # the clients' replies
 from tenure.core.models import RemovedPrincipal as RemovedPrincipal
+from tenure.core.signin import SigninCode
 from tenure.core.token_floor import MAX_FLOOR, TokenFloor
 from tenure.core.validate import MAX_TOKEN_TTL_MS
 from tenure.verbs import call as c
@@ -27,6 +28,7 @@ from tenure.verbs.replies import (
     PrincipalRolesReply,
     PrincipalShowReply,
     PrincipalsReply,
+    SigninCodeReply,
 )
 from tenure.verbs.table import Services, Verb, never
 from tenure.verbs.wire import token_floor_from_wire
@@ -138,6 +140,27 @@ def _raise_floor(services: Services, me: Principal, a: FloorIn) -> TokenFloor:
     return set_floor(services.leases.store, me, a.floor)
 
 
+def _signin_code(services: Services, me: Principal, a: NoArgs) -> SigninCode:
+    return services.principals.signin_code(me)
+
+
+SIGNIN_CODE: Verb[NoArgs, SigninCode] = Verb(
+    name="signin_code",
+    method="POST",
+    path="/v1/signin/codes",
+    input=NoArgs,
+    run=_signin_code,
+    wire=w.to_dict,
+    parse=SigninCode.from_wire,
+    reply=SigninCodeReply,
+    problems=(400, 401, 413, 422),
+    tags=("principals",),
+    status=201,
+    repeatable=never,
+    doc="A one-time code that signs the web dashboard in as you: open `<server>/#signin=<code>` "
+    "within a minute. It works once; only its hash is stored. The dashboard trades it "
+    "(`POST /v1/signin`) for a token of yours that expires after 12 hours.",
+)
 WHOAMI: Verb[NoArgs, Principal] = Verb(
     name="whoami",
     method="GET",

@@ -27,6 +27,7 @@ VERBS: list[Verb[Any, Any]] = [
     leases.FENCED_WRITE,
     leases.FENCED_READ,
     principals.WHOAMI,
+    principals.SIGNIN_CODE,
     principals.ADD_PRINCIPAL,
     principals.REVOKE_TOKEN,
     principals.LIST_PRINCIPALS,

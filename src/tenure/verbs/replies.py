@@ -129,6 +129,12 @@ class PrincipalReply(Out):
     pass
 
 
+class SigninCodeReply(Out):
+    code: Annotated[str, Field(description="good once, for a minute: `<server>/#signin=<code>`")]
+    principal: str
+    expires_at: int
+
+
 @wire(
     m.TokenInfo,
     describe={

@@ -3,7 +3,8 @@
 Hand-written HTML, CSS and JavaScript modules shipped as package data: nothing is built at install
 time and nothing is vendored. Everything the page shows comes from the public REST API, called by
 the browser with the user's own bearer token (kept in ``sessionStorage``, never in a URL); this
-module only serves files. See ``docs/dashboard.md``.
+module serves files, and the one route that trades a sign-in link's one-time code for a token
+(:mod:`tenure.server.dashboard.signin`). See ``docs/dashboard.md``.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from fastapi import FastAPI
 from fastapi.responses import HTMLResponse
 from starlette.responses import Response
 from starlette.staticfiles import StaticFiles
+
+from tenure.server.dashboard.signin import add_signin_route
 
 STATIC = Path(__file__).with_name("static")
 
@@ -59,3 +62,4 @@ def install(app: FastAPI) -> None:
         return HTMLResponse(page, headers=HEADERS)
 
     app.mount("/dashboard", _Static(directory=STATIC), name="dashboard")
+    add_signin_route(app)

@@ -27,6 +27,26 @@ VALUES (:name, :kind, :roles, :parent, :now, :dispatched_for);
 INSERT INTO tenure_tokens (id, principal, token_hash, created_at, expires_at)
 VALUES (:id, :principal, :token_hash, :now, :expires_at);
 
+-- name: add_signin_code
+INSERT INTO tenure_signin_codes (code_hash, principal, created_at, expires_at)
+VALUES (:code_hash, :principal, :now, :expires_at);
+
+-- name: prune_signin_codes
+DELETE FROM tenure_signin_codes WHERE expires_at < :before;
+
+-- name: signin_code_open
+-- Whether a sign-in code may still be traded (read before the trade's write transaction, so a
+-- made-up code costs the writers nothing).
+SELECT 1 FROM tenure_signin_codes
+WHERE code_hash = :code_hash AND used_at IS NULL AND expires_at > :now;
+
+-- name: redeem_signin_code
+-- The one trade of a sign-in code: unused, unexpired, its principal still there.
+UPDATE tenure_signin_codes SET used_at = :now
+WHERE code_hash = :code_hash AND used_at IS NULL AND expires_at > :now
+  AND principal IN (SELECT name FROM tenure_principals)
+RETURNING principal;
+
 -- name: revoke_token
 UPDATE tenure_tokens SET revoked_at = :now
 WHERE id = :id AND principal = :principal AND revoked_at IS NULL;

@@ -65,6 +65,26 @@ WHERE key >= %(prefix)s::text AND key < %(upper)s::text
 ORDER BY key
 LIMIT %(limit)s;
 
+-- name: ended_leases
+-- The latest lease of each key that is no longer live, by key: %(state)s 'expired' (its
+-- deadline passed, recorded or not), 'released' (ended by a release, a force-release or a
+-- takeover) or 'all' (live ones too). The rows outlive their leases until the key is acquired
+-- again.
+SELECT key, token, holder, task, ttl_ms, acquired_at, renewed_at, expires_at, renewals, meta,
+       ended, fence_open, conflicts, session, scope
+FROM tenure_leases
+WHERE token > 0
+  AND (%(state)s::text = 'all'
+       OR (%(state)s::text = 'expired'
+           AND (ended = 'expired' OR (ended IS NULL AND expires_at <= %(now)s)))
+       OR (%(state)s::text = 'released' AND ended IS NOT NULL AND ended <> 'expired'))
+  AND (%(prefix)s::text IS NULL OR left(key, length(%(prefix)s::text)) = %(prefix)s::text)
+  AND (%(holder)s::text IS NULL OR holder = %(holder)s::text)
+  AND (%(task)s::text IS NULL OR task = %(task)s::text)
+  AND (%(after)s::text IS NULL OR key > %(after)s::text)
+ORDER BY key
+LIMIT %(limit)s;
+
 -- name: serialize_events
 -- Held to commit, so event ids are handed out in commit order and an `after` cursor never
 -- skips an event that commits late.

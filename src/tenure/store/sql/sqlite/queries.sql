@@ -46,6 +46,24 @@ WHERE key >= :prefix AND key < :upper
 ORDER BY key
 LIMIT :limit;
 
+-- name: ended_leases
+-- The latest lease of each key that is no longer live, by key: :state 'expired' (its deadline
+-- passed, recorded or not), 'released' (ended by a release, a force-release or a takeover) or
+-- 'all' (live ones too). The rows outlive their leases until the key is acquired again.
+SELECT key, token, holder, task, ttl_ms, acquired_at, renewed_at, expires_at, renewals, meta,
+       ended, fence_open, conflicts, session, scope
+FROM tenure_leases
+WHERE token > 0
+  AND (:state = 'all'
+       OR (:state = 'expired' AND (ended = 'expired' OR (ended IS NULL AND expires_at <= :now)))
+       OR (:state = 'released' AND ended IS NOT NULL AND ended <> 'expired'))
+  AND (:prefix IS NULL OR substr(key, 1, length(:prefix)) = :prefix)
+  AND (:holder IS NULL OR holder = :holder)
+  AND (:task IS NULL OR task = :task)
+  AND (:after IS NULL OR key > :after)
+ORDER BY key
+LIMIT :limit;
+
 -- name: insert_event
 INSERT INTO tenure_events (at, type, key, holder, task, token, actor, reason, data)
 VALUES (:at, :type, :key, :holder, :task, :token, :actor, :reason, :data);

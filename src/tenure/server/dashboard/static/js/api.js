@@ -1,6 +1,9 @@
 // The REST API with the signed-in user's bearer token, the server's clock, and problem details.
 
 const TOKEN_KEY = "tenure.token";
+// The id of a token this tab got from a sign-in link: Sign out revokes it (a pasted token is
+// the user's own, and stays).
+const LINKED_KEY = "tenure.linked";
 
 export const session = {
   token: sessionStorage.getItem(TOKEN_KEY),
@@ -13,6 +16,12 @@ export const session = {
     this.token = null;
     this.me = null;
     sessionStorage.removeItem(TOKEN_KEY);
+    sessionStorage.removeItem(LINKED_KEY);
+  },
+  linked(tokenId) {
+    if (tokenId === undefined) return sessionStorage.getItem(LINKED_KEY);
+    sessionStorage.setItem(LINKED_KEY, tokenId);
+    return tokenId;
   },
   canForce() {
     const roles = this.me?.roles ?? [];

@@ -24,6 +24,11 @@ function parseRoute() {
 }
 
 function route() {
+  if (location.hash.startsWith("#signin=")) {
+    leave();
+    signInByLink();
+    return;
+  }
   if (!session.me) return;
   current?.unmount?.();
   current = null;
@@ -79,6 +84,17 @@ function leave() {
   $("signin-token").focus();
 }
 
+// Sign out: a token this tab got from a sign-in link is revoked (nobody else has it); a
+// pasted one is only forgotten.
+function signOut() {
+  const linked = session.linked();
+  const me = session.me?.name;
+  if (linked && me) {
+    api(`/v1/principals/${encodeURIComponent(me)}/tokens/${encodeURIComponent(linked)}`, { method: "DELETE" }).catch(() => {});
+  }
+  leave();
+}
+
 function expired(problem) {
   if (!session.token) return;
   leave();
@@ -108,6 +124,25 @@ async function signIn(token) {
   }
 }
 
+// A one-time sign-in link (`tenure dashboard`): <server>/#signin=CODE. The code leaves the
+// address bar (and the history) at once, is traded for a token of the principal who asked for
+// it, and works only once: a second use shows why and offers the token form.
+async function signInByLink() {
+  const code = decodeURIComponent(location.hash.slice("#signin=".length));
+  history.replaceState(null, "", `${location.pathname}${location.search}#/`);
+  try {
+    const r = await api("/v1/signin", { method: "POST", body: { code } });
+    session.clear();
+    await signIn(r.token);
+    if (session.token === r.token) session.linked(r.token_id);
+  } catch (err) {
+    const problem = err instanceof ApiError ? err.problem : { title: "Sign-in failed", detail: String(err) };
+    showProblem($("signin-error"), { ...problem, title: "This sign-in link does not work" });
+    $("signin").hidden = false;
+    $("signin-token").focus();
+  }
+}
+
 function boot() {
   onUnauthorized(expired);
   onFeedState((state, problem) => {
@@ -121,9 +156,10 @@ function boot() {
     const token = $("signin-token").value.trim();
     if (token) signIn(token);
   });
-  $("signout").addEventListener("click", leave);
+  $("signout").addEventListener("click", signOut);
   window.addEventListener("hashchange", route);
-  if (session.token) signIn(session.token);
+  if (location.hash.startsWith("#signin=")) signInByLink();
+  else if (session.token) signIn(session.token);
   else {
     $("signin").hidden = false;
     $("signin-token").focus();

@@ -109,14 +109,27 @@ export function timeEl(at) {
   return h("time", { datetime: new Date(at).toISOString(), title: fmtDateTime(at) }, fmtAgo(at));
 }
 
-export function itemLink(id, label = id) {
-  return h("a", { href: `#/items/${encodeURIComponent(id)}`, class: "mono" }, label);
+// Long text cut in the middle ("files/github.com/a…/src/app.py"): the end of a key (a file's
+// name) is what tells keys apart, so the start and the end stay.
+export function cutMiddle(text, max = 48) {
+  const t = String(text ?? "");
+  const chars = [...t];
+  if (chars.length <= max) return t;
+  const tail = Math.ceil((max - 1) * 0.6);
+  return `${chars.slice(0, max - 1 - tail).join("")}…${chars.slice(chars.length - tail).join("")}`;
 }
 
-// A lease key; `items/<id>` links to the item page.
-export function keyLink(key) {
-  if (key && key.startsWith("items/")) return itemLink(key.slice(6), key);
-  return h("span", { class: "mono key" }, key ?? "—");
+export function itemLink(id, label = id, max = 48) {
+  const shown = cutMiddle(label, max);
+  return h("a", { href: `#/items/${encodeURIComponent(id)}`, class: "mono", title: shown === label ? null : label }, shown);
+}
+
+// A lease key, cut in the middle when long (the whole key in its title: on hover, and focus
+// for the links); `items/<id>` links to the item page.
+export function keyLink(key, max = 48) {
+  if (key && key.startsWith("items/")) return itemLink(key.slice(6), key, max);
+  const shown = cutMiddle(key ?? "—", max);
+  return h("span", { class: "mono key", title: key ?? null, tabindex: shown === key ? null : "0" }, shown);
 }
 
 // A problem+json error, readably: title, detail and the fields that explain it.

@@ -1,4 +1,4 @@
-// The dialogs of an authority's acts: force-release and reassign. A reason is required and is
+// The dialogs of an authority's acts: force-release, reassign, take over and cancel. A reason is required and is
 // recorded in the history; a refusal of the server is shown in the dialog, which stays open.
 
 import { ApiError } from "./api.js";
@@ -87,5 +87,26 @@ export function askReassign(what, submit) {
       return { values: [name, text] };
     },
     submit: ([name, text]) => submit(name, text),
+  });
+}
+
+// An act on an item that needs only a reason (take over, cancel): `title` heads the dialog and
+// labels its button; `submit(reason)` calls the API.
+export function askReason(title, what, submit, placeholder = "") {
+  const reason = document.getElementById("act-reason");
+  document.getElementById("act-title").textContent = title;
+  document.getElementById("act-submit").textContent = title;
+  clear(document.getElementById("act-what"), what);
+  reason.value = "";
+  reason.placeholder = placeholder;
+  return runDialog("act", {
+    focus: reason,
+    failed: `${title} failed`,
+    check() {
+      const text = reason.value.trim();
+      if (!text) return { problem: { title: "A reason is required", detail: "Say why, for the history." }, focus: reason };
+      return { values: text };
+    },
+    submit,
   });
 }

@@ -25,6 +25,13 @@ function unleasedText(e) {
   return `changed by ${e.actor ?? "?"}${d.session ? ` (session ${d.session})` : ""} while ${holder} held it${held}`;
 }
 
+// At most `max` characters, cut at a word boundary (never mid-word), with an ellipsis.
+function cutAtWord(text, max) {
+  if (text.length <= max) return text;
+  const cut = text.lastIndexOf(" ", max);
+  return `${text.slice(0, cut > max / 2 ? cut : max)}…`;
+}
+
 export function eventDetails(e) {
   const parts = [];
   if (e.type === "unleased_edit") {
@@ -44,9 +51,12 @@ export function eventDetails(e) {
     .filter(([, v]) => v !== null && v !== undefined && v !== "")
     .map(([k, v]) => dataField(k, v))
     .join(" · ");
-  if (rest) parts.push(h("span", { class: "muted data" }, rest.length > 160 ? `${rest.slice(0, 160)}…` : rest));
+  if (rest) parts.push(h("span", { class: "muted data", title: rest.length > 160 ? rest : null }, cutAtWord(rest, 160)));
   return parts;
 }
+
+// How many characters of a key fit its cell: fewer on a phone.
+export const keyRoom = () => (window.matchMedia("(max-width: 600px)").matches ? 30 : 44);
 
 export function eventRow(e) {
   return h(
@@ -54,11 +64,11 @@ export function eventRow(e) {
     { dataset: { id: String(e.id), type: e.type }, class: "event-row" },
     h("td", { class: "nowrap mono muted", title: new Date(e.at).toISOString() }, fmtTime(e.at)),
     h("td", {}, badge(e.type)),
-    h("td", { class: "mono" }, e.key ? keyLink(e.key) : "—"),
+    h("td", { class: "mono key-cell" }, e.key ? keyLink(e.key, keyRoom()) : "—"),
     h("td", {}, e.holder ?? "—"),
-    h("td", { class: "muted" }, e.task ?? ""),
-    h("td", { class: "mono num" }, e.token ?? ""),
-    h("td", {}, e.actor ?? ""),
+    h("td", { class: "muted col-2" }, e.task ?? ""),
+    h("td", { class: "mono num col-2" }, e.token ?? ""),
+    h("td", { class: "col-2" }, e.actor ?? ""),
     h("td", { class: "details" }, eventDetails(e)),
   );
 }
@@ -67,7 +77,7 @@ export function eventTable(rows) {
   return h(
     "table",
     { class: "table events-table" },
-    h("thead", {}, h("tr", {}, ["Time", "Type", "Key", "Holder", "Task", "Token", "Actor", "Details"].map((t) => h("th", {}, t)))),
+    h("thead", {}, h("tr", {}, ["Time", "Type", "Key", "Holder", "Task", "Token", "Actor", "Details"].map((t) => h("th", { class: ["Task", "Token", "Actor"].includes(t) ? "col-2" : "" }, t)))),
     h("tbody", {}, rows),
   );
 }
@@ -78,7 +88,7 @@ export function eventLine(e) {
     { class: "event-line", dataset: { id: String(e.id), type: e.type } },
     h("span", { class: "mono muted nowrap" }, fmtTime(e.at)),
     badge(e.type),
-    h("span", { class: "event-line-key" }, e.key ? keyLink(e.key) : ""),
+    h("span", { class: "event-line-key" }, e.key ? keyLink(e.key, 36) : ""),
     h("span", { class: "muted event-line-who" }, e.actor && e.actor !== e.holder ? `${e.holder ?? ""} · by ${e.actor}` : e.holder ?? ""),
     e.reason ? h("span", { class: reasonClass(e) }, e.reason) : null,
     e.type === "unleased_edit" ? h("span", { class: "reason reason-forced" }, unleasedText(e)) : null,

@@ -4,7 +4,7 @@
 
 import { api, enc, session } from "../api.js";
 import { badge, card, clear, empty, fmtDateTime, fmtInt, h, itemLink, problemBox, throttle, timeEl, toast } from "../dom.js";
-import { askForceRelease, askReassign } from "../force.js";
+import { askForceRelease, askReason, askReassign } from "../force.js";
 import { onFeedEvent } from "../feed.js";
 import { countdown, eventRow, eventTable, holderOf, holderText, priorityBadge, sizeBars, stateBadge, tickCountdowns } from "./common.js";
 
@@ -42,6 +42,23 @@ function authority(it) {
   if (session.canForce()) return true;
   const me = session.me?.name;
   return Boolean(me && it.assignee && it.assignee.startsWith(`${me}/`));
+}
+
+// The words of a claim that needs someone (the API's: lapsed, stalled, revoked, …).
+const FINE = new Set(["live", "none"]);
+
+// Which acts the page offers; the server decides, and its refusal is shown in the dialog.
+// Take over: a claim that is not live (or stalled) and not the caller's own lapsed one;
+// cancel: the assignee, the creator and the authorities over the assignee.
+function offers(view) {
+  const it = view.item;
+  const me = session.me?.name;
+  const open = !CLOSED.has(it.status);
+  const stuck = it.assignee && !FINE.has(view.lease_state ?? "none");
+  return {
+    takeover: open && stuck && (it.assignee !== me || view.lease_state === "revoked"),
+    cancel: open && (authority(it) || it.assignee === me || it.created_by === me),
+  };
 }
 
 function field(label, ...value) {
@@ -124,6 +141,48 @@ export function item(el, id) {
     }
   }
 
+  async function takeOver(view) {
+    const done = await askReason(
+      "Take over",
+      [h("span", { class: "mono" }, id), ` is assigned to ${view.item.assignee} (claim ${view.lease_state}). You claim it with a new epoch: the old holder's writes are refused from now on. Reassign it afterwards to whoever will do the work.`],
+      (reason) => api(`/v1/items/${enc(id)}/claim`, { method: "POST", body: { takeover: true, reason } }),
+      "e.g. the agent crashed; picking it up",
+    );
+    if (done) {
+      toast(`Took over ${id}`, "success");
+      load();
+    }
+  }
+
+  async function cancel(it) {
+    const done = await askReason(
+      "Cancel item",
+      [h("span", { class: "mono" }, id), " is closed for good: any live claim ends and nobody can claim it again."],
+      (reason) => api(`/v1/items/${enc(id)}/cancel`, { method: "POST", body: { reason } }),
+      "e.g. not needed any more",
+    );
+    if (done) {
+      toast(`Cancelled ${id}`, "success");
+      load();
+    }
+  }
+
+  function actionsCard(view) {
+    const can = offers(view);
+    const buttons = [
+      can.takeover ? h("button", { type: "button", class: "btn btn-primary", id: "item-takeover", onclick: () => takeOver(view) }, "Take over…") : null,
+      authority(view.item) && !CLOSED.has(view.item.status) ? h("button", { type: "button", class: "btn", id: "item-reassign-2", onclick: () => reassign(view.item) }, "Reassign…") : null,
+      can.cancel ? h("button", { type: "button", class: "btn btn-danger-ghost", id: "item-cancel", onclick: () => cancel(view.item) }, "Cancel item…") : null,
+    ].filter(Boolean);
+    if (!buttons.length) return null;
+    const stuck = can.takeover;
+    const card_ = card("What to do", h("div", {},
+      stuck ? h("p", { class: "muted small", id: "item-todo" }, `The claim is ${view.lease_state}: take it over (with a reason), reassign it, or cancel the item.`) : null,
+      h("div", { class: "card-actions" }, buttons)), { cls: stuck ? "actions-card stuck-some" : "actions-card" });
+    card_.id = "item-actions";
+    return card_;
+  }
+
   async function reassign(it) {
     const done = await askReassign(
       [h("span", { class: "mono" }, id), it.assignee ? ` is assigned to ${it.assignee}: any live claim ends (its epoch is dead), and the new assignee claims it without a takeover.` : " is unassigned: the new assignee claims it without a takeover."],
@@ -156,6 +215,7 @@ export function item(el, id) {
         h("h1", {}, priorityBadge(it.priority), " ", h("span", { id: "item-title" }, it.title)),
         h("div", { class: "item-badges" }, badge(it.status, `status-${it.status}`), it.labels.map((l) => h("span", { class: "label" }, l)))),
       it.body ? h("p", { class: "item-body" }, it.body) : null,
+      actionsCard(view),
       h("div", { class: "grid grid-2" },
         card("Item", h("dl", { class: "fields" },
           field("Id", h("span", { class: "mono" }, it.id)),

@@ -1,15 +1,35 @@
-// Live leases: server-side paging by key (`after` cursor) with prefix/holder/task filters,
+// Leases: live ones, or (the filter) those that expired or were released, with the cause;
+// server-side paging by key (`after` cursor) with prefix/holder/task filters,
 // countdowns that tick every second, refreshed on events and periodically. "By session" groups
 // the page's leases under their holder and session (which agent session holds which files);
 // a subtree lease (it holds every key under its own) is marked in its key cell.
 
 import { api, enc, session } from "../api.js";
-import { badge, card, clear, fmtInt, h, problemBox, throttle, timeEl, toast, keyLink } from "../dom.js";
+import { badge, card, clear, fmtDateTime, fmtInt, h, itemLink, problemBox, throttle, timeEl, toast, keyLink } from "../dom.js";
 import { askForceRelease } from "../force.js";
 import { CHANGES, onFeedEvent } from "../feed.js";
-import { countdown, holderOf, holderText, tickCountdowns } from "./common.js";
+import { countdown, holderOf, holderText, keyRoom, tickCountdowns } from "./common.js";
 
 const SIZES = [50, 100, 250];
+// The filter by state: the live leases, or the latest lease of each key that ended that way.
+const STATES = [
+  ["live", "Live"],
+  ["expired", "Expired"],
+  ["released", "Released"],
+  ["all", "All"],
+];
+const TITLES = { live: "Live leases", expired: "Expired leases", released: "Released leases", all: "Leases" };
+const NONE = {
+  live: "No live leases.",
+  expired: "No expired leases: every lease ended by a release, or is live.",
+  released: "No released leases.",
+  all: "No leases.",
+};
+const ENDED_WORD = { expired: "expired", released: "released", force_released: "force-released", taken_over: "taken over" };
+
+const HEADS = [["Key", ""], ["Holder", ""], ["Task", "col-2"], ["Token", "num col-2"], ["Expires in · ended", ""], ["Renewals", "num col-2"], ["Acquired", "col-2"]];
+const CAUSED = new Set(["force_released", "taken_over"]);
+const causeId = (lease) => `${lease.key}\u0000${lease.token}`;
 
 export function leases(el, _arg, query) {
   const st = {
@@ -18,6 +38,7 @@ export function leases(el, _arg, query) {
     task: query.get("task") ?? "",
     size: 50,
     grouped: query.get("group") === "session",
+    state: STATES.some(([k]) => k === query.get("state")) ? query.get("state") : "live",
     cursors: [null], // cursors[i]: the `after` of page i
     page: 0,
     hasNext: false,
@@ -46,6 +67,19 @@ export function leases(el, _arg, query) {
     } }),
     "By session",
   );
+  const stateButtons = h(
+    "div",
+    { class: "segmented", id: "leases-state", role: "group", "aria-label": "Lease state" },
+    STATES.map(([k, label]) =>
+      h("button", { type: "button", class: k === st.state ? "active" : "", dataset: { state: k }, onclick: (e) => {
+        st.state = k;
+        for (const b of stateButtons.children) b.classList.toggle("active", b === e.currentTarget);
+        clear(title, TITLES[k]);
+        filtersChanged(0);
+      } }, label),
+    ),
+  );
+  const title = h("span", { id: "leases-title" }, TITLES[st.state]);
   const prev = h("button", { type: "button", class: "btn", id: "leases-prev", onclick: () => go(-1) }, "← Previous");
   const next = h("button", { type: "button", class: "btn", id: "leases-next", onclick: () => go(1) }, "Next →");
   const range = h("span", { class: "muted", id: "leases-range" });
@@ -54,17 +88,17 @@ export function leases(el, _arg, query) {
   const table = h(
     "table",
     { class: "table leases-table" },
-    h("thead", {}, h("tr", {}, ["Key", "Holder", "Task", "Token", "Expires in", "Renewals", "Acquired"].map((t) => h("th", { class: t === "Token" || t === "Renewals" ? "num" : "" }, t)), canForce ? h("th", {}) : null)),
+    h("thead", {}, h("tr", {}, HEADS.map(([t, cls]) => h("th", { class: cls }, t)), canForce ? h("th", { class: "col-2" }) : null)),
     tbody,
   );
 
   el.append(
-    h("div", { class: "page-head" }, h("h1", {}, "Leases"), h("p", { class: "muted" }, "Every live lease, by key. Countdowns use the server's clock.")),
+    h("div", { class: "page-head" }, h("h1", {}, "Leases"), h("p", { class: "muted" }, "Leases by key: the live ones, or those that expired or were released, with the cause. Countdowns use the server's clock.")),
     card(
-      h("span", {}, "Live leases ", h("span", { class: "count", id: "leases-total" })),
+      h("span", {}, title, " ", h("span", { class: "count", id: "leases-total" })),
       h("div", {}, message, h("div", { class: "table-scroll" }, table)),
       {
-        actions: h("div", { class: "toolbar" }, input("prefix", "Key prefix"), input("holder", "Holder"), input("task", "Task"), sizeSelect, groupToggle),
+        actions: h("div", { class: "toolbar" }, stateButtons, input("prefix", "Key prefix"), input("holder", "Holder"), input("task", "Task"), sizeSelect, groupToggle),
       },
     ),
     h("div", { class: "pager" }, range, h("div", { class: "pager-buttons" }, prev, next)),
@@ -99,7 +133,7 @@ export function leases(el, _arg, query) {
     let r;
     try {
       r = await api("/v1/leases", {
-        query: { prefix: st.prefix, holder: st.holder, task: st.task, after: st.cursors[st.page], limit: st.size + 1 },
+        query: { prefix: st.prefix, holder: st.holder, task: st.task, after: st.cursors[st.page], limit: st.size + 1, state: st.state === "live" ? null : st.state },
       });
     } catch (err) {
       if (mine === seq && alive) clear(message, problemBox(err));
@@ -133,7 +167,7 @@ export function leases(el, _arg, query) {
 
   function renderRange() {
     const first = st.page * st.size;
-    const filtered = st.prefix || st.holder || st.task;
+    const filtered = st.prefix || st.holder || st.task || st.state !== "live";
     clear(document.getElementById("leases-total") ?? h("span"), st.total !== null && !filtered ? fmtInt(st.total) : "");
     clear(
       range,
@@ -152,9 +186,10 @@ export function leases(el, _arg, query) {
       tbody,
       st.rows.length
         ? st.grouped ? groupedRows(st.rows) : st.rows.map(row)
-        : h("tr", {}, h("td", { colspan: columns, class: "empty" }, st.prefix || st.holder || st.task ? "No live lease matches." : "No live leases.")),
+        : h("tr", {}, h("td", { colspan: columns, class: "empty" }, st.prefix || st.holder || st.task ? "No lease matches." : NONE[st.state])),
     );
     renderRange();
+    findCauses();
   }
 
   // The page's leases under one header row per holder and session, in order of first key.
@@ -187,25 +222,64 @@ export function leases(el, _arg, query) {
 
   function row(lease) {
     const subtree = lease.scope === "subtree";
+    const live = lease.state === "live";
     return h(
       "tr",
-      { dataset: { key: lease.key, scope: lease.scope ?? "key" } },
+      { dataset: { key: lease.key, scope: lease.scope ?? "key", state: lease.state ?? "live" } },
       h(
         "td",
         { class: "mono key-cell", title: subtree ? `${lease.key}: every key under it` : lease.key },
-        keyLink(lease.key),
+        keyLink(lease.key, keyRoom()),
         subtree ? badge("subtree", "subtree") : null,
       ),
       h("td", { class: "holder-cell" }, holderOf(lease)),
-      h("td", { class: "muted" }, lease.task ?? ""),
-      h("td", { class: "mono num" }, String(lease.token)),
-      h("td", { class: "nowrap" }, countdown(lease)),
-      h("td", { class: "num" }, fmtInt(lease.renewals)),
-      h("td", { class: "nowrap muted" }, timeEl(lease.acquired_at)),
+      h("td", { class: "muted col-2" }, lease.task ?? ""),
+      h("td", { class: "mono num col-2" }, String(lease.token)),
+      h("td", { class: live ? "nowrap" : "ended-cell" }, live ? countdown(lease) : ended(lease)),
+      h("td", { class: "num col-2" }, fmtInt(lease.renewals)),
+      h("td", { class: "nowrap muted col-2" }, timeEl(lease.acquired_at)),
       canForce
-        ? h("td", { class: "actions" }, h("button", { type: "button", class: "btn btn-small btn-danger-ghost", dataset: { action: "force-release" }, onclick: () => forceRelease(lease) }, "Force-release"))
+        ? h("td", { class: "actions col-2" }, live ? h("button", { type: "button", class: "btn btn-small btn-danger-ghost", dataset: { action: "force-release" }, onclick: () => forceRelease(lease) }, "Force-release") : null)
         : null,
     );
+  }
+
+  // How a lease ended, and what to do about it: the API's state, when, and for a force-release
+  // or a takeover who did it and why (from its event, looked up once: findCauses).
+  function ended(lease) {
+    const item = lease.key.startsWith("items/") ? lease.key.slice(6) : null;
+    const word = ENDED_WORD[lease.state] ?? lease.state;
+    const when = lease.state === "expired" ? [" at ", h("span", { class: "nowrap" }, fmtDateTime(lease.expires_at)), " (", timeEl(lease.expires_at), ")"] : null;
+    const todo = item !== null
+      ? [lease.state === "released" ? "The claim ended; " : "The item may still be assigned: ", itemLink(item, "open the item"), lease.state === "released" ? " for its state." : " to take it over, reassign or cancel it."]
+      : "Free: anyone may acquire the key now.";
+    return h(
+      "div",
+      { class: "ended" },
+      h("div", {}, badge(word, `state-${lease.state}`), when),
+      CAUSED.has(lease.state) ? h("div", { class: "cause", dataset: { key: lease.key, token: String(lease.token) } }, causes.get(causeId(lease)) ?? "") : null,
+      h("div", { class: "muted small todo" }, todo),
+    );
+  }
+
+  // Who force-released (or took over) a lease, and why: its event, once per lease.
+  const causes = new Map();
+  async function findCauses() {
+    for (const lease of st.rows) {
+      if (!CAUSED.has(lease.state) || causes.has(causeId(lease))) continue;
+      causes.set(causeId(lease), "");
+      try {
+        const r = await api("/v1/events", { query: { key: lease.key, type: lease.state, limit: 1000 } });
+        const e = [...r.events].reverse().find((x) => x.token === lease.token) ?? r.events[r.events.length - 1];
+        if (!e) continue;
+        causes.set(causeId(lease), `by ${e.actor ?? "?"}${e.reason ? `: ${e.reason}` : ""}`);
+      } catch {
+        continue; // the cause is extra: the state still says what happened
+      }
+      for (const cell of tbody.querySelectorAll(".cause")) {
+        if (cell.dataset.key === lease.key && cell.dataset.token === String(lease.token)) cell.textContent = causes.get(causeId(lease));
+      }
+    }
   }
 
   // An item's claim (`items/<id>`) is force-released through the item, which keeps its

@@ -6,7 +6,11 @@ import { endingsChart } from "../chart.js";
 import { recentEvents } from "../sse.js";
 import { card, clear, empty, fmtDuration, fmtInt, fmtShare, h, keyLink, problemBox, throttle } from "../dom.js";
 import { ENDINGS, feed, onFeedEvent } from "../feed.js";
-import { eventLine } from "./common.js";
+import { stuckClaims, countByState } from "../stuck.js";
+import { eventLine, itemRow, sizeBars, stateBadge } from "./common.js";
+
+// The events after which a claim may have become stuck (or unstuck).
+const STUCK_EVENTS = new Set(["expired", "stalled", "force_released", "taken_over", "reassigned", "claimed", "completed", "cancelled"]);
 
 const SPANS = [
   { label: "1 h", span: 3_600_000, bucket: 60_000 },
@@ -57,10 +61,19 @@ export function overview(el) {
     ),
   );
 
+  // Claims that need a person: lapsed, stalled, revoked (the API's words), with links.
+  const stuckCounts = h("div", { class: "stuck-counts", id: "stuck-counts" });
+  const stuckList = h("ul", { class: "item-list", id: "stuck-items" });
+  const stuckCard = card(h("span", {}, "Stuck ", h("span", { class: "count", id: "stuck-total" })), h("div", {}, stuckCounts, stuckList,
+    h("p", { class: "muted small stuck-hint" }, "Open an item to take it over, reassign or cancel it.")),
+  { cls: "stuck-card", actions: h("a", { href: "#/queue", class: "card-link" }, "Queue →") });
+  stuckCard.id = "stuck";
+
   el.append(
     h("div", { class: "page-head" }, h("h1", {}, "Overview"), h("p", { class: "muted" }, "Where work ends: released by its holder, or expired mid-task.")),
     alerts,
     stats,
+    stuckCard,
     h("div", { class: "grid grid-2-1" },
       card("Lease endings over time", chartBody, { actions: spanButtons }),
       card("Endings, all time", endingsBody)),
@@ -105,7 +118,7 @@ export function overview(el) {
       hot.length
         ? h("table", { class: "table table-compact" },
             h("thead", {}, h("tr", {}, h("th", {}, "Key"), h("th", { class: "num" }, "Conflicts"), h("th", {}))),
-            h("tbody", {}, hot.map((x) => h("tr", {}, h("td", { class: "truncate" }, keyLink(x.key)), h("td", { class: "num" }, fmtInt(x.conflicts)), h("td", { class: "bar-cell" }, bar(x.conflicts, hotMax, "fill-conflict"))))))
+            h("tbody", {}, hot.map((x) => h("tr", {}, h("td", { class: "truncate hot-key" }, keyLink(x.key, 32)), h("td", { class: "num" }, fmtInt(x.conflicts)), h("td", { class: "bar-cell" }, bar(x.conflicts, hotMax, "fill-conflict"))))))
         : empty("No conflicts yet."),
     );
     const exp = r.expiring_holders ?? [];
@@ -126,6 +139,25 @@ export function overview(el) {
     } catch (err) {
       clear(chartBody, problemBox(err));
     }
+  }
+
+  async function loadStuck() {
+    let views;
+    try {
+      views = await stuckClaims();
+    } catch (err) {
+      if (alive) clear(stuckList, problemBox(err));
+      return;
+    }
+    if (!alive) return;
+    clear(document.getElementById("stuck-total") ?? h("span"), String(views.length));
+    stuckCard.classList.toggle("stuck-some", views.length > 0);
+    clear(stuckCounts, [...countByState(views)].map(([word, n]) =>
+      h("span", { class: "stuck-count", dataset: { state: word } }, h("strong", {}, fmtInt(n)), " ", stateBadge(word))));
+    clear(stuckList, views.length
+      ? views.slice(0, 10).map((v) => itemRow(v.item, { state: v.lease_state }))
+      : h("li", { class: "empty" }, "Nothing is stuck: every claim is live."));
+    sizeBars(stuckList);
   }
 
   function renderRecent() {
@@ -154,17 +186,20 @@ export function overview(el) {
   let alive = true;
   const statsSoon = throttle(() => alive && loadStats(), 1500);
   const timelineSoon = throttle(() => alive && loadTimeline(), 3000);
+  const stuckSoon = throttle(() => alive && loadStuck(), 1500);
   const off = onFeedEvent((e) => {
     renderRecent();
     if (e.type === "unleased_edit") showUnleased(e);
     if (ENDINGS.has(e.type) || e.type === "acquired" || e.type === "conflict") statsSoon();
     if (ENDINGS.has(e.type)) timelineSoon();
+    if (STUCK_EVENTS.has(e.type) || e.key?.startsWith("items/")) stuckSoon();
   });
   loadStats();
   loadTimeline();
   renderRecent();
   loadUnleased();
-  const timers = [setInterval(loadStats, 15_000), setInterval(loadTimeline, 30_000)];
+  loadStuck();
+  const timers = [setInterval(loadStats, 15_000), setInterval(loadTimeline, 30_000), setInterval(loadStuck, 10_000)];
   return {
     unmount() {
       alive = false;
