@@ -23,7 +23,7 @@ Status = Literal["open", "in_progress", "blocked", "done", "cancelled"]
 
 @wire(
     Item,
-    exclude=("stalled_epoch",),
+    exclude=("stalled_epoch", "body_chars"),
     types_={"status": Status},
     describe={
         "revoked": "its claim was force-released: the assignee stays, but even it needs "
