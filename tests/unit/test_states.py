@@ -26,7 +26,9 @@ def item(**changes: object) -> Item:
 
 def rec(**changes: object) -> KeyRecord:
     """alice's claim on ``items/job`` (epoch 3), taken 20 s ago, live for 27 s more."""
-    base = KeyRecord("items/job", 3, "alice", None, 47 * S, NOW - 20 * S, NOW - 20 * S, NOW + 27 * S)
+    base = KeyRecord(
+        "items/job", 3, "alice", None, 47 * S, NOW - 20 * S, NOW - 20 * S, NOW + 27 * S
+    )
     return base.update(**changes)
 
 

@@ -355,8 +355,9 @@ def queue(principal: str | None) -> None:
     their lease state and its time: live (when it expires), stalled (live, but no progress
     for the policy's stall_after), lapsed (its holder stopped renewing: since when), revoked
     (force-released: by whom, why; a takeover needs a reason) or reassigned (moved to its
-    assignee, who has not claimed it yet). Below: the items your agents' commands left open lately (a `tenure dispatch`
-    whose command ended without completing its item), while they stay open."""
+    assignee, who has not claimed it yet). Below: the items your agents' commands left open
+    lately (a `tenure dispatch` whose command ended without completing its item), while they
+    stay open."""
     from tenure.cli.left_open import left_open, left_open_lines
 
     run = cli_of()

@@ -43,6 +43,8 @@ NONE = State()
 
 #: the transfer that makes each word (its moment, actor and note are the state's)
 _MADE_BY = {"revoked": "force_released", "reassigned": "reassigned", "released": "released"}
+#: the words whose moment (and who, why) only the item's latest transfer knows
+MADE_BY_A_TRANSFER: tuple[str, ...] = tuple(_MADE_BY)
 
 
 def _done(word: str, last: Transfer | None) -> State:

@@ -16,8 +16,8 @@ from tenure.core.claims import Briefing, ReadyView
 from tenure.core.items import Item, ItemView
 from tenure.core.states import say
 from tenure.mcp import models as m
-from tenure.verbs import item_replies as ir
 from tenure.mcp.advice import advice
+from tenure.verbs import item_replies as ir
 
 BODY = "the length of its body in characters (show_item has the body)"
 

@@ -21,9 +21,9 @@ from tenure.core.items import (
     ItemView,
     item_key,
 )
-from tenure.core.states import AHEAD, claim_state
 from tenure.core.models import Event, EventQuery, Lease, LeaseQuery, Principal
 from tenure.core.policy import PolicySet
+from tenure.core.states import MADE_BY_A_TRANSFER, claim_state
 from tenure.core.work import TAKEN_AWAY, ItemQuery
 from tenure.errors import InvalidRequest, NotFound
 from tenure.service.engine import Who, as_principal
@@ -262,7 +262,7 @@ class QueueViews:
         transfers = tuple(self.store.transfers(item.id)) if with_transfers else ()
         stall = self.stall_for(item.id)
         state = claim_state(item, rec, now, stall)
-        if state.word not in AHEAD + ("none",) and state.at is None:
+        if state.word in MADE_BY_A_TRANSFER and state.at is None:
             # revoked, reassigned, released: when, by whom and why are in the latest transfer
             known = transfers or tuple(self.store.transfers(item.id))
             state = claim_state(item, rec, now, stall, known[-1] if known else None)
