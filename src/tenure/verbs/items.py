@@ -272,8 +272,9 @@ MY_QUEUE: Verb[NoInput, Any] = Verb(
     "my_queue", "GET", "/v1/queue", NoInput,
     lambda s, me, a: views_page(s.items.queue(me.name), s.limits.list_bytes), as_is,
     ir.item_views_from_wire, ir.ItemViewSummariesReply, problems=(401,), tags=VIEWS,
-    doc="Your items and your agents', with lease state `live`, `stalled` or `lapsed` (item "
-    "summaries, within the server's list budget).",
+    doc="Your items and your agents', with lease state `live`, `stalled`, `lapsed`, `revoked` "
+    "or `reassigned` and its moment (`state`) (item summaries, within the server's list "
+    "budget).",
 )  # fmt: skip
 QUEUE_OF: Verb[QueueOfIn, Any] = Verb(
     "queue_of", "GET", "/v1/queue/{principal:path}", QueueOfIn,
