@@ -301,4 +301,3 @@ def test_reassigned_and_revoked_claims_read_as_what_they_are(
     svc.items.claim(BOB, "moved", ttl_ms=60_000)
     live = svc.items.get("moved").state
     assert (live.word, live.at) == ("live", clock.now_ms() + 60_000)
-
