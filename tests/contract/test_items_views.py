@@ -10,6 +10,7 @@ import pytest
 import tenure
 from tenure import Service
 from tenure.core.models import EventDraft
+from tenure.core.work import State
 from tenure.service.queue import DEFAULT_STALL_MS, WorkQueue
 
 from ._items import ADMIN, AGENT, ALICE, BOB, CAROL, SUPERVISOR, lapse, org
@@ -258,3 +259,45 @@ def test_get_shows_the_item_its_current_lease_and_its_history(
     assert view.to_dict()["transfers"][0]["from"] is None
     child = svc.items.create(CAROL, "part", id="part", parent="job")
     assert svc.items.get("part").item.parent == "job" and child.created_by == "carol"
+
+
+# the state word and its moment ------------------------------------------------------------
+def test_reassigned_and_revoked_claims_read_as_what_they_are(
+    svc: Service, clock: tenure.FakeClock
+) -> None:
+    """The issue's case: a live claim reassigned read "lapsed" with a lapse time still ahead;
+    a revoked one had the deadline of its dead lease as its moment. Every view (get, queue,
+    briefing) reads reassigned or revoked, at the moment it happened, by whom and why."""
+    for item_id in ("moved", "forced", "lapsing"):
+        svc.items.create(CAROL, item_id, id=item_id)
+    svc.items.claim(ALICE, "moved", ttl_ms=60_000)
+    svc.items.claim(ALICE, "forced", ttl_ms=60_000)
+    svc.items.claim(ALICE, "lapsing", ttl_ms=1_000)
+    clock.advance(5_000)
+    at = clock.now_ms()
+    svc.items.reassign(ADMIN, "moved", "bob", reason="alice is away")
+    svc.items.force_release(ADMIN, "forced", reason="wrong approach")
+    clock.advance(2_000)
+
+    moved = svc.items.get("moved")
+    assert moved.lease_state == "reassigned"
+    assert moved.state == State("reassigned", at, ADMIN.name, "alice is away", "bob")
+    [queued] = svc.items.queue("bob")
+    assert (queued.lease_state, queued.state) == ("reassigned", moved.state)
+    assert [v.item.id for v in svc.items.briefing(BOB).lapsed] == ["moved"]
+
+    forced = svc.items.get("forced")
+    assert forced.state == State("revoked", at, ADMIN.name, "wrong approach")
+    mine = {v.item.id: v.state for v in svc.items.queue("alice")}
+    assert mine["forced"] == forced.state and "moved" not in mine
+    # a lapsed claim's moment is when its lease ran out: in the past
+    assert mine["lapsing"].word == "lapsed" and mine["lapsing"].at is not None
+    assert mine["lapsing"].at <= clock.now_ms()
+    # nobody's moment of a state that happened lies ahead of now
+    for view in (moved, forced, *svc.items.queue("alice")):
+        assert view.state.at is None or view.state.at <= clock.now_ms()
+
+    # bob claims: live, its moment when the lease expires
+    svc.items.claim(BOB, "moved", ttl_ms=60_000)
+    live = svc.items.get("moved").state
+    assert (live.word, live.at) == ("live", clock.now_ms() + 60_000)

@@ -19,6 +19,8 @@ import tenure
 from procs import Shell, doc, fails, ok, remembered, wait_for
 from tenure.settings import Settings
 
+AGO = r"(just now|\d+m?\d*s ago)"  # a moment past, in its tense
+
 if TYPE_CHECKING:
     from conftest import LiveServer
 
@@ -71,9 +73,12 @@ def test_force_release_keeps_the_item_revoked_until_reassigned(
     assert [(v["item"]["id"], v["lease_state"], v["item"]["revoked"]) for v in mine] == [
         ("7", "revoked", True)
     ]
-    assert re.search(r"\b7\b.*\brevoked\b", ok(jo, "queue"))
+    # revoked in the tense of the force-release, by whom and why; never "lapsed, in 27s"
+    assert re.search(rf"\b7\b.*\brevoked {AGO} by sue: jo is stuck\b", ok(jo, "queue"))
     shown = ok(jo, "items", "show", "7")
-    assert "revoked: force-released, was held by jo" in shown and "force_released" in shown
+    forced = rf"revoked {AGO} by sue: jo is stuck; was held by jo \(session .+\); force-rel"
+    assert re.search(forced, shown) and "force_released" in shown, shown
+    assert doc(jo, "items", "show", "7")["state"]["by"] == "sue"
     said = fails(jo, 3, "claim", "7")
     assert "assigned to jo, whose claim was force-released (revoked)" in said
     assert "--takeover --reason" in said
@@ -89,6 +94,15 @@ def test_force_release_keeps_the_item_revoked_until_reassigned(
     assert ok(root, "reassign", "7", "bob", "--reason", "jo is away") == (
         "7: reassigned to bob; it is open\n"
     )
+    # it reads reassigned (to bob, by whom, why), not lapsed, until bob claims it
+    moved = doc(bob, "queue")["items"]
+    assert [(v["lease_state"], v["state"]["to"], v["state"]["by"]) for v in moved] == [
+        ("reassigned", "bob", "boss")
+    ]
+    said = rf"reassigned {AGO} to bob by boss: jo is away"
+    assert re.search(rf"\b7\b.*\b{said}", ok(bob, "queue"))
+    assert re.search(rf"lease +{said}; was held by jo", ok(bob, "items", "show", "7"))
+    assert [v["lease_state"] for v in doc(bob, "brief")["lapsed"]] == ["reassigned"]
     claimed = doc(bob, "claim", "7")
     assert claimed["item"]["assignee"] == "bob" and claimed["lease"]["token"] > epoch
     history = doc(bob, "items", "show", "7")["transfers"]
@@ -148,7 +162,7 @@ def test_complete_with_follow_ups_and_items_fenced_on_their_parent(
     assert sorted(children) == ["Announce it", "Notes", "Ship it", "Tag"]  # created once
 
 
-SECTIONS = ("carrying", "stalled", "lapsed or revoked", "ready")
+SECTIONS = ("carrying", "stalled", "no longer live", "ready")
 
 
 def test_queue_and_brief_show_stalled_and_revoked_claims(store_url: str, tmp_path: Path) -> None:
@@ -165,7 +179,8 @@ def test_queue_and_brief_show_stalled_and_revoked_claims(store_url: str, tmp_pat
         doc(jo, "claim", "slow", "--ttl", "5m")
         wait_for(lambda: jos.items.get("slow").lease_state == "stalled", what="a stall")
         assert re.search(r"\bslow\b.*\bstalled\b", ok(jo, "queue"))
-        assert "stalled (no progress for a while), held by jo" in ok(jo, "items", "show", "slow")
+        stalled = r"stalled: no progress for \d+m?\d*s, held by jo"
+        assert re.search(stalled, ok(jo, "items", "show", "slow"))
         brief = doc(jo, "brief")
         assert [v["item"]["id"] for v in brief["stalled"]] == ["slow"]
         assert [v["lease_state"] for v in brief["carrying"]] == ["stalled"]
@@ -175,6 +190,7 @@ def test_queue_and_brief_show_stalled_and_revoked_claims(store_url: str, tmp_pat
         admin.items.force_release("other", "wrong branch")
         table = ok(jo, "brief")
         titles = [x.strip() for x in table.splitlines() if x.strip() in SECTIONS]
-        assert titles == ["carrying", "stalled", "lapsed or revoked"]
-        assert re.search(r"\bother\b.*\brevoked\b", table.split("lapsed or revoked")[1])
+        assert titles == ["carrying", "stalled", "no longer live"]
+        revoked = rf"\bother\b.*\brevoked {AGO} by \S+: wrong branch"
+        assert re.search(revoked, table.split("no longer live")[1])
         assert "force_released items/other holder=jo" in table and "reason=wrong branch" in table

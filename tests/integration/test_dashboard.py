@@ -452,6 +452,11 @@ def test_reassign_from_the_item_page_moves_the_item(live_server, tabs):
     for text in ("ana", "ben", "sam", "ana is away this week"):
         expect(moved).to_contain_text(text)
     expect(page.locator("#claim-note")).to_contain_text("ben has not claimed")
+    # the state the server decided, in its words: reassigned (not lapsed), when, to, by, why
+    expect(page.locator(".fields .badge-state-reassigned")).to_be_visible()
+    said = page.locator("#item-state-text")
+    expect(said).to_contain_text(re.compile(r"^reassigned (just now|\d+s ago) to ben by sam"))
+    expect(said).to_contain_text("ana is away this week")
 
     view = ok(admin.get("/v1/items/report"))
     assert view["item"]["assignee"] == "ben" and view["lease"]["state"] == "force_released"

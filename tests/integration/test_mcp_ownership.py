@@ -103,6 +103,37 @@ async def test_reassign_moves_the_item_and_kills_the_epoch(agent: Agent) -> None
         assert no_reason.is_error  # the schema requires a reason: the SDK refuses the call
 
 
+async def test_a_reassigned_claim_reads_reassigned_not_lapsed(agent: Agent) -> None:
+    """A live claim moved to another assignee: the new assignee's briefing, queue and
+    show_item read reassigned (to whom, by whom, why, when: in the past), never "lapsed"."""
+    async with (
+        agent("jo", kind="human") as jo,
+        agent("jo/agent-1", parent="jo") as a1,
+        agent("jo/agent-2", parent="jo") as a2,
+    ):
+        await call(jo, "create_item", title="fix login", id="login")
+        await call(a1, "claim", item_id="login", task="fix")
+        await call(jo, "reassign", item_id="login", to="jo/agent-2", reason="a1 is slow")
+
+        brief = await call(a2, "briefing")
+        [view] = brief["lapsed"]
+        assert view["lease_state"] == "reassigned"
+        assert (view["state"]["to"], view["state"]["by"], view["state"]["reason"]) == (
+            "jo/agent-2", "jo", "a1 is slow"
+        )  # fmt: skip
+        assert view["state"]["at"] <= time.time() * 1000
+        words = view["state_words"]
+        assert words.startswith("reassigned ") and "to jo/agent-2 by jo: a1 is slow" in words
+        assert " in " not in words  # a moment past, never in the future
+        line = await advice_for(a2, "briefing", "login")
+        assert line.startswith("login was reassigned to you by jo") and "no takeover" in line
+        [queued] = (await call(jo, "queue"))["items"]
+        assert (queued["lease_state"], queued["state"]) == ("reassigned", view["state"])
+        assert queued["state_words"].endswith("to jo/agent-2 by jo: a1 is slow")
+        shown = await call(a2, "show_item", item_id="login")
+        assert (shown["lease_state"], shown["state"]["by"]) == ("reassigned", "jo")
+
+
 async def test_a_revoked_claim_is_not_to_be_claimed_again(
     agent: Agent, clock: tenure.FakeClock
 ) -> None:
@@ -136,12 +167,14 @@ async def test_a_revoked_claim_is_not_to_be_claimed_again(
         revoked, gone = (x for x in sorted(brief["advice"], reverse=True))
         assert revoked.startswith("stopped is revoked: an authority force-released your claim")
         assert "Do not claim it again" in revoked and "claim it to go on" not in revoked
-        assert gone.startswith("dropped lapsed: it is assigned to you")
+        assert gone.startswith("dropped lapsed at ") and "it is assigned to you" in gone
         assert "claim it to go on" in gone
         line = await advice_for(kim, "queue", "stopped", principal="jo/agent-3")
         assert "the claim of jo/agent-3" in line and "Do not claim it again" in line
         shown = await call(kim, "show_item", item_id="stopped")
         assert shown["lease_state"] == "revoked"
+        said = shown["state_words"]  # when, by whom and why
+        assert said.startswith("revoked ") and said.endswith(" by root: wrong approach"), said
         assert shown["transfers"][-1]["reason"] == "force_released"
 
         text = await refused(jo, "claim", "invalid_request", item_id="stopped", takeover=True)

@@ -86,7 +86,7 @@ def test_create_get_list_and_update(alice: httpx.Client, bob: httpx.Client) -> N
     new_item(bob, id="other", labels=["y"], priority=5, body=None)  # null is absent
 
     view = ok(alice.get("/v1/items/rep-1.a"))
-    assert set(view) == {"item", "lease", "lease_state", "transfers"}
+    assert set(view) == {"item", "lease", "lease_state", "state", "transfers"}
     assert view["item"] == child and view["lease"] is None
     assert (view["lease_state"], view["transfers"]) == ("none", [])
 
@@ -410,7 +410,7 @@ def test_queue_ready_and_briefing(
         ("mid", "live"),
         ("mine", "live"),
     ]
-    assert all(set(v) == {"item", "lease", "lease_state", "transfers"} for v in views)
+    assert all(set(v) == {"item", "lease", "lease_state", "state", "transfers"} for v in views)
     assert ok(bob.get("/v1/queue/alice"))["items"] == views
     agent = ok(bob.get("/v1/queue/alice%2Fx"))["items"]
     assert [v["item"]["id"] for v in agent] == ["mid"]

@@ -473,6 +473,14 @@ def test_models_render_as_dicts() -> None:
         "item": out,
         "lease": lease().lease(NOW).to_dict(),
         "lease_state": "live",
+        "state": {
+            "word": "live",
+            "at": None,
+            "by": None,
+            "reason": None,
+            "to": None,
+            "since": None,
+        },
         "transfers": [transfer.to_dict()],
     }
     assert ItemView(item(), None, "none").to_dict()["lease"] is None

@@ -202,7 +202,10 @@ def view(state: str, assignee: str = "jo", progress_at: int | None = None) -> It
 @pytest.mark.parametrize(
     ("state", "me", "starts", "says", "never"),
     [
-        ("lapsed", "jo", "a lapsed: it is assigned to you", "claim it to go on", "Do not"),
+        ("lapsed", "jo", "a lapsed at ", "it is assigned to you", "Do not"),
+        ("reassigned", "jo", "a was reassigned to you", "claim it to start (no takeover",
+         "Do not"),
+        ("reassigned", "kim", "a was reassigned to jo", "it is theirs to claim", "takeover"),
         ("lapsed", None, "a lapsed at ",
          "the claim of jo ran out (it stopped). Its assignee claims it again to go on; anyone "
          "else only with takeover=true and a reason", "Do not"),

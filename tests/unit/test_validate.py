@@ -321,3 +321,16 @@ def test_what_the_value_check_accepts_reads_back_as_json(value: Any) -> None:
         return  # a lone surrogate or a NUL in the text
     text = json.dumps(value, ensure_ascii=False, allow_nan=False)
     assert json.loads(text.encode("utf-8")) == value
+
+
+def test_a_ttl_too_long_says_how_to_hold_longer() -> None:
+    """Over every front (REST, MCP): the refusal of a ttl past max_ttl names the way to hold a
+    lease longer (extend, up to max_lease; or renew), and a ttl too short does not."""
+    with pytest.raises(InvalidRequest) as long:
+        v.check_ttl(3_600_000, POLICY)
+    assert long.value.maximum == 600_000 and long.value.field == "ttl_ms"
+    assert "to hold it longer, acquire it, then extend its deadline" in long.value.detail
+    assert f"max_lease: {POLICY.max_lease} ms" in long.value.detail
+    with pytest.raises(InvalidRequest) as short:
+        v.check_ttl(10, POLICY)
+    assert "longer" not in short.value.detail

@@ -27,9 +27,10 @@ from tenure.cli.durations import DURATION
 from tenure.cli.locks import parse_json_object
 from tenure.cli.ops import event_line
 from tenure.cli.options import takeover
-from tenure.cli.render import pairs, table
+from tenure.cli.render import now_ms, pairs, table
 from tenure.core.items import STATUSES, Item, ItemView, Transfer, item_key
 from tenure.core.models import Lease
+from tenure.core.states import AHEAD, State, lease_word, say
 from tenure.core.text import clock, held_by, relative, when
 from tenure.verbs import items as iv
 
@@ -51,8 +52,9 @@ def progress_text(item: Item) -> str | None:
 
 
 def item_pairs(
-    item: Item, lease: Lease | None = None, lease_state: str | None = None
+    item: Item, lease: Lease | None = None, lease_state: str | State | None = None
 ) -> list[tuple[str, Any]]:
+    state = lease_state if isinstance(lease_state, State) else State(lease_state or "none")
     rows: list[tuple[str, Any]] = [
         ("id", item.id),
         ("title", item.title),
@@ -64,9 +66,9 @@ def item_pairs(
         ("epoch", item.epoch or None),
     ]
     if lease is not None:
-        rows += [("lease", lease_words(lease, lease_state)), ("task", lease.task)]
-    elif lease_state not in (None, "none"):
-        rows.append(("lease", lease_state))
+        rows += [("lease", lease_words(lease, state)), ("task", lease.task)]
+    elif state.word != "none":
+        rows.append(("lease", say(state, now_ms())))
     rows.append(("progress", progress_text(item)))
     if item.result is not None:
         rows.append(("result", json.dumps(item.result)))
@@ -77,21 +79,27 @@ def item_pairs(
     return rows
 
 
-def lease_words(lease: Lease, lease_state: str | None = None) -> str:
-    """``live, held by jo, expires …``; ``revoked: force-released, was held by jo``; …"""
+#: what follows a state that is not live: what it means for whoever claims next
+_NEXT = {
+    "revoked": "; force-released: a takeover needs a reason",
+    "reassigned": "; its new assignee claims it without a takeover",
+}
+
+
+def lease_words(lease: Lease, state: State | None = None) -> str:
+    """``live, held by jo, expires …``; ``revoked 2m ago by root: stuck; was held by jo;
+    force-released: …``: the state's words (:func:`tenure.core.states.say`) and the holder."""
     holder = held_by(lease.holder, lease.session)
-    state = lease_state or lease.state
-    if state in ("live", "stalled"):
-        since = " (no progress for a while)" if state == "stalled" else ""
-        return f"{state}{since}, held by {holder}, expires {when(lease.expires_at)}"
-    if state == "revoked":
-        return f"revoked: force-released, was held by {holder}; a takeover needs a reason"
-    if state == "lapsed":
-        return f"lapsed at {when(lease.expires_at)}, was held by {holder}"
-    return f"{lease.state}, was held by {holder}"
+    state = state if state is not None and state.word != "none" else lease_word(lease)
+    if state.word in AHEAD:
+        quiet = say(state, now_ms()).partition(",")[0] if state.word == "stalled" else "live"
+        return f"{quiet}, held by {holder}, expires {when(lease.expires_at)}"
+    return f"{say(state, now_ms())}; was held by {holder}{_NEXT.get(state.word, '')}"
 
 
-def item_table(item: Item, lease: Lease | None = None, lease_state: str | None = None) -> Any:
+def item_table(
+    item: Item, lease: Lease | None = None, lease_state: str | State | None = None
+) -> Any:
     return pairs(item_pairs(item, lease, lease_state))
 
 
@@ -104,15 +112,17 @@ def items_table(items: Iterable[Item], title: str | None = None) -> Any:
 
 
 def views_table(views: Iterable[ItemView], title: str | None = None) -> Any:
+    """The items with their claims; LEASE: the state in words, its time in its tense
+    (``live, expires in 4m``, ``lapsed 2m ago``, ``reassigned 5s ago to bob by root: rota``)."""
+    now = now_ms()
     return table(
-        ["ID", "PRI", "ASSIGNEE", "LEASE", "EXPIRES", "EPOCH", "PROGRESS", "TITLE"],
+        ["ID", "PRI", "ASSIGNEE", "LEASE", "EPOCH", "PROGRESS", "TITLE"],
         [
             (
                 v.item.id,
                 v.item.priority,
                 v.item.assignee,
-                v.lease_state,
-                relative(v.lease.expires_at) if v.lease and v.lease_state != "revoked" else None,
+                say(v.state, now),
                 v.item.epoch or None,
                 progress_text(v.item),
                 v.item.title,
@@ -142,7 +152,7 @@ def note_of(t: Transfer) -> str | None:
 
 
 def view_table(view: ItemView) -> Any:
-    shown = item_table(view.item, view.lease, view.lease_state)
+    shown = item_table(view.item, view.lease, view.state)
     if not view.transfers:
         return shown
     return Group(shown, Text(""), transfers_table(view.transfers))
@@ -349,10 +359,12 @@ def cancel(item_id: str, reason: str) -> None:
 @click.argument("principal", required=False)
 def queue(principal: str | None) -> None:
     """The items assigned to PRINCIPAL (default: you) and to the agents it dispatched, with
-    their lease state: live, stalled (live, but no progress for the policy's stall_after),
-    lapsed (its holder stopped renewing) or revoked (force-released: a takeover needs a
-    reason). Below: the items your agents' commands left open lately (a `tenure dispatch`
-    whose command ended without completing its item), while they stay open."""
+    their lease state and its time: live (when it expires), stalled (live, but no progress
+    for the policy's stall_after), lapsed (its holder stopped renewing: since when), revoked
+    (force-released: by whom, why; a takeover needs a reason) or reassigned (moved to its
+    assignee, who has not claimed it yet). Below: the items your agents' commands left open
+    lately (a `tenure dispatch` whose command ended without completing its item), while they
+    stay open."""
     from tenure.cli.left_open import left_open, left_open_lines
 
     run = cli_of()
@@ -386,7 +398,7 @@ def briefing_view(doc: Any) -> Any:
     parts: list[Any] = [Text(f"briefing for {doc.principal}")]
     parts += [Text(""), views_table(doc.carrying, "carrying")] if doc.carrying else []
     parts += [Text(""), views_table(doc.stalled, "stalled")] if doc.stalled else []
-    parts += [Text(""), views_table(doc.lapsed, "lapsed or revoked")] if doc.lapsed else []
+    parts += [Text(""), views_table(doc.lapsed, "no longer live")] if doc.lapsed else []
     if doc.happened:
         parts += [Text(""), Text("since your last briefing:")]
         parts += [Text(f"  {event_line(e)}") for e in doc.happened]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from contextlib import nullcontext
 from typing import Any
 
@@ -12,12 +13,12 @@ import click
 from tenure.cli.app import cli
 from tenure.cli.completion import KEY, complete_keys
 from tenure.cli.context import cli_of, verb
-from tenure.cli.durations import DURATION, one_poll
+from tenure.cli.durations import DURATION, TYPED, one_poll
 from tenure.cli.keys import path_key, warn_if_a_path
 from tenure.cli.render import pairs, table
 from tenure.client import Client
 from tenure.core.models import Lease
-from tenure.core.text import clock, relative, when
+from tenure.core.text import clock, format_duration, relative, when
 from tenure.core.validate import MAX_WAIT_MS
 from tenure.errors import LeaseHeld
 from tenure.supervise.interrupt import interruptible
@@ -129,6 +130,7 @@ def lock() -> None:
     summary="Acquire a lease on KEY (renews it if your session holds it).",
     example="tenure lock acquire jobs/nightly --ttl 30s --task cron:nightly\n"
     "tenure lock acquire deploy/prod --wait 10m --json\n"
+    "tenure lock acquire reports/q3 --for 2h --task quarterly\n"
     'tenure lock acquire --path src/billing/ --subtree --ttl 10m --task "refactor"\n'
     'tenure lock extend "$(tenure key src/billing/)" 2h',
 )
@@ -147,6 +149,13 @@ def lock() -> None:
 )
 @click.option("--meta", help="Small JSON object stored with the lease.")
 @click.option(
+    "--for",
+    "term",
+    type=DURATION,
+    help="Hold it this long: acquire, then extend its deadline to now + this in the same "
+    "command (up to the policy's max_lease). Nothing renews it after: release it when done.",
+)
+@click.option(
     "--subtree",
     is_flag=True,
     help="Hold every key under KEY too (KEY must end in /); refused while anyone else holds "
@@ -159,6 +168,7 @@ def lock_acquire(
     task: str | None,
     wait: int | None,
     meta: str | None,
+    term: int | None,
     subtree: bool,
 ) -> None:
     """Acquire KEY and print the lease and its fencing token. The CLI remembers the token, so
@@ -167,7 +177,10 @@ def lock_acquire(
     script) is refused like anyone else's (exit 3). With --subtree (KEY ending in /) the lease
     holds every key under KEY: nobody else gets one while it lives. With --path PATH instead
     of KEY, the key is the one coding agents' edits of PATH take (`tenure key PATH`), so the
-    lease blocks them: `--path src/billing/ --subtree` holds every file under src/billing/."""
+    lease blocks them: `--path src/billing/ --subtree` holds every file under src/billing/.
+    With --for 2h the lease is held 2 hours (acquired, then extended; capped by the policy's
+    max_lease, which a note says): nothing renews it after, release it when done; to hold a
+    lease exactly while a command runs, use `tenure run`."""
     key = key_to_take(key, path)
     run = cli_of()
     scope = "subtree" if subtree else None
@@ -175,7 +188,23 @@ def lock_acquire(
     with interruptible() if wait else nullcontext():  # Ctrl-C, SIGTERM: nothing stays held
         lease = acquire_waiting(run.client, key, ttl, task, meta_, wait, scope)
     run.remember(key, lease.token)
+    if term is not None:
+        lease = hold_for(run.client, run.out.note, lease, term)
     run.out.emit(lv.ACQUIRE.wire(lease), lambda: lease_table(lease))
+
+
+def hold_for(client: Client, note: Callable[[str], None], lease: Lease, term: int) -> Lease:
+    """``--for``: the lease just acquired, its deadline extended to now + ``term`` (never
+    shortened); a note on stderr when the policy's ``max_lease`` capped it."""
+    result = client.extend(lease.key, lease.token, by_ms=term)
+    if result.capped:
+        typed = TYPED.get("term") or format_duration(term)
+        note(
+            f"--for {typed} is more than the policy's max_lease allows: held until "
+            f"{when(result.granted_until)}; extend it again then (`tenure lock extend "
+            f"{lease.key} …`) to hold it longer"
+        )
+    return result.lease
 
 
 @verb(

@@ -104,9 +104,9 @@ def longer(name: str, typed: str | None) -> str:
     by = typed or "2h"
     if "lock" in path:
         return (
-            f". To hold it longer: acquire it, then `tenure lock extend KEY {by}` (up to the "
-            "policy's max_lease), or `tenure run KEY -- COMMAND`, which renews it while the "
-            "command runs"
+            f". To hold it longer: `tenure lock acquire KEY --for {by}` (acquired, then "
+            f"extended), or acquire it, then `tenure lock extend KEY {by}` (up to the policy's "
+            "max_lease), or `tenure run KEY -- COMMAND`, which renews it while the command runs"
         )
     if {"claim", "renew", "dispatch"} & set(path[1:2]):
         return (

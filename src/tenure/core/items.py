@@ -28,6 +28,7 @@ from tenure.core.models import (
     principal_created,
     token_event,
 )
+from tenure.core.states import claim_state
 from tenure.core.work import (
     CLOSED,
     DEFAULT_PRIORITY,
@@ -442,17 +443,9 @@ def decide_cancel(
 
 
 def lease_state(item: Item, rec: KeyRecord | None, now: int, stall_ms: int) -> str:
-    """``live``, ``stalled`` (live, but no progress for ``stall_ms``), ``lapsed``, ``revoked``
-    (force-released, the edge kept) or ``none``."""
-    if rec is None or rec.token != item.epoch or item.epoch == 0:
-        return "none"
-    if item.revoked and item.assignee:
-        return "revoked"
-    if rec.is_live(now):
-        # Progress reported before this acquisition (by an earlier holder) does not count.
-        since = max(rec.acquired_at, item.progress_at or 0)
-        return "stalled" if now - since > stall_ms else "live"
-    return "lapsed" if item.assignee else "none"
+    """The word of :func:`tenure.core.states.claim_state` (``live``, ``stalled``, ``lapsed``,
+    ``revoked``, ``reassigned``, ``released`` or ``none``)."""
+    return claim_state(item, rec, now, stall_ms).word
 
 
 def dispatched(

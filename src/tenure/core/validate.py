@@ -124,6 +124,14 @@ def check_key(key: object, policy: Policy, field: str = "key") -> str:
     return key
 
 
+def hold_longer(policy: Policy) -> str:
+    """How a lease is held longer than ``max_ttl``, for the refusal of a longer ``ttl_ms``."""
+    return (
+        f"; to hold it longer, acquire it, then extend its deadline (extend with by_ms, up to "
+        f"the policy's max_lease: {policy.max_lease} ms), or renew it before each ttl runs out"
+    )
+
+
 def check_ttl(ttl_ms: object, policy: Policy, field: str = "ttl_ms") -> int:
     if ttl_ms is None:
         return policy.default_ttl
@@ -132,7 +140,8 @@ def check_ttl(ttl_ms: object, policy: Policy, field: str = "ttl_ms") -> int:
     assert isinstance(ttl_ms, int)
     if not policy.min_ttl <= ttl_ms <= policy.max_ttl:
         raise InvalidRequest(
-            f"{field}: must be between {policy.min_ttl} and {policy.max_ttl} ms",
+            f"{field}: must be between {policy.min_ttl} and {policy.max_ttl} ms"
+            + (hold_longer(policy) if ttl_ms > policy.max_ttl else ""),
             field=field,
             minimum=policy.min_ttl,
             maximum=policy.max_ttl,

@@ -189,20 +189,57 @@ class Transfer:
         )  # fmt: skip
 
 
+StateWord = Literal[
+    "live", "stalled", "lapsed", "released", "revoked", "reassigned", "expired", "none"
+]
+#: the words of a claim's or a lease's state (:func:`tenure.core.states.claim_state` decides)
+WORDS: tuple[str, ...] = get_args(StateWord)
+
+
+@dataclass(frozen=True)
+class State:
+    """A word and what goes with it. ``at``: when a live or stalled lease expires, else when
+    the state began (``None`` when it is not known); ``by``/``reason``: who did it and why
+    (revoked, reassigned, released); ``to``: the new assignee (reassigned); ``since``: the
+    last progress, or the claim (stalled)."""
+
+    word: str = "none"
+    at: int | None = None
+    by: str | None = None
+    reason: str | None = None
+    to: str | None = None
+    since: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_wire(cls, data: Any) -> State:
+        fields = ("word", "at", "by", "reason", "to", "since")
+        return cls(**{name: data.get(name) for name in fields if data.get(name) is not None})
+
+
 @dataclass(frozen=True)
 class ItemView:
     """An item with its lease and history, as the views show it."""
 
     item: Item
     lease: Lease | None
-    lease_state: str  # live, stalled, lapsed, revoked, none
+    lease_state: str  # one of WORDS: state.word
     transfers: tuple[Transfer, ...] = field(default=())
+    #: the word with its moment (and who, why): what every front shows
+    state: State = State()
+
+    def __post_init__(self) -> None:
+        if self.state.word != self.lease_state:  # made with the word alone: no moment known
+            object.__setattr__(self, "state", State(self.lease_state))
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "item": self.item.to_dict(),
             "lease": self.lease.to_dict() if self.lease else None,
             "lease_state": self.lease_state,
+            "state": self.state.to_dict(),
             "transfers": [t.to_dict() for t in self.transfers],
         }
 
@@ -214,6 +251,7 @@ class ItemView:
             None if lease is None else Lease.from_wire(lease),
             data["lease_state"],
             tuple(Transfer.from_wire(x) for x in data.get("transfers") or ()),
+            State.from_wire(data.get("state") or {"word": data["lease_state"]}),
         )
 
 

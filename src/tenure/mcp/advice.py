@@ -22,12 +22,23 @@ def advise(view: ItemView, me: str | None = None) -> str | None:
             f"{item.id} is revoked: an authority force-released {whose} and stopped this work "
             f"on purpose. {REVOKED_STEP}"
         )
+    if state == "reassigned":
+        how = view.state
+        by = f" by {how.by}" if how.by else ""
+        at = f" at {since(how.at)}" if how.at is not None else ""
+        why = f" ({how.reason})" if how.reason else ""
+        if yours:
+            return (
+                f"{item.id} was reassigned to you{by}{at}{why}: nobody holds its claim; claim "
+                "it to start (no takeover needed)."
+            )
+        return f"{item.id} was reassigned to {item.assignee}{by}{at}{why}: it is theirs to claim."
     if state == "lapsed":
         at = f" at {since(view.lease.expires_at)}" if view.lease is not None else ""
         if yours:
             return (
-                f"{item.id} lapsed: it is assigned to you and nobody holds its claim (your lease "
-                "ran out, or it was reassigned to you): claim it to go on (a new epoch)."
+                f"{item.id} lapsed{at}: it is assigned to you and nobody holds its claim (your "
+                "lease ran out): claim it to go on (a new epoch)."
             )
         return (
             f"{item.id} lapsed{at}: {whose} ran out (it stopped). Its assignee claims it again to "

@@ -17,8 +17,11 @@ from tenure.core.models import (
     Lease,
     Principal,
 )
+from tenure.core.states import say
+from tenure.core.work import ItemView
 from tenure.service.queue import Claim
 from tenure.verbs import fields as wire
+from tenure.verbs import item_replies as ir
 from tenure.verbs import replies as r
 
 JSON_VALUE: dict[str, Any] = {"type": ["object", "array", "string", "number", "boolean", "null"]}
@@ -127,18 +130,32 @@ class TransferOut(Out):
 LEASE_STATE = (
     "live; stalled (live, no progress for a while); lapsed (the lease ran out: its assignee "
     "claims it again to go on); revoked (force-released by an authority: do not claim it "
-    "again, ask or wait for a reassign); none"
+    "again, ask or wait for a reassign); reassigned (moved to its assignee since the claim: "
+    "the assignee claims it, no takeover); released (its holder let it go); none"
+)
+STATE_WORDS = (
+    "the state in words, its time in its tense: 'live, expires in 4m', 'lapsed 2m ago', "
+    "'revoked 1m ago by sue: stuck', 'reassigned 5s ago to bob by sue: rota'"
 )
 ADVICE = "what to do about each lapsed, revoked or stalled claim listed, one line per item"
 
 
 class ItemViewOut(Reply):
-    """An item with its lease and the lease's state: live, stalled, lapsed, revoked or none."""
+    """An item with its lease and the lease's state: live, stalled, lapsed, revoked,
+    reassigned, released or none, with its moment (``state``) and in words."""
 
     item: ItemOut
     lease: LeaseOut | None = None
     lease_state: str = Field(description=LEASE_STATE)
+    state: ir.StateOut = Field(description="the state's word with its moment, who and why")
+    state_words: str = Field(description=STATE_WORDS)
     transfers: list[TransferOut] = Field(default_factory=list)
+
+    @classmethod
+    def of(cls, value: Any) -> Self:
+        view: ItemView = value
+        words = say(view.state, int(time.time() * 1000))
+        return cls.model_validate({**view.to_dict(), "state_words": words})
 
 
 EventOut = r.EventOut

@@ -5,6 +5,7 @@ with who held them, since when, and how to take them over."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any, Self
@@ -13,8 +14,10 @@ from pydantic import Field
 
 from tenure.core.claims import Briefing, ReadyView
 from tenure.core.items import Item, ItemView
+from tenure.core.states import say
 from tenure.mcp import models as m
 from tenure.mcp.advice import advice
+from tenure.verbs import item_replies as ir
 
 BODY = "the length of its body in characters (show_item has the body)"
 
@@ -44,11 +47,19 @@ class ClaimSummaryOut(m.Out):
     item: ItemSummaryOut
     lease: m.LeaseOut | None = None
     lease_state: str = Field(description=m.LEASE_STATE)
+    state: ir.StateOut = Field(description="the state's word with its moment, who and why")
+    state_words: str = Field(description=m.STATE_WORDS)
 
     @classmethod
     def of(cls, view: ItemView) -> ClaimSummaryOut:
         lease = None if view.lease is None else m.LeaseOut.of(view.lease)
-        return cls(item=ItemSummaryOut.of(view.item), lease=lease, lease_state=view.lease_state)
+        return cls(
+            item=ItemSummaryOut.of(view.item),
+            lease=lease,
+            lease_state=view.lease_state,
+            state=ir.StateOut.model_validate(view.state.to_dict()),
+            state_words=say(view.state, int(time.time() * 1000)),
+        )
 
 
 def take_over(view: ItemView, me: str | None) -> str:
@@ -117,8 +128,9 @@ class BriefingOut(m.Out):
     carrying: list[ClaimSummaryOut] = Field(description="live claims of yours and your agents'")
     lapsed: list[ClaimSummaryOut] = Field(
         description="claims of yours and your agents' (a supervisor's: of those it supervises) "
-        "that are no longer live: lease_state lapsed (its assignee claims it again to go on) or "
-        "revoked (force-released: do NOT claim it again)"
+        "that are no longer live: lease_state lapsed (its assignee claims it again to go on), "
+        "revoked (force-released: do NOT claim it again) or reassigned (moved to you since the "
+        "claim: claim it, no takeover)"
     )
     happened: list[m.EventOut]
     ready: list[ItemSummaryOut]

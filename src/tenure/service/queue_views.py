@@ -20,10 +20,10 @@ from tenure.core.items import (
     ItemSummary,
     ItemView,
     item_key,
-    lease_state,
 )
 from tenure.core.models import Event, EventQuery, Lease, LeaseQuery, Principal
 from tenure.core.policy import PolicySet
+from tenure.core.states import MADE_BY_A_TRANSFER, claim_state
 from tenure.core.work import TAKEN_AWAY, ItemQuery
 from tenure.errors import InvalidRequest, NotFound
 from tenure.service.engine import Who, as_principal
@@ -31,6 +31,8 @@ from tenure.store.base import Store
 
 ITEM_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 BRIEFING_EVENTS = (*TAKEN_AWAY, "stalled")
+#: the states of a claim in my queue that is not live: a briefing lists them as no longer live
+NOT_LIVE = ("lapsed", "revoked", "reassigned")
 
 
 def lapsed_claim(view: ItemView) -> bool:
@@ -223,7 +225,7 @@ class QueueViews:
         return Briefing(
             me.name,
             tuple(x for x in mine if x.lease_state in ("live", "stalled")),
-            (*(x for x in mine if x.lease_state in ("lapsed", "revoked")), *others_lapsed),
+            (*(x for x in mine if x.lease_state in NOT_LIVE), *others_lapsed),
             tuple(happened),
             tuple(self.ready(ready)),
             (*(x for x in mine if x.lease_state == "stalled"), *others_stalled),
@@ -258,5 +260,10 @@ class QueueViews:
         rec = self.store.get(item_key(item.id))
         lease = rec.lease(now) if rec and rec.token == item.epoch and item.epoch else None
         transfers = tuple(self.store.transfers(item.id)) if with_transfers else ()
-        state = lease_state(item, rec, now, self.stall_for(item.id))
-        return ItemView(item, lease, state, transfers)
+        stall = self.stall_for(item.id)
+        state = claim_state(item, rec, now, stall)
+        if state.word in MADE_BY_A_TRANSFER and state.at is None:
+            # revoked, reassigned, released: when, by whom and why are in the latest transfer
+            known = transfers or tuple(self.store.transfers(item.id))
+            state = claim_state(item, rec, now, stall, known[-1] if known else None)
+        return ItemView(item, lease, state.word, transfers, state)

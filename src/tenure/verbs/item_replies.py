@@ -48,16 +48,41 @@ class TransferOut(AliasedOut):
 
 
 LeaseState = Annotated[
-    Literal["live", "stalled", "lapsed", "revoked", "none"],
+    Literal["live", "stalled", "lapsed", "released", "revoked", "reassigned", "expired", "none"],
     Field(
         description="`live`; `stalled` (live, but no progress for the policy's "
-        "`stall_after`); `lapsed` (assigned, the lease gone); `revoked` (force-released, "
-        "the assignee kept); `none`"
+        "`stall_after`); `lapsed` (the holder let the lease run out, the item still its "
+        "assignee's); `revoked` (force-released, the assignee kept); `reassigned` (moved to "
+        "another assignee since the claim, not claimed by it yet); `released` (its holder let "
+        "it go); `none` (no claim). `state` has the moment that goes with it"
     ),
 ]
 
 
-@wire(ItemView, types_={"lease_state": LeaseState})
+class StateOut(Out):
+    """The word of `lease_state` with its moment, and who did it and why."""
+
+    word: LeaseState
+    at: Annotated[
+        int | None,
+        Field(
+            description="epoch ms: when the lease expires (`live`, `stalled`), else when the "
+            "state began (`lapsed`: when the lease ran out); null when not known"
+        ),
+    ]
+    by: Annotated[str | None, Field(description="who revoked, reassigned or released it")]
+    reason: Annotated[str | None, Field(description="why (the reason they gave)")]
+    to: Annotated[str | None, Field(description="`reassigned`: the new assignee")]
+    since: Annotated[
+        int | None, Field(description="`stalled`: epoch ms of the last progress (or the claim)")
+    ]
+
+
+@wire(
+    ItemView,
+    first=("item", "lease", "lease_state", "state"),
+    types_={"lease_state": LeaseState, "state": StateOut},
+)
 class ItemViewOut(Out):
     pass
 
@@ -109,6 +134,7 @@ class ItemViewSummaryOut(Out):
     item: ItemSummaryOut
     lease: LeaseOut | None
     lease_state: LeaseState
+    state: StateOut
     transfers: list[TransferOut]
 
 

@@ -391,8 +391,9 @@ MY_QUEUE: Verb[NoInput, Any] = Verb(
     reply=ir.ItemViewSummariesReply,
     problems=(401,),
     tags=VIEWS,
-    doc="Your items and your agents', with lease state `live`, `stalled` or `lapsed` (item "
-    "summaries, within the server's list budget).",
+    doc="Your items and your agents', with lease state `live`, `stalled`, `lapsed`, `revoked` "
+    "or `reassigned` and its moment (`state`) (item summaries, within the server's list "
+    "budget).",
 )
 QUEUE_OF: Verb[QueueOfIn, Any] = Verb(
     name="queue_of",

@@ -1,7 +1,7 @@
 // Pieces shared by the views: event rows, countdown cells, item rows.
 
 import { clock } from "../api.js";
-import { badge, fmtCountdown, fmtDuration, fmtTime, h, itemLink, keyLink, timeEl } from "../dom.js";
+import { badge, fmtAgo, fmtCountdown, fmtDuration, fmtTime, h, itemLink, keyLink, timeEl } from "../dom.js";
 
 // A reason given by an authority (force-release, takeover, reassign) stands out; others do not.
 const FORCED = new Set(["force_released", "taken_over", "reassigned"]);
@@ -141,6 +141,21 @@ export function stateBadge(state) {
   return badge(state, `state-${state}`);
 }
 
+// A claim's state in words, as the server decided it (view.state: word, at, by, reason, to,
+// since): "live, expires in 4m", "lapsed 2m ago", "reassigned 5s ago to bob by sue: rota".
+// Only the time is worded here, in its tense: the word and the moment are the server's.
+export function stateText(state) {
+  if (!state) return "";
+  const ahead = state.word === "live" || state.word === "stalled";
+  const parts = [state.word];
+  if (state.word === "stalled" && state.since != null) parts[0] = `stalled: no progress for ${fmtCountdown(clock.now() - state.since)}`;
+  if (state.at != null) parts.push(ahead ? `expires ${fmtAgo(state.at)}` : fmtAgo(state.at));
+  if (state.to) parts.push(`to ${state.to}`);
+  if (state.by) parts.push(`by ${state.by}`);
+  const said = ahead ? parts.join(", ") : parts.join(" ");
+  return state.reason ? `${said}: ${state.reason}` : said;
+}
+
 export function priorityBadge(p) {
   return h("span", { class: `prio prio-${Math.min(p, 4)}`, title: `priority ${p}` }, `P${p}`);
 }
@@ -156,7 +171,7 @@ export function itemRow(item, { state = null, extra = null } = {}) {
       { class: "item-row-main" },
       priorityBadge(item.priority),
       h("a", { href: `#/items/${encodeURIComponent(item.id)}`, class: "item-title" }, item.title),
-      state ? stateBadge(state) : null,
+      state ? stateBadge(state.word ?? state) : null,
     ),
     h(
       "div",
@@ -166,6 +181,7 @@ export function itemRow(item, { state = null, extra = null } = {}) {
       item.labels.map((l) => h("span", { class: "label" }, l)),
       pct !== undefined ? h("span", { class: "mini-progress", title: `${pct}%` }, h("span", { class: "mini-progress-fill", dataset: { pct: String(pct) } })) : null,
       item.progress?.message ? h("span", { class: "item-progress-msg" }, item.progress.message) : null,
+      state?.word ? h("span", { class: "item-state-text" }, stateText(state)) : null,
       extra,
       timeEl(item.updated_at),
     ),

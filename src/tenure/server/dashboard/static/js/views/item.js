@@ -1,4 +1,5 @@
-// One item: its fields, claim (lease with countdown, live / stalled / lapsed / revoked),
+// One item: its fields, claim (lease with countdown, live / stalled / lapsed / revoked /
+// reassigned, in the words and moment the server decided),
 // progress, transfer history and the events of its lease key; force-release and reassign for
 // the authorities over it (admins, supervisors, the assignee's ancestors).
 
@@ -6,7 +7,7 @@ import { api, enc, session } from "../api.js";
 import { badge, card, clear, empty, fmtDateTime, fmtInt, h, itemLink, problemBox, throttle, timeEl, toast } from "../dom.js";
 import { askForceRelease, askReason, askReassign } from "../force.js";
 import { onFeedEvent } from "../feed.js";
-import { countdown, eventRow, eventTable, holderOf, holderText, priorityBadge, sizeBars, stateBadge, tickCountdowns } from "./common.js";
+import { countdown, eventRow, eventTable, holderOf, holderText, priorityBadge, sizeBars, stateBadge, stateText, tickCountdowns } from "./common.js";
 
 const TRANSFER_LABEL = {
   claimed: "claimed",
@@ -19,6 +20,8 @@ const TRANSFER_LABEL = {
   reassigned: "reassigned",
 };
 const CLOSED = new Set(["done", "cancelled"]);
+// the states whose lease is held (its countdown runs); the rest happened in the past
+const AHEAD = new Set(["live", "stalled"]);
 
 // What a claim's state means, beside its badge.
 function claimNote(view) {
@@ -26,6 +29,9 @@ function claimNote(view) {
   const l = view.lease;
   if (view.lease_state === "revoked") {
     return `Force-released: ${it.assignee} keeps the item, but claims it again only with a takeover and a reason (or an authority reassigns it).`;
+  }
+  if (view.lease_state === "reassigned") {
+    return `Reassigned: this lease is of the earlier claim (${l?.holder ?? "—"}); ${it.assignee} has not claimed the item yet (and needs no takeover to).`;
   }
   if (view.lease_state === "stalled") {
     return "Live, but no progress for a while (the policy's stall_after): it may be taken over with a reason.";
@@ -119,11 +125,11 @@ export function item(el, id) {
       {},
       note ? h("p", { class: "muted small claim-note", id: "claim-note" }, note) : null,
       h("dl", { class: "fields" },
-        field("State", stateBadge(view.lease_state)),
+        field("State", stateBadge(view.lease_state), " ", h("span", { id: "item-state-text" }, stateText(view.state))),
         field("Holder", holderOf(l)),
         field("Task", l.task ?? "—"),
         field("Token (epoch)", h("span", { class: "mono" }, String(l.token))),
-        l.state === "live" ? field("Expires in", countdown(l)) : field("Lease", badge(l.state)),
+        l.state === "live" && AHEAD.has(view.lease_state) ? field("Expires in", countdown(l)) : field("Lease", badge(l.state)),
         field("Renewals", fmtInt(l.renewals)),
         field("Acquired", timeEl(l.acquired_at))),
       force ? h("div", { class: "card-actions" }, force) : null,

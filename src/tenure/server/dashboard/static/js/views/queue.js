@@ -43,7 +43,7 @@ export function queue(el, _arg, query) {
       "section",
       { class: "card person", dataset: { person: name } },
       h("header", { class: "card-head" }, h("h2", {}, name), h("span", { class: "count" }, fmtInt(views.length))),
-      views.length ? h("ul", { class: "item-list" }, views.map((v) => itemRow(v.item, { state: v.lease_state }))) : empty("Nothing assigned."),
+      views.length ? h("ul", { class: "item-list" }, views.map((v) => itemRow(v.item, { state: v.state ?? v.lease_state }))) : empty("Nothing assigned."),
     );
   }
 
@@ -75,19 +75,21 @@ export function queue(el, _arg, query) {
       return;
     }
     const [readyR, progressR, doneR] = r;
-    // lease_state comes from the assignees' queues (one request per person, capped).
+    // the claim's state (word and moment) comes from the assignees' queues (one request per
+    // person, capped).
     const assignees = [...new Set(progressR.items.map((i) => i.assignee).filter(Boolean))].sort().slice(0, MAX_PEOPLE);
     const queues = await Promise.all(assignees.map((a) => api(`/v1/queue/${enc(a)}`).then((q) => [a, q.items], () => [a, null])));
     if (mine !== seq || !alive) return;
     clear(message);
     const states = new Map();
-    for (const [, views] of queues) for (const v of views ?? []) states.set(v.item.id, v.lease_state);
+    for (const [, views] of queues) for (const v of views ?? []) states.set(v.item.id, v.state ?? { word: v.lease_state });
 
     clear(counts.ready, fmtInt(readyR.items.length));
     clear(ready, readyR.items.length ? readyR.items.map((i) => itemRow(i)) : empty("Nothing is ready."));
 
-    const order = { lapsed: 0, revoked: 0, stalled: 1, live: 2 };
-    const inProgress = [...progressR.items].sort((a, b) => (order[states.get(a.id)] ?? 3) - (order[states.get(b.id)] ?? 3) || a.priority - b.priority);
+    const order = { lapsed: 0, revoked: 0, reassigned: 0, stalled: 1, live: 2 };
+    const rank = (id) => order[states.get(id)?.word] ?? 3;
+    const inProgress = [...progressR.items].sort((a, b) => rank(a.id) - rank(b.id) || a.priority - b.priority);
     clear(counts.progress, fmtInt(inProgress.length));
     clear(progress, inProgress.length ? inProgress.map((i) => itemRow(i, { state: states.get(i.id) ?? "unknown" })) : empty("Nothing in progress."));
 
