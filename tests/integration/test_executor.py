@@ -20,8 +20,8 @@ import pytest
 from tenure import LeaseHeld, Service
 from tenure.server.runtime import executor as executor_module
 from tenure.server.runtime.executor import GroupExecutor
+from tenure.store.sqlite.durable.sync_process import SyncProcess
 from tenure.store.sqlite.store import SqliteStore
-from tenure.store.sqlite.syncer import SyncProcess
 
 
 @pytest.fixture

@@ -1,4 +1,5 @@
-"""Background WAL checkpoints (``tenure.store.sqlite.checkpoint``) on a real SQLite file."""
+"""Background WAL checkpoints (``tenure.store.sqlite.durable.checkpoints``) on a real SQLite
+file."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import time
 from pathlib import Path
 
 from tenure import Service
-from tenure.store.sqlite.checkpoint import BACKSTOP_PAGES
+from tenure.store.sqlite.durable.checkpoints import BACKSTOP_PAGES
 from tenure.store.sqlite.store import SqliteStore
 
 

@@ -1,4 +1,4 @@
-"""Deferred WAL syncs (``tenure.store.sqlite.sync``) on real SQLite files.
+"""Deferred WAL syncs (``tenure.store.sqlite.durable.wal_sync``) on real SQLite files.
 
 A server's store commits without syncing and syncs the WAL before anyone hears of the commit:
 ordinary writes still return only once synced; the server's groups are answered only after a
@@ -20,8 +20,8 @@ import pytest
 
 from tenure import Service
 from tenure.server.runtime.executor import GroupExecutor
+from tenure.store.sqlite.durable.wal_sync import WalSync
 from tenure.store.sqlite.store import SqliteStore
-from tenure.store.sqlite.sync import WalSync
 
 
 @pytest.fixture

@@ -307,7 +307,7 @@ Synced = Callable[[int, bool], None]
 class Syncer(Protocol):
     """A helper that makes committed groups durable while the event loop goes on: asked with a
     group number, it answers with the last number one sync covered
-    (:class:`tenure.store.sqlite.syncer.SyncProcess`)."""
+    (:class:`tenure.store.sqlite.durable.sync_process.SyncProcess`)."""
 
     @property
     def attached(self) -> bool: ...

@@ -4,12 +4,12 @@
 group. The loop opens the group's transaction, runs the calls one after the other right there
 (a savepoint each: a call that fails rolls back alone; SQLite statements take microseconds) and
 commits it, which in the store's deferred mode only writes the WAL
-(:mod:`tenure.store.sqlite.sync`). A helper process (:mod:`tenure.store.sqlite.syncd`, asked through
-a pipe by :class:`~tenure.store.sqlite.syncer.SyncProcess`) then syncs the WAL while the loop goes
-on
-serving; if it cannot start or exits, the committer thread syncs instead: the calls that arrive
-meanwhile form the next group, which may run and commit before that sync ends; one sync covers
-every group committed before it began. Every reply of a group is sent once a sync that covers
+(:mod:`tenure.store.sqlite.durable.wal_sync`). A helper process
+(:mod:`tenure.store.sqlite.durable.sync_helper`, asked through a pipe by
+:class:`~tenure.store.sqlite.durable.sync_process.SyncProcess`) then syncs the WAL while the loop
+goes on serving; if it cannot start or exits, the committer thread syncs instead: the calls that
+arrive meanwhile form the next group, which may run and commit before that sync ends; one sync
+covers every group committed before it began. Every reply of a group is sent once a sync that covers
 it has returned, never before; a commit or sync that fails fails every call it covers; groups
 that commit during a sync are asked of the helper at once (it reads them all and covers them
 with its next sync), and the committer thread, when it syncs, syncs again at once for them

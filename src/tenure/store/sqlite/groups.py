@@ -2,12 +2,12 @@
 
 The server's event loop opens a group when no other writer holds the lock
 (:meth:`SqliteStore.try_group`), runs its calls in it and commits it, which in deferred mode
-only writes the WAL (:mod:`tenure.store.sqlite.sync`); the WAL is then synced by a helper
-process (:mod:`tenure.store.sqlite.syncd`, asked by
-:class:`~tenure.store.sqlite.syncer.SyncProcess`) or, without one, by :meth:`SqliteGroups.sync`
-in the server's committer thread. WAL checkpoints
-run in a background thread (:mod:`tenure.store.sqlite.checkpoint`), not inside a commit that
-others wait for.
+only writes the WAL (:mod:`tenure.store.sqlite.durable.wal_sync`); the WAL is then synced by
+a helper process (:mod:`tenure.store.sqlite.durable.sync_helper`, asked by
+:class:`~tenure.store.sqlite.durable.sync_process.SyncProcess`) or, without one, by
+:meth:`SqliteGroups.sync` in the server's committer thread. WAL checkpoints run in a background
+thread (:mod:`tenure.store.sqlite.durable.checkpoints`), not inside a commit that others wait
+for.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from tenure.store import durability
 from tenure.store.errors import sync_failed
-from tenure.store.sqlite.syncer import SyncProcess
+from tenure.store.sqlite.durable.sync_process import SyncProcess
 from tenure.store.sqlite.tx import Batch
 
 if TYPE_CHECKING:

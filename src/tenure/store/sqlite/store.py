@@ -22,13 +22,13 @@ from tenure.store import durability, rows
 from tenure.store.errors import sync_failed
 from tenure.store.health import Health
 from tenure.store.sqlfiles import migrations, queries
-from tenure.store.sqlite.checkpoint import BACKSTOP_PAGES, Checkpointer
+from tenure.store.sqlite.durable.checkpoints import BACKSTOP_PAGES, Checkpointer
+from tenure.store.sqlite.durable.wal_sync import WalSync
 from tenure.store.sqlite.files import prepare_database
 from tenure.store.sqlite.groups import SqliteGroups
 from tenure.store.sqlite.locks import is_busy, retry_locked
 from tenure.store.sqlite.records import SqliteRecords, insert_events
 from tenure.store.sqlite.stats import SqliteStats
-from tenure.store.sqlite.sync import WalSync
 from tenure.store.sqlite.tx import Batch, SqliteKeyTx
 from tenure.store.values import Reach
 
@@ -167,7 +167,7 @@ class SqliteStore(SqliteRecords, SqliteStats):
     def defer_sync(self) -> WalSync:
         """Deferred mode, for a server: commits write the WAL without syncing it, and each
         committer syncs it before it returns (:meth:`end_group` with ``sync=False`` leaves that
-        to its caller: ``wal_sync.sync()``). See :mod:`tenure.store.sqlite.sync`."""
+        to its caller: ``wal_sync.sync()``). See :mod:`tenure.store.sqlite.durable.wal_sync`."""
         with self._writer:
             if self.wal_sync is None:
                 conn = self._writer_conn()
@@ -182,7 +182,7 @@ class SqliteStore(SqliteRecords, SqliteStats):
 
     def checkpoint_in_background(self) -> None:
         """Checkpoint the WAL in a background thread instead of inside commits (for a server:
-        :mod:`tenure.store.sqlite.checkpoint`)."""
+        :mod:`tenure.store.sqlite.durable.checkpoints`)."""
         with self._writer:
             if self._checkpointer is None:
                 self._checkpointer = Checkpointer(self._connect)
