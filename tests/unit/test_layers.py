@@ -67,11 +67,13 @@ def _run_time(tree: ast.AST) -> Iterator[ast.AST]:
         yield from _run_time(node)
 
 
-def imports(module: str) -> Iterator[str]:
-    """Every tenure module that ``module`` imports, anywhere in it."""
+def imports(module: str, *, type_only: bool = False) -> Iterator[str]:
+    """Every tenure module that ``module`` imports, anywhere in it (``type_only``: those under
+    ``if TYPE_CHECKING:`` too)."""
     path = MODULES[module]
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    for node in _run_time(ast.parse(path.read_text())):
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree) if type_only else _run_time(tree):
         names: list[str] = []
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]
@@ -89,6 +91,8 @@ def imports(module: str) -> Iterator[str]:
 
 
 GRAPH = {m: set(imports(m)) for m in MODULES}
+#: with the imports made for annotations only (``if TYPE_CHECKING:``)
+TYPED_GRAPH = {m: set(imports(m, type_only=True)) for m in MODULES}
 
 
 def layer_of(module: str) -> str | None:
@@ -119,7 +123,7 @@ def test_imports_only_go_down_and_fronts_stay_apart() -> None:
     assert sorted(wrong) == []
 
 
-def strongly_connected() -> list[list[str]]:
+def strongly_connected(graph: dict[str, set[str]] = GRAPH) -> list[list[str]]:
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -130,7 +134,7 @@ def strongly_connected() -> list[list[str]]:
         index[v] = low[v] = len(index)
         stack.append(v)
         on.add(v)
-        for w in GRAPH[v]:
+        for w in graph[v]:
             if w not in index:
                 visit(w)
                 low[v] = min(low[v], low[w])
@@ -147,7 +151,7 @@ def strongly_connected() -> list[list[str]]:
             if len(group) > 1:
                 found.append(sorted(group))
 
-    for v in GRAPH:
+    for v in graph:
         if v not in index:
             visit(v)
     return found
@@ -156,6 +160,21 @@ def strongly_connected() -> list[list[str]]:
 def test_no_import_circles() -> None:
     """A package's ``__init__`` re-exporting its modules is part of the graph like any import."""
     assert strongly_connected() == []
+
+
+@pytest.mark.parametrize("package", ["tenure.store"])
+def test_no_import_circles_even_for_annotations(package: str) -> None:
+    """In these packages no circle either when the imports made for annotations only count:
+    a module that needs another's names only for its annotations still depends on its shape."""
+    inside = {m: {d for d in deps if d.startswith(package)} for m, deps in TYPED_GRAPH.items()}
+    mine = {m: deps for m, deps in inside.items() if m.startswith(package)}
+    assert strongly_connected(mine) == []
+
+
+def test_the_annotation_graph_sees_type_only_imports() -> None:
+    """(The check above would pass vacuously if it read no ``TYPE_CHECKING`` import.)"""
+    typed_only = {m for m in MODULES if TYPED_GRAPH[m] - GRAPH[m]}
+    assert typed_only, "no module imports anything for its annotations only"
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))

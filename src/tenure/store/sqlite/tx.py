@@ -1,10 +1,8 @@
-"""A write transaction on SQLite: one key's (:class:`SqliteKeyTx`) and a group commit's
-(:class:`Batch`)."""
+"""A write transaction on SQLite: one key's (:class:`SqliteKeyTx`)."""
 
 from __future__ import annotations
 
 import sqlite3
-import threading
 from collections.abc import Sequence
 from functools import cache
 from typing import Any
@@ -17,25 +15,6 @@ from tenure.store.sqlfiles import queries
 from tenure.store.sqlite import conflicts as sqlite_conflicts
 
 Q = queries("sqlite")
-
-
-class Batch:
-    """The writes of one group commit: ``done`` is set once it committed (or failed). Only
-    writes that queue behind another thread's commit wait for it, so the event is made when
-    the first of them joins (under the write lock, as the commit that sets it): a group the
-    server's loop opens has none."""
-
-    __slots__ = ("done", "error", "size")
-
-    def __init__(self) -> None:
-        self.done: threading.Event | None = None
-        self.error: BaseException | None = None
-        self.size = 0
-
-    def finish(self) -> None:
-        """It committed or failed: wake the writes waiting for it."""
-        if self.done is not None:
-            self.done.set()
 
 
 @cache
