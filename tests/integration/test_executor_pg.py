@@ -285,7 +285,7 @@ def test_a_group_that_loses_its_connection_fails_its_calls_without_running_them_
 
     def cut_the_connection() -> Any:
         runs.append("cut")
-        group = pg._local.group
+        group = pg.connector._local.group
         pid = group.batch.conn.info.backend_pid
         killer.execute("SELECT pg_terminate_backend(%s)", (pid,))
         return None

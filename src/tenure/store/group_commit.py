@@ -7,7 +7,6 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol, runtime_checkable
 
-
 #: what a syncer's answer is handed to: the last group number a sync covered, and whether it did
 Synced = Callable[[int, bool], None]
 

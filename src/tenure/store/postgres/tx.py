@@ -36,7 +36,7 @@ from tenure.core.items import Item
 from tenure.core.models import EventDraft, FencedValue, FencedWrite, KeyRecord
 from tenure.core.quotas import SETTINGS
 from tenure.errors import QuotaExceeded, Unavailable
-from tenure.store import base, rows
+from tenure.store import keytx, rows
 from tenure.store.health import first_line
 from tenure.store.postgres import session as session
 from tenure.store.postgres.listen import notices
@@ -329,7 +329,7 @@ def columns(params: list[dict[str, Any]]) -> dict[str, list[Any]]:
     return {name: [p[name] for p in params] for name in params[0]}
 
 
-class KeyTx(base.KeyTx):
+class KeyTx(keytx.KeyTx):
     """One key's transaction, or one call's share of a group's. A write is queued; a read
     sends what is queued and itself and waits (one round trip)."""
 

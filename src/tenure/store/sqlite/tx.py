@@ -10,9 +10,10 @@ from typing import Any
 from tenure.core.items import Item
 from tenure.core.models import EventDraft, FencedValue, FencedWrite, KeyRecord
 from tenure.core.subtree import ancestors, upper_bound
-from tenure.store import base, rows
+from tenure.store import keytx, rows
 from tenure.store.sqlfiles import queries
 from tenure.store.sqlite import conflicts as sqlite_conflicts
+from tenure.store.values import Reach
 
 Q = queries("sqlite")
 
@@ -24,9 +25,9 @@ def _above(n: int) -> str:
     return Q["nearby_subtrees"].replace("(:prefixes)", "(" + ", ".join("?" * n) + ")")
 
 
-class SqliteKeyTx(base.KeyTx):
+class SqliteKeyTx(keytx.KeyTx):
     def __init__(
-        self, conn: sqlite3.Connection, key: str, now: int, reach: base.Reach | None = None
+        self, conn: sqlite3.Connection, key: str, now: int, reach: Reach | None = None
     ) -> None:
         self.conn, self.key, self.now, self.reach = conn, key, now, reach
         self.subtrees = False  # an unended subtree lease exists (read for an acquisition)
