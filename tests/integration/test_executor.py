@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from tenure import LeaseHeld, Service
-from tenure.server.runtime import executor as executor_module
+from tenure.server.runtime import loop_executor
 from tenure.server.runtime.executor import GroupExecutor
 from tenure.store.sqlite.durable.sync_process import SyncProcess
 from tenure.store.sqlite.store import SqliteStore
@@ -319,7 +319,7 @@ def test_acquisitions_of_keys_nobody_contends_keep_their_turn(sqlite_service: Se
 def test_a_key_is_contended_only_for_a_while(
     sqlite_service: Service, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(executor_module, "CONTENDED_S", 0.2)
+    monkeypatch.setattr(loop_executor, "CONTENDED_S", 0.2)
     svc, traced = sqlite_service, Traced(sqlite_service)
     submit, trace, answers = traced.submit, traced.trace, traced.answers
 

@@ -134,7 +134,7 @@ def test_a_call_that_fails_on_a_key_locked_ahead_is_undone_alone(pg: PostgresSto
         with pytest.raises(NotHolder):
             svc.renew("ghost", "k", first.token)
     assert svc.get("k").holder == "alice"
-    assert pg._one("SELECT count(*) FROM tenure_leases WHERE key = 'new'", {}) == (0,)
+    assert pg.connector._one("SELECT count(*) FROM tenure_leases WHERE key = 'new'", {}) == (0,)
 
 
 def test_calls_share_groups_and_each_gets_its_own_answer_after_the_commit(
