@@ -7,7 +7,7 @@ aborts the transaction). The statements of key transactions are prepared once pe
 
 A key's transaction (:class:`KeyTx`) is two round trips: ``BEGIN``, the row lock and the
 instant; then its writes, the notices, the events and the ``COMMIT``. In a :class:`Group` (the
-server's group commit, :meth:`PostgresStore.group`) many key transactions share one
+server's group commit, :meth:`PostgresConnector.group`) many key transactions share one
 transaction: each call's lock and instant go with the writes of the calls before it, and one
 ``COMMIT`` (one fsync, one turn of the event lock) ends them all. A call that fails in Python
 is undone alone: its writes, still queued, are dropped (or rolled back to a savepoint, taken
@@ -442,7 +442,7 @@ class KeyTx(keytx.KeyTx):
 class Group:
     """One transaction on one connection that many key transactions join; its ``BEGIN`` goes
     with the first batch and its events with the ``COMMIT``. Keys locked ahead (:attr:`locked`,
-    by :meth:`PostgresStore.group`) cost their calls no round trip: the group holds their rows'
+    by :meth:`PostgresConnector.group`) cost their calls no round trip: the group holds their rows'
     locks, so their records (as the group saved them last) are the truth until its commit."""
 
     def __init__(self, conn: psycopg.Connection[Any]) -> None:
