@@ -36,14 +36,14 @@ import tenure
 # the launcher ---------------------------------------------------------------------------------
 def launch(stats: str, opts: str, argv: list[str]) -> int:
     """Run ``tenure`` with ``argv``, its group transactions timed into ``stats``."""
-    from tenure.server.runtime import executor as ex
-    from tenure.store.postgres import store as pgs
-    from tenure.store.postgres import tx
+    from tenure.server.runtime import pg_executor as ex
+    from tenure.store.postgres import connector as pgc
+    from tenure.store.postgres import keylock, tx
 
     fig = {"groups": 0, "calls": 0, "busy_s": 0.0, "cpu_s": 0.0, "lock_s": 0.0, "commit_s": 0.0}
     run_group, lock_ahead, commit = (
         ex.PgGroupExecutor._run_group,
-        pgs.PostgresStore._lock_ahead,
+        keylock.lock_ahead,
         tx.Group.commit,
     )
 
@@ -67,13 +67,13 @@ def launch(stats: str, opts: str, argv: list[str]) -> int:
         return wrapped
 
     ex.PgGroupExecutor._run_group = timed_group  # type: ignore[method-assign]
-    pgs.PostgresStore._lock_ahead = timed("lock_s", lock_ahead)  # type: ignore[method-assign]
+    keylock.lock_ahead = timed("lock_s", lock_ahead)
     tx.Group.commit = timed("commit_s", commit)  # type: ignore[method-assign]
     o = {k: int(v) for k, v in (x.split("=") for x in opts.split(",") if x)}
     if "wait" in o:  # the executor's wait for company (µs; 0: none)
         ex.GATHER_S = o["wait"] / 1e6
     if o.get("nolisten"):
-        pgs.PostgresStore.listen = lambda self, on_events, on_free: lambda: None  # type: ignore[method-assign,assignment]
+        pgc.PostgresConnector.listen = lambda self, on_events, on_free: lambda: None  # type: ignore[method-assign,assignment]
 
     def dump() -> None:
         while True:

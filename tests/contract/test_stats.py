@@ -12,7 +12,7 @@ from contract._items import ADMIN, ALICE, BOB, org
 from tenure import Service
 from tenure.core.retention import KEPT_BY_AGE
 from tenure.errors import InvalidRequest
-from tenure.store.sqlite.stats import _first_event_at
+from tenure.store.sqlite.stats import first_event_at
 from tenure.store.sqlite.store import SqliteStore
 
 HOUR = 3_600_000
@@ -227,7 +227,7 @@ def test_a_window_from_any_instant_holds_exactly_the_events_from_it(
             assert sum(store.count_events_since(t).values()) == want, t
             assert len(store.hold_times(t, 1000)) == 0  # no ending yet
             if isinstance(store, SqliteStore):  # the split itself, not only what it yields
-                split = _first_event_at(store._conn(), t)
+                split = first_event_at(store.connector.conn(), t)
                 assert all((e.id >= split) is (e.at >= t) for e in events), t
 
     assert store.count_events_since(0) == {}

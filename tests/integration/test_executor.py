@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 
 from tenure import LeaseHeld, Service
-from tenure.server.runtime import executor as executor_module
+from tenure.server.runtime import loop_executor
 from tenure.server.runtime.executor import GroupExecutor
+from tenure.store.sqlite.durable.sync_process import SyncProcess
 from tenure.store.sqlite.store import SqliteStore
-from tenure.store.sqlite.syncer import SyncProcess
 
 
 @pytest.fixture
@@ -97,23 +97,23 @@ def test_a_failed_commit_fails_every_call_of_its_group(sqlite_service: Service) 
     executor = GroupExecutor(svc)
     store = svc.store
     assert isinstance(store, SqliteStore)
-    real_commit = store._commit
+    real_commit = store.writer.commit
 
     def failing_commit(batch: Any, **_: Any) -> None:  # the disk refuses: the commit raises
-        store._writer_conn().execute("ROLLBACK")
+        store.writer.conn().execute("ROLLBACK")
         batch.error = RuntimeError("disk full")
         batch.finish()
-        store._batch = None
+        store.writer._batch = None
         raise RuntimeError("disk full")
 
     async def main() -> list[Any]:
-        store._commit = failing_commit  # type: ignore[method-assign]
+        store.writer.commit = failing_commit  # type: ignore[method-assign]
         first = await asyncio.gather(
             executor.run(lambda: svc.acquire("alice", "a")),
             executor.run(lambda: svc.acquire("bob", "b")),
             return_exceptions=True,
         )
-        store._commit = real_commit  # type: ignore[method-assign]
+        store.writer.commit = real_commit  # type: ignore[method-assign]
         return first
 
     try:
@@ -189,7 +189,7 @@ def test_a_group_that_cannot_begin_fails_its_calls_and_the_next_one_works(
     store = svc.store
     assert isinstance(store, SqliteStore)
     executor = GroupExecutor(svc)
-    real = store.try_group
+    real = store.writer.try_group
     failures = [sqlite3.OperationalError("disk I/O error")]
 
     def try_group() -> Any:
@@ -197,7 +197,7 @@ def test_a_group_that_cannot_begin_fails_its_calls_and_the_next_one_works(
             raise failures.pop()
         return real()
 
-    store.try_group = try_group  # type: ignore[method-assign]
+    store.writer.try_group = try_group  # type: ignore[method-assign]
 
     async def main() -> tuple[list[Any], str]:
         first = await asyncio.gather(
@@ -319,7 +319,7 @@ def test_acquisitions_of_keys_nobody_contends_keep_their_turn(sqlite_service: Se
 def test_a_key_is_contended_only_for_a_while(
     sqlite_service: Service, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(executor_module, "CONTENDED_S", 0.2)
+    monkeypatch.setattr(loop_executor, "CONTENDED_S", 0.2)
     svc, traced = sqlite_service, Traced(sqlite_service)
     submit, trace, answers = traced.submit, traced.trace, traced.answers
 

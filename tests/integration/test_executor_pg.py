@@ -134,7 +134,7 @@ def test_a_call_that_fails_on_a_key_locked_ahead_is_undone_alone(pg: PostgresSto
         with pytest.raises(NotHolder):
             svc.renew("ghost", "k", first.token)
     assert svc.get("k").holder == "alice"
-    assert pg._one("SELECT count(*) FROM tenure_leases WHERE key = 'new'", {}) == (0,)
+    assert pg.connector._one("SELECT count(*) FROM tenure_leases WHERE key = 'new'", {}) == (0,)
 
 
 def test_calls_share_groups_and_each_gets_its_own_answer_after_the_commit(
@@ -285,7 +285,7 @@ def test_a_group_that_loses_its_connection_fails_its_calls_without_running_them_
 
     def cut_the_connection() -> Any:
         runs.append("cut")
-        group = pg._local.group
+        group = pg.connector._local.group
         pid = group.batch.conn.info.backend_pid
         killer.execute("SELECT pg_terminate_backend(%s)", (pid,))
         return None

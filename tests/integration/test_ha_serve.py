@@ -52,7 +52,7 @@ def test_require_sync_standby_refuses_an_asynchronous_one(pair: PgPair) -> None:
 def test_a_url_that_reaches_only_the_standby_is_an_outage(pair: PgPair) -> None:
     store = tenure.open_store(pair.url)
     try:
-        store.url = pair.standby.url  # type: ignore[attr-defined]
+        store.connector.url = pair.standby.url
         with pytest.raises(psycopg.errors.ReadOnlySqlTransaction, match="read-only standby"):
             store.probe()  # type: ignore[attr-defined]
     finally:

@@ -116,7 +116,7 @@ def test_a_symlinked_database_syncs_the_real_wal(tmp_path: Path) -> None:
     link.symlink_to(real)
     store = SqliteStore(link)
     try:
-        wal = store.defer_sync()  # the server's mode: each commit syncs the WAL file itself
+        wal = store.writer.defer_sync()  # the server's mode: each commit syncs the WAL file itself
         Service(store).acquire("alice", "a")  # commits, then syncs the WAL
         assert wal.syncs == 1
         assert wal.path.samefile(Path(f"{real}-wal"))  # SQLite writes it beside the real file

@@ -1,4 +1,4 @@
-"""Deferred WAL syncs (``tenure.store.sqlite.sync``) on real SQLite files.
+"""Deferred WAL syncs (``tenure.store.sqlite.durable.wal_sync``) on real SQLite files.
 
 A server's store commits without syncing and syncs the WAL before anyone hears of the commit:
 ordinary writes still return only once synced; the server's groups are answered only after a
@@ -20,8 +20,8 @@ import pytest
 
 from tenure import Service
 from tenure.server.runtime.executor import GroupExecutor
+from tenure.store.sqlite.durable.wal_sync import WalSync
 from tenure.store.sqlite.store import SqliteStore
-from tenure.store.sqlite.sync import WalSync
 
 
 @pytest.fixture
@@ -33,20 +33,20 @@ def store(tmp_path: Path) -> Any:
 
 def test_ordinary_writes_are_synced_before_they_return(store: SqliteStore) -> None:
     svc = Service(store)
-    wal = store.defer_sync()
-    writer = store._writer_conn()
+    wal = store.writer.defer_sync()
+    writer = store.writer.conn()
     assert writer.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL: COMMIT only writes
     before = wal.syncs
     svc.acquire("alice", "a")
     svc.release("alice", "a")
     assert wal.syncs == before + 2  # one sync per commit, inside the call
-    assert store.defer_sync() is wal  # once per store
+    assert store.writer.defer_sync() is wal  # once per store
 
 
 def test_a_store_opened_with_synchronous_normal_does_not_sync(tmp_path: Path) -> None:
     store = SqliteStore(tmp_path / "n.db", synchronous="NORMAL")
     try:
-        wal = store.defer_sync()
+        wal = store.writer.defer_sync()
         Service(store).acquire("alice", "a")
         assert wal.needed is False and wal.syncs == 0  # the durability the user chose
     finally:
@@ -56,9 +56,9 @@ def test_a_store_opened_with_synchronous_normal_does_not_sync(tmp_path: Path) ->
 def test_a_store_not_in_wal_mode_keeps_syncing_in_commit(tmp_path: Path) -> None:
     store = SqliteStore(tmp_path / "d.db")
     try:
-        writer = store._writer_conn()
+        writer = store.writer.conn()
         assert writer.execute("PRAGMA journal_mode = DELETE").fetchone()[0] == "delete"
-        wal = store.defer_sync()  # as on a filesystem where SQLite cannot use WAL
+        wal = store.writer.defer_sync()  # as on a filesystem where SQLite cannot use WAL
         assert wal.needed is False
         assert writer.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL: COMMIT syncs
         Service(store).acquire("alice", "a")
@@ -69,7 +69,7 @@ def test_a_store_not_in_wal_mode_keeps_syncing_in_commit(tmp_path: Path) -> None
 
 def test_a_failed_sync_fails_the_write(store: SqliteStore, monkeypatch: pytest.MonkeyPatch) -> None:
     svc = Service(store)
-    wal = store.defer_sync()
+    wal = store.writer.defer_sync()
 
     def broken(fd: int) -> None:
         raise OSError(5, "Input/output error")
@@ -106,7 +106,7 @@ Sync = tuple[set[str], set[str], float]  # keys committed at its start, at its e
 def _slow_syncs(store: SqliteStore, tmp_path: Path) -> tuple[list[Sync], threading.Event]:
     """Make the WAL's syncs take 0.15 s, recording what was committed when each began and
     ended (seen from another connection)."""
-    wal = store.wal_sync
+    wal = store.writer.wal_sync
     assert wal is not None
     other = sqlite3.connect(tmp_path / "t.db", check_same_thread=False)
     real_sync = wal.sync

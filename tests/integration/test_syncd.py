@@ -1,6 +1,6 @@
-"""The WAL syncer helper (``tenure.store.sqlite.syncd``) as the server runs it: a real process over
-real pipes and a real file. One answer per read of requests (the last number read), a failed
-sync says so, and it ends when its stdin closes, not on SIGTERM or SIGINT."""
+"""The WAL syncer helper (``tenure.store.sqlite.durable.sync_helper``) as the server runs it: a
+real process over real pipes and a real file. One answer per read of requests (the last number
+read), a failed sync says so, and it ends when its stdin closes, not on SIGTERM or SIGINT."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tenure.store.sqlite import syncd
+from tenure.store.sqlite.durable import sync_helper as syncd
 
 
 def _start(path: Path) -> subprocess.Popen[bytes]:

@@ -16,6 +16,9 @@ ABOVE = [
     "server/http/hotpath.py",
     "server/http/app.py",
     "server/runtime/executor.py",
+    "server/runtime/loop_executor.py",
+    "server/runtime/pg_executor.py",
+    "server/runtime/calls.py",
     "server/runtime/committer.py",
     "client/direct.py",
 ]

@@ -1,12 +1,11 @@
-"""The reads both stores make alike: each is one named query of the backend's ``queries.sql``,
-its rows mapped by :mod:`tenure.store.rows`. A store gives :meth:`Reads._query_all` and
-:meth:`Reads._query_one` (by query name) and :data:`Reads.NO_LIMIT`, what its SQL takes for "no
-limit" (SQLite: ``-1``; PostgreSQL: ``NULL``)."""
+"""The store's reads (part of :class:`tenure.store.base.Store`), the same on every backend:
+each is one named query of the backend's ``queries.sql`` run by its connector
+(:mod:`tenure.store.connector`), its rows mapped by :mod:`tenure.store.rows`."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from tenure.core.items import Item, ItemQuery, ItemSummary, Transfer
 from tenure.core.models import (
@@ -18,6 +17,7 @@ from tenure.core.models import (
     Principal,
 )
 from tenure.store import principal_writes, rows
+from tenure.store.connector import Connector
 from tenure.store.values import Credential, TokenInfo
 
 Row = Sequence[Any]
@@ -33,17 +33,17 @@ def _item_page(query: ItemQuery) -> dict[str, Any]:
     return {**params, "limit": query.limit, **rows.item_cursor_params(query.after)}
 
 
-class Reads(Protocol):
-    NO_LIMIT: int | None = None
+class Reads:
+    connector: Connector
 
     def _query_all(self, name: str, params: dict[str, Any]) -> Sequence[Row]:
-        raise NotImplementedError
+        return self.connector.query_all(name, params)
 
     def _query_one(self, name: str, params: dict[str, Any]) -> Row | None:
-        raise NotImplementedError
+        return self.connector.query_one(name, params)
 
     def now_ms(self) -> int:
-        raise NotImplementedError
+        return self.connector.now_ms()
 
     def get(self, key: str) -> KeyRecord | None:
         row = self._query_one("get_lease", {"key": key})
@@ -52,7 +52,7 @@ class Reads(Protocol):
     def live(self, now: int, query: LeaseQuery) -> list[KeyRecord]:
         """The leases ``query`` selects that are live at ``now`` (or, by ``query.state``, that
         ended), by key."""
-        limit = self.NO_LIMIT if query.limit is None else query.limit
+        limit = self.connector.NO_LIMIT if query.limit is None else query.limit
         params = {"now": now, "prefix": query.prefix or None, "holder": query.holder}
         params.update(task=query.task, after=query.after, limit=limit)
         if query.state != "live":  # the ended ones: a list to look at, not a hot path

@@ -1,4 +1,4 @@
-"""The thread that commits and syncs for :class:`tenure.server.runtime.executor.GroupExecutor`.
+"""The thread that commits and syncs for :class:`tenure.server.runtime.loop_executor.GroupExecutor`.
 
 One thread, one job at a time, in the order given: what ``loop.run_in_executor`` on a
 one-thread pool did, without a ``concurrent.futures.Future`` (and its ``Condition``), an asyncio

@@ -7,7 +7,7 @@ aborts the transaction). The statements of key transactions are prepared once pe
 
 A key's transaction (:class:`KeyTx`) is two round trips: ``BEGIN``, the row lock and the
 instant; then its writes, the notices, the events and the ``COMMIT``. In a :class:`Group` (the
-server's group commit, :meth:`PostgresStore.group`) many key transactions share one
+server's group commit, :meth:`PostgresConnector.group`) many key transactions share one
 transaction: each call's lock and instant go with the writes of the calls before it, and one
 ``COMMIT`` (one fsync, one turn of the event lock) ends them all. A call that fails in Python
 is undone alone: its writes, still queued, are dropped (or rolled back to a savepoint, taken
@@ -36,7 +36,7 @@ from tenure.core.items import Item
 from tenure.core.models import EventDraft, FencedValue, FencedWrite, KeyRecord
 from tenure.core.quotas import SETTINGS
 from tenure.errors import QuotaExceeded, Unavailable
-from tenure.store import base, rows
+from tenure.store import keytx, rows
 from tenure.store.health import first_line
 from tenure.store.postgres import session as session
 from tenure.store.postgres.listen import notices
@@ -329,7 +329,7 @@ def columns(params: list[dict[str, Any]]) -> dict[str, list[Any]]:
     return {name: [p[name] for p in params] for name in params[0]}
 
 
-class KeyTx(base.KeyTx):
+class KeyTx(keytx.KeyTx):
     """One key's transaction, or one call's share of a group's. A write is queued; a read
     sends what is queued and itself and waits (one round trip)."""
 
@@ -442,7 +442,7 @@ class KeyTx(base.KeyTx):
 class Group:
     """One transaction on one connection that many key transactions join; its ``BEGIN`` goes
     with the first batch and its events with the ``COMMIT``. Keys locked ahead (:attr:`locked`,
-    by :meth:`PostgresStore.group`) cost their calls no round trip: the group holds their rows'
+    by :meth:`PostgresConnector.group`) cost their calls no round trip: the group holds their rows'
     locks, so their records (as the group saved them last) are the truth until its commit."""
 
     def __init__(self, conn: psycopg.Connection[Any]) -> None:

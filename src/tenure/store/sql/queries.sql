@@ -314,3 +314,7 @@ WHERE (principal, session) IN (
 
 -- name: end_session_task
 DELETE FROM tenure_session_tasks WHERE principal = :principal AND session = :session;
+
+-- name: schema_version
+-- The newest migration the database has run.
+SELECT coalesce(max(version), 0) FROM tenure_schema;

@@ -1,10 +1,8 @@
-"""A write transaction on SQLite: one key's (:class:`SqliteKeyTx`) and a group commit's
-(:class:`Batch`)."""
+"""A write transaction on SQLite: one key's (:class:`SqliteKeyTx`)."""
 
 from __future__ import annotations
 
 import sqlite3
-import threading
 from collections.abc import Sequence
 from functools import cache
 from typing import Any
@@ -12,30 +10,12 @@ from typing import Any
 from tenure.core.items import Item
 from tenure.core.models import EventDraft, FencedValue, FencedWrite, KeyRecord
 from tenure.core.subtree import ancestors, upper_bound
-from tenure.store import base, rows
+from tenure.store import keytx, rows
 from tenure.store.sqlfiles import queries
 from tenure.store.sqlite import conflicts as sqlite_conflicts
+from tenure.store.values import Reach
 
 Q = queries("sqlite")
-
-
-class Batch:
-    """The writes of one group commit: ``done`` is set once it committed (or failed). Only
-    writes that queue behind another thread's commit wait for it, so the event is made when
-    the first of them joins (under the write lock, as the commit that sets it): a group the
-    server's loop opens has none."""
-
-    __slots__ = ("done", "error", "size")
-
-    def __init__(self) -> None:
-        self.done: threading.Event | None = None
-        self.error: BaseException | None = None
-        self.size = 0
-
-    def finish(self) -> None:
-        """It committed or failed: wake the writes waiting for it."""
-        if self.done is not None:
-            self.done.set()
 
 
 @cache
@@ -45,9 +25,9 @@ def _above(n: int) -> str:
     return Q["nearby_subtrees"].replace("(:prefixes)", "(" + ", ".join("?" * n) + ")")
 
 
-class SqliteKeyTx(base.KeyTx):
+class SqliteKeyTx(keytx.KeyTx):
     def __init__(
-        self, conn: sqlite3.Connection, key: str, now: int, reach: base.Reach | None = None
+        self, conn: sqlite3.Connection, key: str, now: int, reach: Reach | None = None
     ) -> None:
         self.conn, self.key, self.now, self.reach = conn, key, now, reach
         self.subtrees = False  # an unended subtree lease exists (read for an acquisition)

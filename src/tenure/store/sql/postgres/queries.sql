@@ -460,7 +460,7 @@ WHERE (key, token, op_id) IN (
 );
 
 -- name: lock_prefixes
--- Subtree leases are decided under advisory locks on key prefixes (tenure.store.postgres.tree):
+-- Subtree leases are decided under advisory locks on key prefixes (tenure.store.postgres.keylock):
 -- a transaction that may make a lease on a key live holds a shared lock on each prefix above it
 -- ending in '/', and an exclusive one on the key itself when it ends in '/'. So a subtree acquisition of P/ and any
 -- transaction on a key under P/ (or on a subtree above it) run one after the other, and what

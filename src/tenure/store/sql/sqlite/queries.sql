@@ -189,6 +189,10 @@ GROUP BY slot, kind;
 
 -- Retention --------------------------------------------------------------------------------
 
+-- name: serialize_pruning
+-- One pruner at a time: the write lock of its transaction already sees to that.
+SELECT 1;
+
 -- name: max_event_id
 SELECT coalesce(max(id), 0) FROM tenure_events;
 

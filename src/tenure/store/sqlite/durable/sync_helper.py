@@ -1,15 +1,15 @@
 """The WAL syncer: a helper process of ``tenure serve`` that ``fdatasync``s a SQLite WAL file.
 
 The server's event loop commits its groups (which only writes the WAL, see
-:mod:`tenure.store.sqlite.sync`) and asks this process to make them durable
-(:class:`tenure.store.sqlite.syncer.SyncProcess`). A process of its own, not a thread: a thread of
-the
-server needs the GIL to wake up, to return from the sync and to hand its result back, and those
-hand-offs (futex wake-ups and context switches) cost the event loop more CPU than the sync
-itself. A write to a pipe and a readable event are all the loop pays here. ``fdatasync`` makes
-the *file* durable, whichever process wrote it and whichever descriptor syncs it.
+:mod:`tenure.store.sqlite.durable.wal_sync`) and asks this process to make them durable
+(:class:`tenure.store.sqlite.durable.sync_process.SyncProcess`). A process of its own, not a
+thread: a thread of the server needs the GIL to wake up, to return from the sync and to hand its
+result back, and those hand-offs (futex wake-ups and context switches) cost the event loop more
+CPU than the sync itself. A write to a pipe and a readable event are all the loop pays here.
+``fdatasync`` makes the *file* durable, whichever process wrote it and whichever descriptor
+syncs it.
 
-Run as a script (``python -I syncd.py WAL``); it imports nothing of tenure. Requests arrive on
+Run as a script (``python -I sync_helper.py WAL``); it imports nothing of tenure. Requests arrive on
 stdin: group numbers, 8 bytes big-endian each. For each read (every request that has arrived),
 it syncs the WAL once and answers on stdout with 9 bytes: a status (0: synced, 1: the sync
 failed) and the last number read. So one sync covers every request read before it began, and

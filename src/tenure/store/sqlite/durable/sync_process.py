@@ -1,4 +1,4 @@
-"""The event loop's end of the WAL syncer process (:mod:`tenure.store.sqlite.syncd`).
+"""The event loop's end of the WAL syncer process (:mod:`tenure.store.sqlite.durable.sync_helper`).
 
 :class:`SyncProcess` starts the helper, writes a group number to its stdin for each sync
 wanted, and hands each answer (the last number a sync covered, and whether it succeeded) to a
@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from tenure.store.sqlite import syncd
+from tenure.store.sqlite.durable import sync_helper as syncd
 
 log = logging.getLogger("tenure.server")
 REPLY = 1 + syncd.REQUEST  # bytes of an answer: a status and a group number
@@ -25,7 +25,7 @@ Synced = Callable[[int, bool], None]
 
 
 class SyncProcess:
-    """A running :mod:`tenure.store.sqlite.syncd` for the WAL file ``wal``."""
+    """A running :mod:`tenure.store.sqlite.durable.sync_helper` for the WAL file ``wal``."""
 
     def __init__(self, wal: Path) -> None:
         self._proc = subprocess.Popen(

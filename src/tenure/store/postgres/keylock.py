@@ -1,4 +1,14 @@
-"""Subtree leases on PostgreSQL: the prefix locks and the nearby reads of a key's transaction.
+"""PostgreSQL's key locking, in one place: :func:`lock_key` locks a key and its subtree
+neighbours in one round trip (alone or in a group), :func:`lock_ahead` a group's keys.
+
+What it sends, in order, in that round trip: ``BEGIN`` (alone), the prefix locks (for a
+transaction that may make a lease live), the subtree leases above the key (share-locked), a new
+key's placeholder row, the key's row lock, the token floor, the leases under a subtree
+(share-locked) and the instant. PostgreSQL runs them in order, so the instant is read once the
+row lock is granted (a waiter reads it after the holder committed): it orders with the commit,
+as if the client had waited for the lock before asking.
+
+Why subtree leases need more than the key's row lock:
 
 Row locks alone would let a plain acquisition of ``a/b/c`` and a subtree acquisition of
 ``a/b/`` (two rows) both succeed (write skew). So every transaction that may make a lease live
@@ -36,7 +46,7 @@ cycle of waits would need a row before itself. ``renew-all`` locks its rows in k
 (``lock_holder_leases``) and takes no other lock before its commit. A key's transaction locks
 the subtree rows above its key (proper prefixes: before it in byte order), then its own row
 (``create_lease_row`` and ``lock_lease``), then the rows under it (which start with it: after
-it), in one round trip and in that order (:meth:`PostgresStore._lock`); a renewal, an extend
+it), in one round trip and in that order (:func:`_lock`); a renewal, an extend
 or a release locks its own row alone. Its advisory locks come before any row lock, so it never
 holds a row lock while it waits for an advisory one (and ``renew-all`` takes none). The
 reaper and compaction skip locked rows (``SKIP LOCKED``). The event lock is taken last, by
@@ -48,7 +58,7 @@ In a group (the server's group commit) the keys locked ahead take their prefix l
 group's first round trip, all of them, the strongest mode of each prefix, in that order; the
 same round trip then locks, in one statement and in key order, the group's keys, the unended
 subtree leases on every prefix above them and every unended lease under its keys that end in
-``/`` (:func:`lock_ahead`): a group's acquisitions cost no round trip more. A subtree
+``/`` (:func:`lock_statement`): a group's acquisitions cost no round trip more. A subtree
 acquisition in a group reads the keys under it in a round trip of its own (rare), rows it
 holds already. Those rows are locked for update (one locking clause per statement): another
 transaction under a live subtree waits for the group's commit, not only for its decision. A
@@ -60,17 +70,164 @@ saves are sent at its commit): its records (``Group.locked``) stand in for the t
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from tenure.core.clock import Clock
 from tenure.core.items import ITEM_PREFIX
 from tenure.core.models import KeyRecord
 from tenure.core.subtree import ancestors, under, upper_bound
 from tenure.store import rows
 from tenure.store.postgres.literals import literals
+from tenure.store.postgres.tx import SAVEPOINT, Batch, Group, record
 from tenure.store.values import Reach
 
-Batch = Any  # tenure.store.postgres.tx.Batch (which imports this module)
+
+@dataclass(slots=True)
+class Locked:
+    """What :func:`lock_key` found, the key's row locked: its record (``None``: no lease yet),
+    the instant read after the lock, the token floor and the retired-token mark (``None``:
+    not read), the nearby leases of the acquisition, and whether a savepoint was taken (in a
+    group, for a new key's placeholder row)."""
+
+    record: KeyRecord | None
+    now: int
+    floor: tuple[int, int] | None
+    nearby: list[KeyRecord] = field(default_factory=list)
+    savepoint: bool = False
+
+
+def lock_key(
+    batch: Batch,
+    key: str,
+    *,
+    reach: Reach | None,
+    create: bool,
+    guard: bool,
+    clock: Clock | None,
+    group: Group | None = None,
+) -> Locked:
+    """Lock ``key`` and its subtree neighbours in one round trip (with what is queued before
+    it), and read the instant after: the one entry of a key's locking. ``guard``: the
+    transaction may make a lease live (its prefix locks are taken); ``create``: make the key's
+    row if missing; ``clock``: instants from it instead of the database; ``group``: the group
+    the transaction is a call of (what it locked ahead is not locked, nor read, again)."""
+    if group is not None:
+        return _in_group(group, key, reach=reach, create=create, guard=guard, clock=clock)
+    if guard:
+        queue_key_locks(batch, key)
+    row, now, floor, nearby = _lock(batch, key, reach, clock, create=create)
+    if create and row is None:
+        # Its row was there when the placeholder was tried, and a compaction deleted it
+        # before the lock was granted: make the placeholder now, so the key is locked (a
+        # concurrent acquisition waits for this one).
+        row, now, floor, nearby = _lock(batch, key, reach, clock, create=True)
+    return Locked(record(row), now, floor, nearby)
+
+
+def _in_group(
+    group: Group, key: str, *, reach: Reach | None, create: bool, guard: bool, clock: Clock | None
+) -> Locked:
+    """In ``group``: the lock goes with the writes queued before it; a key locked ahead costs
+    no round trip (a subtree acquisition on it reads the keys under it); a new key's
+    placeholder row costs a second round trip (and a savepoint, since it is written before the
+    call could fail)."""
+    batch = group.batch
+    floor: tuple[int, int] | None = group.floor
+    nearby: list[KeyRecord] = []
+    if key in group.locked:
+        rec, now = group.locked[key], group.now
+        if reach is not None and reach.scope == "subtree":  # the keys under it: a read
+            nearby, now = _under(group, key, reach, clock)
+    else:
+        if guard:
+            queue_key_locks(batch, key)
+        row, now, floor, nearby = _lock(batch, key, reach, clock, group)
+        rec = record(row)
+    savepoint = False
+    if rec is None and create:
+        batch.add_sql(f"SAVEPOINT {SAVEPOINT}")
+        row, now, floor, _ = _lock(batch, key, None, clock, create=True)
+        rec = record(row)
+        savepoint = True
+    nearby += from_group(key, reach, group.locked, group.subtrees)
+    return Locked(rec, now, floor, nearby, savepoint)
+
+
+def _lock(
+    batch: Batch,
+    key: str,
+    reach: Reach | None,
+    clock: Clock | None,
+    group: Group | None = None,
+    create: bool = False,
+) -> tuple[Any, int, tuple[int, int], list[KeyRecord]]:
+    """Send what is queued, the subtree leases above (share-locked), a new key's placeholder
+    row (if ``create``), the row lock, the token floor, the leases under a subtree
+    (share-locked) and the instant: the row (or None), the instant, the floor (read in the
+    same round trip: a new token costs no round trip of its own), the nearby leases. The
+    rows are locked in key order (see the module's docstring)."""
+    locked, subtrees = (group.locked, group.subtrees) if group else ({}, {})
+    above = queue_above(batch, key, reach, locked, subtrees)
+    if create:
+        batch.add("create_lease_row", {"key": key})
+    batch.add("lock_lease", {"key": key})
+    batch.add("token_floor")
+    under = queue_under(batch, key, reach, locked, subtrees)
+    if clock is None:
+        batch.add("now_ms")
+    got = batch.all_rows(above + create + 2 + under + (clock is None))
+    nearby = records(got[:above])
+    got = got[above + create :]
+    row = got[0][0] if got[0] else None
+    floor = floors(got[1][0] if got[1] else None)
+    nearby += records(got[2 : 2 + under])
+    now = int(got[-1][0][0]) if clock is None else clock.now_ms()
+    return row, now, floor, nearby
+
+
+def _under(
+    group: Group, key: str, reach: Reach, clock: Clock | None
+) -> tuple[list[KeyRecord], int]:
+    """In ``group``, a subtree acquisition of a key locked ahead: the unended lease under it
+    and an instant read after it (a release, which takes no prefix lock, may have committed
+    since the group's instant: the decision must not predate what it read)."""
+    batch = group.batch
+    batch.add("nearby_under", under_params(key, reach, group.locked, group.subtrees))
+    if clock is None:
+        batch.add("now_ms")
+    got = batch.all_rows(1 + (clock is None))
+    now = int(got[1][0][0]) if clock is None else clock.now_ms()
+    return records(got[:1]), now
+
+
+def lock_ahead(group: Group, keys: list[str], clock: Clock | None) -> None:
+    """A group's first round trip: the auth version, the keys' prefix locks, their rows and
+    the subtree leases above them (locked in key order, with the leases under the keys that
+    end in "/": :func:`lock_statement`), the token floor and the instant."""
+    batch = group.batch
+    batch.add("auth_version")
+    locks = queue_locks(batch, keys)
+    above = above_all(keys)
+    batch.add(*lock_statement(keys, above))  # the rows near them too, in key order
+    batch.add("token_floor")
+    if clock is None:
+        batch.add("now_ms")
+    got = batch.all_rows(3 + locks + (clock is None))
+    group.auth_version = int(got[0][0][0])
+    got = got[1 + locks :]
+    found = {row[0]: record(row) for row in got[0]}
+    group.locked = {k: found.get(k) for k in keys}  # a key without a row: None
+    if above:
+        group.subtrees = {p: r if live_subtree(r := found.get(p)) else None for p in above}
+    group.floor = floors(got[1][0] if got[1] else None)
+    group.now = int(got[2][0][0]) if clock is None else clock.now_ms()
+
+
+def floors(row: Any) -> tuple[int, int]:
+    """The token floor and the retired-token mark (the ``token_floor`` query's row)."""
+    return (int(row[0]), int(row[1])) if row else (0, 0)
 
 
 def prefix_locks(keys: Iterable[str]) -> dict[str, bool]:
@@ -123,7 +280,7 @@ def above_all(keys: Iterable[str]) -> list[str]:
     return list(found)
 
 
-def lock_ahead(keys: Sequence[str], above: Sequence[str]) -> tuple[str, dict[str, Any]]:
+def lock_statement(keys: Sequence[str], above: Sequence[str]) -> tuple[str, dict[str, Any]]:
     """The statement that locks a group's ``keys`` ahead and its parameters: ``lock_leases``
     (no prefix above them), ``lock_leases_above`` (the subtree leases on the prefixes
     ``above`` them too) or ``lock_leases_tree`` (and the leases under its keys that end in

@@ -3,7 +3,7 @@
 With ``synchronous=FULL`` SQLite syncs the WAL inside every ``COMMIT``, holding the write lock
 while the disk works: the server's next group of calls cannot start until the previous group is
 on disk, so the event loop alternates between running a group and waiting for its sync. In
-*deferred* mode (:meth:`tenure.store.sqlite.store.SqliteStore.defer_sync`, used by the server) the
+*deferred* mode (:meth:`tenure.store.sqlite.writer.Writer.defer_sync`, used by the server) the
 writer connection commits with ``synchronous=NORMAL``: ``COMMIT`` only writes the WAL frames
 (tens of microseconds) and releases the lock, and whoever commits then calls :meth:`WalSync.sync`
 (``fdatasync`` of the WAL file) before anyone is told of the commit. One sync covers every commit
