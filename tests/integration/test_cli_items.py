@@ -183,7 +183,8 @@ def test_takeover_stale_epochs_and_the_epoch_override(
     said = fails(bob, 3, "claim", "7")
     assert "7 assigned to jo (lease expired)" in said and "--takeover --reason" in said
     assert "--reason" in fails(bob, 2, "claim", "7", "--takeover")
-    took = doc(bob, "claim", "7", "--takeover", "--reason", "jo stopped answering")
+    # (held 10m: the twenty CLI calls below must meet it live however slow the machine is)
+    took = doc(bob, "claim", "7", "--takeover", "--reason", "jo stopped answering", "--ttl", "10m")
     second = took["lease"]["token"]
     assert second > first and took["item"]["assignee"] == "bob"
     assert remembered(bob)["items/7"] == second
@@ -241,7 +242,7 @@ def test_held_items_name_holder_task_and_expiry(
     said = fails(bob, 3, "claim", "9")
     pattern = (
         rf"tenure: items/9 held by jo \(session {SESSION}, task deploy-42\) until {CLOCK}, "
-        rf"in (5m|4m5\ds)"
+        rf"in (5m|4m[0-5]?\ds)"  # (seconds after the claim, however slow the machine)
     )
     assert re.fullmatch(pattern + "\n", said), said
     done = bob("claim", "9", "--json")  # --json: the problem on stderr, nothing on stdout

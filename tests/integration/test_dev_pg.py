@@ -57,4 +57,7 @@ def test_dev_pg_serves_two_servers_and_cleans_up() -> None:
 
 
 def test_dev_runs_the_script_for_pg() -> None:
-    assert '  pg)    exec python scripts/dev_pg.py "$@" ;;' in (ROOT / "dev").read_text()
+    assert (
+        '  pg)    setup pg pg && exec python scripts/dev_pg.py "$@" ;;'
+        in (ROOT / "dev").read_text()
+    )
