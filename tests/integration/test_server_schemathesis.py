@@ -84,6 +84,12 @@ include-method = "POST"
 [operations.checks.negative_data_rejection]
 expected-statuses = ["200", {REJECTIONS}]
 """
+# An item's claim verbs answer `404 not_found` naming the claim (`"what": "live lease"`) when
+# the item exists but nobody holds it: the item is there, its claim is not. Schemathesis's
+# "created resource not found" check (ST302) reads any 404 after `POST /v1/items` as the item
+# missing, and its stateful phase does not take per-operation settings for it, so it is
+# left out (the answer itself is tested in test_server_items.py; every other check stays on).
+EXCLUDED_CHECKS = ("ensure_resource_availability",)
 NOT_RUN = ("/v1/events/stream",)  # never ends: see the module's docstring
 BUDGET_S = 150  # keeps the suite's length bounded; not a performance figure
 
@@ -126,6 +132,7 @@ def test_schemathesis_finds_nothing(live_server: LiveServer, tmp_path: Path) -> 
         "--output-sanitize",
         "false",
         *(arg for path in NOT_RUN for arg in ("--exclude-path", path)),
+        *(arg for check in EXCLUDED_CHECKS for arg in ("--exclude-checks", check)),
     ]
     started = time.monotonic()
     out = subprocess.run(
