@@ -273,6 +273,11 @@ class AsyncClient(AsyncEventsMixin):
         this client's session's own lease. Idempotent."""
         return await self._call(sh.release(key, token, self.session))
 
+    async def transfer(self, key: str, token: int, to_session: str) -> Lease:
+        """Hand your lease ``token`` on ``key`` to your session ``to_session``: the lease it
+        holds now, under a new token (the old one is stale for fenced writes)."""
+        return await self._call(lv.TRANSFER.call(key=key, token=token, to_session=to_session))
+
     async def force_release(self, key: str, reason: str) -> ForceReleaseResult:
         """End someone's live lease as an authority (admin, supervisor, or the holder's parent)."""
         return await self._call(lv.FORCE_RELEASE.call(key=key, reason=reason))

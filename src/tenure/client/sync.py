@@ -272,6 +272,11 @@ class Client(EventsMixin):
         this client's session's own lease. Idempotent."""
         return self._call(sh.release(key, token, self.session))
 
+    def transfer(self, key: str, token: int, to_session: str) -> Lease:
+        """Hand your lease ``token`` on ``key`` to your session ``to_session``: the lease it
+        holds now, under a new token (the old one is stale for fenced writes)."""
+        return self._call(lv.TRANSFER.call(key=key, token=token, to_session=to_session))
+
     def force_release(self, key: str, reason: str) -> ForceReleaseResult:
         """End someone's live lease as an authority (admin, supervisor, or the holder's parent)."""
         return self._call(lv.FORCE_RELEASE.call(key=key, reason=reason))
