@@ -44,6 +44,8 @@ def test_the_sessions_follow_the_lease(service: Service) -> None:
     with pytest.raises(LeaseHeld):  # r1 no longer holds it: its acquire is refused
         service.acquire("web", "jobs/a", ttl_ms=60_000, session="r1")
     assert not service.release("web", "jobs/a", old.token).released  # an old token ends nothing
+    with pytest.raises(LeaseLost):  # nor does it take the lease back
+        service.transfer("web", "jobs/a", old.token, "r1")
     assert service.release("web", "jobs/a", session="r2").released
 
 
