@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from tenure.client import _item_calls as ic
-from tenure.client._shared import Call, Safety
+from tenure.client import _item_requests as ic
+from tenure.client._wire import Call, Safety
 from tenure.core.claims import Dispatch
 from tenure.core.items import Item
 from tenure.core.models import Lease, Principal

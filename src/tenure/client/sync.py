@@ -11,16 +11,16 @@ from typing import Any, TypeVar, cast
 
 import httpx
 
-from tenure.client import _shared as sh
 from tenure.client import _transport as tr
+from tenure.client import _wire as sh
 from tenure.client._call import Call, Reply, TransportError, transport_error
 from tenure.client._events import EventsMixin
 from tenure.client._fences import Admits, admit_all, check_fences
 from tenure.client._handles import FencedLeaseHandle, LeaseHandle
 from tenure.client._items import Items
 from tenure.client._session import client_session
-from tenure.client._shared import IssuedToken
 from tenure.client._transport import RetryPolicy, SyncTransport
+from tenure.client._wire import IssuedToken
 from tenure.core.compaction import CompactionResult
 from tenure.core.models import (
     ExtendResult,

@@ -11,8 +11,18 @@ from pydantic import Field
 from tenure.errors import InvalidRequest
 from tenure.mcp import inputs as a
 from tenure.mcp import models as m
-from tenure.mcp.acting import ENDS, ENDS_ONCE, READ, SAFE_AGAIN, WRITE, Resolver, act, item_of, tool
 from tenure.mcp.backend import Backend, given
+from tenure.mcp.tooling import (
+    ENDS,
+    ENDS_ONCE,
+    READ,
+    SAFE_AGAIN,
+    WRITE,
+    Resolver,
+    act,
+    item_of,
+    tool,
+)
 from tenure.verbs import fields as wire
 
 
