@@ -105,5 +105,5 @@ def test_every_lease_verb_that_refuses_an_items_key_says_what_to_use_instead() -
     used = lease_policy_verbs(Path(service_leases.__file__).read_text())
     assert {"acquire", "renew", "release", "write"} <= used
     assert used - set(service_leases.ITEM_VERBS) == set()
-    forgotten = 'self._lease_policy(key, "transfer")'
-    assert lease_policy_verbs(forgotten) - set(service_leases.ITEM_VERBS) == {"transfer"}
+    forgotten = 'self._lease_policy(key, "hand_over")'
+    assert lease_policy_verbs(forgotten) - set(service_leases.ITEM_VERBS) == {"hand_over"}
