@@ -37,6 +37,7 @@ TOOLS = {
     "acquire_lock",
     "renew_lock",
     "release_lock",
+    "transfer_lock",
     "list_leases",
     "force_release",
     "heartbeat",

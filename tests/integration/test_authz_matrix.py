@@ -96,6 +96,15 @@ TABLE: dict[tuple[str, str], tuple[Request, dict[str, Any]]] = {
         lambda c: ("POST", "/v1/leases/release-all", {}),
         expect(200),
     ),
+    # only the holder hands its lease to another session of its own
+    ("POST", "/v1/leases/transfer"): (
+        lambda c: (
+            "POST",
+            "/v1/leases/transfer",
+            {"key": c.key, "token": c.token, "to_session": "elsewhere"},
+        ),
+        holder_only(200, 403, "not_holder"),
+    ),
     ("POST", "/v1/leases/force-release"): (
         lambda c: ("POST", "/v1/leases/force-release", {"key": c.key, "reason": "matrix"}),
         expect(403, "forbidden", **AUTHORITIES),

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 import tenure
-from tenure.client._shared import Call, Reply, TransportError
+from tenure.client._wire import Call, Reply, TransportError
 from tenure.client.sync import HttpTransport
 
 if TYPE_CHECKING:

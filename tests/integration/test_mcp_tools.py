@@ -178,6 +178,24 @@ async def test_queue_and_briefing(agent: Agent, clock: tenure.FakeClock) -> None
         await refused(jo, "briefing", "invalid_request", ready=10**9)
 
 
+async def test_transfer_lock_hands_a_lease_to_another_session(agent: Agent) -> None:
+    async with agent("jo", session="a") as a, agent("jo", session="b") as b:
+        lease = (await call(a, "acquire_lock", key="deploy/prod"))["lease"]
+        moved = (
+            await call(a, "transfer_lock", key="deploy/prod", token=lease["token"], to_session="b")
+        )["lease"]
+        assert (moved["session"], moved["holder"]) == ("b", "jo")
+        assert moved["token"] > lease["token"]
+        renewed = (await call(b, "renew_lock", key="deploy/prod", token=moved["token"]))["lease"]
+        assert renewed["token"] == moved["token"]
+        await refused(a, "release_lock", "not_holder", key="deploy/prod")
+        again = {"key": "deploy/prod", "token": lease["token"], "to_session": "a"}
+        await refused(a, "transfer_lock", "lease_lost", **again)
+        here = {**again, "token": moved["token"], "to_session": "b"}
+        await refused(b, "transfer_lock", "conflict", **here)
+        await refused(a, "transfer_lock", "invalid_request", **{**again, "to_session": "\x00"})
+
+
 async def test_locks(agent: Agent) -> None:
     async with agent("jo") as jo, agent("kim") as kim:
         lease = (await call(jo, "acquire_lock", key="deploy/prod", task="release-42"))["lease"]

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import tenure
-from tenure.client._shared import TransportError
+from tenure.client._wire import TransportError
 from tenure.errors import LeaseLost, StaleToken, TenureError
 
 MAX_AGENTS = 10_000  # the spawner forks at most this many

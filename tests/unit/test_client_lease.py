@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 import tenure
-from tenure.client._shared import Call, Reply, TransportError
 from tenure.client._transport import RetryPolicy
+from tenure.client._wire import Call, Reply, TransportError
 from tenure.core.models import Lease
 
 FAST = RetryPolicy(attempts=3, budget=1.0, backoff=0.001, max_backoff=0.002)

@@ -10,8 +10,8 @@ import pytest
 
 import tenure
 from tenure.client._session import new_session
-from tenure.client._shared import Call, Reply
 from tenure.client._transport import RetryPolicy
+from tenure.client._wire import Call, Reply
 from tenure.core.items import Item
 from tenure.core.models import Lease, Principal
 

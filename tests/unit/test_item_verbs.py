@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from tenure.client import _item_calls as ic
-from tenure.client._shared import Call, Safety
+from tenure.client import _item_requests as ic
+from tenure.client._wire import Call, Safety
 from tenure.core.claims import Dispatch
 from tenure.core.items import Item
 from tenure.core.models import Lease, Principal
@@ -105,5 +105,5 @@ def test_every_lease_verb_that_refuses_an_items_key_says_what_to_use_instead() -
     used = lease_policy_verbs(Path(service_leases.__file__).read_text())
     assert {"acquire", "renew", "release", "write"} <= used
     assert used - set(service_leases.ITEM_VERBS) == set()
-    forgotten = 'self._lease_policy(key, "transfer")'
-    assert lease_policy_verbs(forgotten) - set(service_leases.ITEM_VERBS) == {"transfer"}
+    forgotten = 'self._lease_policy(key, "hand_over")'
+    assert lease_policy_verbs(forgotten) - set(service_leases.ITEM_VERBS) == {"hand_over"}

@@ -12,7 +12,7 @@ import tenure
 from tenure.client import TransportError
 from tenure.core.items import Item, ItemView
 from tenure.core.models import Lease
-from tenure.mcp.advice import advice, advise
+from tenure.mcp.claim_advice import advice, advise
 from tenure.mcp.failures import error_result, error_text, utc
 from tenure.mcp.http import bearer, is_initialize, session_of
 from tenure.mcp.sessions import SessionIds

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tenure.client import _transport as tr
-from tenure.client._shared import Call, Reply, Safety
+from tenure.client._wire import Call, Reply, Safety
 from tenure.core.quotas import Quotas, refuse_items
 from tenure.errors import QuotaExceeded, TenureError
 from tenure.settings import Settings

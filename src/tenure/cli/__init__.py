@@ -4,8 +4,8 @@ Commands live in modules named for what they do (``app``: serve, principal, logi
 ``locks``: ``lock …``; ``items``: the item verbs; ``ownership``: ``force-release`` and
 ``reassign``; ``ops``: events, stats, heartbeat; ``admin``: the token floor; ``run``;
 ``dispatch``); importing them registers them on the :data:`cli` group. Helpers: ``problems``
-words errors for a person, ``eventlog`` reads the event log from its end, ``left_open`` finds
-dispatched items that went back to open. docs/cli.md is the reference.
+words errors for a person, ``eventlog`` reads the event log from its end,
+``exited_dispatches`` finds dispatched items that went back to open. docs/cli.md is the reference.
 """
 
 from tenure.cli import admin as _admin  # noqa: F401  (registers commands)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tenure.client import Client
-from tenure.client import _shared as sh
+from tenure.client import _wire as sh
 from tenure.core.models import Event
 from tenure.verbs.ops import Filters
 

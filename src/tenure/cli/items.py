@@ -365,7 +365,7 @@ def queue(principal: str | None) -> None:
     assignee, who has not claimed it yet). Below: the items your agents' commands left open
     lately (a `tenure dispatch` whose command ended without completing its item), while they
     stay open."""
-    from tenure.cli.left_open import left_open, left_open_lines
+    from tenure.cli.exited_dispatches import left_open, left_open_lines
 
     run = cli_of()
     views = run.client.items.queue(principal)

@@ -279,6 +279,25 @@ def lock_release_all() -> None:
 
 @verb(
     lock,
+    "transfer",
+    summary="Hand your lease on KEY to another session of yours.",
+    example="tenure lock transfer jobs/nightly --to run:web-2:4242",
+)
+@KEY
+@click.option("--to", "to_session", required=True, help="The session that holds it from now.")
+@click.option("--token", type=int, help="The lease's token (default: the one remembered).")
+def lock_transfer(key: str, to_session: str, token: int | None) -> None:
+    """Hand your live lease on KEY (the token remembered, or --token) to your session
+    --to, under a new token: the old token is stale for fenced writes from then on."""
+    run = cli_of()
+    lease = run.client.transfer(key, run.token_for(key, token), to_session)
+    run.remember(key, None)
+    said = f"{key}: session {to_session!r} holds it now (token {lease.token})"
+    run.out.emit(lv.TRANSFER.wire(lease), said)
+
+
+@verb(
+    lock,
     "force-release",
     summary="End someone's lease (admin, supervisor or ancestor).",
     example='tenure lock force-release jobs/nightly --reason "worker-3 is wedged"',

@@ -10,7 +10,7 @@ import re
 from tenure.cli.context import Cli
 from tenure.cli.durations import COMMAND, TYPED, format_like, parse_duration
 from tenure.client import TransportError
-from tenure.client._shared import UnexpectedReply
+from tenure.client._wire import UnexpectedReply
 from tenure.core.text import format_duration
 from tenure.errors import InvalidRequest, TenureError, Unauthenticated
 

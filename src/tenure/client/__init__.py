@@ -2,7 +2,7 @@
 
 Both have the same methods with the same parameters: :class:`Client` is generated from
 :class:`AsyncClient` (``python scripts/gen_sync.py``). They build each request from the verb's
-entry in the table (:mod:`tenure.verbs`), read replies with :mod:`tenure.client._shared`, share
+entry in the table (:mod:`tenure.verbs`), read replies with :mod:`tenure.client._wire`, share
 the retry rules of :mod:`tenure.client._transport`, and differ only in how a call travels (the
 transport): HTTP with httpx, or, given a database URL, direct mode (:mod:`.direct`), which runs
 the service in this process.
@@ -21,8 +21,8 @@ with tenure.Client() as client:  # TENURE_URL, TENURE_TOKEN
 """
 
 from tenure.client._call import TransportError, UnexpectedReply
-from tenure.client._shared import IssuedToken
 from tenure.client._transport import RetryPolicy
+from tenure.client._wire import IssuedToken
 from tenure.client.aio import AsyncClient
 from tenure.client.items import AsyncItems, AsyncWorkHandle, Items, WorkHandle
 from tenure.client.lease import AsyncLeaseHandle, LeaseHandle

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Generator, Iterator
 from typing import Any, Literal, TypeVar, overload
 
-from tenure.client import _shared as sh
+from tenure.client import _wire as sh
 from tenure.client._call import Call
 from tenure.core.models import Event
 from tenure.verbs.ops import Filters

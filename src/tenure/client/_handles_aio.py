@@ -13,8 +13,8 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from tenure.client import _item_calls as ic
-from tenure.client import _shared as sh
+from tenure.client import _item_requests as ic
+from tenure.client import _wire as sh
 from tenure.client._call import Call
 from tenure.client._fences import Admits, admit_all_async, check_fences
 from tenure.client._held_aio import AsyncCaller, _AsyncHeld

@@ -11,7 +11,7 @@ import threading
 import time
 from typing import Any, Protocol, Self, TypeVar
 
-from tenure.client import _shared as sh
+from tenure.client import _wire as sh
 from tenure.client._call import Call, Reply
 from tenure.client._lease_state import (
     JOIN_TIMEOUT_S,

@@ -12,7 +12,7 @@ import inspect
 import time
 from typing import Any, Protocol, Self, TypeVar
 
-from tenure.client import _shared as sh
+from tenure.client import _wire as sh
 from tenure.client._call import Call, Reply
 from tenure.client._lease_state import RELEASE_RETRY, RELEASE_TIMEOUT_S, _Beat, _Handle, log
 from tenure.client._transport import RetryPolicy

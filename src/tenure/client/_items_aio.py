@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from tenure.client import _item_calls as ic
+from tenure.client import _item_requests as ic
 from tenure.client._call import Call
 from tenure.client._fences import Admits
 from tenure.client._handles_aio import AsyncWorkHandle

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
-from tenure.client import _shared as sh
+from tenure.client import _wire as sh
 from tenure.client._call import Call
 from tenure.client._transport import RetryPolicy, jittered
 from tenure.core.models import Lease

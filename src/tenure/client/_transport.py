@@ -1,7 +1,7 @@
 """How a call travels and is retried, the same for both clients: the retry rules
 (:class:`RetryPolicy`), the HTTP plumbing over httpx, where to connect (:func:`target`, several
 servers in a :class:`Rotation`) and the one-method transport seam (:class:`SyncTransport`,
-:class:`AsyncTransport`). The calls themselves are built in :mod:`tenure.client._shared`.
+:class:`AsyncTransport`). The calls themselves are built in :mod:`tenure.client._wire`.
 
 Retry rules. Every call says how safe it is to repeat (:class:`Safety`):
 
@@ -40,7 +40,7 @@ from typing import Any, Protocol
 import httpx
 
 from tenure.client._call import Call, Reply, Safety, TransportError, UnexpectedReply
-from tenure.client._shared import encode_body
+from tenure.client._wire import encode_body
 from tenure.core.servers import server_urls as server_urls
 from tenure.core.version import __version__
 from tenure.settings import Settings

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from tenure.client import _item_calls as ic
+from tenure.client import _item_requests as ic
 from tenure.client._call import Call
 from tenure.client._lease_state import C, _Handle
 from tenure.core.claims import Claim, Completion

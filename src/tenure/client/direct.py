@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from tenure.client._shared import Call, Reply, TransportError, transport_error
+from tenure.client._wire import Call, Reply, TransportError, transport_error
 from tenure.core import validate as v
 from tenure.core.models import Principal
 from tenure.core.policy import PolicySet

@@ -11,16 +11,16 @@ from typing import Any, TypeVar, cast
 
 import httpx
 
-from tenure.client import _shared as sh
 from tenure.client import _transport as tr
+from tenure.client import _wire as sh
 from tenure.client._call import Call, Reply, TransportError, transport_error
 from tenure.client._events import EventsMixin
 from tenure.client._fences import Admits, admit_all, check_fences
 from tenure.client._handles import FencedLeaseHandle, LeaseHandle
 from tenure.client._items import Items
 from tenure.client._session import client_session
-from tenure.client._shared import IssuedToken
 from tenure.client._transport import RetryPolicy, SyncTransport
+from tenure.client._wire import IssuedToken
 from tenure.core.compaction import CompactionResult
 from tenure.core.models import (
     ExtendResult,
@@ -271,6 +271,11 @@ class Client(EventsMixin):
         """End your lease on ``key``: lease ``token`` if given (from any session of yours), else
         this client's session's own lease. Idempotent."""
         return self._call(sh.release(key, token, self.session))
+
+    def transfer(self, key: str, token: int, to_session: str) -> Lease:
+        """Hand your lease ``token`` on ``key`` to your session ``to_session``: the lease it
+        holds now, under a new token (the old one is stale for fenced writes)."""
+        return self._call(lv.TRANSFER.call(key=key, token=token, to_session=to_session))
 
     def force_release(self, key: str, reason: str) -> ForceReleaseResult:
         """End someone's live lease as an authority (admin, supervisor, or the holder's parent)."""

@@ -29,6 +29,7 @@ from tenure.core.subtree import blocking
 from tenure.core.subtree_tokens import GrantAbove, current_above
 from tenure.core.work import ITEM_PREFIX
 from tenure.errors import (
+    Conflict,
     Forbidden,
     IdempotencyConflict,
     LeaseHeld,
@@ -336,6 +337,55 @@ def releases_of(
         and session in (None, lease.session)
         and not lease.key.startswith(ITEM_PREFIX)
     ]
+
+
+def decide_transfer(
+    before: KeyRecord | None,
+    key: str,
+    who: Principal,
+    token: int,
+    to_session: str,
+    now: int,
+    floor: int = 0,
+    nearby: Sequence[KeyRecord] = (),
+) -> Decision:
+    """Hand ``who``'s live lease ``token`` on ``key`` (from any session of ``who``) to
+    ``who``'s session ``to_session``, under a new token above the key's last one and the
+    token ``floor``: the old session's token is dead for fenced writes from then on, as if it
+    had released and the new session acquired, with no instant between. Same deadline, task
+    and meta. Refused: not ``who``'s, gone, a subtree lease, the session holding it already,
+    or a subtree lease above (``nearby``) that would refuse ``to_session`` the key."""
+    rec, events = settle(before, now)
+    error = _check_own(rec, key, who, token, now)
+    if error is None and rec is not None:
+        error = _untransferable(rec, to_session)
+    if error is not None or rec is None:
+        return Decision(_changed(before, rec), events, None, error)
+    blocker = blocking(key, "key", who.name, to_session, nearby, now) if nearby else None
+    if blocker is not None:
+        return _refused(_changed(before, rec), blocker, key, who, rec.task, to_session, events)
+    moved = rec.update(token=max(rec.token, floor) + 1, session=to_session, acquired_at=now)
+    data = {"from_session": rec.session, "to_session": to_session, "from_token": rec.token}
+    event = EventDraft("transferred", key, who.name, rec.task, moved.token, who.name, data=data)
+    return Decision(moved, (*events, event), moved.lease(now))
+
+
+def _untransferable(rec: KeyRecord, to_session: str) -> TenureError | None:
+    """Why the live lease ``rec`` of its holder cannot go to ``to_session``, if it cannot."""
+    if rec.session == to_session:
+        return Conflict(
+            f"{rec.key!r} is held by session {to_session!r} already",
+            key=rec.key,
+            field="to_session",
+        )
+    if rec.scope == "subtree":
+        return Conflict(
+            f"{rec.key!r} is a subtree lease, which is not transferred: release it and "
+            "acquire it from the other session",
+            key=rec.key,
+            field="key",
+        )
+    return None
 
 
 def may_force_release(

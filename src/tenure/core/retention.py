@@ -44,6 +44,7 @@ EVENT_RETENTION: dict[str, Class] = {
     "expired": "age",
     "force_released": "age",
     "taken_over": "age",
+    "transferred": "age",
     # a file changed (by a shell command, a tool tenure does not lease) while another held it
     "unleased_edit": "age",
     # items: who claimed, dispatched, moved, finished what

@@ -2,7 +2,7 @@
 
 - :mod:`.tools`: the instructions, :func:`build_server` and the tools that look at the queue;
   :mod:`.tools_claims` (an agent's item verbs), :mod:`.tools_locks` (locks, leases, heartbeat)
-  and :mod:`.tools_queue` (finding and editing items) the others; :mod:`.acting` what they
+  and :mod:`.tools_queue` (finding and editing items) the others; :mod:`.tooling` what they
   share (how a tool acts, its hints).
 - :mod:`.server`: the SDK's server with strict arguments (unknown ones refused, the REST limits
   and the policy's enforced, refusals in the house form).
@@ -11,7 +11,7 @@
   (under stdio) or in-process to the server's own app (on ``/mcp``, :mod:`.loopback`).
 - :mod:`.models`: the pydantic models the tools return (``structuredContent``).
 - :mod:`.failures`: refusals as tool errors that name the code and the facts.
-- :mod:`.advice`: what to do about each lapsed, revoked or stalled claim (``briefing``,
+- :mod:`.claim_advice`: what to do about each lapsed, revoked or stalled claim (``briefing``,
   ``queue``).
 - :mod:`.http`: ``/mcp`` on ``tenure serve`` (streamable HTTP, bearer tokens).
 

@@ -2,7 +2,7 @@
 tool an output schema. They mirror the REST replies (SPEC §4) field for field; instants are
 epoch milliseconds (UTC). Each is built from the service's own models' ``to_dict()``. One
 addition: ``briefing`` and ``queue`` carry ``advice``, a line of what to do per lapsed, revoked
-or stalled claim (:mod:`tenure.mcp.advice`); each lease carries ``expires_in_ms`` beside
+or stalled claim (:mod:`tenure.mcp.claim_advice`); each lease carries ``expires_in_ms`` beside
 ``expires_at``. :class:`FollowUpIn` is the one structured input (a completion's follow-ups),
 with the REST API's field types."""
 

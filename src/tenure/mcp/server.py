@@ -1,6 +1,6 @@
 """The MCP server of the tools: the SDK's :class:`MCPServer` with strict arguments.
 
-Each tool registered with :func:`tenure.mcp.acting.tool` gets, in place of the SDK's lenient
+Each tool registered with :func:`tenure.mcp.tooling.tool` gets, in place of the SDK's lenient
 argument model, one that refuses unknown arguments (``additionalProperties: false``), takes no
 type it was not given (no ``"600000"`` for an integer) and enforces every bound its schema
 publishes: the ``minLength``/``maxLength`` of the REST API's field types (which REST leaves to

@@ -16,7 +16,7 @@ from tenure.core.claims import Briefing, ReadyView
 from tenure.core.items import Item, ItemView
 from tenure.core.states import say
 from tenure.mcp import models as m
-from tenure.mcp.advice import advice
+from tenure.mcp.claim_advice import advice
 from tenure.verbs import item_replies as ir
 
 BODY = "the length of its body in characters (show_item has the body)"

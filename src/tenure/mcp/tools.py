@@ -1,7 +1,7 @@
 """The MCP tools (SPEC §7): the same verbs as the REST API, for agents.
 
 Each tool is a thin call into the :class:`~tenure.mcp.backend.Backend` of the caller
-(:func:`tenure.mcp.acting.act`). Each MCP connection is a session of its principal (the
+(:func:`tenure.mcp.tooling.act`). Each MCP connection is a session of its principal (the
 backend's ``session``). Every tool that is not read-only renews the live leases of the caller's
 session (``renew_all``) before its verb runs, so a working agent never lapses and a dead one
 lapses on its own, even beside a live sibling under the same principal; a read-only tool changes
@@ -23,15 +23,15 @@ from tenure.core.version import __version__
 from tenure.mcp import inputs as a
 from tenure.mcp import models as m
 from tenure.mcp import summaries as sm
-from tenure.mcp.acting import (
+from tenure.mcp.backend import Backend, given
+from tenure.mcp.server import Bounds, TenureServer
+from tenure.mcp.tooling import (
     READ,
     WRITE,
     Resolver,
     act,
     tool,
 )
-from tenure.mcp.backend import Backend, given
-from tenure.mcp.server import Bounds, TenureServer
 from tenure.mcp.tools_claims import add_claim_tools
 from tenure.mcp.tools_locks import add_lock_tools
 from tenure.mcp.tools_queue import add_queue_tools

@@ -10,8 +10,8 @@ from pydantic import Field
 
 from tenure.mcp import inputs as a
 from tenure.mcp import models as m
-from tenure.mcp.acting import ENDS, ENDS_ONCE, SAFE_AGAIN, WRITE, Resolver, act, tool
 from tenure.mcp.backend import given
+from tenure.mcp.tooling import ENDS, ENDS_ONCE, SAFE_AGAIN, WRITE, Resolver, act, tool
 from tenure.service.queue_items import MAX_FOLLOW_UPS
 from tenure.verbs import fields as wire
 

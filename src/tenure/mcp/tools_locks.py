@@ -1,5 +1,5 @@
 """The lock tools (leases on any key) and the tools on anyone's leases: acquire_lock, renew_lock,
-release_lock, list_leases, force_release and heartbeat."""
+release_lock, transfer_lock, list_leases, force_release and heartbeat."""
 
 from __future__ import annotations
 
@@ -11,8 +11,18 @@ from pydantic import Field
 from tenure.errors import InvalidRequest
 from tenure.mcp import inputs as a
 from tenure.mcp import models as m
-from tenure.mcp.acting import ENDS, READ, SAFE_AGAIN, WRITE, Resolver, act, item_of, tool
 from tenure.mcp.backend import Backend, given
+from tenure.mcp.tooling import (
+    ENDS,
+    ENDS_ONCE,
+    READ,
+    SAFE_AGAIN,
+    WRITE,
+    Resolver,
+    act,
+    item_of,
+    tool,
+)
 from tenure.verbs import fields as wire
 
 
@@ -71,6 +81,27 @@ def add_lock_tools(server: MCPServer[Any], resolve: Resolver) -> None:
         session of yours) holds it."""
         return await act(
             ctx, resolve, lambda b: m.ReleaseOut.of(b.release_lock(key, given(token=token)))
+        )
+
+    @tool(server, ENDS_ONCE)
+    async def transfer_lock(
+        ctx: Context,
+        key: a.LockKey,
+        token: a.Token,
+        to_session: Annotated[
+            wire.Session,
+            Field(description="your other session that holds the lease from now on"),
+        ],
+    ) -> m.LeaseReplyOut:
+        """Hand your lease on a key to another session of yours (e.g. the `tenure run` that
+        goes on with the work), without letting go of the key in between. The lease comes
+        back with a NEW token: yours is stale from then on (fenced writes with it are
+        refused), and this session no longer holds it. conflict means that session holds it
+        already, or it is a subtree lease (release it and acquire it from there)."""
+        return await act(
+            ctx,
+            resolve,
+            lambda b: m.LeaseReplyOut.of(b.client.transfer(key, token, to_session)),
         )
 
     @tool(server, READ)

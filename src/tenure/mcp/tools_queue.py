@@ -13,7 +13,7 @@ from pydantic import Field
 from tenure.errors import InvalidRequest
 from tenure.mcp import inputs as a
 from tenure.mcp import summaries as sm
-from tenure.mcp.acting import ENDS_ONCE, READ, SAFE_AGAIN, Resolver, act, tool
+from tenure.mcp.tooling import ENDS_ONCE, READ, SAFE_AGAIN, Resolver, act, tool
 from tenure.verbs import fields as wire
 
 Status = Literal["open", "in_progress", "blocked", "done", "cancelled"]

@@ -20,6 +20,7 @@ from tenure.core.decide import (
     decide_acquire,
     decide_force_release,
     decide_release,
+    decide_transfer,
     decide_write,
     releases_of,
 )
@@ -67,6 +68,10 @@ ITEM_VERBS = {
     "force_release": (
         "force-release the claim (POST /v1/items/{id}/force-release; "
         "tenure force-release {id} --reason)"
+    ),
+    "transfer": (
+        "release the claim (POST /v1/items/{id}/release; tenure release {id}) and claim it "
+        "from the other session"
     ),
     "write": (
         "report progress or complete the item (POST /v1/items/{id}/progress or "
@@ -251,6 +256,22 @@ class Service(Engine):
             if result.released and result.lease is not None:
                 released.append(result.lease)
         return ReleaseAllResult(tuple(released))
+
+    def transfer(self, who: Who, key: str, token: int, to_session: str) -> Lease:
+        """Hand ``who``'s live lease ``token`` on ``key`` (held by any session of ``who``) to
+        ``who``'s session ``to_session``, under a new token (:func:`decide_transfer`): the
+        lease as it is now, recorded as a ``transferred`` event."""
+        me = as_principal(who)
+        self._lease_policy(key, "transfer")
+        token = v.check_token(token)
+        to = v.check_session(to_session, "to_session")
+
+        def decide(tx: KeyTx) -> Decision:
+            floor = floor_for(tx, fresh=True)
+            return decide_transfer(tx.record, key, me, token, to, tx.now, floor, tx.nearby())
+
+        lease: Lease = self._run(key, decide, reach=Reach("key", me.name, to))
+        return lease
 
     def force_release(self, who: Who, key: str, reason: str) -> ForceReleaseResult:
         """End someone's live lease as an authority; its token is dead for fenced writes."""

@@ -31,14 +31,16 @@ def set_floor(store: Store, actor: Principal | None, floor: object) -> TokenFloo
     return store.set_token_floor(floor, None if actor is None else actor.name)  # type: ignore[arg-type]
 
 
-def floor_for(tx: KeyTx, scope: Scope = "key") -> int:
+def floor_for(tx: KeyTx, scope: Scope = "key", fresh: bool = False) -> int:
     """What a new token granted in ``tx`` must exceed besides the key's last one: the token
     floor and, in a tree, the latest subtree token above the key and (for a subtree lease)
     every token under it (:mod:`tenure.core.subtree_tokens`). Read only when the acquisition
     may grant a new token: a live lease renews or is refused (its token stays), unless it
-    widens to a subtree."""
+    widens to a subtree. ``fresh``: a new token is granted whatever the key's lease (a
+    transfer), so the floor is always read."""
     rec = tx.record
-    if rec is not None and rec.is_live(tx.now) and (scope != "subtree" or rec.scope == scope):
+    same = rec is not None and rec.is_live(tx.now) and (scope != "subtree" or rec.scope == scope)
+    if same and not fresh:
         return 0
     floor = tx.token_floor()
     above = prefixes_above(tx.key)

@@ -91,6 +91,12 @@ class ReleaseAllIn(Body):
     ] = None
 
 
+class TransferIn(Body):
+    key: LeaseKey
+    token: Annotated[Token, Field(description="the lease to hand over (any session of yours)")]
+    to_session: Annotated[Session, Field(description="your session that holds it from now on")]
+
+
 class ExtendIn(Body):
     """Exactly one of ``until`` and ``by_ms``."""
 
@@ -241,6 +247,10 @@ def _release_all(services: Services, me: Principal, a: ReleaseAllIn) -> m.Releas
     return services.leases.release_all(me, a.session)
 
 
+def _transfer(services: Services, me: Principal, a: TransferIn) -> Lease:
+    return services.leases.transfer(me, a.key, a.token, a.to_session)
+
+
 def _force_release(services: Services, me: Principal, a: ForceReleaseIn) -> m.ForceReleaseResult:
     return services.leases.force_release(me, a.key, a.reason)
 
@@ -355,6 +365,23 @@ RELEASE_ALL: Verb[ReleaseAllIn, m.ReleaseAllResult] = Verb(
     doc="End every live lease of yours (only your `session`'s when given), each as `release` "
     "with its token would; item claims are left to the items' own verbs. A repeat releases "
     "nothing more.",
+)
+TRANSFER: Verb[TransferIn, Lease] = Verb(
+    name="transfer",
+    method="POST",
+    path="/v1/leases/transfer",
+    input=TransferIn,
+    run=_transfer,
+    wire=lease_reply,
+    parse=lease_of_reply,
+    reply=LeaseReply,
+    problems=(*ASKED, 403, 404, 409),
+    tags=("leases",),
+    repeatable=never,
+    doc="Hand your live lease `token` on `key` to your session `to_session`, under a new "
+    "token: the old token is stale for fenced writes from then on. Same deadline, task and "
+    "meta; recorded as a `transferred` event. `409 conflict` when `to_session` holds it "
+    "already or it is a subtree lease.",
 )
 FORCE_RELEASE: Verb[ForceReleaseIn, m.ForceReleaseResult] = Verb(
     name="force_release",

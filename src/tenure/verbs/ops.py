@@ -31,7 +31,8 @@ if TYPE_CHECKING:
     from tenure.service.leases import Service
 
 EVENT_TYPES = (
-    "acquired, released, expired, force_released, taken_over, conflict, extended, claimed, "
+    "acquired, released, expired, force_released, taken_over, transferred, conflict, "
+    "extended, claimed, "
     "completed, progress, dispatched, reassigned, stalled, item_created, item_edited, "
     "item_status, principal_created, principal_roles_set, principal_removed, token_issued, "
     "token_revoked, …"

@@ -21,6 +21,7 @@ VERBS: list[Verb[Any, Any]] = [
     leases.EXTEND,
     leases.RELEASE,
     leases.RELEASE_ALL,
+    leases.TRANSFER,
     leases.FORCE_RELEASE,
     leases.GET_LEASE,
     leases.LIST_LEASES,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tenure.client._shared import Call, Reply, Safety, interpret
+from tenure.client._wire import Call, Reply, Safety, interpret
 from tenure.core.claims import Briefing, Completion
 from tenure.core.items import Item, ItemView
 from tenure.core.models import Event, Lease

@@ -12,7 +12,7 @@ the request provably never reached the server.
 
 from __future__ import annotations
 
-from tenure.client._shared import Call, reparse
+from tenure.client._wire import Call, reparse
 from tenure.core.claims import ItemRelease
 from tenure.core.items import Item, ItemView
 from tenure.verbs import items as iv

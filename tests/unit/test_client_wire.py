@@ -13,11 +13,11 @@ import httpx
 import pytest
 
 import tenure
-from tenure.client import _item_calls as ic
-from tenure.client import _shared as sh
+from tenure.client import _item_requests as ic
 from tenure.client import _transport as tr
-from tenure.client._shared import Call, Reply, Safety, TransportError
+from tenure.client import _wire as sh
 from tenure.client._transport import RetryPolicy
+from tenure.client._wire import Call, Reply, Safety, TransportError
 from tenure.client.aio import AsyncHttpTransport
 from tenure.client.sync import HttpTransport
 from tenure.core.models import (
