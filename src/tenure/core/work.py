@@ -167,7 +167,8 @@ class Item:
     def parked_words(self) -> str:
         """``parked after 3 attempts: lapsed, lapsed, command_exited (status 1)``."""
         said = ", ".join(f.words() for f in self.failures)
-        return f"parked after {self.attempts} attempts" + (f": {said}" if said else "")
+        many = "attempt" if self.attempts == 1 else "attempts"
+        return f"parked after {self.attempts} {many}" + (f": {said}" if said else "")
 
 
 def parked_error(item: Item) -> Parked:
