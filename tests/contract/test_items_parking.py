@@ -155,3 +155,21 @@ def test_the_default_policy_never_parks(svc: Service, clock: tenure.FakeClock) -
 def test_max_attempts_is_checked() -> None:
     with pytest.raises(ValueError, match="max_attempts"):
         Policy(max_attempts=-1)
+
+
+def test_a_lapse_the_reaper_has_not_seen_is_counted_by_the_next_claim(
+    svc: Service, clock: tenure.FakeClock
+) -> None:
+    for who in (ALICE, BOB):  # no reaper: each takeover counts the lapse it replaces
+        svc.items.claim(who, "jobs-1", ttl_ms=TTL, takeover=True, reason="again")
+        clock.advance(TTL + 1)
+    item = svc.items.get("jobs-1").item
+    assert [f.reason for f in item.failures] == ["lapsed"] and item.attempts == 2
+    svc.items.claim(CAROL, "jobs-1", ttl_ms=TTL, takeover=True, reason="again")
+    clock.advance(TTL + 1)
+    with pytest.raises(Parked):  # the third lapse reaches the limit: this claim is refused
+        svc.items.claim(ALICE, "jobs-1", takeover=True, reason="once more")
+    item = svc.items.get("jobs-1").item
+    assert (item.status, item.assignee, len(item.failures)) == ("parked", "carol", 3)
+    Reaper(svc).run_once()  # and the reaper does not count it again
+    assert len(svc.items.get("jobs-1").item.failures) == 3

@@ -262,7 +262,7 @@ class WorkQueue(QueueParking):
                 item, tx.record, me, ttl, task, takeover, reason, tx.now, sid, stalled, floor
             )
 
-        lease: Lease = self._run(item_id, decide, create=True)
+        lease: Lease = self._run(item_id, self._counting_lapse(decide), create=True)
         return Claim(self._item(item_id), lease)
 
     def _claim_args(
@@ -540,7 +540,7 @@ class WorkQueue(QueueParking):
             tx.add_principal(child, first, item.id)
             return dispatched(decision, me, child, token_id, reason)
 
-        lease: Lease = self._run(item_id, decide, create=True)
+        lease: Lease = self._run(item_id, self._counting_lapse(decide), create=True)
         return Dispatch(self._item(item_id), lease, child, token)
 
     def record_stalls(self, limit: int = 1000) -> int:

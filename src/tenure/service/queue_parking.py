@@ -5,15 +5,19 @@ reopening of a parked item (the rules are :mod:`tenure.core.parking`'s).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from tenure.core import validate as v
 from tenure.core.items import Item, ItemDecision, item_key
 from tenure.core.models import Principal
 from tenure.core.parking import decide_lapse, decide_reopen
+from tenure.core.work import PARKED, parked_error
 from tenure.service.engine import Engine, Who
 from tenure.service.queue_views import QueueViews, check_item_id
 from tenure.store.base import KeyTx
+
+Decide = Callable[[KeyTx, Item], ItemDecision]
 
 
 class QueueParking(QueueViews):
@@ -38,6 +42,21 @@ class QueueParking(QueueViews):
             counted: bool = self._run(item_id, self._lapse_check)
             found += counted
         return found
+
+    def _counting_lapse(self, decide: Decide) -> Decide:
+        """``decide`` (a claim's) after counting the lapse of the claim it replaces, if the
+        reaper has not yet: a claim that parks the item is refused (``parked``), the count
+        kept."""
+
+        def counted(tx: KeyTx, item: Item) -> ItemDecision:
+            lapse = self._lapse_check(tx, item)
+            if lapse.item is None:
+                return decide(tx, item)
+            if lapse.item.status == PARKED:
+                return replace(lapse, error=parked_error(lapse.item))
+            return decide(tx, lapse.item)
+
+        return counted
 
     def _lapse_check(self, tx: KeyTx, item: Item) -> ItemDecision:
         return decide_lapse(item, tx.record, tx.now, self.max_attempts(item.id))
