@@ -147,6 +147,15 @@ class AssignedToOther(TenureError):
     lapsed_at: int | None
 
 
+class Parked(TenureError):
+    """The item is parked: its attempts failed the policy's ``max_attempts`` times; a person
+    reopens it (``POST /v1/items/{id}/reopen``) before anyone claims it again."""
+
+    code, status, title = "parked", 409, "the item is parked after its failed attempts"
+    fields = ("attempts",)
+    attempts: int | None
+
+
 class InvalidRequest(TenureError):
     """``field`` names the input at fault; a value out of range also carries the range it must
     be in (``minimum``, ``maximum``, in the field's own units: milliseconds for a ``*_ms``)."""
@@ -282,6 +291,7 @@ __all__ = [
     "LeaseLost",
     "NotFound",
     "NotHolder",
+    "Parked",
     "QuotaExceeded",
     "RateLimited",
     "RequestTimeout",

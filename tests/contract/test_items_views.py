@@ -167,6 +167,7 @@ def test_the_briefing_says_what_i_carry_what_lapsed_and_the_top_of_the_ready_que
         "happened",
         "ready",
         "stalled",
+        "parked",
     }
 
 

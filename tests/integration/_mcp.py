@@ -44,6 +44,7 @@ TOOLS = {
     "list_items",
     "update_item",
     "cancel_item",
+    "reopen_item",
 }
 
 

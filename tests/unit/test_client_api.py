@@ -27,8 +27,8 @@ ASYNC_NAMES = {
 NOT_COROUTINES = {"lease", "work", "events"}  # context managers; events: awaitable + iterable
 ITEM_VERBS = {
     "create", "get", "list", "update", "claim", "renew", "extend", "release", "progress",
-    "complete", "cancel", "force_release", "reassign", "dispatch", "queue", "ready", "ready_view",
-    "briefing", "work",
+    "complete", "cancel", "reopen", "force_release", "reassign", "dispatch", "queue", "ready",
+    "ready_view", "briefing", "work",
 }  # fmt: skip
 
 

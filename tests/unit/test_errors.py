@@ -16,6 +16,7 @@ from tenure.errors import (
     LeaseLost,
     NotFound,
     NotHolder,
+    Parked,
     StaleToken,
     TenureError,
     TooLarge,
@@ -45,6 +46,7 @@ EXAMPLES: dict[type[TenureError], dict[str, Any]] = {
     LeaseLost: {"key": "k", "reason": "force_released", "token": 3},
     StaleToken: {"key": "k", "token": 1, "current_token": 2},
     AssignedToOther: {"key": "items/1", "assignee": "jo", "lease_state": "expired"},
+    Parked: {"key": "items/1", "attempts": 3},
     InvalidRequest: {"field": "ttl_ms"},
     TooLarge: {"key": "k", "field": "value", "limit": 16, "size": 17},
 }

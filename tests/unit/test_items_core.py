@@ -89,7 +89,7 @@ def test_claiming_a_free_item_takes_the_lease_and_writes_the_edge() -> None:
         "run-9",
         NOW + 5_000,
     )
-    assert d.item == item(status="in_progress", assignee="bob", epoch=1, updated_at=NOW)
+    assert d.item == item(status="in_progress", assignee="bob", epoch=1, updated_at=NOW, attempts=1)
     assert d.transfers == (Transfer("job", None, "bob", 1, "claimed", "bob", NOW),)
     assert [e.type for e in d.lease.events] == ["acquired"]
     assert d.events == (
@@ -215,7 +215,7 @@ def test_a_takeover_ends_the_lapsed_lease_and_moves_the_edge() -> None:
         data={"held_ms": 19_999, "deadline": lapsed},
     )
     assert [e.type for e in d.lease.events] == ["taken_over", "acquired"]  # no "expired"
-    assert d.item == claimed("bob", 4, updated_at=NOW)
+    assert d.item == claimed("bob", 4, updated_at=NOW, attempts=1)
     assert d.transfers == (
         Transfer("job", "alice", "bob", 4, "taken_over", "bob", NOW, "alice is gone"),
     )

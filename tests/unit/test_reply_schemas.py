@@ -14,6 +14,7 @@ from tenure.core import models as m
 from tenure.core.claims import Briefing, Claim, Completion, ItemRelease
 from tenure.core.items import Item, ItemView, Transfer
 from tenure.core.token_floor import TokenFloor
+from tenure.core.work import Failure
 from tenure.verbs import replies as r
 from tenure.verbs.registry import VERBS
 from tenure.verbs.schema import DERIVED, Out, wire_model
@@ -45,6 +46,12 @@ SAMPLES: list[Any] = [
     TokenFloor(10, 12),
     ITEM,
     Transfer("a", "jo", "bo", 8, "taken_over", "bo", 2, "jo stalled"),
+    Failure(7, "command_exited", 9, 1),
+    ITEM.update(
+        status="parked",
+        attempts=2,
+        failures=(Failure(6, "lapsed", 5), Failure(7, "command_exited", 9, 1)),
+    ),
     VIEW,
     ItemView(ITEM, None, "lapsed"),
     Claim(ITEM, LEASE),

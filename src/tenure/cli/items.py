@@ -32,6 +32,7 @@ from tenure.core.items import STATUSES, Item, ItemView, Transfer, item_key
 from tenure.core.models import Lease
 from tenure.core.states import AHEAD, State, lease_word, say
 from tenure.core.text import clock, held_by, relative, when
+from tenure.core.work import PARKED
 from tenure.verbs import items as iv
 
 EPOCH_HELP = "The claim's epoch (default: the one remembered from your claim)."
@@ -49,6 +50,15 @@ def progress_text(item: Item) -> str | None:
     at = report.get("at", item.progress_at)
     tail = ", ".join(x for x in (by, relative(at) if at else None) if x)
     return f"{percent}{report.get('message', '')}" + (f" ({tail})" if tail else "")
+
+
+def attempts_text(item: Item) -> str:
+    """``parked after 3 attempts: lapsed, lapsed, command_exited (status 1)``, or ``2 (1 failed:
+    lapsed)``."""
+    if item.status == PARKED:
+        return item.parked_words()
+    said = ", ".join(f.words() for f in item.failures)
+    return f"{item.attempts}" + (f" ({len(item.failures)} failed: {said})" if said else "")
 
 
 def item_pairs(
@@ -70,6 +80,8 @@ def item_pairs(
     elif state.word != "none":
         rows.append(("lease", say(state, now_ms())))
     rows.append(("progress", progress_text(item)))
+    if item.attempts or item.failures:
+        rows.append(("attempts", attempts_text(item)))
     if item.result is not None:
         rows.append(("result", json.dumps(item.result)))
     rows.append(("created", f"{clock(item.created_at)} by {item.created_by}"))
@@ -122,7 +134,7 @@ def views_table(views: Iterable[ItemView], title: str | None = None) -> Any:
                 v.item.id,
                 v.item.priority,
                 v.item.assignee,
-                say(v.state, now),
+                v.item.parked_words() if v.item.status == PARKED else say(v.state, now),
                 v.item.epoch or None,
                 progress_text(v.item),
                 v.item.title,
@@ -399,6 +411,9 @@ def briefing_view(doc: Any) -> Any:
     parts += [Text(""), views_table(doc.carrying, "carrying")] if doc.carrying else []
     parts += [Text(""), views_table(doc.stalled, "stalled")] if doc.stalled else []
     parts += [Text(""), views_table(doc.lapsed, "no longer live")] if doc.lapsed else []
+    if doc.parked:
+        title = "parked: reopen with `tenure items reopen ITEM --reason ...`"
+        parts += [Text(""), views_table(doc.parked, title)]
     if doc.happened:
         parts += [Text(""), Text("since your last briefing:")]
         parts += [Text(f"  {event_line(e)}") for e in doc.happened]
@@ -513,3 +528,20 @@ def items_show(item_id: str) -> None:
     run = cli_of()
     view = run.client.items.get(item_id)
     run.out.emit(view.to_dict(), lambda: view_table(view))
+
+
+@verb(
+    items,
+    "reopen",
+    summary="Reopen a parked item (its attempts reset).",
+    example='tenure items reopen 42 --reason "fixed the flaky test it kept failing on"',
+)
+@ITEM
+@click.option("--reason", required=True, help="Why (recorded with the transfer).")
+def items_reopen(item_id: str, reason: str) -> None:
+    """Set a parked ITEM (its claims failed the policy's max_attempts times) open again,
+    nobody's, with its attempts and failures reset. Its assignee, its creator, an ancestor of
+    its assignee, a supervisor or an admin may; an item that is not parked exits 3."""
+    run = cli_of()
+    item = run.client.items.reopen(item_id, reason)
+    run.out.emit(iv.REOPEN_ITEM.wire(item), f"{item_id}: {item.status} ({reason})")

@@ -31,6 +31,7 @@ _EXITS: tuple[tuple[type[e.TenureError], int], ...] = (
     (e.AssignedToOther, CONFLICT),
     (e.IdempotencyConflict, CONFLICT),
     (e.NotHolder, CONFLICT),
+    (e.Parked, CONFLICT),
     (e.LeaseLost, LOST),
     (e.StaleToken, LOST),
     (e.NotFound, NOT_FOUND),
@@ -38,7 +39,7 @@ _EXITS: tuple[tuple[type[e.TenureError], int], ...] = (
 
 
 def exit_code(err: e.TenureError) -> int:
-    """3 held/assigned/conflict, 4 lost/stale, 5 not found, 2 invalid input, 1 the rest."""
+    """3 held/assigned/parked/conflict, 4 lost/stale, 5 not found, 2 invalid input, 1 the rest."""
     if err.code == "conflict":
         return CONFLICT
     for cls, code in _EXITS:

@@ -173,6 +173,11 @@ class Items:
         """Cancel the item (its assignee, creator, a supervisor, an ancestor or an admin)."""
         return self._client._call(iv.CANCEL_ITEM.call(id=item_id, reason=reason))
 
+    def reopen(self, item_id: str, reason: str) -> Item:
+        """Reopen a parked item (its claims failed the policy's ``max_attempts`` times): open
+        and nobody's again, its attempts reset; recorded with ``reason``."""
+        return self._client._call(iv.REOPEN_ITEM.call(id=item_id, reason=reason))
+
     def force_release(self, item_id: str, reason: str) -> Claim:
         """End the item's live claim as an authority (admin, supervisor, or an ancestor of
         its holder); the old epoch is dead, and the assignee keeps the item but reads

@@ -100,6 +100,8 @@ class Briefing:
     ready: tuple[Item, ...]
     #: the live claims of mine and my agents that made no progress for their stall_after
     stalled: tuple[ItemView, ...] = ()
+    #: the items of mine and my agents parked after their failed attempts: they wait for me
+    parked: tuple[ItemView, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -109,6 +111,7 @@ class Briefing:
             "happened": [e.to_dict() for e in self.happened],
             "ready": [i.to_dict() for i in self.ready],
             "stalled": [x.to_dict() for x in self.stalled],
+            "parked": [x.to_dict() for x in self.parked],
         }
 
     @classmethod
@@ -120,6 +123,7 @@ class Briefing:
             tuple(Event.from_wire(x) for x in data["happened"]),
             _items(data["ready"]),
             _views(data.get("stalled")),
+            _views(data.get("parked")),
         )
 
 

@@ -44,6 +44,7 @@ from tenure.core.work import (
     Transfer,
     item_cursor,
     item_key,
+    parked_error,
 )
 from tenure.errors import (
     AssignedToOther,
@@ -140,6 +141,8 @@ def decide_claim(
     key = item_key(item.id)
     if item.status in CLOSED:
         return _refuse(Conflict(f"item {item.id!r} is {item.status}", key=key, field="status"))
+    if item.status == "parked":
+        return _refuse(parked_error(item))
     live = rec is not None and rec.is_live(now)
     own = live and rec is not None and (rec.holder, rec.session) == (who.name, session)
     if live and (own or not (takeover and stalled)):
@@ -163,6 +166,7 @@ def decide_claim(
         epoch=granted.token,
         revoked=False,
         updated_at=now,
+        attempts=item.attempts + 1,  # each claim is an attempt (a renewal is not)
     )
     kind = "taken_over" if taking else "claimed"
     transfer = Transfer(item.id, previous, who.name, granted.token, kind, who.name, now, reason)

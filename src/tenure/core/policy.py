@@ -9,6 +9,8 @@ SECOND = 1000
 MINUTE = 60 * SECOND
 HOUR = 60 * MINUTE
 DAY = 24 * HOUR
+#: the settings where 0 means "never" (every other one is a positive integer)
+MAY_BE_ZERO = frozenset({"max_attempts"})
 
 
 @dataclass(frozen=True)
@@ -30,12 +32,17 @@ class Policy:
     lease_retention: int = 7 * DAY
     #: how long a write's op_id is remembered (a retry within it gets the first result)
     op_window: int = 24 * HOUR
+    #: an item whose claims failed (lapsed, or the command exited non-zero) this many times is
+    #: ``parked`` until a person reopens it; 0: never parked
+    max_attempts: int = 0
 
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ValueError(f"policy {f.name} must be a positive integer, got {value!r}")
+            low = 0 if f.name in MAY_BE_ZERO else 1
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                what = "a non-negative" if low == 0 else "a positive"
+                raise ValueError(f"policy {f.name} must be {what} integer, got {value!r}")
         if not self.min_ttl <= self.default_ttl <= self.max_ttl:
             raise ValueError("policy needs min_ttl <= default_ttl <= max_ttl")
         if self.max_lease < self.max_ttl:

@@ -58,6 +58,8 @@ EVENT_RETENTION: dict[str, Class] = {
     "stalled": "age",
     "completed": "age",
     "cancelled": "age",
+    "parked": "age",
+    "reopened": "age",
     # high volume: what a holder does as it works, and refusals
     "conflict": "count",
     "renewed": "count",  # (a renewal records no event today; if it ever does, it is this)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from tenure.core.models import KeyRecord, Lease
 from tenure.core.text import format_duration
-from tenure.core.work import CLOSED, WORDS, Item, State, StateWord, Transfer
+from tenure.core.work import CLOSED, PARKED, WORDS, Item, State, StateWord, Transfer
 
 __all__ = ["WORDS", "State", "StateWord", "claim_state", "lease_word", "say"]
 #: the words whose moment is ahead (when the lease expires); every other moment is past
@@ -54,6 +54,10 @@ def _done(word: str, last: Transfer | None) -> State:
     return State(word, last.at, last.actor, last.note, last.to if word == "reassigned" else None)
 
 
+#: an item with no claim to speak of: finished, or parked until a person reopens it
+_NO_CLAIM = (*CLOSED, PARKED)
+
+
 def claim_state(
     item: Item,
     rec: KeyRecord | None,
@@ -65,7 +69,7 @@ def claim_state(
     item's latest transfer (it says when, by whom and why a claim was revoked, reassigned or
     released; without it those moments are unknown). A live claim without progress for
     ``stall_ms`` is stalled."""
-    if rec is None or item.epoch == 0 or rec.token != item.epoch or item.status in CLOSED:
+    if rec is None or item.epoch == 0 or rec.token != item.epoch or item.status in _NO_CLAIM:
         return NONE
     if item.revoked and item.assignee:
         return _done("revoked", last)

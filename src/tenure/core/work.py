@@ -8,10 +8,12 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal, get_args
 
 from tenure.core.models import Lease
-from tenure.errors import InvalidRequest
+from tenure.errors import InvalidRequest, Parked
 
-STATUSES: tuple[str, ...] = ("open", "in_progress", "blocked", "done", "cancelled")
+STATUSES: tuple[str, ...] = ("open", "in_progress", "blocked", "done", "cancelled", "parked")
 CLOSED: tuple[str, ...] = ("done", "cancelled")
+#: an item whose attempts failed the policy's ``max_attempts`` times (:mod:`tenure.core.parking`)
+PARKED = "parked"
 #: why an item changed owner or epoch (a :class:`Transfer`'s ``reason``)
 TransferReason = Literal[
     "claimed",
@@ -22,6 +24,7 @@ TransferReason = Literal[
     "completed",
     "cancelled",
     "reassigned",
+    "reopened",
 ]
 REASONS: tuple[str, ...] = get_args(TransferReason)
 #: the transfers that take work away from its holder (besides its own release)
@@ -74,6 +77,35 @@ def item_key(item_id: str) -> str:
     return ITEM_PREFIX + item_id
 
 
+#: how a failed attempt ended: its claim lapsed, or its command exited without completing it
+FailureWord = Literal["lapsed", "command_exited"]
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A failed attempt at an item: the claim of ``epoch`` ``lapsed`` (its holder let it run
+    out) or its supervised command exited with a non-zero ``exit_status``
+    (``command_exited``), at ``at``."""
+
+    epoch: int
+    reason: str
+    at: int
+    exit_status: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_wire(cls, data: Any) -> Failure:
+        return cls(data["epoch"], data["reason"], data["at"], data.get("exit_status"))
+
+    def words(self) -> str:
+        """``lapsed``, or ``command_exited (status 1)``."""
+        if self.exit_status is None:
+            return self.reason
+        return f"{self.reason} (status {self.exit_status})"
+
+
 @dataclass(frozen=True)
 class Item:
     id: str
@@ -99,6 +131,13 @@ class Item:
     #: read from a list's summary, which leaves the body out: the body's length (``None``: the
     #: body is whole; not part of the wire form, nor of equality)
     body_chars: int | None = field(default=None, compare=False)
+    #: the claims of it since it was created or last reopened
+    attempts: int = 0
+    #: its failed attempts since it was created or last reopened, oldest first; at the policy's
+    #: ``max_attempts`` of them it is ``parked``
+    failures: tuple[Failure, ...] = ()
+    #: the epoch whose failure was counted (once per claim; not part of the wire form)
+    counted_epoch: int = 0
 
     def update(self, **changes: Any) -> Item:
         return replace(self, **changes)
@@ -106,7 +145,8 @@ class Item:
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["labels"] = list(self.labels)
-        del out["stalled_epoch"], out["body_chars"]
+        out["failures"] = [f.to_dict() for f in self.failures]
+        del out["stalled_epoch"], out["body_chars"], out["counted_epoch"]
         return out
 
     @classmethod
@@ -120,7 +160,26 @@ class Item:
             labels=tuple(data["labels"]),
             revoked=bool(data.get("revoked")),
             body_chars=chars if isinstance(chars, int) else None,
+            attempts=int(data.get("attempts") or 0),
+            failures=tuple(Failure.from_wire(f) for f in data.get("failures") or ()),
         )
+
+    def parked_words(self) -> str:
+        """``parked after 3 attempts: lapsed, lapsed, command_exited (status 1)``."""
+        said = ", ".join(f.words() for f in self.failures)
+        many = "attempt" if self.attempts == 1 else "attempts"
+        return f"parked after {self.attempts} {many}" + (f": {said}" if said else "")
+
+
+def parked_error(item: Item) -> Parked:
+    """The refusal of a claim (or a status change) of a parked item, saying how to reopen it."""
+    return Parked(
+        f"item {item.id!r} is {item.parked_words()}; a person reopens it "
+        f"(tenure items reopen {item.id} --reason ..., POST /v1/items/{item.id}/reopen) "
+        "before it is claimed again",
+        key=ITEM_PREFIX + item.id,
+        attempts=item.attempts,
+    )
 
 
 @dataclass(frozen=True)

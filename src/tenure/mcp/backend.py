@@ -75,6 +75,9 @@ class Backend:
     def cancel_item(self, item_id: str, reason: str) -> Item:
         return self.items.cancel(item_id, reason)
 
+    def reopen_item(self, item_id: str, reason: str) -> Item:
+        return self.items.reopen(item_id, reason)
+
     def queue(self, principal: str | None) -> list[ItemView]:
         return self.items.queue(principal)
 

@@ -15,6 +15,12 @@ def advise(view: ItemView, me: str | None = None) -> str | None:
     """The line for ``view`` (``None`` for a live claim or an item without one); ``me``, when
     known, is the caller: its own items say "you"."""
     item, state = view.item, view.lease_state
+    if item.status == "parked":
+        return (
+            f"{item.id} is {item.parked_words()}: nobody may claim it. Tell the person who owns "
+            "it; once the cause is fixed, they (or you, if it is yours) reopen it with "
+            "reopen_item and a reason."
+        )
     yours = me is not None and item.assignee == me
     whose = "your claim" if yours else f"the claim of {item.assignee}"
     if state == "revoked":

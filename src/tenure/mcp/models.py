@@ -86,13 +86,22 @@ class ItemBase(Reply):
 
     id: str
     title: str
-    status: str = Field(description="open, in_progress, blocked, done or cancelled")
+    status: str = Field(
+        description="open, in_progress, blocked, done, cancelled or parked (its claims failed "
+        "too often: a person reopens it with reopen_item)"
+    )
     priority: int = Field(description="0 is the most urgent")
     labels: list[str] = Field(default_factory=list)
     parent: str | None = None
     assignee: str | None = None
     epoch: int = Field(description="the token of the item's latest claim; 0 if never claimed")
     progress: dict[str, Any] | None = None
+    attempts: int = Field(0, description="its claims since it was created or last reopened")
+    failures: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="its failed attempts (epoch, reason lapsed or command_exited, at, "
+        "exit_status), oldest first",
+    )
 
 
 class ItemOut(ItemBase):

@@ -140,6 +140,11 @@ class BriefingOut(m.Out):
         description="live claims of yours and your agents' (a supervisor's: of those it "
         "supervises) with no progress for a while",
     )
+    parked: list[ClaimSummaryOut] = Field(
+        default_factory=list,
+        description="items of yours and your agents' parked after their failed attempts: "
+        "nobody claims them until a person reopens them (reopen_item)",
+    )
     advice: list[str] = Field(default_factory=list, description=m.ADVICE)
 
     @classmethod
@@ -154,7 +159,10 @@ class BriefingOut(m.Out):
             ready=[ItemSummaryOut.of(x) for x in briefing.ready],
             ready_lapsed=lapsed_of(others, briefing.principal),
             stalled=[ClaimSummaryOut.of(x) for x in briefing.stalled],
-            advice=advice((*briefing.lapsed, *briefing.stalled), briefing.principal),
+            parked=[ClaimSummaryOut.of(x) for x in briefing.parked],
+            advice=advice(
+                (*briefing.lapsed, *briefing.stalled, *briefing.parked), briefing.principal
+            ),
         )
 
 
@@ -167,6 +175,16 @@ class QueueOut(m.Out):
     @classmethod
     def of(cls, views: list[ItemView]) -> QueueOut:
         return cls(items=[ClaimSummaryOut.of(x) for x in views], advice=advice(views))
+
+
+class ReopenOut(m.Out):
+    """The item, open again with its attempts reset."""
+
+    item: ItemSummaryOut
+
+    @classmethod
+    def of(cls, item: Item) -> ReopenOut:
+        return cls(item=ItemSummaryOut.of(item))
 
 
 class CancelOut(m.Out):

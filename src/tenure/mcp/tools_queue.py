@@ -1,5 +1,6 @@
 """The MCP tools that look after the queue itself: ``list_items`` (find items by status, label
-or assignee), ``update_item`` (edit title, body, priority, labels, status) and ``cancel_item``.
+or assignee), ``update_item`` (edit title, body, priority, labels, status), ``cancel_item`` and
+``reopen_item`` (a parked item).
 Thin calls into the caller's :class:`~tenure.mcp.backend.Backend`, like the tools of
 :mod:`tenure.mcp.tools`; lists carry item summaries (:mod:`tenure.mcp.summaries`)."""
 
@@ -16,12 +17,13 @@ from tenure.mcp import summaries as sm
 from tenure.mcp.tooling import ENDS_ONCE, READ, SAFE_AGAIN, Resolver, act, tool
 from tenure.verbs import fields as wire
 
-Status = Literal["open", "in_progress", "blocked", "done", "cancelled"]
+Status = Literal["open", "in_progress", "blocked", "done", "cancelled", "parked"]
 EDITS = ("title", "body", "priority", "labels", "status")
 
 
 def add_queue_tools(server: MCPServer[Any], resolve: Resolver) -> None:
-    """Register ``list_items``, ``update_item`` and ``cancel_item`` on ``server``."""
+    """Register ``list_items``, ``update_item``, ``cancel_item`` and ``reopen_item`` on
+    ``server``."""
 
     @tool(server, READ)
     async def list_items(
@@ -76,3 +78,13 @@ def add_queue_tools(server: MCPServer[Any], resolve: Resolver) -> None:
         them (an admin, a supervisor, an ancestor) may; forbidden otherwise. conflict means
         it is done or cancelled already. To give work up without cancelling it, release it."""
         return await act(ctx, resolve, lambda b: sm.CancelOut.of(b.cancel_item(item_id, reason)))
+
+    @tool(server, ENDS_ONCE)
+    async def reopen_item(ctx: Context, item_id: a.ItemId, reason: a.Reason) -> sm.ReopenOut:
+        """Reopen a parked item (its claims failed the policy's max_attempts times: lapsed,
+        or its command exited non-zero), with a reason saying what was fixed: it becomes open
+        and unassigned, its attempts reset, and anyone may claim it again. Its assignee, its
+        creator or an authority over them (an admin, a supervisor, an ancestor) may;
+        forbidden otherwise. conflict means it is not parked. Reopen only once the cause of
+        the failures is dealt with."""
+        return await act(ctx, resolve, lambda b: sm.ReopenOut.of(b.reopen_item(item_id, reason)))

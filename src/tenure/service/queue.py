@@ -40,8 +40,10 @@ from tenure.core.items import (
     refused_dispatch,
 )
 from tenure.core.models import ExtendResult, ForceReleaseResult, KeyRecord, Lease, Principal
+from tenure.core.parking import after_release
 from tenure.core.policy import Policy
 from tenure.core.quotas import refuse_agent
+from tenure.core.work import PARKED, parked_error
 from tenure.errors import Conflict, Forbidden, InvalidRequest, NotFound, StaleToken
 from tenure.service.engine import Engine, Who
 from tenure.service.principals import NAME_RE, check_principal, hash_token, new_token
@@ -55,7 +57,8 @@ from tenure.service.queue_items import (
     created_event,
     follow_up_drafts,
 )
-from tenure.service.queue_views import QueueViews, check_item_id
+from tenure.service.queue_parking import QueueParking
+from tenure.service.queue_views import check_item_id
 from tenure.service.token_floors import floor_for
 from tenure.store.base import KeyTx
 from tenure.store.values import NewToken
@@ -106,7 +109,7 @@ def _same_completion(first: Any, epoch: int, me: Principal) -> bool:
     )
 
 
-class WorkQueue(QueueViews):
+class WorkQueue(QueueParking):
     """Items and claims. ``stall_ms``: a live claim without progress for this long is stalled."""
 
     def __init__(self, service: Engine, stall_ms: int | None = None) -> None:
@@ -225,6 +228,8 @@ class WorkQueue(QueueViews):
         return out
 
     def _set_status(self, tx: KeyTx, item: Item, me: Principal, status: str) -> ItemDecision:
+        if item.status == PARKED:
+            return ItemDecision(Decision(None), error=parked_error(item))
         if item.status in CLOSED or not _assignee_or_free(item, me):
             why = (
                 f"item {item.id!r} is {item.status}"
@@ -257,7 +262,7 @@ class WorkQueue(QueueViews):
                 item, tx.record, me, ttl, task, takeover, reason, tx.now, sid, stalled, floor
             )
 
-        lease: Lease = self._run(item_id, decide, create=True)
+        lease: Lease = self._run(item_id, self._counting_lapse(decide), create=True)
         return Claim(self._item(item_id), lease)
 
     def _claim_args(
@@ -327,10 +332,14 @@ class WorkQueue(QueueViews):
         epoch = v.check_optional_token(epoch, "epoch")
         sid = v.check_session(session)
         cause = ReleaseCause.of(reason, exit_status)
-        released, item = self._run(
-            item_id,
-            lambda tx, item: decide_item_release(item, tx.record, me, tx.now, epoch, sid, cause),
-        )
+        limit = self.max_attempts(item_id)
+
+        def decide(tx: KeyTx, item: Item) -> ItemDecision:
+            decision = decide_item_release(item, tx.record, me, tx.now, epoch, sid, cause)
+            status = cause.exit_status if cause else None
+            return after_release(decision, item, status, limit, tx.now)
+
+        released, item = self._run(item_id, decide)
         return ItemRelease(released, item)
 
     def force_release(self, who: Who, item_id: str, reason: str) -> Claim:
@@ -468,10 +477,6 @@ class WorkQueue(QueueViews):
         cancelled: Item = self._run(item_id, decide)
         return cancelled
 
-    def _may_cancel(self, me: Principal, item: Item) -> bool:
-        owner = item.assignee or item.created_by
-        return me.name == owner or self.service._may_force(me, owner)
-
     def dispatch(
         self,
         who: Who,
@@ -535,7 +540,7 @@ class WorkQueue(QueueViews):
             tx.add_principal(child, first, item.id)
             return dispatched(decision, me, child, token_id, reason)
 
-        lease: Lease = self._run(item_id, decide, create=True)
+        lease: Lease = self._run(item_id, self._counting_lapse(decide), create=True)
         return Dispatch(self._item(item_id), lease, child, token)
 
     def record_stalls(self, limit: int = 1000) -> int:

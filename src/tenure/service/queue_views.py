@@ -24,7 +24,7 @@ from tenure.core.items import (
 from tenure.core.models import Event, EventQuery, Lease, LeaseQuery, Principal
 from tenure.core.policy import PolicySet
 from tenure.core.states import MADE_BY_A_TRANSFER, claim_state
-from tenure.core.work import TAKEN_AWAY, ItemQuery
+from tenure.core.work import PARKED, TAKEN_AWAY, ItemQuery
 from tenure.errors import InvalidRequest, NotFound
 from tenure.service.engine import Who, as_principal
 from tenure.store.base import Store
@@ -229,6 +229,7 @@ class QueueViews:
             tuple(happened),
             tuple(self.ready(ready)),
             (*(x for x in mine if x.lease_state == "stalled"), *others_stalled),
+            tuple(x for x in mine if x.item.status == PARKED),
         )
 
     def _events_since(self, after: int) -> builtins.list[Event]:

@@ -57,7 +57,8 @@ class Reaper:
 
     def run_once(self) -> list[Event]:
         """Reap until no lapsed lease is left unrecorded (the ``expired`` events); then end
-        the tokens of dispatched agents whose claim ended, and record stalled claims."""
+        the tokens of dispatched agents whose claim ended, record stalled claims, and count the
+        lapsed claims as failed attempts (parking their items at the policy's limit)."""
         out: list[Event] = []
         while True:
             batch = self.service.reap(self.batch)
@@ -67,6 +68,7 @@ class Reaper:
         self.recorded += len(out)
         self.service.revoke_ended_agents(self.batch)
         self.service.items.record_stalls(self.batch)
+        self.service.items.record_lapses(self.batch)
         return out
 
     def start(self) -> Reaper:

@@ -137,6 +137,11 @@ class Reads:
         params = {"now": now, "before": before, "limit": limit}
         return [r[0] for r in self._query_all("stalled_claims", params)]
 
+    def lapsed_claims(self, now: int, limit: int) -> list[str]:
+        """The items whose claim lapsed (its holder still the assignee) and whose failure is
+        not counted yet."""
+        return [r[0] for r in self._query_all("lapsed_claims", {"now": now, "limit": limit})]
+
     def count_stalled(self, now: int) -> int:
         """How many live claims are recorded stalled (and made no progress since)."""
         return _int(self._query_one("count_stalled", {"now": now}))

@@ -20,6 +20,7 @@ from tenure.core.models import (
     Principal,
 )
 from tenure.core.validate import MAX_JSON_DEPTH, json_depth
+from tenure.core.work import Failure
 from tenure.store.values import Credential
 
 Loads = Callable[[Any], Any]
@@ -203,6 +204,8 @@ def credential_from(row: Sequence[Any], loads: Loads = loads_text) -> Credential
 def item_params(item: Item) -> dict[str, Any]:
     params = item.to_dict()
     params["stalled_epoch"] = item.stalled_epoch
+    params["counted_epoch"] = item.counted_epoch
+    params["failures"] = dumps([f.to_dict() for f in item.failures])
     params["labels"] = dumps(list(item.labels))
     params["progress"] = None if item.progress is None else dumps(item.progress)
     params["result"] = dumps(item.result)
@@ -216,14 +219,17 @@ def summary_from(row: Sequence[Any], loads: Loads = loads_text) -> ItemSummary:
 
 def item_from(row: Sequence[Any], loads: Loads = loads_text) -> Item:
     """An item row: id, title, body, status, priority, labels, parent, assignee, epoch,
-    progress, progress_at, result, created_by, created_at, updated_at, revoked, stalled_epoch."""
+    progress, progress_at, result, created_by, created_at, updated_at, revoked, stalled_epoch,
+    attempts, failures, counted_epoch."""
     id_, title, body, status, priority, labels, parent, assignee, epoch, *rest = row
-    progress, progress_at, result, created_by, created_at, updated_at, revoked, stalled = rest
+    progress, progress_at, result, created_by, created_at, updated_at, revoked, stalled = rest[:8]
+    attempts, failures, counted = rest[8:]
     return Item(
         id_, title, body, status, priority, tuple(loads(labels)), parent, assignee, epoch,
         None if progress is None else loads(progress), progress_at,
         None if result is None else loads(result), created_by, created_at, updated_at,
-        bool(revoked), stalled,
+        bool(revoked), stalled, attempts=attempts,
+        failures=tuple(Failure.from_wire(f) for f in loads(failures)), counted_epoch=counted,
     )  # fmt: skip
 
 

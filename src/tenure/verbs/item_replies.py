@@ -13,21 +13,40 @@ from pydantic import Field
 
 from tenure.core.claims import Briefing, Claim, Completion, ItemRelease
 from tenure.core.items import REASONS, Item, ItemView, Transfer
+from tenure.core.work import Failure
 from tenure.verbs.lists import Page
 from tenure.verbs.replies import LeaseOut, Out
 from tenure.verbs.schema import AliasedOut, wire
 
 #: an item's status
-Status = Literal["open", "in_progress", "blocked", "done", "cancelled"]
+Status = Literal["open", "in_progress", "blocked", "done", "cancelled", "parked"]
+
+
+@wire(
+    Failure,
+    types_={"reason": Literal["lapsed", "command_exited"]},
+    describe={
+        "epoch": "the claim that failed",
+        "reason": "`lapsed`: its holder let the claim run out; `command_exited`: its "
+        "supervised command exited with a non-zero status without completing it",
+        "at": "epoch ms: when",
+        "exit_status": "`command_exited`: the command's exit status",
+    },
+)
+class FailureOut(Out):
+    pass
 
 
 @wire(
     Item,
-    exclude=("stalled_epoch", "body_chars"),
+    exclude=("stalled_epoch", "body_chars", "counted_epoch"),
     types_={"status": Status},
     describe={
         "revoked": "its claim was force-released: the assignee stays, but even it needs "
-        "a takeover with a reason (or a reassign) to claim it again"
+        "a takeover with a reason (or a reassign) to claim it again",
+        "attempts": "how many times it was claimed since it was created or last reopened",
+        "failures": "its failed attempts since it was created or last reopened, oldest first: "
+        "at the policy's `max_attempts` it is `parked`",
     },
 )
 class ItemOut(Out):
@@ -113,6 +132,8 @@ class ItemSummaryOut(Out):
     created_at: int
     updated_at: int
     revoked: bool
+    attempts: int
+    failures: list[FailureOut]
 
 
 Truncated = Annotated[

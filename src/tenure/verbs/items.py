@@ -327,6 +327,23 @@ CANCEL_ITEM: Verb[CancelIn, Item] = Verb(
     repeatable=never,
     doc="Cancel the item (its assignee, creator, a supervisor, an ancestor or an admin).",
 )
+REOPEN_ITEM: Verb[CancelIn, Item] = Verb(
+    name="reopen_item",
+    method="POST",
+    path=f"{ITEM}/reopen",
+    input=CancelIn,
+    run=lambda s, me, a: s.items.reopen(me, a.id, a.reason),
+    wire=item_wire,
+    parse=item_of_reply,
+    reply=ir.ItemReply,
+    problems=EDITS,
+    tags=ITEMS,
+    repeatable=never,
+    doc="Reopen a parked item (its claims failed the policy's `max_attempts` times): it is "
+    "open and nobody's again, its `attempts` and `failures` reset, recorded as a `reopened` "
+    "transfer with the `reason`. Its assignee, its creator, an ancestor of its assignee, a "
+    "supervisor or an admin may; an item that is not parked is `409 conflict`.",
+)
 FORCE_RELEASE_ITEM: Verb[ForceReleaseItemIn, Claim] = Verb(
     name="force_release_item",
     method="POST",

@@ -52,6 +52,7 @@ VERBS: list[Verb[Any, Any]] = [
     items.PROGRESS_ITEM,
     items.COMPLETE_ITEM,
     items.CANCEL_ITEM,
+    items.REOPEN_ITEM,
     items.FORCE_RELEASE_ITEM,
     items.REASSIGN_ITEM,
     items.DISPATCH_ITEM,

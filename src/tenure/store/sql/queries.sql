@@ -83,17 +83,18 @@ WHERE t.token_hash = :token_hash AND t.revoked_at IS NULL;
 
 -- name: get_item
 SELECT id, title, body, status, priority, labels, parent, assignee, epoch, progress,
-       progress_at, result, created_by, created_at, updated_at, revoked, stalled_epoch
+       progress_at, result, created_by, created_at, updated_at, revoked, stalled_epoch,
+       attempts, failures, counted_epoch
 FROM tenure_items WHERE id = :id;
 
 -- name: add_item
 -- A new item: its id, or no row when the id is taken.
 INSERT INTO tenure_items (id, title, body, status, priority, labels, parent, assignee, epoch,
                           progress, progress_at, result, created_by, created_at, updated_at,
-                          revoked, stalled_epoch)
+                          revoked, stalled_epoch, attempts, failures, counted_epoch)
 VALUES (:id, :title, :body, :status, :priority, :labels, :parent, :assignee, :epoch, :progress,
         :progress_at, :result, :created_by, :created_at, :updated_at,
-        :revoked, :stalled_epoch)
+        :revoked, :stalled_epoch, :attempts, :failures, :counted_epoch)
 ON CONFLICT (id) DO NOTHING
 RETURNING id;
 
@@ -102,18 +103,30 @@ UPDATE tenure_items SET title = :title, body = :body, status = :status, priority
     labels = :labels, parent = :parent, assignee = :assignee, epoch = :epoch,
     progress = :progress, progress_at = :progress_at, result = :result,
     revoked = :revoked, stalled_epoch = :stalled_epoch,
+    attempts = :attempts, failures = :failures, counted_epoch = :counted_epoch,
     updated_at = :updated_at
 WHERE id = :id;
 
 -- name: ready_items
 SELECT i.id, i.title, i.body, i.status, i.priority, i.labels, i.parent, i.assignee, i.epoch,
        i.progress, i.progress_at, i.result, i.created_by, i.created_at, i.updated_at,
-       i.revoked, i.stalled_epoch
+       i.revoked, i.stalled_epoch, i.attempts, i.failures, i.counted_epoch
 FROM tenure_items i
 LEFT JOIN tenure_leases l ON l.key = 'items/' || i.id
 WHERE i.status = 'open' AND i.assignee IS NULL
   AND NOT (l.key IS NOT NULL AND l.ended IS NULL AND l.expires_at > :now)
 ORDER BY i.priority, i.created_at, i.id
+LIMIT :limit;
+
+-- name: lapsed_claims
+-- Claims in progress whose lease ran out while its holder was still the assignee (expired, or
+-- not ended yet) and whose failure is not counted yet (their items' ids).
+SELECT i.id
+FROM tenure_items i JOIN tenure_leases l ON l.key = 'items/' || i.id
+WHERE i.status = 'in_progress' AND i.counted_epoch < i.epoch
+  AND l.token = i.epoch AND l.holder = i.assignee AND NOT i.revoked
+  AND (l.ended IS NULL OR l.ended = 'expired') AND l.expires_at <= :now
+ORDER BY i.id
 LIMIT :limit;
 
 -- name: insert_transfer

@@ -132,7 +132,8 @@ SELECT min(expires_at) FROM tenure_leases WHERE ended IS NULL AND token > 0;
 -- name: list_items
 -- :after_* (all or none): only items sorting after that (priority, created_at, id), a page's end.
 SELECT id, title, body, status, priority, labels, parent, assignee, epoch, progress,
-       progress_at, result, created_by, created_at, updated_at, revoked, stalled_epoch
+       progress_at, result, created_by, created_at, updated_at, revoked, stalled_epoch,
+       attempts, failures, counted_epoch
 FROM tenure_items
 WHERE (%(status)s::text IS NULL OR status = %(status)s)
   AND (%(assignee)s::text IS NULL OR assignee = %(assignee)s)
@@ -147,7 +148,8 @@ LIMIT %(limit)s;
 -- there is one: a stored JSON null is none), the progress without its data.
 SELECT id, title, '', status, priority, labels, parent, assignee,
        epoch, ((progress)::jsonb - 'data')::text, progress_at, NULL, created_by,
-       created_at, updated_at, revoked, stalled_epoch, char_length(body),
+       created_at, updated_at, revoked, stalled_epoch, attempts, failures, counted_epoch,
+       char_length(body),
        coalesce(result, 'null') <> 'null'
 -- FROM … as in list_items
 
@@ -156,7 +158,8 @@ SELECT id, title, '', status, priority, labels, parent, assignee,
 -- there is one: a stored JSON null is none), the progress without its data.
 SELECT i.id, i.title, '', i.status, i.priority, i.labels, i.parent, i.assignee,
        i.epoch, ((i.progress)::jsonb - 'data')::text, i.progress_at, NULL, i.created_by,
-       i.created_at, i.updated_at, i.revoked, i.stalled_epoch, char_length(i.body),
+       i.created_at, i.updated_at, i.revoked, i.stalled_epoch, i.attempts, i.failures,
+       i.counted_epoch, char_length(i.body),
        coalesce(i.result, 'null') <> 'null'
 -- FROM … as in ready_items
 

@@ -100,7 +100,8 @@ SELECT min(expires_at) FROM tenure_leases WHERE ended IS NULL;
 -- name: list_items
 -- :after_* (all or none): only items sorting after that (priority, created_at, id), a page's end.
 SELECT id, title, body, status, priority, labels, parent, assignee, epoch, progress,
-       progress_at, result, created_by, created_at, updated_at, revoked, stalled_epoch
+       progress_at, result, created_by, created_at, updated_at, revoked, stalled_epoch,
+       attempts, failures, counted_epoch
 FROM tenure_items
 WHERE (:status IS NULL OR status = :status)
   AND (:assignee IS NULL OR assignee = :assignee)
@@ -114,7 +115,8 @@ LIMIT :limit;
 -- there is one: a stored JSON null is none), the progress without its data.
 SELECT id, title, '', status, priority, labels, parent, assignee,
        epoch, json_remove(progress, '$.data'), progress_at, NULL, created_by,
-       created_at, updated_at, revoked, stalled_epoch, length(body),
+       created_at, updated_at, revoked, stalled_epoch, attempts, failures, counted_epoch,
+       length(body),
        coalesce(result, 'null') <> 'null'
 -- FROM … as in list_items
 
@@ -123,7 +125,8 @@ SELECT id, title, '', status, priority, labels, parent, assignee,
 -- there is one: a stored JSON null is none), the progress without its data.
 SELECT i.id, i.title, '', i.status, i.priority, i.labels, i.parent, i.assignee,
        i.epoch, json_remove(i.progress, '$.data'), i.progress_at, NULL, i.created_by,
-       i.created_at, i.updated_at, i.revoked, i.stalled_epoch, length(i.body),
+       i.created_at, i.updated_at, i.revoked, i.stalled_epoch, i.attempts, i.failures,
+       i.counted_epoch, length(i.body),
        coalesce(i.result, 'null') <> 'null'
 -- FROM … as in ready_items
 

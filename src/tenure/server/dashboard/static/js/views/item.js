@@ -18,6 +18,7 @@ const TRANSFER_LABEL = {
   completed: "completed",
   cancelled: "cancelled",
   reassigned: "reassigned",
+  reopened: "reopened",
 };
 const CLOSED = new Set(["done", "cancelled"]);
 // the states whose lease is held (its countdown runs); the rest happened in the past
@@ -42,6 +43,13 @@ function claimNote(view) {
   return null;
 }
 
+// "parked after 3 attempts: lapsed, lapsed, command_exited (status 1)", as the CLI says it.
+function parkedWords(it) {
+  const said = (it.failures ?? []).map((f) => (f.exit_status == null ? f.reason : `${f.reason} (status ${f.exit_status})`));
+  const many = it.attempts === 1 ? "attempt" : "attempts";
+  return `parked after ${it.attempts} ${many}${said.length ? `: ${said.join(", ")}` : ""}`;
+}
+
 // Whether the signed-in principal may be an authority over the item's assignee: the server
 // decides (an ancestor is any dispatcher up the chain; an agent's name only hints at it).
 function authority(it) {
@@ -64,6 +72,7 @@ function offers(view) {
   return {
     takeover: open && stuck && (it.assignee !== me || view.lease_state === "revoked"),
     cancel: open && (authority(it) || it.assignee === me || it.created_by === me),
+    reopen: it.status === "parked" && (authority(it) || it.assignee === me || it.created_by === me),
   };
 }
 
@@ -160,6 +169,19 @@ export function item(el, id) {
     }
   }
 
+  async function reopen() {
+    const done = await askReason(
+      "Reopen item",
+      [h("span", { class: "mono" }, id), " is open and nobody's again, its attempts reset: anyone may claim it. Reopen it once the cause of its failures is dealt with."],
+      (reason) => api(`/v1/items/${enc(id)}/reopen`, { method: "POST", body: { reason } }),
+      "e.g. fixed the flaky test it kept failing on",
+    );
+    if (done) {
+      toast(`Reopened ${id}`, "success");
+      load();
+    }
+  }
+
   async function cancel(it) {
     const done = await askReason(
       "Cancel item",
@@ -176,15 +198,20 @@ export function item(el, id) {
   function actionsCard(view) {
     const can = offers(view);
     const buttons = [
+      can.reopen ? h("button", { type: "button", class: "btn btn-primary", id: "item-reopen", onclick: () => reopen() }, "Reopen…") : null,
       can.takeover ? h("button", { type: "button", class: "btn btn-primary", id: "item-takeover", onclick: () => takeOver(view) }, "Take over…") : null,
       authority(view.item) && !CLOSED.has(view.item.status) ? h("button", { type: "button", class: "btn", id: "item-reassign-2", onclick: () => reassign(view.item) }, "Reassign…") : null,
       can.cancel ? h("button", { type: "button", class: "btn btn-danger-ghost", id: "item-cancel", onclick: () => cancel(view.item) }, "Cancel item…") : null,
     ].filter(Boolean);
     if (!buttons.length) return null;
     const stuck = can.takeover;
+    const parked = view.item.status === "parked";
+    const todo = parked
+      ? `The item is ${parkedWords(view.item)}: nobody may claim it until it is reopened (or cancel it).`
+      : `The claim is ${view.lease_state}: take it over (with a reason), reassign it, or cancel the item.`;
     const card_ = card("What to do", h("div", {},
-      stuck ? h("p", { class: "muted small", id: "item-todo" }, `The claim is ${view.lease_state}: take it over (with a reason), reassign it, or cancel the item.`) : null,
-      h("div", { class: "card-actions" }, buttons)), { cls: stuck ? "actions-card stuck-some" : "actions-card" });
+      stuck || parked ? h("p", { class: "muted small", id: "item-todo" }, todo) : null,
+      h("div", { class: "card-actions" }, buttons)), { cls: stuck || parked ? "actions-card stuck-some" : "actions-card" });
     card_.id = "item-actions";
     return card_;
   }
@@ -228,6 +255,7 @@ export function item(el, id) {
           field("Status", badge(it.status, `status-${it.status}`)),
           field("Assignee", h("span", { id: "item-assignee" }, it.assignee ?? "—"), it.revoked ? [" ", badge("revoked", "revoked")] : null),
           field("Epoch", h("span", { class: "mono" }, String(it.epoch))),
+          field("Attempts", h("span", { id: "item-attempts" }, it.status === "parked" ? parkedWords(it) : String(it.attempts ?? 0))),
           field("Parent", it.parent ? itemLink(it.parent) : "—"),
           field("Created", `${fmtDateTime(it.created_at)} by ${it.created_by}`),
           field("Updated", timeEl(it.updated_at)),
