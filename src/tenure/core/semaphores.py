@@ -82,8 +82,7 @@ def full(key: str, slots: int, held: Sequence[KeyRecord]) -> LeaseHeld:
     first = min(held, key=lambda r: r.expires_at)
     names = ", ".join(sorted({repr(r.holder) for r in held}))
     return LeaseHeld(
-        f"all {slots} slots of {key!r} are held (by {names}); the first ends at "
-        f"{first.expires_at}",
+        f"all {slots} slots of {key!r} are held (by {names}); the first ends at {first.expires_at}",
         key=key,
         holder=first.holder,
         session=first.session,

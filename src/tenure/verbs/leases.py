@@ -23,6 +23,7 @@ from tenure.verbs.fields import (
     OpId,
     Reason,
     Session,
+    Slots,
     Task,
     Token,
     Ttl,
@@ -68,6 +69,7 @@ class AcquireIn(Body):
     wait_ms: WaitMs | None = None
     session: Session | None = None
     scope: LeaseScope | None = None
+    slots: Slots | None = None
 
 
 class RenewIn(Body):
@@ -151,7 +153,7 @@ def _get_lease(services: Services, me: Principal, a: GetLeaseIn) -> Lease:
 
 
 def _acquire(services: Services, me: Principal, a: AcquireIn) -> Lease:
-    return services.leases.acquire(me, a.key, a.ttl_ms, a.task, a.meta, a.session, a.scope)
+    return services.leases.acquire(me, a.key, a.ttl_ms, a.task, a.meta, a.session, a.scope, a.slots)
 
 
 def _renew(services: Services, me: Principal, a: RenewIn) -> Lease:
@@ -181,7 +183,8 @@ ACQUIRE: Verb[AcquireIn, Lease] = Verb(
     doc="Acquire `key`, or renew it if your `session` holds it; `wait_ms` long-polls while it "
     "is held. Another session of yours holding it is `409 lease_held`, like anyone else. "
     "`scope: subtree` on a key ending in `/` holds every key under it; `lease_held` names the "
-    "blocking lease (`held_key`).",
+    "blocking lease (`held_key`). `slots: N` acquires a semaphore: a lease on a free slot "
+    "key (`KEY#slot/I`); when all N are held, `lease_held` names the `holders`.",
 )
 RENEW: Verb[RenewIn, Lease] = Verb(
     name="renew",
