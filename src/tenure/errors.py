@@ -157,7 +157,7 @@ class InvalidRequest(TenureError):
     be in (``minimum``, ``maximum``, in the field's own units: milliseconds for a ``*_ms``)."""
 
     code, status, title = "invalid_request", 422, "invalid request"
-    fields = ("field", "minimum", "maximum")
+    fields: ClassVar[tuple[str, ...]] = ("field", "minimum", "maximum")
     optional = ("minimum", "maximum")
     field: str | None
     minimum: int | None
