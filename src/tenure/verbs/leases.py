@@ -153,7 +153,11 @@ def _get_lease(services: Services, me: Principal, a: GetLeaseIn) -> Lease:
 
 
 def _acquire(services: Services, me: Principal, a: AcquireIn) -> Lease:
-    return services.leases.acquire(me, a.key, a.ttl_ms, a.task, a.meta, a.session, a.scope, a.slots)
+    if a.slots is not None:  # a semaphore's slot
+        return services.leases.acquire(
+            me, a.key, a.ttl_ms, a.task, a.meta, a.session, a.scope, slots=a.slots
+        )
+    return services.leases.acquire(me, a.key, a.ttl_ms, a.task, a.meta, a.session, a.scope)
 
 
 def _renew(services: Services, me: Principal, a: RenewIn) -> Lease:
