@@ -4,6 +4,8 @@ counter (distinct, growing); the N+1th is refused naming the holders; holders ag
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 import tenure
@@ -98,3 +100,27 @@ def test_bad_slots_are_refused(service: Service, slots: object) -> None:
         service.acquire("a", "gpu", slots=slots)  # type: ignore[arg-type]
     assert caught.value.field == "slots"
     assert service.list() == []
+
+
+def test_concurrent_acquisitions_grant_exactly_n_with_distinct_tokens(service: Service) -> None:
+    """Eight threads at once on three slots: three grants, five refusals, three tokens."""
+    start = threading.Barrier(8)
+    granted: list[tenure.Lease] = []
+    refused: list[LeaseHeld] = []
+
+    def contend(who: str) -> None:
+        start.wait(10)
+        try:
+            granted.append(service.acquire(who, "gpu", slots=3, ttl_ms=60_000))
+        except LeaseHeld as err:
+            refused.append(err)
+
+    threads = [threading.Thread(target=contend, args=(f"w{i}",)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert len(granted) == 3 and len(refused) == 5
+    assert len({g.token for g in granted}) == 3
+    assert sorted(g.key for g in granted) == [f"gpu#slot/{i}" for i in range(3)]
+    assert len(service.list(prefix="gpu#slot/")) == 3
