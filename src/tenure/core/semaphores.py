@@ -32,7 +32,7 @@ def slot_prefix(key: str) -> str:
 def semaphore_of(key: str) -> tuple[str, int] | None:
     """``(semaphore key, slot)`` of a slot key; ``None`` for any other key."""
     base, mark, number = key.rpartition(SLOT_MARK)
-    if not mark or not base or not number.isdigit():
+    if not mark or not base or not (number.isascii() and number.isdigit()):
         return None
     return base, int(number)
 
