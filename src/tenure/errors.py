@@ -100,8 +100,10 @@ class LeaseHeld(TenureError):
     above it, or a key under the subtree asked); ``scope``: that lease's scope."""
 
     code, status, title = "lease_held", 409, "the key is leased by someone else"
-    fields = ("holder", "session", "task", "expires_at", "token", "held_key", "scope")
-    optional = ("session", "held_key", "scope")
+    fields = (
+        "holder", "session", "task", "expires_at", "token", "held_key", "scope", "holders", "slots"
+    )  # fmt: skip
+    optional = ("session", "held_key", "scope", "holders", "slots")
     holder: str | None
     session: str | None
     task: str | None
@@ -109,6 +111,9 @@ class LeaseHeld(TenureError):
     token: int | None
     held_key: str | None
     scope: str | None
+    #: a semaphore's refusal: every slot's holder, and its number of slots
+    holders: list[str] | None
+    slots: int | None
 
 
 class LeaseLost(TenureError):
@@ -161,7 +166,7 @@ class InvalidRequest(TenureError):
     be in (``minimum``, ``maximum``, in the field's own units: milliseconds for a ``*_ms``)."""
 
     code, status, title = "invalid_request", 422, "invalid request"
-    fields = ("field", "minimum", "maximum")
+    fields: ClassVar[tuple[str, ...]] = ("field", "minimum", "maximum")
     optional = ("minimum", "maximum")
     field: str | None
     minimum: int | None
@@ -175,6 +180,15 @@ class Conflict(InvalidRequest):
     state conflicts with), so ``except InvalidRequest`` still catches it."""
 
     code, status, title = "conflict", 409, "the request conflicts with the current state"
+
+
+class SlotsMismatch(Conflict):
+    """A semaphore acquired with another number of slots than its live holders agreed on;
+    ``slots``: theirs."""
+
+    code, title = "slots_mismatch", "the semaphore has another number of slots"
+    fields = (*Conflict.fields, "slots")
+    slots: int | None
 
 
 class FenceMisuse(TenureError, ValueError):

@@ -220,6 +220,20 @@ async def test_locks(agent: Agent) -> None:
         assert "released" in text
 
 
+async def test_a_semaphore_over_acquire_lock(agent: Agent) -> None:
+    async with agent("jo") as jo, agent("kim") as kim, agent("lu") as lu:
+        one = (await call(jo, "acquire_lock", key="gpu", slots=2, task="train"))["lease"]
+        two = (await call(kim, "acquire_lock", key="gpu", slots=2))["lease"]
+        assert (one["key"], two["key"]) == ("gpu#slot/0", "gpu#slot/1")
+        assert two["token"] > one["token"]
+        text = await refused(lu, "acquire_lock", "lease_held", key="gpu", slots=2)
+        assert "all 2 slots held, by jo, kim" in text
+        await refused(lu, "acquire_lock", "slots_mismatch", key="gpu", slots=3)
+        await call(jo, "release_lock", key=one["key"], token=one["token"])
+        got = (await call(lu, "acquire_lock", key="gpu", slots=2))["lease"]
+        assert got["key"] == "gpu#slot/0" and got["token"] > two["token"]
+
+
 async def test_force_release(agent: Agent) -> None:
     async with agent("jo") as jo, agent("kim") as kim, agent("root", roles=("admin",)) as root:
         await call(jo, "create_item", title="t", id="a")

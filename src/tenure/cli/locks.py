@@ -100,16 +100,18 @@ def acquire_waiting(
     meta: dict[str, Any] | None,
     wait: int | None,
     scope: str | None,
+    slots: int | None = None,
 ) -> Lease:
     """``--wait`` as long as asked: the server long-polls at most 5 minutes per request, so a
     longer wait is several polls in a row until it ends (the last refusal is the answer)."""
     if not wait:
-        return client.acquire(key, ttl, task, meta, None, scope=scope)
+        return client.acquire(key, ttl, task, meta, None, scope=scope, slots=slots)
     until = time.monotonic() + wait / 1000
     while True:
         left = round((until - time.monotonic()) * 1000)
         try:
-            return client.acquire(key, ttl, task, meta, one_poll(left, MAX_WAIT_MS), scope=scope)
+            poll = one_poll(left, MAX_WAIT_MS)
+            return client.acquire(key, ttl, task, meta, poll, scope=scope, slots=slots)
         except LeaseHeld:
             if left <= MAX_WAIT_MS:
                 raise
@@ -132,7 +134,8 @@ def lock() -> None:
     "tenure lock acquire deploy/prod --wait 10m --json\n"
     "tenure lock acquire reports/q3 --for 2h --task quarterly\n"
     'tenure lock acquire --path src/billing/ --subtree --ttl 10m --task "refactor"\n'
-    'tenure lock extend "$(tenure key src/billing/)" 2h',
+    'tenure lock extend "$(tenure key src/billing/)" 2h\n'
+    "tenure lock acquire gpu --slots 3 --task train",
 )
 @click.argument("key", required=False, shell_complete=complete_keys)
 @click.option(
@@ -161,6 +164,12 @@ def lock() -> None:
     help="Hold every key under KEY too (KEY must end in /); refused while anyone else holds "
     "a key under it or a subtree above it.",
 )
+@click.option(
+    "--slots",
+    type=click.IntRange(1, 1000),
+    help="KEY is a semaphore of this many slots: up to that many holders at once, each "
+    "with a lease on a slot key of its own (KEY#slot/I); everyone must give the same number.",
+)
 def lock_acquire(
     key: str | None,
     path: str | None,
@@ -170,6 +179,7 @@ def lock_acquire(
     meta: str | None,
     term: int | None,
     subtree: bool,
+    slots: int | None,
 ) -> None:
     """Acquire KEY and print the lease and its fencing token. The CLI remembers the token, so
     `lock renew`, `extend` and `release` do not need it. The lease is your CLI session's:
@@ -186,8 +196,8 @@ def lock_acquire(
     scope = "subtree" if subtree else None
     meta_ = parse_json_object(meta, "--meta")
     with interruptible() if wait else nullcontext():  # Ctrl-C, SIGTERM: nothing stays held
-        lease = acquire_waiting(run.client, key, ttl, task, meta_, wait, scope)
-    run.remember(key, lease.token)
+        lease = acquire_waiting(run.client, key, ttl, task, meta_, wait, scope, slots)
+    run.remember(lease.key, lease.token)
     if term is not None:
         lease = hold_for(run.client, run.out.note, lease, term)
     run.out.emit(lv.ACQUIRE.wire(lease), lambda: lease_table(lease))

@@ -39,7 +39,8 @@ from tenure.supervise.process import signal_name
     summary="Run a command while holding a lease on KEY (flock with a lease).",
     example="tenure run jobs/nightly --ttl 30s -- ./nightly.sh\n"
     "tenure run deploy/prod --wait 5m --task deploy-42 -- make deploy\n"
-    "tenure run jobs/report --json -- python report.py",
+    "tenure run jobs/report --json -- python report.py\n"
+    "tenure run gpu --slots 3 --wait 10m -- python train.py",
 )
 @click.argument("key", shell_complete=complete_keys)
 @click.argument("cmd", nargs=-1, required=True, metavar="-- CMD [ARGS]...")
@@ -55,6 +56,12 @@ from tenure.supervise.process import signal_name
     help="Admit the token in this fence before CMD starts: a SQLite file, a postgresql:// "
     "or redis:// URL (repeatable).",
 )
+@click.option(
+    "--slots",
+    type=click.IntRange(1, 1000),
+    help="KEY is a semaphore of this many slots: up to that many runs hold it at once, each "
+    "a slot of its own ($TENURE_LEASE_KEY is the slot's key, KEY#slot/I).",
+)
 @grace("After SIGTERM, how long CMD has before SIGKILL.")
 def run_command(
     key: str,
@@ -65,6 +72,7 @@ def run_command(
     task: str | None,
     fences: tuple[str, ...],
     grace: int,
+    slots: int | None,
 ) -> int:
     """Acquire KEY, run CMD while heartbeating the lease, release it when CMD ends and exit
     with CMD's status (128+N if signal N ended it). CMD finds the fencing token in
@@ -90,7 +98,7 @@ def run_command(
     waiting = Waiting(here.out, wait)
     options = RunOptions(
         key, argv, ttl, wait, task, grace / 1000, admits, here.url, here.token,
-        sys.stderr.fileno() if here.out.json else None, on_wait=waiting.show,
+        sys.stderr.fileno() if here.out.json else None, on_wait=waiting.show, slots=slots,
     )  # fmt: skip
     ending = run(here.client, options)
     return report(here, argv, ending)

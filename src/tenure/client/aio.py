@@ -226,23 +226,26 @@ class AsyncClient(AsyncEventsMixin):
         wait_ms: int | None = None,
         fences: Iterable[Admits] | None = None,
         scope: str | None = None,
+        slots: int | None = None,
     ) -> Lease:
         """Acquire ``key`` for this client's session (or renew it if the session holds it);
         ``wait_ms`` waits while it is held (also by another session of your principal).
         ``fences`` admit the new token at once (see :meth:`lease`). ``scope="subtree"`` (on a
         key ending in ``/``) holds every key under it too; a refusal
-        (:class:`~tenure.LeaseHeld`) names the blocking lease's key in ``held_key``."""
+        (:class:`~tenure.LeaseHeld`) names the blocking lease's key in ``held_key``.
+        ``slots=N``: ``key`` is a semaphore of N slots; the lease is on a free slot's key
+        (``lease.key``, ``KEY#slot/I``): renew, release and fence with that key."""
         admits = check_fences(fences)
         call = lv.ACQUIRE.call(
             key=key, ttl_ms=ttl_ms, task=task, meta=meta, wait_ms=wait_ms, session=self.session,
-            scope=scope,
+            scope=scope, slots=slots,
         )  # fmt: skip
         lease, _ = await self._granted(call, key)
         try:
-            await admit_all_async(admits, key, lease.token)
+            await admit_all_async(admits, lease.key, lease.token)
         except BaseException:
             with contextlib.suppress(Exception):  # the admission's error is the one to see
-                await self._call(sh.release(key, lease.token, self.session))
+                await self._call(sh.release(lease.key, lease.token, self.session))
             raise
         return lease
 

@@ -225,23 +225,26 @@ class Client(EventsMixin):
         wait_ms: int | None = None,
         fences: Iterable[Admits] | None = None,
         scope: str | None = None,
+        slots: int | None = None,
     ) -> Lease:
         """Acquire ``key`` for this client's session (or renew it if the session holds it);
         ``wait_ms`` waits while it is held (also by another session of your principal).
         ``fences`` admit the new token at once (see :meth:`lease`). ``scope="subtree"`` (on a
         key ending in ``/``) holds every key under it too; a refusal
-        (:class:`~tenure.LeaseHeld`) names the blocking lease's key in ``held_key``."""
+        (:class:`~tenure.LeaseHeld`) names the blocking lease's key in ``held_key``.
+        ``slots=N``: ``key`` is a semaphore of N slots; the lease is on a free slot's key
+        (``lease.key``, ``KEY#slot/I``): renew, release and fence with that key."""
         admits = check_fences(fences)
         call = lv.ACQUIRE.call(
             key=key, ttl_ms=ttl_ms, task=task, meta=meta, wait_ms=wait_ms, session=self.session,
-            scope=scope,
+            scope=scope, slots=slots,
         )  # fmt: skip
         lease, _ = self._granted(call, key)
         try:
-            admit_all(admits, key, lease.token)
+            admit_all(admits, lease.key, lease.token)
         except BaseException:
             with contextlib.suppress(Exception):  # the admission's error is the one to see
-                self._call(sh.release(key, lease.token, self.session))
+                self._call(sh.release(lease.key, lease.token, self.session))
             raise
         return lease
 

@@ -67,6 +67,11 @@ def held(err: e.LeaseHeld | e.NotHolder, at: Callable[[int], str], sessions: boo
     holder = held_by(err.holder, err.session if sessions else None, err.task)
     left = f" until {at(err.expires_at)}" if err.expires_at else ""
     other = getattr(err, "held_key", None)
+    holders = getattr(err, "holders", None)
+    if holders:  # a semaphore's slots, all held
+        first = f"; the first frees{left}" if left else ""
+        slots = getattr(err, "slots", None) or len(holders)
+        return f"{key}all {slots} slots held, by {', '.join(holders)}{first}".strip()
     if other and other != err.key:
         kind = "subtree" if getattr(err, "scope", None) == "subtree" else "key"
         return f"{key}held through {kind} {other} by {holder}{left}".strip()

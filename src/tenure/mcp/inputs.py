@@ -35,6 +35,14 @@ Scope = Annotated[
         "key under it too: refused while anyone else holds one of them; default 'key'"
     ),
 ]
+Slots = Annotated[
+    wire.Slots | None,
+    Field(
+        description="a semaphore of this many slots: up to that many holders at once, each a "
+        "lease on a slot key of its own (KEY#slot/I, returned as lease.key: renew and release "
+        "that key); everyone must ask the same number; default: a plain lock"
+    ),
+]
 Reason = Annotated[wire.Reason, Field(description="why, recorded with your name for all to see")]
 Token = Annotated[wire.Token, Field(description="the lease's token from acquire_lock")]
 Limit = Annotated[int, Field(ge=1, le=MAX_LIMIT), wire.Whole]

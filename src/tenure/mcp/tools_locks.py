@@ -35,6 +35,7 @@ def add_lock_tools(server: MCPServer[Any], resolve: Resolver) -> None:
         task: a.Task = None,
         meta: a.Meta = None,
         scope: a.Scope = None,
+        slots: a.Slots = None,
     ) -> m.LeaseReplyOut:
         """Take a lease (a lock) on any key, e.g. a file, a branch or a deploy target, before
         touching what it guards. Held by this connection's session; lasts ttl_ms (default 30 s)
@@ -44,8 +45,9 @@ def add_lock_tools(server: MCPServer[Any], resolve: Resolver) -> None:
         lease_held means someone else (or another session of yours) holds the lock, or a
         subtree above it, or (for a subtree) a key under it: held_key names which. Wait for it
         (it frees at the latest at the expiry the error names, unless renewed) or use another
-        key."""
-        fields = given(ttl_ms=ttl_ms, task=task, meta=meta, scope=scope)
+        key. slots N makes key a semaphore: N holders at once, lease.key is your slot's key
+        (renew and release it); when all N are held, lease_held names the holders."""
+        fields = given(ttl_ms=ttl_ms, task=task, meta=meta, scope=scope, slots=slots)
         return await act(ctx, resolve, lambda b: m.LeaseReplyOut.of(b.acquire_lock(key, fields)))
 
     @tool(server, SAFE_AGAIN)

@@ -44,11 +44,13 @@ from tenure.core.models import (
 from tenure.core.policy import Policy, PolicySet
 from tenure.core.quotas import Quotas
 from tenure.core.retention import audit_before
+from tenure.core.semaphores import SLOT_MARK, check_plain_key, check_slots
 from tenure.core.subtree_tokens import prefixes_above
 from tenure.errors import InvalidRequest, NotFound, StaleToken, TenureError
 from tenure.service.compaction import Ages, compact
 from tenure.service.engine import Engine, Who, as_principal
 from tenure.service.queue import WorkQueue
+from tenure.service.semaphores import acquire_slot
 from tenure.service.stats import StatsView
 from tenure.service.token_floors import floor_for
 from tenure.store.base import KeyTx, Reach, Store
@@ -112,6 +114,7 @@ class Service(Engine):
         meta: dict[str, Any] | None = None,
         session: str | None = None,
         scope: str | None = "key",
+        slots: int | None = None,
     ) -> Lease:
         """Grant ``key`` to ``who``'s ``session`` (``None``: the default session ``""``), or
         renew it if that same session holds it already (same token). Another session of
@@ -119,7 +122,10 @@ class Service(Engine):
 
         ``scope="subtree"`` (on a key ending in ``/``) grants every key under it too: it is
         refused while anyone else holds a key under it or a subtree above it, and while it
-        lives nobody else gets a key under it (:mod:`tenure.core.subtree`)."""
+        lives nobody else gets a key under it (:mod:`tenure.core.subtree`).
+
+        ``slots``: ``key`` is a semaphore of that many slots, held by as many leases at once,
+        each on a slot key of its own (:mod:`tenure.core.semaphores`)."""
         me = as_principal(who)
         policy = self._lease_policy(key, "acquire")
         ttl = v.check_ttl(ttl_ms, policy)
@@ -127,6 +133,12 @@ class Service(Engine):
         meta = v.check_meta(meta, policy)
         sid = v.check_session(session)
         wide = v.check_scope(scope, key)
+        if SLOT_MARK in key:
+            check_plain_key(key)  # a slot's lease comes through its semaphore only
+        if slots is not None:
+            if wide != "key":
+                raise InvalidRequest("scope: a semaphore holds its key only", field="scope")
+            return acquire_slot(self, me, key, check_slots(slots), (ttl, task, meta, sid))
 
         def decide(tx: KeyTx) -> Decision:
             floor = floor_for(tx, wide)

@@ -64,6 +64,9 @@ class RunOptions:
     forward: tuple[int, ...] = FORWARDED
     env: dict[str, str] | None = field(default=None, repr=False)  # default: ours
     on_wait: Callable[[LeaseHeld | None], object] | None = field(default=None, repr=False)
+    #: ``key`` is a semaphore of this many slots: the run holds one slot's lease (its key,
+    #: ``KEY#slot/I``, is the command's ``TENURE_LEASE_KEY``)
+    slots: int | None = None
 
 
 @dataclass
@@ -96,11 +99,11 @@ def run(client: Client, options: RunOptions) -> Ending:
         task = options.task or default_task(argv)
         lease = acquire(stack, client, options, task, wakeup.wake)
         for fence in options.fences:  # a refusal leaves the stack: the lease is released
-            fence.admit(options.key, lease.token)
+            fence.admit(lease.key, lease.token)
         with wakeup:
             ending = run_guarded(client, options, lease, wakeup)
         ending.lost = ending.lost or leave(stack, lease)
-    ending.key, ending.token = options.key, lease.token
+    ending.key, ending.token = lease.key, lease.token
     ending.duration_ms = round((time.monotonic() - started) * 1000)
     return ending
 
@@ -163,7 +166,9 @@ class Waiting:
             self._on_wait(err)
 
 
-def take(client: Client, key: str, ttl_ms: int, task: str, waiting: Waiting) -> tuple[Lease, float]:
+def take(
+    client: Client, key: str, ttl_ms: int, task: str, waiting: Waiting, slots: int | None = None
+) -> tuple[Lease, float]:
     """A new lease on ``key`` for the client's session, and when its request was sent (on
     :func:`time.monotonic`'s clock). The first try does not wait, so that a wait can show who
     holds the key; the next ones long-poll until the wait ends."""
@@ -171,7 +176,7 @@ def take(client: Client, key: str, ttl_ms: int, task: str, waiting: Waiting) -> 
     while True:
         sent = time.monotonic()
         try:
-            lease = client.acquire(key, ttl_ms, task, None, wait_ms)
+            lease = client.acquire(key, ttl_ms, task, None, wait_ms, slots=slots)
         except LeaseHeld as err:
             waiting.check(err)
             wait_ms = max(1, waiting.left_ms())
@@ -180,7 +185,7 @@ def take(client: Client, key: str, ttl_ms: int, task: str, waiting: Waiting) -> 
             return confirmed(client, lease, sent)
         except BaseException:  # interrupted before the lease is held: it is nobody's
             with suppress(Exception):
-                client.release(key, lease.token)
+                client.release(lease.key, lease.token)
             raise
 
 
@@ -215,7 +220,7 @@ def acquire(
     waiting = Waiting(options.wait_ms, options.on_wait)
     try:
         with interruptible():
-            lease, sent = take(client, options.key, options.ttl_ms, task, waiting)
+            lease, sent = take(client, options.key, options.ttl_ms, task, waiting, options.slots)
     finally:
         if options.on_wait is not None and options.wait_ms is not None:
             options.on_wait(None)
@@ -223,14 +228,16 @@ def acquire(
 
 
 # running the command ----------------------------------------------------------------------------
-def command_env(client: Client, options: RunOptions, token: int) -> dict[str, str]:
+def command_env(
+    client: Client, options: RunOptions, token: int, key: str | None = None
+) -> dict[str, str]:
     """The command's environment (``options.env`` or ours) with the lease's key and fencing
     token (``TENURE_LEASE_KEY``, ``TENURE_LEASE_TOKEN``), and the server, bearer token and
     session of the holder (``TENURE_URL``, ``TENURE_TOKEN``, ``TENURE_SESSION``).
     ``TENURE_TOKEN`` is always a bearer token, never the fencing token."""
     env = dict(os.environ if options.env is None else options.env)
     env.update(
-        TENURE_LEASE_KEY=options.key,
+        TENURE_LEASE_KEY=key or options.key,
         TENURE_LEASE_TOKEN=str(token),
         TENURE_URL=options.url or client.url,
         TENURE_SESSION=client.session,
@@ -248,7 +255,8 @@ def run_guarded(client: Client, options: RunOptions, lease: LeaseHandle, wakeup:
     sys.stderr.flush()
     streams = {} if options.stdout is None else {"stdout": options.stdout}
     try:
-        proc = spawn_guarded(argv, command_env(client, options, lease.token), **streams)
+        env = command_env(client, options, lease.token, lease.key)
+        proc = spawn_guarded(argv, env, **streams)
     except OSError as err:
         status = NOT_FOUND_STATUS if isinstance(err, FileNotFoundError) else CANNOT_EXECUTE
         return Ending(status=status, error=f"cannot run {argv[0]}: {err.strerror or err}")

@@ -125,6 +125,16 @@ WaitMs = Annotated[
     Whole,
 ]
 Task = Annotated[str, Field(json_schema_extra=text_schema(MAX_TASK_CHARS, "what the lease serves"))]
+Slots = Annotated[
+    int,
+    Field(
+        ge=1,
+        le=1000,
+        description="a semaphore: up to this many holders at once, each with a lease on a slot "
+        "key of its own (`KEY#slot/I`) and its own token; every holder must ask the same number",
+    ),
+    Whole,
+]
 LeaseScope = Annotated[
     Literal["key", "subtree"],
     Field(

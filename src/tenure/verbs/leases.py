@@ -23,6 +23,7 @@ from tenure.verbs.fields import (
     OpId,
     Reason,
     Session,
+    Slots,
     Task,
     Token,
     Ttl,
@@ -68,6 +69,7 @@ class AcquireIn(Body):
     wait_ms: WaitMs | None = None
     session: Session | None = None
     scope: LeaseScope | None = None
+    slots: Slots | None = None
 
 
 class RenewIn(Body):
@@ -157,6 +159,10 @@ def _get_lease(services: Services, me: Principal, a: GetLeaseIn) -> Lease:
 
 
 def _acquire(services: Services, me: Principal, a: AcquireIn) -> Lease:
+    if a.slots is not None:  # a semaphore's slot
+        return services.leases.acquire(
+            me, a.key, a.ttl_ms, a.task, a.meta, a.session, a.scope, slots=a.slots
+        )
     return services.leases.acquire(me, a.key, a.ttl_ms, a.task, a.meta, a.session, a.scope)
 
 
@@ -187,7 +193,8 @@ ACQUIRE: Verb[AcquireIn, Lease] = Verb(
     doc="Acquire `key`, or renew it if your `session` holds it; `wait_ms` long-polls while it "
     "is held. Another session of yours holding it is `409 lease_held`, like anyone else. "
     "`scope: subtree` on a key ending in `/` holds every key under it; `lease_held` names the "
-    "blocking lease (`held_key`).",
+    "blocking lease (`held_key`). `slots: N` acquires a semaphore: a lease on a free slot "
+    "key (`KEY#slot/I`); when all N are held, `lease_held` names the `holders`.",
 )
 RENEW: Verb[RenewIn, Lease] = Verb(
     name="renew",

@@ -135,8 +135,8 @@ class HotPath:
         token = bearer(scope)
         headers = None
         try:
-            if body is None or token is None:
-                raise Fallback
+            if body is None or token is None or getattr(body, "slots", None) is not None:
+                raise Fallback  # (a semaphore's acquisition runs outside the group commits)
             status, content = 200, await self._serve(st, path, token, body, scope, receive)
         except Withdrawn:  # the client of a long-poll left: nobody to answer
             status, content = CLIENT_GONE, None

@@ -159,11 +159,13 @@ async def _serve(
     wait_ms = getattr(args, "wait_ms", None)
     if not verb.grouped:
         return _reply(verb, await anyio.to_thread.run_sync(run))
+    alone = getattr(args, "slots", None) is not None  # a semaphore: several keys' transactions
     if not wait_ms or key is None:
-        return _reply(verb, await st.executor.run(run, key))
+        ran = anyio.to_thread.run_sync(run) if alone else st.executor.run(run, key)
+        return _reply(verb, await ran)
 
     async def attempt() -> Wire | bytes | None:
-        return await st.executor.run(run, key)
+        return await (anyio.to_thread.run_sync(run) if alone else st.executor.run(run, key))
 
     try:
         out = await wait_to_acquire(st, me, key, attempt, wait_ms, request.receive)

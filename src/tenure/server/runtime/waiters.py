@@ -6,7 +6,8 @@ until the holder's deadline, whichever comes first, and never polls the database
 timer. When the head leaves (with the lease, or because its wait ended) the next waiter becomes
 the head and tries at once. A head refused because of a lease on *another* key (a subtree above
 its key, or a key under the subtree it asks for: the refusal's ``held_key``) also watches that
-key while it sleeps, so the release of the blocking key wakes it too. A request that does not
+key while it sleeps, so the release of the blocking key wakes it too; a freed slot of a
+semaphore (``KEY#slot/I``) wakes the head of ``KEY``'s queue. A request that does not
 wait (``wait_ms`` 0) makes one attempt whatever the queue holds. A waiter whose client went
 away (its :class:`~tenure.server.runtime.departure.Departure`) leaves the queue at once and
 makes no more attempts (:class:`~tenure.server.runtime.departure.Withdrawn`); an attempt already
@@ -25,6 +26,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Iterator
 from typing import TypeVar
 
+from tenure.core.semaphores import SLOT_MARK, semaphore_of
 from tenure.errors import LeaseHeld, TooManyWaits
 from tenure.server.runtime.departure import Departure, Withdrawn
 
@@ -76,6 +78,8 @@ class Waiters:
             queue[0].set()
         for event in self._watching.get(key, ()):
             event.set()
+        if SLOT_MARK in key and (semaphore := semaphore_of(key)) is not None:
+            self._wake_head(semaphore[0])  # a freed slot frees its semaphore
 
     def _wake_all(self) -> None:
         for queue in self._queues.values():

@@ -95,6 +95,8 @@ HOT = (
     "subtree_grant_above",
     "max_token_under",
     "save_subtree_token",
+    "semaphore_next",
+    "semaphore_slots",
 )
 _PARAM = re.compile(r"%\((\w+)\)s")
 

@@ -594,3 +594,23 @@ SELECT greatest((SELECT max(token) FROM tenure_leases WHERE key > %(prefix)s AND
 INSERT INTO tenure_subtree_tokens (prefix, token) VALUES (%(prefix)s, %(token)s)
 ON CONFLICT (prefix) DO UPDATE
 SET token = greatest(tenure_subtree_tokens.token, excluded.token);
+
+
+-- Semaphores (tenure.core.semaphores) --------------------------------------------------------
+
+-- name: semaphore_next
+-- The next token of semaphore key (above its counter and the floor), drawn for a slot being
+-- granted; its N becomes slots. No row when the semaphore has another N and one of its slots
+-- (the keys in [lo, hi)) is live: holders must agree on N. The row's lock orders the
+-- semaphore's grants until the commit.
+INSERT INTO tenure_semaphores (key, slots, token) VALUES (%(key)s, %(slots)s, %(floor)s + 1)
+ON CONFLICT (key) DO UPDATE
+SET token = greatest(tenure_semaphores.token, excluded.token - 1) + 1, slots = excluded.slots
+WHERE tenure_semaphores.slots = excluded.slots OR NOT EXISTS (
+    SELECT 1 FROM tenure_leases
+    WHERE key >= %(lo)s AND key < %(hi)s AND ended IS NULL AND expires_at > %(now)s
+      AND token > 0)
+RETURNING token;
+
+-- name: semaphore_slots
+SELECT slots FROM tenure_semaphores WHERE key = %(key)s;

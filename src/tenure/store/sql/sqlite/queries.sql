@@ -426,3 +426,21 @@ SELECT max(coalesce((SELECT max(token) FROM tenure_leases WHERE key > :prefix AN
 -- name: save_subtree_token
 INSERT INTO tenure_subtree_tokens (prefix, token) VALUES (:prefix, :token)
 ON CONFLICT (prefix) DO UPDATE SET token = max(token, excluded.token);
+
+
+-- Semaphores (tenure.core.semaphores) --------------------------------------------------------
+
+-- name: semaphore_next
+-- The next token of semaphore :key (above its counter and :floor), drawn for a slot being
+-- granted; its N becomes :slots. No row when the semaphore has another N and one of its slots
+-- (the keys in [:lo, :hi)) is live: holders must agree on N.
+INSERT INTO tenure_semaphores (key, slots, token) VALUES (:key, :slots, :floor + 1)
+ON CONFLICT (key) DO UPDATE
+SET token = max(tenure_semaphores.token, excluded.token - 1) + 1, slots = excluded.slots
+WHERE tenure_semaphores.slots = excluded.slots OR NOT EXISTS (
+    SELECT 1 FROM tenure_leases
+    WHERE key >= :lo AND key < :hi AND ended IS NULL AND expires_at > :now AND token > 0)
+RETURNING token;
+
+-- name: semaphore_slots
+SELECT slots FROM tenure_semaphores WHERE key = :key;

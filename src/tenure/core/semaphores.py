@@ -1,0 +1,111 @@
+"""Semaphores: a key acquired with ``slots: N`` is held by up to N holders at once.
+
+Each holder's lease is an ordinary lease on a slot key of its own, ``KEY#slot/I`` (I from 0 to
+N - 1), so renewing, extending, releasing and fenced writes work on it exactly as on any lease,
+by its own token. The semaphore's one token counter (the store's ``tenure_semaphores`` row of
+``KEY``) gives every new slot lease its token, so the holders' tokens are distinct and only
+grow across the semaphore. Pure: which slots are free, what a refusal says.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tenure.core.models import KeyRecord
+from tenure.errors import InvalidRequest, LeaseHeld
+
+#: what separates a semaphore's key from its slot's number in a slot key
+SLOT_MARK = "#slot/"
+#: the most slots a semaphore may have
+MAX_SLOTS = 1000
+
+
+def slot_key(key: str, slot: int) -> str:
+    """The key of slot ``slot`` of semaphore ``key``."""
+    return f"{key}{SLOT_MARK}{slot}"
+
+
+def slot_prefix(key: str) -> str:
+    return key + SLOT_MARK
+
+
+def semaphore_of(key: str) -> tuple[str, int] | None:
+    """``(semaphore key, slot)`` of a slot key; ``None`` for any other key."""
+    base, mark, number = key.rpartition(SLOT_MARK)
+    if not mark or not base or not (number.isascii() and number.isdigit()):
+        return None
+    return base, int(number)
+
+
+def check_slots(slots: object) -> int:
+    if isinstance(slots, bool) or not isinstance(slots, int) or not 1 <= slots <= MAX_SLOTS:
+        raise InvalidRequest(
+            f"slots must be an integer from 1 to {MAX_SLOTS}",
+            field="slots",
+            minimum=1,
+            maximum=MAX_SLOTS,
+        )
+    return slots
+
+
+def check_plain_key(key: str) -> None:
+    """A slot key is granted through its semaphore only (its token comes from the
+    semaphore's counter)."""
+    found = semaphore_of(key)
+    if found is not None:
+        raise InvalidRequest(
+            f"key: {key!r} is slot {found[1]} of semaphore {found[0]!r}: acquire "
+            f"{found[0]!r} with slots instead",
+            key=key,
+            field="key",
+        )
+
+
+def free_slots(held: Sequence[KeyRecord], slots: int) -> list[int]:
+    """The slots of ``0 .. slots - 1`` that no lease in ``held`` (the semaphore's live slot
+    leases) holds, in order."""
+    taken = {found[1] for r in held if (found := semaphore_of(r.key)) is not None}
+    return [i for i in range(slots) if i not in taken]
+
+
+def mine(held: Sequence[KeyRecord], holder: str, session: str) -> KeyRecord | None:
+    """The slot lease of ``holder``'s ``session`` among ``held``, if it has one."""
+    for rec in held:
+        if rec.holder == holder and rec.session == session:
+            return rec
+    return None
+
+
+def full(key: str, slots: int, held: Sequence[KeyRecord]) -> LeaseHeld:
+    """Every slot of ``key`` is held: the refusal names the holders, and the lease that ends
+    first (its key is ``held_key``, its deadline ``expires_at``)."""
+    first = min(held, key=lambda r: r.expires_at)
+    names = ", ".join(sorted({repr(r.holder) for r in held}))
+    return LeaseHeld(
+        f"all {slots} slots of {key!r} are held (by {names}); the first ends at {first.expires_at}",
+        key=key,
+        holder=first.holder,
+        session=first.session,
+        task=first.task,
+        expires_at=first.expires_at,
+        token=first.token,
+        held_key=first.key,
+        scope=first.scope,
+        holders=[r.holder for r in sorted(held, key=lambda r: r.key)],
+        slots=slots,
+    )
+
+
+def plainly_held(rec: KeyRecord) -> LeaseHeld:
+    """A semaphore's key held by a plain lease: no slot is granted beside it."""
+    return LeaseHeld(
+        f"{rec.key!r} is held by {rec.holder!r} as a plain lease, not as a semaphore",
+        key=rec.key,
+        holder=rec.holder,
+        session=rec.session,
+        task=rec.task,
+        expires_at=rec.expires_at,
+        token=rec.token,
+        held_key=rec.key,
+        scope=rec.scope,
+    )
