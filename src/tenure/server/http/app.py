@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import Any, Protocol
@@ -47,6 +48,8 @@ from tenure.verbs.registry import VERBS
 P = openapi.problem_responses
 #: A request's scope key: the hot path already passed it to FastAPI (it must not try again).
 FALLBACK = "tenure.fallback"
+NOT_READY = "the database cannot be reached: the server's log says why"
+log = logging.getLogger("tenure.server")
 HOT_PATHS = frozenset(HOT)
 
 
@@ -206,13 +209,16 @@ def add_other_routes(app: FastAPI) -> None:
     @app.get("/readyz", response_model=s.Health, tags=["operations"], responses=P(503))
     def readyz(st: St) -> Any:
         """Ready when the database answers (its last check, every half second, and a read
-        now); else `503 unavailable` naming why. `/healthz` is the liveness probe: the process
-        answers, whatever its database does."""
+        now); else `503 unavailable`. `/healthz` is the liveness probe: the process answers,
+        whatever its database does. Anyone may ask, so the answer does not say why (a database
+        error names hosts, users and paths): the server's log does, and so does the `503` of
+        any authenticated call."""
         store = st.service.store
         if store.health.down is not None:
-            return problems.unavailable(f"the database cannot be reached ({store.health.down})")
+            return problems.unavailable(NOT_READY)
         try:
             store.schema_version()
         except Exception as exc:
-            return problems.unavailable(f"the database cannot be reached ({first_line(exc)})")
+            log.error("readyz: the database cannot be reached: %s", first_line(exc))
+            return problems.unavailable(NOT_READY)
         return {"status": "ok"}
