@@ -3,8 +3,8 @@
 The directory of a running server's database is removed. SQLite's open connections would go
 on reading and writing the deleted file (nobody would ever read those writes again); instead
 every call is answered ``503 unavailable`` within about a second, naming the file, ``/readyz``
-is ``503`` (without naming it: anyone may ask), ``/healthz`` (liveness) stays ``200``, and the client raises
-:class:`tenure.errors.Unavailable` whose message names the database problem.
+is ``503`` (without naming it: anyone may ask), ``/healthz`` (liveness) stays ``200``, and
+the client raises :class:`tenure.errors.Unavailable` whose message names the database problem.
 """
 
 from __future__ import annotations
