@@ -24,6 +24,9 @@ from tenure.errors import LeaseHeld
 from tenure.supervise.interrupt import interruptible
 from tenure.verbs import leases as lv
 
+#: the lease a command acts on, when it is not the one remembered from ``lock acquire``
+TOKEN = click.option("--token", type=int, help="The lease's token (default: the one remembered).")
+
 
 def parse_json_object(value: str | None, name: str) -> dict[str, Any] | None:
     """``--meta '{"a": 1}'`` → a dict; a usage error naming the option otherwise."""
@@ -224,7 +227,7 @@ def hold_for(client: Client, note: Callable[[str], None], lease: Lease, term: in
     example="tenure lock renew jobs/nightly\ntenure lock renew jobs/nightly --token 17 --ttl 1m",
 )
 @KEY
-@click.option("--token", type=int, help="The lease's token (default: the one remembered).")
+@TOKEN
 @click.option("--ttl", type=DURATION, help="A new duration (default: the lease's own).")
 def lock_renew(key: str, token: int | None, ttl: int | None) -> None:
     """Renew your lease on KEY from now; exit 4 if it is already lost."""
@@ -241,7 +244,7 @@ def lock_renew(key: str, token: int | None, ttl: int | None) -> None:
 )
 @KEY
 @click.argument("by", type=DURATION)
-@click.option("--token", type=int, help="The lease's token (default: the one remembered).")
+@TOKEN
 def lock_extend(key: str, by: int, token: int | None) -> None:
     """Set the deadline to now + BY. Never shortens; says when the policy capped it."""
     run = cli_of()
@@ -295,7 +298,7 @@ def lock_release_all() -> None:
 )
 @KEY
 @click.option("--to", "to_session", required=True, help="The session that holds it from now.")
-@click.option("--token", type=int, help="The lease's token (default: the one remembered).")
+@TOKEN
 def lock_transfer(key: str, to_session: str, token: int | None) -> None:
     """Hand your live lease on KEY (the token remembered, or --token) to your session
     --to, under a new token: the old token is stale for fenced writes from then on."""

@@ -400,6 +400,12 @@ def may_force_release(
     return actor.name in holder_ancestors
 
 
+def may_not(actor: Principal, act: str, key: str, reason: str) -> Forbidden:
+    """``403 forbidden``: ``actor`` has no authority for ``act`` (an authority's act: a
+    force-release, a cancel, a reassign, a reopen) on ``key``."""
+    return Forbidden(f"{actor.name!r} may not {act}", key=key, actor=actor.name, reason=reason)
+
+
 def decide_force_release(
     before: KeyRecord | None, key: str, actor: Principal, reason: str, allowed: bool, now: int
 ) -> Decision:
@@ -408,12 +414,7 @@ def decide_force_release(
         error: TenureError = NotFound(f"no live lease on {key!r}", key=key, what="live lease")
         return Decision(_changed(before, rec), events, None, error)
     if not allowed:
-        error = Forbidden(
-            f"{actor.name!r} may not force-release a lease of {rec.holder!r}",
-            key=key,
-            actor=actor.name,
-            reason=reason,
-        )
+        error = may_not(actor, f"force-release a lease of {rec.holder!r}", key, reason)
         return Decision(_changed(before, rec), events, None, error)
     done = rec.update(ended="force_released", fence_open=False)
     event = ending_event(rec, "force_released", now, actor=actor.name, reason=reason)

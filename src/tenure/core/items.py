@@ -18,6 +18,7 @@ from tenure.core.decide import (
     decide_release,
     ending_event,
     held_by,
+    may_not,
     settle,
 )
 from tenure.core.models import (
@@ -49,7 +50,6 @@ from tenure.core.work import (
 from tenure.errors import (
     AssignedToOther,
     Conflict,
-    Forbidden,
     NotFound,
     NotHolder,
     StaleToken,
@@ -409,8 +409,7 @@ def _refuse_act(
     if item.status in CLOSED:
         return _refuse(Conflict(f"item {item.id!r} is {item.status}", key=key, field="status"))
     if not allowed:
-        error = Forbidden(f"{who.name!r} may not {act}", key=key, actor=who.name, reason=reason)
-        return _refuse(error)
+        return _refuse(may_not(who, act, key, reason))
     return None
 
 

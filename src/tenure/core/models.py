@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from copy import deepcopy
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
 from tenure.core.frozen import quick_init
+from tenure.core.record import Record
 
 Ending = Literal["released", "expired", "force_released", "taken_over"]
 LeaseListState = Literal["live", "expired", "released", "all"]
@@ -227,7 +228,7 @@ def token_event(
 
 
 @dataclass(frozen=True)
-class Event:
+class Event(Record):
     """One append-only record of a state change. ``id`` grows with every event."""
 
     id: int
@@ -240,9 +241,6 @@ class Event:
     actor: str | None
     reason: str | None
     data: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
     @classmethod
     def from_wire(cls, data: Any) -> Event:
@@ -292,7 +290,7 @@ class LeaseQuery:
 
 
 @dataclass(frozen=True)
-class FencedValue:
+class FencedValue(Record):
     """The fenced register of one key: the last accepted value and who wrote it."""
 
     key: str
@@ -300,9 +298,6 @@ class FencedValue:
     value: Any
     version: int
     updated_at: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
     @classmethod
     def from_wire(cls, data: Any) -> FencedValue:
@@ -386,13 +381,10 @@ class ReleaseResult:
 
 
 @dataclass(frozen=True)
-class ForceReleaseResult:
+class ForceReleaseResult(Record):
     lease: Lease
     actor: str
     reason: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
     @classmethod
     def from_wire(cls, data: Any) -> ForceReleaseResult:
@@ -446,16 +438,13 @@ class ReleaseAllResult:
 
 
 @dataclass(frozen=True)
-class TokenInfo:
+class TokenInfo(Record):
     """A token of a principal as listed: its id and times (ms), never its secret or hash."""
 
     token_id: str
     created_at: int
     expires_at: int | None
     revoked_at: int | None
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
     @classmethod
     def from_wire(cls, data: Any) -> TokenInfo:

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tenure.core.decide import Decision
+from tenure.core.decide import Decision, may_not
 from tenure.core.items import ItemDecision, Transfer, item_key
 from tenure.core.models import EventDraft, KeyRecord, Principal
 from tenure.core.work import CLOSED, PARKED, Failure, Item
-from tenure.errors import Conflict, Forbidden, TenureError
+from tenure.errors import Conflict, TenureError
 
 
 def _parked_event(item: Item) -> EventDraft:
@@ -105,12 +105,7 @@ def decide_reopen(
             field="status",
         )
     elif not allowed:
-        error = Forbidden(
-            f"{actor.name!r} may not reopen item {item.id!r} of {item.assignee!r}",
-            key=key,
-            actor=actor.name,
-            reason=reason,
-        )
+        error = may_not(actor, f"reopen item {item.id!r} of {item.assignee!r}", key, reason)
     if error is not None:
         return ItemDecision(Decision(None), error=error)
     reopened = item.update(

@@ -13,6 +13,7 @@ rule here is pure.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import Any
 
 from tenure.errors import QuotaExceeded
 
@@ -50,35 +51,41 @@ def minute_of(now: int) -> int:
 
 
 def refuse_lease(who: str, key: str, limit: int, current: int) -> QuotaExceeded:
-    return QuotaExceeded(
-        f"{who!r} holds {current} live leases, the most one principal may hold "
-        f"({SETTINGS['live_leases']}={limit}): release some before acquiring {key!r}",
-        key=key,
-        limit=limit,
-        current=current,
-        setting=SETTINGS["live_leases"],
+    said = f"{who!r} holds {current} live leases, the most one principal may hold"
+    return _exceeded(
+        "live_leases", limit, current, said, f"release some before acquiring {key!r}", key=key
     )
 
 
 def refuse_items(who: str, limit: int, current: int, adding: int, now: int) -> QuotaExceeded:
     left_s = -(-(MINUTE_MS - now % MINUTE_MS) // 1000)  # the rest of the minute, rounded up
-    return QuotaExceeded(
+    said = (
         f"{who!r} created {current} items this minute and asked for {adding} more, past the "
-        f"most one principal may create in a minute ({SETTINGS['items_per_minute']}={limit}): "
-        f"try again in {left_s} s",
-        limit=limit,
-        current=current,
-        setting=SETTINGS["items_per_minute"],
-        retry_after_s=left_s,
+        "most one principal may create in a minute"
+    )
+    return _exceeded(
+        "items_per_minute", limit, current, said, f"try again in {left_s} s", retry_after_s=left_s
     )
 
 
 def refuse_agent(who: str, item_key: str, limit: int, current: int) -> QuotaExceeded:
-    return QuotaExceeded(
-        f"{who!r} has {current} dispatched agents still working, the most one principal may "
-        f"have ({SETTINGS['live_agents']}={limit}): wait for one to end before dispatching more",
+    said = f"{who!r} has {current} dispatched agents still working, the most one principal may have"
+    return _exceeded(
+        "live_agents",
+        limit,
+        current,
+        said,
+        "wait for one to end before dispatching more",
         key=item_key,
-        limit=limit,
-        current=current,
-        setting=SETTINGS["live_agents"],
+    )
+
+
+def _exceeded(
+    quota: str, limit: int, current: int, said: str, then: str, **more: Any
+) -> QuotaExceeded:
+    """``429 quota_exceeded`` of ``quota``: ``said`` names what the caller has, ``then`` what
+    to do; the setting and its limit stand between them."""
+    setting = SETTINGS[quota]
+    return QuotaExceeded(
+        f"{said} ({setting}={limit}): {then}", limit=limit, current=current, setting=setting, **more
     )

@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from tenure.core.record import Record
+
 #: a code is good this long after it was asked for
 CODE_TTL_MS = 60_000
 #: the token a code is traded for expires this long after the trade
@@ -24,15 +26,12 @@ FRAGMENT = "#signin="
 
 
 @dataclass(frozen=True)
-class SigninCode:
+class SigninCode(Record):
     """A one-time sign-in code of ``principal``, shown once (only its hash is stored)."""
 
     code: str
     principal: str
     expires_at: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"code": self.code, "principal": self.principal, "expires_at": self.expires_at}
 
     @classmethod
     def from_wire(cls, data: Any) -> SigninCode:

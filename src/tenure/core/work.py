@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal, get_args
 
 from tenure.core.models import Lease
+from tenure.core.record import Record
 from tenure.errors import InvalidRequest, Parked
 
 STATUSES: tuple[str, ...] = ("open", "in_progress", "blocked", "done", "cancelled", "parked")
@@ -82,7 +83,7 @@ FailureWord = Literal["lapsed", "command_exited"]
 
 
 @dataclass(frozen=True)
-class Failure:
+class Failure(Record):
     """A failed attempt at an item: the claim of ``epoch`` ``lapsed`` (its holder let it run
     out) or its supervised command exited with a non-zero ``exit_status``
     (``command_exited``), at ``at``."""
@@ -91,9 +92,6 @@ class Failure:
     reason: str
     at: int
     exit_status: int | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
     @classmethod
     def from_wire(cls, data: Any) -> Failure:
@@ -256,7 +254,7 @@ WORDS: tuple[str, ...] = get_args(StateWord)
 
 
 @dataclass(frozen=True)
-class State:
+class State(Record):
     """A word and what goes with it. ``at``: when a live or stalled lease expires, else when
     the state began (``None`` when it is not known); ``by``/``reason``: who did it and why
     (revoked, reassigned, released); ``to``: the new assignee (reassigned); ``since``: the
@@ -268,9 +266,6 @@ class State:
     reason: str | None = None
     to: str | None = None
     since: int | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
     @classmethod
     def from_wire(cls, data: Any) -> State:

@@ -149,20 +149,25 @@ class Sqlite3(Adapter):
     def sealed(self) -> Iterator[None]:
         self.conn.set_authorizer(no_transaction_statements)
         try:
-            yield
-        except Exception as exc:
-            if (refusal := refused_inside(self.name, exc)) is None:
-                raise
-            raise refusal from exc
+            with refusals_named(self.name):
+                yield
         finally:
             self.conn.set_authorizer(None)
 
 
-def refused_inside(driver: str, exc: Exception) -> FenceMisuse | None:
-    """The authorizer's refusal of a commit or rollback inside the block, as
-    :class:`tenure.FenceMisuse` (``None`` for any other error)."""
-    if "not authorized" not in str(exc):
-        return None
+@contextlib.contextmanager
+def refusals_named(driver: str) -> Iterator[None]:
+    """Raise the authorizer's refusal of a commit or rollback inside the block as
+    :class:`tenure.FenceMisuse` (any other error goes on as it is)."""
+    try:
+        yield
+    except Exception as exc:
+        if "not authorized" not in str(exc):
+            raise
+        raise _ended_inside(driver) from exc
+
+
+def _ended_inside(driver: str) -> FenceMisuse:
     return misuse(
         driver,
         "ended_inside",

@@ -20,7 +20,7 @@ from tenure.fence.drivers import (
     marks,
     named,
     no_transaction_statements,
-    refused_inside,
+    refusals_named,
 )
 
 
@@ -46,7 +46,15 @@ async def _unsealed() -> AsyncIterator[None]:
     yield
 
 
-class SQLAlchemyAsyncConnection:
+class AsyncUnsealed:
+    """An asyncio driver whose commit inside the block the fence cannot refuse as it happens
+    (the marker savepoint finds it before the fence's commit)."""
+
+    def sealed(self) -> AbstractAsyncContextManager[None]:
+        return _unsealed()
+
+
+class SQLAlchemyAsyncConnection(AsyncUnsealed):
     """SQLAlchemy ``AsyncConnection``: ``begin()``, and ``BEGIN IMMEDIATE`` on SQLite."""
 
     name = "sqlalchemy"
@@ -79,11 +87,8 @@ class SQLAlchemyAsyncConnection:
     async def execute(self, sql: str) -> None:
         await self.conn.exec_driver_sql(sql)
 
-    def sealed(self) -> AbstractAsyncContextManager[None]:
-        return _unsealed()
 
-
-class AsyncPsycopg(Adapter):
+class AsyncPsycopg(Adapter, AsyncUnsealed):
     """psycopg 3 ``AsyncConnection``: its own outermost ``transaction()`` block."""
 
     name = "psycopg"
@@ -102,9 +107,6 @@ class AsyncPsycopg(Adapter):
 
     async def execute(self, sql: str) -> None:
         await self.conn.execute(sql)
-
-    def sealed(self) -> AbstractAsyncContextManager[None]:
-        return _unsealed()
 
 
 class Asyncpg(AsyncPsycopg):
@@ -157,11 +159,8 @@ class Aiosqlite(Adapter):
     async def sealed(self) -> AsyncIterator[None]:
         await self.conn.set_authorizer(no_transaction_statements)
         try:
-            yield
-        except Exception as exc:
-            if (refusal := refused_inside(self.name, exc)) is None:
-                raise
-            raise refusal from exc
+            with refusals_named(self.name):
+                yield
         finally:
             await self.conn.set_authorizer(None)
 

@@ -277,27 +277,33 @@ def _crash(err: BaseException) -> str:
 
 
 def _unreachable(edit: bool, url: str, why: str) -> int:
-    if not edit:
-        print(f"tenure: {url} not reached ({why}); nothing renewed or released.", file=sys.stderr)
-        print("{}")
-        return 0
-    return _block(
+    return _pass_or_block(
+        edit,
+        f"{url} not reached ({why})",
         f"tenure_unreachable: tenure at {url} could not check this edit ({why}), so it is "
         "blocked. Tell the user: start the server (tenure serve), or set TENURE_URL and "
         "TENURE_TOKEN (or run tenure login) for this session; "
-        f"`{SETUP} --remove` takes the hooks out."
+        f"`{SETUP} --remove` takes the hooks out.",
     )
 
 
 def _failed(edit: bool, why: str) -> int:
+    return _pass_or_block(
+        edit,
+        why,
+        f"tenure_hook_failed: tenure cannot check this edit, so it is blocked: {why}. Tell "
+        "the user.",
+    )
+
+
+def _pass_or_block(edit: bool, note: str, reason: str) -> int:
+    """When tenure could not do its part: an edit is blocked with ``reason``; any other event
+    goes on (``note`` on stderr, nothing renewed or released)."""
     if not edit:
-        print(f"tenure: {why}; nothing renewed or released.", file=sys.stderr)
+        print(f"tenure: {note}; nothing renewed or released.", file=sys.stderr)
         print("{}")
         return 0
-    return _block(
-        f"tenure_hook_failed: tenure cannot check this edit, so it is blocked: {why}. Tell "
-        "the user."
-    )
+    return _block(reason)
 
 
 def _block(reason: str) -> int:

@@ -15,12 +15,13 @@ import posixpath
 from dataclasses import dataclass
 
 from tenure.core.hooks import file_key, relative_path
+from tenure.core.record import Record
 from tenure.errors import InvalidRequest
 from tenure.service.gitrepo import locate
 
 
 @dataclass(frozen=True)
-class PathKey:
+class PathKey(Record):
     """``path`` (absolute, through symlinks) and its ``key`` in the repository ``repo`` whose
     top directory is ``root``; ``folder``: the key is a folder's (ending in ``/``)."""
 
@@ -29,15 +30,6 @@ class PathKey:
     repo: str
     root: str
     folder: bool
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "path": self.path,
-            "key": self.key,
-            "repo": self.repo,
-            "root": self.root,
-            "folder": self.folder,
-        }
 
 
 def key_of(path: str, cwd: str, repo: str | None = None) -> PathKey:

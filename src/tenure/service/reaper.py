@@ -8,18 +8,18 @@ may run against one database: the store marks each ending exactly once.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 
 from tenure.core.compaction import CompactionResult
 from tenure.core.models import Event
 from tenure.service.leases import Service
+from tenure.service.periodic import Periodic
 
 log = logging.getLogger(__name__)
 PRUNE_BATCHES = 10
 
 
-class Reaper:
+class Reaper(Periodic):
     """A daemon thread that calls :meth:`Service.reap` every ``interval`` seconds.
 
     With ``retention`` (``(max events, max age ms)``), it also prunes the event log every
@@ -31,6 +31,8 @@ class Reaper:
     round; a pass that left work due is followed by another the next round, so a large backlog
     is worked off between the rounds of reaping, never holding them up for long.
     """
+
+    thread_name = "tenure-reaper"
 
     def __init__(
         self,
@@ -44,15 +46,14 @@ class Reaper:
     ) -> None:
         if not 0 < interval <= 1:
             raise ValueError("the reaper interval must be in (0, 1] seconds")
-        self.service, self.interval, self.batch = service, interval, batch
+        super().__init__(interval)
+        self.service, self.batch = service, batch
         self.retention, self.prune_every = retention, prune_every
         self._next_prune = 0.0
         self.pruned = 0
         self.compact_every = compact_every
         self._next_compact = time.monotonic() + compact_every
         self.compacted = 0  # rows deleted by the scheduled passes
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
         self.recorded = 0
 
     def run_once(self) -> list[Event]:
@@ -70,12 +71,6 @@ class Reaper:
         self.service.items.record_stalls(self.batch)
         self.service.items.record_lapses(self.batch)
         return out
-
-    def start(self) -> Reaper:
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._loop, name="tenure-reaper", daemon=True)
-            self._thread.start()
-        return self
 
     def prune_once(self) -> int:
         """Prune up to ``PRUNE_BATCHES`` batches of events past the retention."""
@@ -99,28 +94,15 @@ class Reaper:
         self._next_compact = time.monotonic() + wait
         return result
 
-    def _loop(self) -> None:
-        while not self._stop.wait(self.interval):
-            if self.service.store.health.down is not None:
-                continue  # the database is gone (the server's watch says why): nothing to do
-            try:
-                self.run_once()
-                if time.monotonic() >= self._next_prune:
-                    self._next_prune = time.monotonic() + self.prune_every
-                    self.prune_once()
-                if self.compact_every > 0 and time.monotonic() >= self._next_compact:
-                    self.compact_once()
-            except Exception:  # the next round retries; a reaper must not die
-                log.exception("reaper round failed")
-
-    def stop(self, timeout: float = 5) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
-            self._thread = None
-
-    def __enter__(self) -> Reaper:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+    def round(self) -> None:
+        if self.service.store.health.down is not None:
+            return  # the database is gone (the server's watch says why): nothing to do
+        try:
+            self.run_once()
+            if time.monotonic() >= self._next_prune:
+                self._next_prune = time.monotonic() + self.prune_every
+                self.prune_once()
+            if self.compact_every > 0 and time.monotonic() >= self._next_compact:
+                self.compact_once()
+        except Exception:  # the next round retries; a reaper must not die
+            log.exception("reaper round failed")

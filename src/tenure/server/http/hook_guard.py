@@ -29,6 +29,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tenure.core import hook_failures as hf
 from tenure.server.http.deps import dumps
+from tenure.server.http.hotpath import replaying
 from tenure.verbs.hooks import CLAUDE_CODE
 
 HOOK_PATH = CLAUDE_CODE.path
@@ -64,7 +65,7 @@ class HookGuard:
         if isinstance(event, dict):
             body = dumps(hf.slim(event))
         inner = _with_body(scope, body)
-        replay = _replay(body, receive)
+        replay = replaying(body, receive)
         if not hf.is_edit(event):
             await self.app(inner, replay, send)
             return
@@ -138,19 +139,6 @@ def _with_body(scope: Scope, body: bytes) -> Scope:
     headers = [(k, v) for k, v in scope["headers"] if k not in (b"content-length",
                b"transfer-encoding")]  # fmt: skip
     return {**scope, "headers": [*headers, (b"content-length", str(len(body)).encode())]}
-
-
-def _replay(body: bytes, receive: Receive) -> Receive:
-    given = False
-
-    async def replay() -> Message:
-        nonlocal given
-        if not given:
-            given = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()  # then only a disconnect can come
-
-    return replay
 
 
 def _start(status: int) -> Message:

@@ -250,16 +250,22 @@ async def _read(receive: Receive, length: int) -> tuple[bytes | None, Receive]:
         if not message.get("more_body", False):
             break
     raw = b"".join(chunks)
-    replayed = False
+    return raw, replaying(raw, receive)
 
-    async def again() -> Message:
-        nonlocal replayed
-        if not replayed:
-            replayed = True
-            return {"type": "http.request", "body": raw, "more_body": False}
+
+def replaying(body: bytes, receive: Receive) -> Receive:
+    """A ``receive`` that gives the app ``body`` (already read) as one message, then passes
+    on what comes (only a disconnect can)."""
+    given = False
+
+    async def replay() -> Message:
+        nonlocal given
+        if not given:
+            given = True
+            return {"type": "http.request", "body": body, "more_body": False}
         return await receive()
 
-    return raw, again
+    return replay
 
 
 def overrun(length: int, seen: int) -> InvalidRequest:

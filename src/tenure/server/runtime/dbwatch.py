@@ -12,8 +12,8 @@ missed the last commits). ``/healthz`` is not affected: it says the process is a
 from __future__ import annotations
 
 import logging
-import threading
 
+from tenure.service.periodic import Periodic
 from tenure.store.base import Store
 from tenure.store.health import first_line
 
@@ -21,28 +21,17 @@ log = logging.getLogger("tenure.server")
 INTERVAL_S = 0.5
 
 
-class DatabaseWatch:
+class DatabaseWatch(Periodic):
     """A daemon thread checking ``store`` every ``interval`` seconds (:meth:`check`)."""
 
+    thread_name = "tenure-dbwatch"
+
     def __init__(self, store: Store, interval: float = INTERVAL_S) -> None:
-        self.store, self.interval = store, interval
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        super().__init__(interval)
+        self.store = store
 
-    def start(self) -> DatabaseWatch:
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._loop, name="tenure-dbwatch", daemon=True)
-            self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self.interval):
-            self.check()
+    def round(self) -> None:
+        self.check()
 
     def check(self) -> None:
         """Probe the database once and record the finding (a change is logged)."""

@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from tenure.core.clock import Clock, SystemClock
 from tenure.core.decide import reaped_event
@@ -57,6 +57,15 @@ class _GroupKeyTx:
 
     def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
         self.savepoint.__exit__(kind)
+
+
+class SqliteOptions(TypedDict, total=False):
+    """The options of :class:`SqliteConnector` besides its path (what a
+    :class:`~tenure.store.sqlite.store.SqliteStore` passes on)."""
+
+    clock: Clock | None
+    synchronous: str
+    busy_timeout_ms: int
 
 
 class SqliteConnector:

@@ -4,10 +4,10 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Unpack
 
-from tenure.core.clock import Clock
 from tenure.store.base import Store
-from tenure.store.sqlite.connector import SqliteConnector
+from tenure.store.sqlite.connector import SqliteConnector, SqliteOptions
 
 
 class SqliteStore(Store):
@@ -16,18 +16,7 @@ class SqliteStore(Store):
 
     connector: SqliteConnector
 
-    def __init__(
-        self,
-        path: str | Path,
-        *,
-        clock: Clock | None = None,
-        synchronous: str = "FULL",
-        busy_timeout_ms: int = 30_000,
-    ) -> None:
-        super().__init__(
-            SqliteConnector(
-                path, clock=clock, synchronous=synchronous, busy_timeout_ms=busy_timeout_ms
-            )
-        )
+    def __init__(self, path: str | Path, **options: Unpack[SqliteOptions]) -> None:
+        super().__init__(SqliteConnector(path, **options))
         self.writer = self.connector.writer  # SQLite's writer (connection, lock, batch)
         self.path = self.connector.path
