@@ -79,6 +79,20 @@ def load_figures(raw: Path, label: str) -> dict[str, float]:
     }
 
 
+def pg_cpu_total(db: str) -> float:
+    """CPU seconds of the PostgreSQL server so far: the postmaster's own, its reaped children's
+    (backends that ended: their connections closed) and its live children's. The difference of
+    two readings is the server's CPU between them, whichever backends came and went."""
+    procs = postgres_processes(db)
+    if not procs:
+        return 0.0
+    main, total = procs[0], 0.0
+    with contextlib.suppress(psutil.Error):
+        t = main.cpu_times()
+        total += t.children_user + t.children_system
+    return total + sum(cpu_s(procs).values())
+
+
 def cpu_s(procs: list[psutil.Process]) -> dict[int, float]:
     """CPU seconds so far of each process (by PID)."""
     out = {}
