@@ -127,7 +127,8 @@ def report(
         f"load {c.load * us:.0f} µs; g = {c.k:.2f} x clients / servers; cores left to the "
         f"run {c.cores:.2f}; serial per group {c.serial_s * 1000:.2f} ms.",
         "",
-        "| servers | clients | g measured | g model | ops/s measured | ops/s model | model/measured |",
+        "| servers | clients | g measured | g model | ops/s measured | ops/s model "
+        "| model/measured |",
         "|---|---|---|---|---|---|---|",
     ]
     for r in ok:

@@ -13,7 +13,10 @@ call: its processes' CPU seconds over the run divided by the calls, and the comm
 the medians, then the statements of the last run of each system: calls, calls per commit
 (tenure: per group), total and mean time, rows, shared blocks hit / read / dirtied, and the
 statement time per call (the execution time PostgreSQL itself counts, summed, per call served).
-``--explain``: ``EXPLAIN (ANALYZE, BUFFERS)`` of a group's heavy statements (its lock, its save,
+``--hot``: a third system, tenure on a database where no index holds a lease's deadline
+(``tenure_leases_due``, ``_holder``, ``_idle``, ``_lapsed`` dropped, ``fillfactor`` 70), so
+that a renewal can be a heap-only update as the row-lease's are: what such a schema would buy
+(an experiment; the sweeps need those indexes). ``--explain``: ``EXPLAIN (ANALYZE, BUFFERS)`` of a group's heavy statements (its lock, its save,
 its events) for 16 keys of the run, in a transaction rolled back. Nothing is asserted.
 """
 
@@ -122,6 +125,17 @@ def tenure_run(db: str, token: str, seconds: float, out: Path, label: str) -> An
     return m["ops_per_s"], float(window[-1] if window else seconds)
 
 
+DEADLINE_INDEXES = ("due", "holder", "idle", "lapsed")
+
+
+def without_deadline_indexes(db: str) -> None:
+    """The ``--hot`` experiment's schema: no index holds ``expires_at``; room on each page."""
+    with psycopg.connect(db, autocommit=True) as conn:
+        for name in DEADLINE_INDEXES:
+            conn.execute(f"DROP INDEX IF EXISTS tenure_leases_{name}".encode())
+        conn.execute(b"ALTER TABLE tenure_leases SET (fillfactor = 70)")
+
+
 def explain(db: str) -> str:
     """``EXPLAIN (ANALYZE, BUFFERS)`` of a group's heavy statements, 16 keys of the run, rolled
     back."""
@@ -165,9 +179,13 @@ def explain(db: str) -> str:
     return "\n\n".join(out)
 
 
-def render_rounds(runs: list[dict[str, dict[str, Any]]]) -> str:
-    head = "| round | row-lease ops/s | tenure ops/s | ratio | PG CPU µs/call row-lease | tenure "
-    head += "| commits/s row-lease | tenure |"
+def render_rounds(
+    runs: list[dict[str, dict[str, Any]]], names: tuple[str, str] = ("row-lease", "tenure")
+) -> str:
+    """The rounds of two systems (keys ``rowlease`` and ``tenure``, shown as ``names``)."""
+    a_, b_ = names
+    head = f"| round | {a_} ops/s | {b_} ops/s | ratio | PG CPU µs/call {a_} | {b_} "
+    head += f"| commits/s {a_} | {b_} |"
     out = [head, "|" + "---|" * 8]
     ratios = []
     for i, r in enumerate(runs):
@@ -190,7 +208,8 @@ def render_rounds(runs: list[dict[str, dict[str, Any]]]) -> str:
     out.append(
         f"| median | {med('rowlease', 'ops_per_s'):,.0f} | {med('tenure', 'ops_per_s'):,.0f} "
         f"| {statistics.median(ratios) if ratios else 0:.2f}x{spread} "
-        f"| {med('rowlease', 'pg_cpu_us_per_call'):.0f} | {med('tenure', 'pg_cpu_us_per_call'):.0f} "
+        f"| {med('rowlease', 'pg_cpu_us_per_call'):.0f} "
+        f"| {med('tenure', 'pg_cpu_us_per_call'):.0f} "
         f"| {med('rowlease', 'commits_per_s'):,.0f} | {med('tenure', 'commits_per_s'):,.0f} |"
     )
     return "\n".join(out)
@@ -226,6 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=3, help="alternated rounds (default 3)")
     ap.add_argument("--seconds", type=float, default=4.0, help="per run (default 4)")
     ap.add_argument("--explain", action="store_true", help="EXPLAIN a group's statements")
+    ap.add_argument("--hot", action="store_true", help="also tenure without deadline indexes")
     args = ap.parse_args(argv)
     with (
         tempfile.TemporaryDirectory(prefix="tenure-pgcost-") as tmp,
@@ -236,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
         row_db, ten_db = fresh("rowlease"), fresh("tenure")
         tenure.open_store(ten_db).close()
         token = bench_token(ten_db)
-        systems = {
+        systems: dict[str, Any] = {
             "rowlease": lambda i: measured(
                 row_db, lambda: rowlease(row_db, args.seconds, out, f"row-{i}")
             ),
@@ -244,20 +264,32 @@ def main(argv: list[str] | None = None) -> int:
                 ten_db, lambda: tenure_run(ten_db, token, args.seconds, out, f"ten-{i}")
             ),
         }
+        if args.hot:
+            hot_db = fresh("hot")
+            tenure.open_store(hot_db).close()
+            without_deadline_indexes(hot_db)
+            hot_token = bench_token(hot_db)
+            systems["tenure-hot"] = lambda i: measured(
+                hot_db, lambda: tenure_run(hot_db, hot_token, args.seconds, out, f"hot-{i}")
+            )
         runs: list[dict[str, dict[str, Any]]] = []
         for i in range(args.rounds):
             order = list(systems) if i % 2 == 0 else list(systems)[::-1]
             runs.append({name: systems[name](i) for name in order})
             r = runs[-1]
             print(
-                f"[pg_cost] round {i + 1}: row-lease {r['rowlease']['ops_per_s']}, "
-                f"tenure {r['tenure']['ops_per_s']}",
+                f"[pg_cost] round {i + 1}: "
+                + ", ".join(f"{name} {r[name]['ops_per_s']}" for name in systems),
                 file=sys.stderr,
                 flush=True,
             )
         plans = explain(ten_db) if args.explain else ""
     print(render_rounds(runs))
-    for name in ("tenure", "rowlease"):
+    if args.hot:
+        print("\n## tenure without deadline indexes (--hot) beside tenure\n")
+        pairs = [{"rowlease": r["tenure"], "tenure": r["tenure-hot"]} for r in runs]
+        print(render_rounds(pairs, ("tenure", "tenure-hot")))
+    for name in systems:
         print(f"\n## Statements, {name} (the last round)\n")
         print(render_statements(runs[-1][name]))
     if plans:
