@@ -16,8 +16,9 @@ statement time per call (the execution time PostgreSQL itself counts, summed, pe
 ``--hot``: a third system, tenure on a database where no index holds a lease's deadline
 (``tenure_leases_due``, ``_holder``, ``_idle``, ``_lapsed`` dropped, ``fillfactor`` 70), so
 that a renewal can be a heap-only update as the row-lease's are: what such a schema would buy
-(an experiment; the sweeps need those indexes). ``--explain``: ``EXPLAIN (ANALYZE, BUFFERS)`` of a group's heavy statements (its lock, its save,
-its events) for 16 keys of the run, in a transaction rolled back. Nothing is asserted.
+(an experiment; the sweeps need those indexes). ``--explain``: ``EXPLAIN (ANALYZE, BUFFERS)``
+of a group's heavy statements (its lock, its save, its events) for 16 keys of the run, in a
+transaction rolled back. Nothing is asserted.
 """
 
 from __future__ import annotations
