@@ -27,39 +27,7 @@ from tenure.store.base import ThreadGroups
 from tenure.store.errors import unreachable
 
 MAX_PG_GROUP = 64  # calls of one group on PostgreSQL
-GATHER_S = 0.002  # how long a group on PostgreSQL waits for company, at most (s)
-RATE_WEIGHT = 0.2  # the weight of the newest reading in the arrival rate's moving average
-
-
-def company_wait(have: int, want: int, rate: float, most: float = GATHER_S) -> float:
-    """How long a group of ``have`` calls waits for company, to be ``want`` calls, when calls
-    arrive at ``rate`` a second: the time the missing ones take at that rate, with half as much
-    again for the spread, at most ``most``; none when nothing is missing, or when not even one
-    call is expected within ``most`` (a quiet server does not delay its calls for nothing)."""
-    missing = want - have
-    if missing <= 0 or rate * most < 1:
-        return 0.0
-    return min(most, 1.5 * missing / rate)
-
-
-class Arrivals:
-    """The rate at which calls reach the group thread (calls a second): at each group, the
-    calls it took over the time since the one before (the calls that queued meanwhile), as a
-    moving average."""
-
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
-        self._clock = clock
-        self._at: float | None = None
-        self.rate = 0.0
-
-    def took(self, calls: int) -> None:
-        now = self._clock()
-        if self._at is not None and now > self._at:
-            reading = calls / (now - self._at)
-            self.rate = (
-                reading if self.rate == 0 else self.rate + RATE_WEIGHT * (reading - self.rate)
-            )
-        self._at = now
+GATHER_S = 0.001  # how long a group on PostgreSQL waits for company, at most (s)
 
 
 class PgGroupExecutor(Calls):
@@ -86,7 +54,6 @@ class PgGroupExecutor(Calls):
         self._closing = threading.Lock()  # no call is queued once close() has begun
         self._thread: threading.Thread | None = None
         self._last = 1  # calls of the last group
-        self._arrivals = Arrivals()
 
     def call(
         self, call: Callable[[], Any], key: str | None, answer: Answer, acquire: bool = False
@@ -140,9 +107,8 @@ class PgGroupExecutor(Calls):
         for one transaction, not two or three)."""
         taken = self._drain(taken)
         want = min(self._last, MAX_PG_GROUP)
-        wait = company_wait(len(taken), want, self._arrivals.rate) if self._last > 1 else 0.0
-        if wait > 0:
-            end = time.monotonic() + wait
+        if len(taken) < want and self._last > 1:
+            end = time.monotonic() + GATHER_S
             while len(taken) < want and (left := end - time.monotonic()) > 0:
                 try:
                     item = self._queue.get(timeout=left)
@@ -151,7 +117,6 @@ class PgGroupExecutor(Calls):
                 if not self._took(taken, item):
                     break
             taken = self._drain(taken)  # and whatever queued meanwhile
-        self._arrivals.took(len(taken))
         self._last = len(taken)
         return taken
 
