@@ -14,7 +14,8 @@ The costs, from the measured rows (each a server count and a client total):
 - the calls of a group: ``g = k * clients / servers`` (the calls that queue at one server
   while its group commits), ``k`` the median over the rows;
 - the machine's cores left to the run: what the run used (servers, PostgreSQL, load) plus the
-  idle share, the median over the rows (other work on the machine takes the rest);
+  idle share (other work on the machine takes the rest): each row's own for its check (on a
+  shared machine that share moves from run to run), their median for the model's line;
 - the time waiting on a lock another server's group holds (``pg_stat_activity``): reported,
   not modelled as CPU; a cross-server lock held through each commit adds a serial term
   (``--serial-ms`` per group: commits a second at most ``1000 / serial-ms`` over all servers).
@@ -60,11 +61,12 @@ class Costs:
     def db(self, g: float) -> float:
         return self.db_fixed + self.db_group / g
 
-    def here(self, servers: int, clients: int) -> float:
-        """ops/s on this machine: every process shares its cores."""
+    def here(self, servers: int, clients: int, cores: float | None = None) -> float:
+        """ops/s on this machine (``cores`` of it left to the run, default the median): every
+        process shares them."""
         g = self.group(servers, clients)
         cpu = self.server(g) + self.db(g) + self.load
-        return min(self.cores / cpu, self._serial(g))
+        return min((cores or self.cores) / cpu, self._serial(g))
 
     def host(self, servers: int, clients_per_server: int, db_cores: float) -> float:
         """ops/s with PostgreSQL alone on ``db_cores`` and each server on a core of its own."""
@@ -97,14 +99,15 @@ def fit(rows: list[dict[str, Any]], serial_ms: float = 0.0, cores: int = 2) -> C
     da, db_ = fit_line(inv_g, db)
     load = statistics.median(r.get("load_cpu_s_per_s", 0.0) / r["ops_per_s"] for r in ok)
     k = statistics.median(r["calls_per_commit"] * r["servers"] / r["clients"] for r in ok)
-    left = [
-        sum(r["server_cpu_s_per_s"])
-        + r["db_cpu_s_per_s"]
-        + r.get("load_cpu_s_per_s", 0.0)
-        + cores * r.get("idle_pct", 0.0) / 100
-        for r in ok
-    ]
-    return Costs(sa, sb, da, db_, load, k, min(cores, statistics.median(left)), serial_ms / 1000)
+    left = statistics.median(cores_left(r, cores) for r in ok)
+    return Costs(sa, sb, da, db_, load, k, left, serial_ms / 1000)
+
+
+def cores_left(row: dict[str, Any], cores: int = 2) -> float:
+    """The cores a run got: what its processes used plus the machine's idle share."""
+    used = sum(row["server_cpu_s_per_s"]) + row["db_cpu_s_per_s"]
+    used += row.get("load_cpu_s_per_s", 0.0) + cores * row.get("idle_pct", 0.0) / 100
+    return min(float(cores), used)
 
 
 def report(
@@ -127,15 +130,15 @@ def report(
         f"load {c.load * us:.0f} µs; g = {c.k:.2f} x clients / servers; cores left to the "
         f"run {c.cores:.2f}; serial per group {c.serial_s * 1000:.2f} ms.",
         "",
-        "| servers | clients | g measured | g model | ops/s measured | ops/s model "
-        "| model/measured |",
-        "|---|---|---|---|---|---|---|",
+        "| servers | clients | g measured | g model | cores the run got | ops/s measured "
+        "| ops/s model | model/measured |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in ok:
-        n, k = r["servers"], r["clients"]
-        pred = c.here(n, k)
+        n, k, got = r["servers"], r["clients"], cores_left(r)
+        pred = c.here(n, k, got)
         out.append(
-            f"| {n} | {k} | {r['calls_per_commit']:.1f} | {c.group(n, k):.1f} "
+            f"| {n} | {k} | {r['calls_per_commit']:.1f} | {c.group(n, k):.1f} | {got:.2f} "
             f"| {r['ops_per_s']:,.0f} | {pred:,.0f} | {pred / r['ops_per_s']:.2f} |"
         )
     one = c.host(1, clients_per_server, db_cores)
