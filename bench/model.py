@@ -11,8 +11,9 @@ The costs, from the measured rows (each a server count and a client total):
   fitted (least squares) over the rows' calls per commit, for the servers and for PostgreSQL
   apart;
 - the load generators' CPU per call (they run on this machine too: the median);
-- the calls of a group: ``g = k * clients / servers`` (the calls that queue at one server
-  while its group commits), ``k`` the median over the rows;
+- the calls of a group: ``g = k * (clients / servers) ** e`` (the calls that queue at one
+  server while its group commits; they fall slower than the clients a server: ``e`` < 1),
+  fitted (least squares on the logarithms) over the rows;
 - the machine's cores left to the run: what the run used (servers, PostgreSQL, load) plus the
   idle share (other work on the machine takes the rest): each row's own for its check (on a
   shared machine that share moves from run to run), their median for the model's line;
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import sys
 from dataclasses import dataclass
@@ -48,12 +50,13 @@ class Costs:
     db_fixed: float
     db_group: float
     load: float  # the load generators' CPU per call (this machine only)
-    k: float  # g = k * clients / servers
+    k: float  # g = k * (clients / servers) ** e
+    e: float
     cores: float  # cores of this machine left to the run
     serial_s: float = 0.0  # a cross-server lock held this long by each group (0: none)
 
     def group(self, servers: int, clients: int) -> float:
-        return max(1.0, self.k * clients / servers)
+        return max(1.0, self.k * (clients / servers) ** self.e)
 
     def server(self, g: float) -> float:
         return self.server_fixed + self.server_group / g
@@ -98,9 +101,10 @@ def fit(rows: list[dict[str, Any]], serial_ms: float = 0.0, cores: int = 2) -> C
     sa, sb = fit_line(inv_g, server)
     da, db_ = fit_line(inv_g, db)
     load = statistics.median(r.get("load_cpu_s_per_s", 0.0) / r["ops_per_s"] for r in ok)
-    k = statistics.median(r["calls_per_commit"] * r["servers"] / r["clients"] for r in ok)
+    logs = [math.log(r["clients"] / r["servers"]) for r in ok]
+    log_k, e = fit_line(logs, [math.log(max(1.0, r["calls_per_commit"])) for r in ok])
     left = statistics.median(cores_left(r, cores) for r in ok)
-    return Costs(sa, sb, da, db_, load, k, left, serial_ms / 1000)
+    return Costs(sa, sb, da, db_, load, math.exp(log_k), e, left, serial_ms / 1000)
 
 
 def cores_left(row: dict[str, Any], cores: int = 2) -> float:
@@ -127,7 +131,8 @@ def report(
         "",
         f"Per call: server CPU {c.server_fixed * us:.0f} µs + {c.server_group * us:.0f} µs per "
         f"group / g; PostgreSQL CPU {c.db_fixed * us:.0f} µs + {c.db_group * us:.0f} µs / g; "
-        f"load {c.load * us:.0f} µs; g = {c.k:.2f} x clients / servers; cores left to the "
+        f"load {c.load * us:.0f} µs; g = {c.k:.2f} x (clients / servers) ^ {c.e:.2f}; cores left "
+        f"to the "
         f"run {c.cores:.2f}; serial per group {c.serial_s * 1000:.2f} ms.",
         "",
         "| servers | clients | g measured | g model | cores the run got | ops/s measured "
