@@ -3,21 +3,28 @@ of a waiter on one server for a key released through another.
 
     python bench/servers.py                  # a throw-away embedded PostgreSQL, 5 s per count
     python bench/servers.py --seconds 2 --trials 10
-    python bench/servers.py --clients 16,48  # each count with 16 clients, then with 48
+    python bench/servers.py --clients 16     # 16 clients only (default: 16, then 48)
+    python bench/servers.py --json rows.json # the rows for bench/model.py too
 
-For each count: that many servers on the one database (each its own process and connection
-pool), the shared runner's ``cycle`` workload with 16 clients (or ``--clients``) split over
+For each client total (16 and 48 unless ``--clients``) and each count: that many servers on
+the one database (each its own process and connection pool), the shared runner's ``cycle``
+workload with the clients split over
 them (one load process per server, all at once): ops/s summed, acquire p99 (the worst
 server's), the calls per commit and commits a second (PostgreSQL's transaction ids handed out
 over the load, per second of its window), each server's CPU over the window (as its load
 process measured it), the database's (the PostgreSQL processes' CPU seconds over the run, load
 processes' start included, per second of it), the load processes' own CPU and the machine's
-idle share over the window (``/proc/stat``, other work on the machine included). Then
+idle share over the window (``/proc/stat``, other work on the machine included), and the time
+the database's backends spent waiting on a lock (``pg_stat_activity`` sampled every 10 ms over
+the window: waiting backends on average, their share of the busy ones, the lock kinds: the
+cross-server lock waits). Per client total: ops/s summed and its ratio to one server. Then
 ``--trials`` wake-ups: a holder acquires a key through the first server, a waiter asks for it
 with ``wait_ms`` through the last one (the same server when there is one), the holder releases;
 lag = the waiter's grant minus the release's reply (both seen by this process). Nothing is
 asserted about speed. bench/servers_probe.py takes the same cycle apart (each group's round
-trips, every process's CPU). See bench/README.md.
+trips, every process's CPU). At the end, bench/model.py's prediction of each row from the
+per-call costs measured, beside the measured figure, and its figure for a 16-core database
+host. See bench/README.md.
 """
 
 from __future__ import annotations
@@ -32,12 +39,63 @@ import time
 from pathlib import Path
 from typing import Any
 
+import model
 import psutil
 from growth_http import Server, bench_token, call, cycle_load, serve
 
 import tenure
 
 CLIENTS = 16
+CLIENT_TOTALS = "16,48"
+WAITS = """
+SELECT wait_event_type, wait_event FROM pg_stat_activity
+WHERE datname = current_database() AND state = 'active' AND pid <> pg_backend_pid()
+"""
+
+
+class LockWaits:
+    """Samples ``pg_stat_activity`` every ``every`` s while running: how many of the database's
+    backends are busy, and how many of them wait on a heavyweight lock (``wait_event_type =
+    'Lock'``: a row's, a transaction id's, an advisory lock: the locks that make one server's
+    group wait for another's). ``figures()``: backends waiting on a lock on average (s of
+    waiting per s), their share of the busy backends, and the lock events seen most."""
+
+    def __init__(self, db: str, every: float = 0.01) -> None:
+        self.db, self.every = db, every
+        self.samples = 0
+        self.busy = 0
+        self.waits: dict[str, int] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> LockWaits:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        import psycopg
+
+        with psycopg.connect(self.db, autocommit=True) as conn:
+            while not self._stop.wait(self.every):
+                got = conn.execute(WAITS.encode()).fetchall()
+                self.samples += 1
+                self.busy += len(got)
+                for kind, event in got:
+                    if kind == "Lock":
+                        self.waits[event] = self.waits.get(event, 0) + 1
+
+    def figures(self) -> dict[str, Any]:
+        waiting = sum(self.waits.values())
+        top = sorted(self.waits.items(), key=lambda kv: -kv[1])[:3]
+        return {
+            "lock_wait_s_per_s": waiting / max(1, self.samples),
+            "lock_wait_share": waiting / max(1, self.busy),
+            "lock_events": ", ".join(f"{k} {v / max(1, waiting):.0%}" for k, v in top) or "-",
+        }
 
 
 def pctl(values: list[float], q: float) -> float:
@@ -77,6 +135,20 @@ def load_figures(raw: Path, label: str) -> dict[str, float]:
         "load_cpu_s_per_s": sum(m.get("client_cpu_pct", 0.0) for m in mine) / 100,
         "idle_pct": 100 - (mine[0].get("host_busy_pct") or 100),
     }
+
+
+def pg_cpu_total(db: str) -> float:
+    """CPU seconds of the PostgreSQL server so far: the postmaster's own, its reaped children's
+    (backends that ended: their connections closed) and its live children's. The difference of
+    two readings is the server's CPU between them, whichever backends came and went."""
+    procs = postgres_processes(db)
+    if not procs:
+        return 0.0
+    main, total = procs[0], 0.0
+    with contextlib.suppress(psutil.Error):
+        t = main.cpu_times()
+        total += t.children_user + t.children_system
+    return total + sum(cpu_s(procs).values())
 
 
 def cpu_s(procs: list[psutil.Process]) -> dict[int, float]:
@@ -139,21 +211,21 @@ def one_count(
 ) -> dict:
     with contextlib.ExitStack() as stack:
         servers = [stack.enter_context(serve(db)) for _ in range(n)]
-        pg = postgres_processes(db)
-        db0, began, xid0 = cpu_s(pg), time.perf_counter(), next_xid(db)
+        db0, began, xid0 = pg_cpu_total(db), time.perf_counter(), next_xid(db)
         label = f"servers-{n}-{clients}-{time.time_ns()}"
-        m = cycle_load(servers, token, clients, seconds, raw, label)
+        with LockWaits(db) as waits:
+            m = cycle_load(servers, token, clients, seconds, raw, label)
         wall = time.perf_counter() - began
         if "error" in m:
             return {"servers": n, "clients": clients, **m}
-        m |= load_figures(raw, label)
+        m |= load_figures(raw, label) | waits.figures()
         commits = next_xid(db) - xid0  # the load's own, and its set-up's (a few dozen)
         m["commits_per_s"] = commits / m["window_s"]
         m["calls_per_commit"] = m["ops_per_s"] * m["window_s"] / max(1, commits)
         m["server_cpu_s_per_s"] = [  # over the load's window, as its load generator saw it
             (pct or 0.0) / 100 for pct in m["server_cpu_pct"]
         ]
-        m["db_cpu_s_per_s"] = cpu_between(db0, cpu_s(postgres_processes(db))) / wall
+        m["db_cpu_s_per_s"] = (pg_cpu_total(db) - db0) / wall
         m |= wake_lag(servers[0], servers[-1], token, trials)
     return {"servers": n, "clients": clients, **m}
 
@@ -189,15 +261,15 @@ def table(result: dict[str, Any]) -> str:
     head = (
         "| servers | clients | ops/s | vs 1 | acquire p50 / p99 ms | calls per commit "
         "| commits/s | CPU per server (s/s) | PostgreSQL CPU (s/s) | load CPU (s/s) "
-        "| machine idle % | wake-up lag p50 / p99 ms | errors |"
+        "| machine idle % | lock wait (s/s, share) | wake-up lag p50 / p99 ms | errors |"
     )
-    lines = [head, "|" + "---|" * 13]
+    lines = [head, "|" + "---|" * 14]
     rows = result.get("rows", [])
     base: dict[int, float] = {}  # clients -> the first count's ops/s
     for r in rows:
         clients = r.get("clients", result.get("clients", CLIENTS))
         if "error" in r:
-            lines.append(f"| {r['servers']} | {clients} | error: {r['error'][:80]} |" + " |" * 10)
+            lines.append(f"| {r['servers']} | {clients} | error: {r['error'][:80]} |" + " |" * 11)
             continue
         first = base.setdefault(clients, r["ops_per_s"])
         cpu = ", ".join(f"{c:.2f}" for c in r["server_cpu_s_per_s"])
@@ -206,7 +278,9 @@ def table(result: dict[str, Any]) -> str:
             f"| {r['acquire_p50_ms']:.2f} / {r['acquire_p99_ms']:.2f} "
             f"| {r.get('calls_per_commit', 0):.1f} | {r.get('commits_per_s', 0):,.0f} | {cpu} "
             f"| {r['db_cpu_s_per_s']:.2f} | {r.get('load_cpu_s_per_s', 0):.2f} "
-            f"| {r.get('idle_pct', 0):.0f} | {r['lag_p50_ms']:.1f} / {r['lag_p99_ms']:.1f} "
+            f"| {r.get('idle_pct', 0):.0f} "
+            f"| {r.get('lock_wait_s_per_s', 0):.2f}, {r.get('lock_wait_share', 0):.0%} "
+            f"({r.get('lock_events', '-')}) | {r['lag_p50_ms']:.1f} / {r['lag_p99_ms']:.1f} "
             f"| {r['errors'] + len(r['lag_errors'])} |"
         )
     return "\n".join(lines)
@@ -219,7 +293,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seconds", type=float, default=5.0, help="per count (default 5)")
     ap.add_argument("--trials", type=int, default=20, help="wake-ups per count (default 20)")
     ap.add_argument("--counts", default="1,2,3", help="server counts (default 1,2,3)")
-    ap.add_argument("--clients", default=str(CLIENTS), help=f"client totals (default {CLIENTS})")
+    ap.add_argument("--clients", default=CLIENT_TOTALS, help=f"client totals ({CLIENT_TOTALS})")
+    ap.add_argument("--json", type=Path, help="also write the rows there (for bench/model.py)")
     args = ap.parse_args(argv)
     counts = tuple(int(c) for c in args.counts.split(","))
     clients = tuple(int(c) for c in args.clients.split(","))
@@ -230,6 +305,9 @@ def main(argv: list[str] | None = None) -> int:
         raw = Path(tmp) / "raw.jsonl"
         result = run(fresh("servers"), args.seconds, raw, counts, args.trials, clients)
     print(table(result))
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=1))
+    print("\n" + model.report(result["rows"]))
     return 1 if any("error" in r for r in result["rows"]) else 0
 
 

@@ -100,6 +100,39 @@ def test_a_group_of_calls_on_keys_locked_ahead_is_two_round_trips(
 ODD = ["NULL", "null", 'a "quoted", {braced} value', "back\\slash", "it's", "ünï — ✓", ""]
 
 
+def test_acquisitions_under_prefixes_in_a_group_read_no_grant_of_their_own(
+    pg: PostgresStore, round_trips: list[str]
+) -> None:
+    """The subtree grants above the group's keys are read in its first round trip: an
+    acquisition of a key under a prefix (a new token must pass the latest subtree token above
+    it) costs its group no round trip more, and still passes that token."""
+    svc = Service(pg)
+    keys = ["t/a/1", "t/a/2", "plain"]
+    for key in keys:  # the rows exist (a new key costs its call a round trip)
+        svc.release("p", key, svc.acquire("p", key).token)
+    sub = svc.acquire("p", "t/", scope="subtree")  # t/ granted a subtree token
+    svc.release("p", "t/", sub.token)
+    round_trips.clear()
+    with pg.group(keys):
+        got = [svc.acquire("alice", k, ttl_ms=5_000) for k in keys]
+    assert len(round_trips) == 2, round_trips
+    assert "subtree_grants_above" in round_trips[0].split()
+    assert all(lease.token > sub.token for lease in got[:2])
+
+
+def test_a_subtree_granted_in_the_group_is_read_again_by_the_calls_after_it(
+    pg: PostgresStore,
+) -> None:
+    """A group that grants a subtree token reads the grants again for its later calls: a key
+    under that subtree acquired in the same group gets a larger token than the subtree's."""
+    svc = Service(pg)
+    with pg.group(["u/", "u/x"]):
+        sub = svc.acquire("p", "u/", scope="subtree")
+        svc.release("p", "u/", sub.token)
+        later = svc.acquire("alice", "u/x")
+    assert later.token > sub.token
+
+
 def test_the_statements_of_a_group_keep_every_string_as_it_was(pg: PostgresStore) -> None:
     """The group saves leases and events with arrays bound on the client: odd strings (the
     word NULL, quotes, braces, commas, backslashes, non-ASCII) come back exactly."""

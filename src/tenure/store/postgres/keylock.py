@@ -205,24 +205,35 @@ def _under(
 def lock_ahead(group: Group, keys: list[str], clock: Clock | None) -> None:
     """A group's first round trip: the auth version, the keys' prefix locks, their rows and
     the subtree leases above them (locked in key order, with the leases under the keys that
-    end in "/": :func:`lock_statement`), the token floor and the instant."""
+    end in "/": :func:`lock_statement`), the subtree grants above them
+    (:attr:`tenure.store.postgres.tx.Group.grants`), the token floor and the instant."""
     batch = group.batch
     batch.add("auth_version")
     locks = queue_locks(batch, keys)
     above = above_all(keys)
     batch.add(*lock_statement(keys, above))  # the rows near them too, in key order
+    if above:  # the subtree grants above them (an acquisition under a prefix reads them)
+        batch.add("subtree_grants_above", {"prefixes": above})
     batch.add("token_floor")
     if clock is None:
         batch.add("now_ms")
-    got = batch.all_rows(3 + locks + (clock is None))
+    got = batch.all_rows(3 + locks + bool(above) + (clock is None))
     group.auth_version = int(got[0][0][0])
     got = got[1 + locks :]
     found = {row[0]: record(row) for row in got[0]}
     group.locked = {k: found.get(k) for k in keys}  # a key without a row: None
     if above:
         group.subtrees = {p: r if live_subtree(r := found.get(p)) else None for p in above}
+        group.grants = {row[0]: (int(row[1]), grant_lease(row)) for row in got[1]}
+        group.grants_read = frozenset(above)
+        got = got[1:]
     group.floor = floors(got[1][0] if got[1] else None)
     group.now = int(got[2][0][0]) if clock is None else clock.now_ms()
+
+
+def grant_lease(row: Any) -> KeyRecord | None:
+    """The prefix's lease of a ``subtree_grants_above`` row (``None``: no row)."""
+    return rows.record_from(row[2:]) if row[2] is not None and row[3] else None
 
 
 def floors(row: Any) -> tuple[int, int]:

@@ -584,6 +584,16 @@ FROM tenure_subtree_tokens g LEFT JOIN tenure_leases l ON l.key = g.prefix AND l
 WHERE g.prefix IN (SELECT jsonb_array_elements_text(%(prefixes)s::jsonb))
 ORDER BY g.token DESC LIMIT 1;
 
+-- name: subtree_grants_above
+-- subtree_grant_above for every prefix above a group's keys at once, read ahead in the group's
+-- first round trip (after its prefix locks, which keep both from changing under it): each
+-- prefix's latest subtree token and that prefix's lease as it is now (NULL columns: no row).
+SELECT g.prefix, g.token, l.key, l.token, l.holder, l.task, l.ttl_ms, l.acquired_at,
+       l.renewed_at, l.expires_at, l.renewals, l.meta, l.ended, l.fence_open, l.conflicts,
+       l.session, l.scope
+FROM tenure_subtree_tokens g LEFT JOIN tenure_leases l ON l.key = g.prefix AND l.token > 0
+WHERE g.prefix = ANY(%(prefixes)s::text[]);
+
 -- name: max_token_under
 -- The largest token ever granted on a key under a prefix: a range of the primary key (and the
 -- largest of the rows compaction deleted, which may have been under it).
