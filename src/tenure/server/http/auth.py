@@ -29,8 +29,9 @@ import math
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import anyio
 
@@ -39,6 +40,7 @@ from tenure.errors import RateLimited, TenureError, Unauthenticated
 from tenure.service.principals import TOKEN_RE, Principals, expired
 from tenure.settings import AuthSettings
 from tenure.store.base import Credential
+from tenure.verbs.fields import TRUSTED_PRINCIPAL
 
 MAX_KNOWN = 10_000  # tokens whose principal is remembered (then the oldest are forgotten)
 MAX_UNKNOWN = 10_000  # refused tokens remembered
@@ -142,6 +144,17 @@ class Authenticator:
         if isinstance(got, RateLimited):
             await anyio.sleep(TARPIT_S)
         raise got or Unauthenticated(MISSING)
+
+    async def caller(self, scope: Mapping[str, Any], token: str | None) -> Principal:
+        """Who a request is: the principal a direct-mode client of this process named (the
+        scope key only it sets, :data:`TRUSTED_PRINCIPAL`: the stored principal of that name,
+        else a plain one), or that of its bearer token (:meth:`authenticate`)."""
+        name = scope.get(TRUSTED_PRINCIPAL)
+        if isinstance(name, str):
+            found = await anyio.to_thread.run_sync(self._store.get_principal, name)
+            return found or Principal(name)
+        client = scope.get("client")
+        return await self.authenticate(token, client[0] if client else None)
 
     async def still_valid(self, token: str) -> bool:
         """Whether ``token`` still authenticates (an open stream asks every second)."""
