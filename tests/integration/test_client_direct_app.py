@@ -93,3 +93,24 @@ def test_async_direct_mode_goes_through_the_app(live_server: Any) -> None:
             assert (await direct.me()) == tenure.Principal("stranger")
 
     asyncio.run(main())
+
+
+def test_the_direct_clients_of_one_database_share_its_app(live_server: Any) -> None:
+    """One app per database in a process: its waiters see every release made through any of
+    its clients; the last client to close stops it."""
+    one = tenure.Client(live_server.db, principal="root")
+    two = tenure.AsyncClient(live_server.db, principal="stranger")
+    first = one._transport.backend.running
+    assert two._transport.backend.running is first
+    one.close()
+    assert first.portal.call(lambda: _alive(first))  # still serving the other client
+    asyncio.run(two.close())
+    with pytest.raises(RuntimeError):
+        first.portal.call(lambda: _alive(first))  # stopped with its last client
+    with tenure.Client(live_server.db, principal="root") as three:
+        assert three._transport.backend.running is not first
+        assert three.me().name == "root"
+
+
+async def _alive(running: Any) -> bool:
+    return running.app.tenure is not None

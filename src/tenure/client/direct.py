@@ -54,54 +54,90 @@ if TYPE_CHECKING:
     from tenure.settings import Limits
 
 
+class Running:
+    """A server's app on an event loop of its own thread, its lifespan started: the store
+    open, the app's waiters and executor running (no reaper: ``direct=True``)."""
+
+    def __init__(self, settings: Settings, service: Service | None = None) -> None:
+        # an embedding's clock (a test's fake one) is the app's too
+        clock = getattr(getattr(service and service.store, "connector", None), "clock", None)
+        self.app = create_app(settings, clock=clock, service=service, direct=True)
+        self.users = 0
+        with contextlib.ExitStack() as stack:
+            self.portal = stack.enter_context(anyio.from_thread.start_blocking_portal())
+            life = self.app.router.lifespan_context(self.app)
+            stack.enter_context(self.portal.wrap_async_context_manager(life))
+            self._stack = stack.pop_all()
+
+    def stop(self) -> None:
+        self._stack.close()
+
+
+#: the apps this process runs for direct-mode clients, one per database (and settings): the
+#: clients of one database share its app, its waiters and its store
+_RUNNING: dict[str, Running] = {}
+_RUNNING_LOCK = threading.Lock()
+
+
 class DirectBackend:
-    """A server's app on the database, in this process, on an event loop of its own, whose
-    requests act as ``principal`` (trusted, not authenticated). Thread-safe."""
+    """A client's share of the server's app on the database, in this process, whose requests
+    act as ``principal`` (trusted, not authenticated). Thread-safe."""
 
     def __init__(self, url: str, principal: str, *, policy: PolicySet | None = None) -> None:
+        name = v.check_text("principal", principal, 128)
         overrides: dict[str, Any] = {"db": url}
         if policy is not None:
             overrides["policy"] = policy
-        self._start(principal, Settings.from_env(**overrides), None)
+        settings = Settings.from_env(**overrides)
+        key = repr(settings)
+        with _RUNNING_LOCK:
+            running = _RUNNING.get(key)
+            if running is None:
+                running = _RUNNING[key] = Running(settings)
+            running.users += 1
+        self._use(name, running, key)
         self.url = url
 
     @classmethod
     def on(cls, service: Service, principal: str, limits: Limits | None = None) -> DirectBackend:
         """Calls as ``principal`` on ``service`` (an embedding's, or a test's with a fake
-        clock), whose store stays open when the client closes."""
-        backend = cls.__new__(cls)
+        clock), whose store stays open when the client closes (an app of its own)."""
+        name = v.check_text("principal", principal, 128)
         settings = Settings.from_env(policy=service.policy)
         if limits is not None:
             settings = dataclasses.replace(settings, limits=limits)
-        backend._start(principal, settings, service)
+        backend = cls.__new__(cls)
+        running = Running(settings, service)
+        running.users = 1
+        backend._use(name, running, None)
         backend.url = ""
         return backend
 
-    def _start(self, principal: str, settings: Settings, service: Service | None) -> None:
-        self.name = v.check_text("principal", principal, 128)
-        # an embedding's clock (a test's fake one) is the app's too
-        clock = getattr(getattr(service and service.store, "connector", None), "clock", None)
-        app = create_app(settings, clock=clock, service=service, direct=True)
-        self.app = scoped(app, {TRUSTED_PRINCIPAL: self.name})
+    def _use(self, name: str, running: Running, key: str | None) -> None:
+        self.name = name
+        self.running, self._key = running, key
+        self.portal = running.portal
+        self.app = scoped(running.app, {TRUSTED_PRINCIPAL: name})
         self._lock = threading.Lock()
         self._closed = False
-        with contextlib.ExitStack() as stack:
-            self.portal = stack.enter_context(anyio.from_thread.start_blocking_portal())
-            stack.enter_context(
-                self.portal.wrap_async_context_manager(app.router.lifespan_context(app))
-            )
-            self._running = stack.pop_all()
 
     def check_open(self) -> None:
         if self._closed:
             raise RuntimeError("the client is closed")
 
     def close(self) -> None:
+        """Leave the app; the last client of it stops it (and closes the store)."""
         with self._lock:
             if self._closed:
                 return
             self._closed = True
-        self._running.close()
+        with _RUNNING_LOCK:
+            self.running.users -= 1
+            last = self.running.users == 0
+            if last and self._key is not None and _RUNNING.get(self._key) is self.running:
+                del _RUNNING[self._key]
+        if last:
+            self.running.stop()
 
 
 def turns(call: Call[Any]) -> tuple[float, Call[Any]] | None:
