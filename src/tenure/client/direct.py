@@ -5,12 +5,14 @@ client as over HTTP, whose requests go to a server's own app built on that datab
 process (no socket): each call goes through the real routes, their validation, the verb table
 and the problem replies, so both modes send the same requests, get the same bytes back, return
 the same models and raise the same errors. The app runs on an event loop in a thread of its
-own, started with the client and stopped by ``close()``.
+own; the clients of one database in a process share it (its store, its waiters), and the last
+one to close stops it.
 
 **Direct mode trusts the principal name it is given.** There is no token and no
 authentication: whoever can open the database can act as anyone, as the CLI's ``principal add``
 does. The roles of a principal that exists in the database (``admin``, ``supervisor``) and its
-parent apply; an unknown name acts as a plain principal of kind ``service``. The name travels
+parent apply (a change of them made elsewhere is seen within a second, as a token's is); an
+unknown name acts as a plain principal of kind ``service``. The name travels
 in an ASGI scope key that only this process's in-process transport sets
 (:data:`tenure.verbs.fields.TRUSTED_PRINCIPAL`): no HTTP request can set it, whatever header it
 sends. Use direct mode for cron jobs and scripts on a host that owns the database, never to
@@ -19,8 +21,8 @@ serve other callers.
 There is no reaper in direct mode: leases still end on time (expiry is the store's job), but
 the ``expired`` event of a lapsed lease is recorded when a server's reaper, or the next call on
 the key, gets to it. ``wait_ms`` waits in the app's own line for the key, in turns of at most
-:data:`TURN_MS`: a release through any client of this process, or the holder's deadline, wakes
-it at once; a release by another process is seen at the next turn.
+:data:`TURN_MS`: a release through any direct client of this database in this process, or the
+holder's deadline, wakes it at once; a release by another process is seen at the next turn.
 """
 
 from __future__ import annotations
