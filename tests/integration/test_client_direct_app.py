@@ -5,6 +5,8 @@ replies), and the principal it trusts travels where no network request can put i
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 from typing import Any
 
 import httpx
@@ -114,3 +116,16 @@ def test_the_direct_clients_of_one_database_share_its_app(live_server: Any) -> N
 
 async def _alive(running: Any) -> bool:
     return running.app.tenure is not None
+
+
+def test_a_script_that_never_closes_its_direct_client_still_exits(tmp_path: Any) -> None:
+    """The app's loop runs in a thread of its own: at exit it is stopped, not waited for."""
+    script = (
+        "import tenure\n"
+        f"client = tenure.Client('sqlite:///{tmp_path}/t.db', principal='cron')\n"
+        "print(client.acquire('jobs/left', ttl_ms=5000).holder)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+    )
+    assert (done.returncode, done.stdout) == (0, "cron\n"), done.stderr

@@ -28,6 +28,7 @@ holder's deadline, wakes it at once; a release by another process is seen at the
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import dataclasses
 import math
@@ -70,15 +71,29 @@ class Running:
             life = self.app.router.lifespan_context(self.app)
             stack.enter_context(self.portal.wrap_async_context_manager(life))
             self._stack = stack.pop_all()
+        with _RUNNING_LOCK:
+            _STARTED.add(self)
 
     def stop(self) -> None:
+        with _RUNNING_LOCK:
+            _STARTED.discard(self)
         self._stack.close()
+
+
+def _stop_all() -> None:
+    """At exit: stop the apps of clients nobody closed (their loops would wait for them)."""
+    for running in list(_STARTED):
+        with contextlib.suppress(Exception):
+            running.stop()
 
 
 #: the apps this process runs for direct-mode clients, one per database (and settings): the
 #: clients of one database share its app, its waiters and its store
 _RUNNING: dict[str, Running] = {}
-_RUNNING_LOCK = threading.Lock()
+#: every app started and not stopped yet (stopped at exit if its clients were not closed)
+_STARTED: set[Running] = set()
+_RUNNING_LOCK = threading.RLock()
+atexit.register(_stop_all)
 
 
 class DirectBackend:
