@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, TypeVar
 
 import httpx
@@ -28,7 +28,9 @@ BASE = "http://tenure.local"
 NO_ADDRESS = ("127.0.0.1", 0)
 #: how a request is run on the app's loop from the caller's thread: ``run(fn, request)``
 #: (``anyio.from_thread.run`` from a worker thread of that loop, a portal's ``call`` otherwise)
-Runner = Callable[[Callable[[httpx.Request], Awaitable[httpx.Response]], httpx.Request], Any]
+Runner = Callable[
+    [Callable[[httpx.Request], Coroutine[Any, Any, httpx.Response]], httpx.Request], Any
+]
 
 
 def scoped(app: ASGIApp, extra: Mapping[str, Any]) -> ASGIApp:

@@ -161,7 +161,7 @@ def turns(call: Call[Any]) -> tuple[float, Call[Any]] | None:
     """When ``call`` is an acquisition that waits: its deadline (monotonic) and its first
     turn; ``None`` otherwise (a bad ``wait_ms`` goes as it is: the app refuses it)."""
     wait = (call.body or {}).get("wait_ms") if call.op == "acquire" else None
-    if not v.is_int(wait) or not 0 < wait <= MAX_WAIT_MS:
+    if not isinstance(wait, int) or isinstance(wait, bool) or not 0 < wait <= MAX_WAIT_MS:
         return None
     deadline = time.monotonic() + wait / 1000
     return deadline, turn(call, deadline)

@@ -133,7 +133,8 @@ def create_app(
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:  # (the app is ``app`` below)
         owned = given is None
-        service = given or await anyio.to_thread.run_sync(_open_service, settings, clock)
+        service = await anyio.to_thread.run_sync(_open_service, settings, clock) if owned else given
+        assert service is not None
         store = service.store
         reaper = Reaper(
             service, retention=settings.retention, compact_every=settings.compact_every_s
