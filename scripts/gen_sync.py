@@ -39,7 +39,7 @@ CLIENT_USE = (
     """\
 Use it as ``async with AsyncClient() as client``. :meth:`lease` holds a lease with a
 heartbeat task and cancels the guarded block if the lease is lost. In direct mode the
-database calls run in worker threads. Needs asyncio (it uses ``Task.cancel``/``uncancel``).
+server's app runs on an event loop in a thread. Needs asyncio (``Task.cancel``/``uncancel``).
 ``client.items`` (:class:`~tenure.client.items.AsyncItems`) is the work queue, with
 ``items.work(...)``, a claim held with a heartbeat task.""",
     """\

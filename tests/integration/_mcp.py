@@ -1,6 +1,7 @@
 """Helpers of the MCP tests: calling a tool and reading its result or its refusal, with any MCP
 client session of the SDK (in-process, streamable HTTP or stdio), and :func:`in_process` MCP
-connections on a service."""
+connections on a service (the same client as direct mode: the server's own app on the
+service, in process)."""
 
 from __future__ import annotations
 
@@ -90,9 +91,10 @@ def in_process(service: tenure.Service) -> Agent:
         Principals(service.store).bootstrap(name, kind, roles, parent)
         sid = f"mcp-{next(numbers)}" if session is None else session
         transport = DirectTransport(DirectBackend.on(service, name))
-        backend = Backend(tenure.Client(transport=transport, session=sid))
-        server = build_server(lambda ctx: backend, service.policy)
-        async with Client(server) as client:
-            yield client
+        with tenure.Client(transport=transport, session=sid) as direct:
+            backend = Backend(direct)
+            server = build_server(lambda ctx: backend, service.policy)
+            async with Client(server) as client:
+                yield client
 
     return connect

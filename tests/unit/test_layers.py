@@ -40,6 +40,8 @@ FRONT_EDGES = {
     "supervise": {"client"},  # above the client, below the CLI: it runs commands over a client
     "compose": {"server", "mcp"},
     "mcp": {"client"},  # the MCP tools over a remote server (`tenure mcp`) use the client
+    # direct mode runs the server's own app in the client's process (loaded only when used)
+    "client": {"server.http.app"},
 }
 
 

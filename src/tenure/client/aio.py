@@ -113,7 +113,7 @@ class AsyncClient(AsyncEventsMixin):
 
     Use it as ``async with AsyncClient() as client``. :meth:`lease` holds a lease with a
     heartbeat task and cancels the guarded block if the lease is lost. In direct mode the
-    database calls run in worker threads. Needs asyncio (it uses ``Task.cancel``/``uncancel``).
+    server's app runs on an event loop in a thread. Needs asyncio (``Task.cancel``/``uncancel``).
     ``client.items`` (:class:`~tenure.client.items.AsyncItems`) is the work queue, with
     ``items.work(...)``, a claim held with a heartbeat task.
     """
@@ -143,8 +143,8 @@ class AsyncClient(AsyncEventsMixin):
         if transport is None:
             if where.direct:
                 assert where.principal is not None
-                # imported here: direct mode loads the service, the store and both database
-                # drivers, which a client over HTTP (every CLI start) does without (~70 ms)
+                # imported here: direct mode loads the server's app, the service, the store and
+                # both database drivers, which a client over HTTP (every CLI start) does without
                 from tenure.client.direct import AsyncDirectTransport, DirectBackend
 
                 backend = DirectBackend(where.url, where.principal, policy=policy)

@@ -1,222 +1,249 @@
 """Direct mode: the client API in this process, on the database, with no server.
 
-``Client("sqlite:///path/tenure.db", principal="cron")`` (or a ``postgresql://`` URL) opens the
-database and runs each call through :class:`tenure.Service` (and
-:class:`tenure.service.principals.Principals`), then reads the result with the same parsing as a
-server's
-reply, so both modes return the same models and raise the same errors.
+``Client("sqlite:///path/tenure.db", principal="cron")`` (or a ``postgresql://`` URL) is the same
+client as over HTTP, whose requests go to a server's own app built on that database in this
+process (no socket): each call goes through the real routes, their validation, the verb table
+and the problem replies, so both modes send the same requests, get the same bytes back, return
+the same models and raise the same errors. The app runs on an event loop in a thread of its
+own; the clients of one database in a process share it (its store, its waiters), and the last
+one to close stops it.
 
 **Direct mode trusts the principal name it is given.** There is no token and no
 authentication: whoever can open the database can act as anyone, as the CLI's ``principal add``
 does. The roles of a principal that exists in the database (``admin``, ``supervisor``) and its
-parent apply; an unknown name acts as a plain principal of kind ``service``. Use it for cron
-jobs and scripts on a host that owns the database, never to serve other callers.
+parent apply (a change of them made elsewhere is seen within a second, as a token's is); an
+unknown name acts as a plain principal of kind ``service``. The name travels
+in an ASGI scope key that only this process's in-process transport sets
+(:data:`tenure.verbs.fields.TRUSTED_PRINCIPAL`): no HTTP request can set it, whatever header it
+sends. Use direct mode for cron jobs and scripts on a host that owns the database, never to
+serve other callers.
 
 There is no reaper in direct mode: leases still end on time (expiry is the store's job), but
 the ``expired`` event of a lapsed lease is recorded when a server's reaper, or the next call on
-the key, gets to it. ``wait_ms`` is served by polling the key (a server wakes waiters at once on
-release; in direct mode a release by another process is seen within a poll interval).
+the key, gets to it. ``wait_ms`` waits in the app's own line for the key, in turns of at most
+:data:`TURN_MS`: a release through any direct client of this database in this process, or the
+holder's deadline, wakes it at once; a release by another process is seen at the next turn.
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
-import json
+import dataclasses
+import math
 import threading
 import time
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tenure.client._wire import Call, Reply, TransportError, transport_error
+import anyio.from_thread
+import httpx
+
+from tenure.client import _transport as tr
+from tenure.client._call import Call, Reply, TransportError, transport_error
+from tenure.client._inprocess import BASE, AppTransport, LoopAppTransport, scoped
 from tenure.core import validate as v
-from tenure.core.models import Principal
 from tenure.core.policy import PolicySet
 from tenure.core.validate import MAX_WAIT_MS
-from tenure.errors import InvalidRequest, LeaseHeld
-from tenure.service.leases import Service
-from tenure.service.principals import Principals
-from tenure.settings import Limits, Settings
-from tenure.store.errors import failure
-from tenure.store.open import open_store
-from tenure.verbs import ops as ov
-from tenure.verbs.ops import EventsIn
-from tenure.verbs.registry import BY_NAME
-from tenure.verbs.table import Services
+from tenure.server.http.app import create_app
+from tenure.settings import Settings
+from tenure.verbs.fields import TRUSTED_PRINCIPAL
 
-POLL_MIN_S = 0.02
-POLL_MAX_S = 0.25
-SLACK_S = 0.005
+#: the longest one turn of a waiting acquisition waits in the app's line (ms)
+TURN_MS = 250
 
-Handler = Callable[[Principal, dict[str, Any]], Any]
+if TYPE_CHECKING:
+    from tenure.service.leases import Service
+    from tenure.settings import Limits
+
+
+class Running:
+    """A server's app on an event loop of its own thread, its lifespan started: the store
+    open, the app's waiters and executor running (no reaper: ``direct=True``)."""
+
+    def __init__(self, settings: Settings, service: Service | None = None) -> None:
+        # an embedding's clock (a test's fake one) is the app's too
+        clock = getattr(getattr(service and service.store, "connector", None), "clock", None)
+        self.app = create_app(settings, clock=clock, service=service, direct=True)
+        self.users = 0
+        with contextlib.ExitStack() as stack:
+            self.portal = stack.enter_context(anyio.from_thread.start_blocking_portal())
+            life = self.app.router.lifespan_context(self.app)
+            stack.enter_context(self.portal.wrap_async_context_manager(life))
+            self._stack = stack.pop_all()
+        with _RUNNING_LOCK:
+            _STARTED.add(self)
+
+    def stop(self) -> None:
+        with _RUNNING_LOCK:
+            _STARTED.discard(self)
+        self._stack.close()
+
+
+def _stop_all() -> None:
+    """At exit: stop the apps of clients nobody closed (their loops would wait for them)."""
+    for running in list(_STARTED):
+        with contextlib.suppress(Exception):
+            running.stop()
+
+
+#: the apps this process runs for direct-mode clients, one per database (and settings): the
+#: clients of one database share its app, its waiters and its store
+_RUNNING: dict[str, Running] = {}
+#: every app started and not stopped yet (stopped at exit if its clients were not closed)
+_STARTED: set[Running] = set()
+_RUNNING_LOCK = threading.RLock()
+atexit.register(_stop_all)
 
 
 class DirectBackend:
-    """Runs one call on the database as ``principal`` (trusted, not authenticated).
-
-    Results come back as the JSON the server would send, so the clients parse them alike.
-    Thread-safe: the stores are.
-    """
+    """A client's share of the server's app on the database, in this process, whose requests
+    act as ``principal`` (trusted, not authenticated). Thread-safe."""
 
     def __init__(self, url: str, principal: str, *, policy: PolicySet | None = None) -> None:
-        store = open_store(url)
-        settings = Settings.from_env()
-        service = Service(
-            store,
-            policy or settings.policy,
-            stall_ms=settings.stall_ms,
-            retention=settings.compaction,
-            quotas=settings.quotas,
-        )
-        self._serve(service, principal, settings.limits, owns=True)
+        name = v.check_text("principal", principal, 128)
+        overrides: dict[str, Any] = {"db": url}
+        if policy is not None:
+            overrides["policy"] = policy
+        settings = Settings.from_env(**overrides)
+        key = repr(settings)
+        with _RUNNING_LOCK:
+            running = _RUNNING.get(key)
+            if running is None:
+                running = _RUNNING[key] = Running(settings)
+            running.users += 1
+        self._use(name, running, key)
         self.url = url
 
     @classmethod
     def on(cls, service: Service, principal: str, limits: Limits | None = None) -> DirectBackend:
         """Calls as ``principal`` on ``service`` (an embedding's, or a test's with a fake
-        clock), whose store stays open when the client closes."""
+        clock), whose store stays open when the client closes (an app of its own)."""
+        name = v.check_text("principal", principal, 128)
+        settings = Settings.from_env(policy=service.policy)
+        if limits is not None:
+            settings = dataclasses.replace(settings, limits=limits)
         backend = cls.__new__(cls)
-        backend._serve(service, principal, limits or Limits(), owns=False)
+        running = Running(settings, service)
+        running.users = 1
+        backend._use(name, running, None)
         backend.url = ""
         return backend
 
-    def _serve(self, service: Service, principal: str, limits: Limits, *, owns: bool) -> None:
-        self.name = v.check_text("principal", principal, 128)
-        self.store = service.store
-        self.service = service
-        self.principals = Principals(self.store)
-        self.services = Services(self.service, self.principals, limits)
-        self._owns = owns
+    def _use(self, name: str, running: Running, key: str | None) -> None:
+        self.name = name
+        self.running, self._key = running, key
+        self.portal = running.portal
+        self.app = scoped(running.app, {TRUSTED_PRINCIPAL: name})
         self._lock = threading.Lock()
         self._closed = False
-        self._handlers: dict[str, Handler] = {}
 
-    def principal(self) -> Principal:
-        """Who the calls act as: the stored principal of that name, else a plain one."""
-        return self.store.get_principal(self.name) or Principal(self.name)
-
-    def handle(self, call: Call[Any]) -> Reply:
-        """One try of ``call``: the reply's JSON, or the service's own exception."""
+    def check_open(self) -> None:
         if self._closed:
             raise RuntimeError("the client is closed")
-        verb = BY_NAME.get(call.op)
-        handler = self._handlers.get(call.op)
-        if verb is None and handler is None:
-            raise NotImplementedError(f"direct mode has no {call.op!r}")
-        try:
-            if verb is ov.EVENTS:  # its long-poll: polling the verb
-                return Reply(200, self._events(verb.args(call.args())))
-            if verb is not None:  # a verb of the table: the same run and JSON as a server's
-                out = verb(self.services, self.principal(), verb.args(call.args()))
-                return Reply(verb.status, json.loads(out) if isinstance(out, bytes) else out)
-            assert handler is not None
-            return Reply(200, handler(self.principal(), call.args()))
-        except Exception as exc:
-            found = failure(exc)  # a database's failure: the call may have run, or not
-            if found is None:
-                raise
-            raise transport_error(call, exc, sent=found.sent) from exc
-
-    def _events(self, args: EventsIn) -> dict[str, Any]:
-        """A page of events; ``wait_ms`` is served by polling (no server to ring a bell)."""
-        wait_ms = args.wait_ms or 0
-        if not v.is_int(wait_ms) or not 0 <= wait_ms <= MAX_WAIT_MS:
-            raise InvalidRequest(f"wait_ms: from 0 to {MAX_WAIT_MS}", field="wait_ms")
-        deadline = time.monotonic() + wait_ms / 1000
-        pause = POLL_MIN_S
-        while True:
-            page = ov.EVENTS.run(self.services, self.principal(), args)
-            left = deadline - time.monotonic()
-            if page.events or left <= 0:
-                return ov.events_wire(page)
-            args = args.model_copy(update={"after": page.next})
-            time.sleep(min(pause, left))
-            pause = min(pause * 2, POLL_MAX_S)
-
-    def wait_hint(self, held: LeaseHeld, left: float, polls: int) -> float:
-        """How long to sleep before trying a held key again."""
-        until_expiry = ((held.expires_at or 0) - self.store.now_ms()) / 1000 + SLACK_S
-        backoff = min(POLL_MAX_S, POLL_MIN_S * 2.0**polls)
-        return max(0.0, min(left, until_expiry, backoff))
 
     def close(self) -> None:
+        """Leave the app; the last client of it stops it (and closes the store)."""
         with self._lock:
             if self._closed:
                 return
             self._closed = True
-        if self._owns:
-            self.store.close()
+        with _RUNNING_LOCK:
+            self.running.users -= 1
+            last = self.running.users == 0
+            if last and self._key is not None and _RUNNING.get(self._key) is self.running:
+                del _RUNNING[self._key]
+        if last:
+            self.running.stop()
 
 
-def _wait_ms(call: Call[Any]) -> int:
-    if call.op != "acquire":
-        return 0
-    wait = (call.body or {}).get("wait_ms")
-    if wait is None:
-        return 0
-    if not v.is_int(wait) or not 0 <= wait <= MAX_WAIT_MS:
-        raise InvalidRequest(f"wait_ms: must be between 0 and {MAX_WAIT_MS}", field="wait_ms")
-    return int(wait)
+def turns(call: Call[Any]) -> tuple[float, Call[Any]] | None:
+    """When ``call`` is an acquisition that waits: its deadline (monotonic) and its first
+    turn; ``None`` otherwise (a bad ``wait_ms`` goes as it is: the app refuses it)."""
+    wait = (call.body or {}).get("wait_ms") if call.op == "acquire" else None
+    if not isinstance(wait, int) or isinstance(wait, bool) or not 0 < wait <= MAX_WAIT_MS:
+        return None
+    deadline = time.monotonic() + wait / 1000
+    return deadline, turn(call, deadline)
+
+
+def turn(call: Call[Any], deadline: float) -> Call[Any]:
+    """``call`` waiting at most one turn of what is left until ``deadline``."""
+    left = max(1, min(TURN_MS, math.ceil((deadline - time.monotonic()) * 1000)))
+    body = {**(call.body or {}), "wait_ms": left}
+    return dataclasses.replace(call, body=body, wait_s=left / 1000)
+
+
+def held(reply: Reply, deadline: float) -> bool:
+    """Whether a turn ended with the key still held and time left to wait."""
+    refused = reply.status == 409 and isinstance(reply.data, dict)
+    return refused and reply.data.get("code") == "lease_held" and time.monotonic() < deadline
 
 
 class DirectTransport:
-    """Direct mode for :class:`~tenure.client.Client`: calls run in the calling thread."""
+    """Direct mode for :class:`~tenure.client.Client`: each request runs on the app's loop
+    while the calling thread waits for it."""
 
     def __init__(self, backend: DirectBackend) -> None:
         self.backend = backend
+        app = AppTransport(backend.app, backend.portal.call)
+        self._http = httpx.Client(base_url=BASE, headers=tr.http_headers(None), transport=app)
 
     def send(self, call: Call[Any], timeout: float) -> Reply:
-        wait_ms = _wait_ms(call)
-        deadline = time.monotonic() + wait_ms / 1000
-        polls = 0
-        while True:
-            try:
-                return self.backend.handle(call)
-            except LeaseHeld as held:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise
-                time.sleep(self.backend.wait_hint(held, left, polls))
-                polls += 1
+        waiting = turns(call)
+        if waiting is None:
+            return self._once(call, timeout)
+        deadline, first = waiting
+        reply = self._once(first, timeout)
+        while held(reply, deadline):
+            reply = self._once(turn(call, deadline), timeout)
+        return reply
+
+    def _once(self, call: Call[Any], timeout: float) -> Reply:
+        self.backend.check_open()
+        try:
+            response = self._http.send(tr.http_request(self._http, call, timeout))
+        except httpx.TransportError as exc:
+            raise transport_error(call, exc) from exc
+        return tr.reply_from_httpx(response)
 
     def close(self) -> None:
+        self._http.close()
         self.backend.close()
 
 
 class AsyncDirectTransport:
-    """Direct mode for :class:`~tenure.client.AsyncClient`: each try runs in a worker thread,
-    and a wait sleeps on the event loop between tries."""
+    """Direct mode for :class:`~tenure.client.AsyncClient`: each request runs on the app's
+    loop while the caller's loop awaits it (cancelled meanwhile, the request still ends first:
+    :class:`~tenure.client._inprocess.LoopAppTransport`)."""
 
     def __init__(self, backend: DirectBackend) -> None:
         self.backend = backend
+        app = LoopAppTransport(
+            AppTransport(backend.app, backend.portal.call), backend.portal.start_task_soon
+        )
+        self._http = httpx.AsyncClient(base_url=BASE, headers=tr.http_headers(None), transport=app)
 
     async def send(self, call: Call[Any], timeout: float) -> Reply:
-        wait_ms = _wait_ms(call)
-        deadline = time.monotonic() + wait_ms / 1000
-        polls = 0
-        while True:
-            try:
-                return await self._try(call)
-            except LeaseHeld as held:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise
-                await asyncio.sleep(self.backend.wait_hint(held, left, polls))
-                polls += 1
+        waiting = turns(call)
+        if waiting is None:
+            return await self._once(call, timeout)
+        deadline, first = waiting
+        reply = await self._once(first, timeout)
+        while held(reply, deadline):
+            reply = await self._once(turn(call, deadline), timeout)
+        return reply
 
-    async def _try(self, call: Call[Any]) -> Reply:
-        """One try in a worker thread. Cancelled meanwhile, it still ends before the
-        cancellation goes on: what it did (a grant, say) is done by the time the client looks,
-        so a lease granted to a cancelled acquisition can be found and released."""
-        attempt = asyncio.ensure_future(asyncio.to_thread(self.backend.handle, call))
+    async def _once(self, call: Call[Any], timeout: float) -> Reply:
+        self.backend.check_open()
         try:
-            return await asyncio.shield(attempt)
-        except asyncio.CancelledError:
-            with contextlib.suppress(Exception):
-                await attempt
-            raise
+            response = await self._http.send(tr.http_request(self._http, call, timeout))
+        except httpx.TransportError as exc:
+            raise transport_error(call, exc) from exc
+        return tr.reply_from_httpx(response)
 
     async def close(self) -> None:
+        await self._http.aclose()
         await asyncio.to_thread(self.backend.close)
 
 

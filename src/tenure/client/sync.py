@@ -142,8 +142,8 @@ class Client(EventsMixin):
         if transport is None:
             if where.direct:
                 assert where.principal is not None
-                # imported here: direct mode loads the service, the store and both database
-                # drivers, which a client over HTTP (every CLI start) does without (~70 ms)
+                # imported here: direct mode loads the server's app, the service, the store and
+                # both database drivers, which a client over HTTP (every CLI start) does without
                 from tenure.client.direct import DirectBackend, DirectTransport
 
                 backend = DirectBackend(where.url, where.principal, policy=policy)

@@ -21,34 +21,29 @@ import httpx
 from starlette.types import ASGIApp
 
 from tenure.client import Client
+from tenure.client._inprocess import AppTransport
 from tenure.client.sync import HttpTransport
 from tenure.verbs.fields import CONNECTION_SESSION
 
 #: the base URL of the in-process requests (they never leave the process)
 BASE = "http://tenure.mcp"
-#: the address of a request whose caller's address is unknown
-NO_ADDRESS = ("127.0.0.1", 0)
 
 
-class AppTransport(httpx.BaseTransport):
-    """httpx's ``ASGITransport`` to ``app``, for a blocking client in a worker thread of the
-    app's event loop: each request runs on that loop, in the caller's ``session``."""
+class SessionTransport(AppTransport):
+    """The shared in-process transport (:mod:`tenure.client._inprocess`) to ``app``, for a
+    blocking client in a worker thread of the app's event loop: each request runs on that loop,
+    in the caller's ``session``."""
 
     def __init__(self, app: ASGIApp, session: str, address: tuple[str, int] | None) -> None:
-        self._asgi = httpx.ASGITransport(app=app, client=address or NO_ADDRESS)
+        super().__init__(app, anyio.from_thread.run, address)
         self._session = session
 
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        return anyio.from_thread.run(self._send, request)
-
-    async def _send(self, request: httpx.Request) -> httpx.Response:
+    async def send(self, request: httpx.Request) -> httpx.Response:
         mark = CONNECTION_SESSION.set(self._session or None)
         try:
-            response = await self._asgi.handle_async_request(request)
-            content = await response.aread()
+            return await super().send(request)
         finally:
             CONNECTION_SESSION.reset(mark)
-        return httpx.Response(response.status_code, headers=response.headers, content=content)
 
 
 def app_client(
@@ -57,10 +52,10 @@ def app_client(
     """A client of ``app`` in this process, with the bearer ``token``, in ``session`` (a
     ``/mcp`` connection's, or ``""``: the principal's default), for a request from
     ``address``. Its calls block: make them from a worker thread of the app's event loop."""
-    http = HttpTransport(BASE, token, AppTransport(app, session, address))
+    http = HttpTransport(BASE, token, SessionTransport(app, session, address))
     client = Client(BASE, token=token, session="", transport=http)
     client.session = session  # a connection's: no client may name it, this transport may
     return client
 
 
-__all__ = ["AppTransport", "app_client"]
+__all__ = ["SessionTransport", "app_client"]

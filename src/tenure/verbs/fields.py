@@ -153,6 +153,10 @@ OpId = Annotated[str, Field(json_schema_extra=text_schema(MAX_OP_ID_CHARS, "an i
 #: the ``/mcp`` connection a request is made for by the server's own MCP tools (set only by
 #: their in-process transport, :mod:`tenure.mcp.loopback`, never from anything a client sends)
 CONNECTION_SESSION: ContextVar[str | None] = ContextVar("tenure_connection_session", default=None)
+#: the ASGI scope key naming the principal of a direct-mode request (:mod:`tenure.client.direct`):
+#: set only by the in-process transport of this process's own client, which trusts the name it
+#: was given; no HTTP request can set a scope key, whatever header it sends
+TRUSTED_PRINCIPAL = "tenure.trusted_principal"
 
 
 def _client_session(value: object) -> object:

@@ -119,30 +119,36 @@ class Mount(Protocol):
 
 
 def create_app(
-    settings: Settings | None = None, *, clock: Clock | None = None, mounts: Sequence[Mount] = ()
+    settings: Settings | None = None,
+    *,
+    clock: Clock | None = None,
+    mounts: Sequence[Mount] = (),
+    service: Service | None = None,
+    direct: bool = False,
 ) -> TenureApp:
     """The app for ``settings`` (default: from the environment), with ``mounts`` beside its
-    routes. Opens the store on startup."""
+    routes. Opens the store on startup, or runs on ``service`` (an embedding's: its store
+    stays open). ``direct``: the app of a direct-mode client (:mod:`tenure.client.direct`), in
+    the caller's process: no reaper, and the process's garbage collector is left alone."""
     settings = settings or Settings.from_env()
+    given = service
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:  # (the app is ``app`` below)
-        store = await anyio.to_thread.run_sync(lambda: open_store(settings.db, clock=clock))
-        await anyio.to_thread.run_sync(resume, store)  # no token goes back (a restored copy)
-        service = Service(
-            store,
-            settings.policy,
-            stall_ms=settings.stall_ms,
-            retention=settings.compaction,
-            quotas=settings.quotas,
-        )
+        owned = given is None
+        service = await anyio.to_thread.run_sync(_open_service, settings, clock) if owned else given
+        assert service is not None
+        store = service.store
         reaper = Reaper(
             service, retention=settings.retention, compact_every=settings.compact_every_s
-        ).start()
+        )
+        if not direct:
+            reaper.start()
         watch = DatabaseWatch(store).start()  # a database gone: 503 at once, /readyz says so
         waiters = Waiters((clock or SystemClock()).now_ms)
         bell = Bell()
-        service.listeners.append(functools.partial(_wake, bell, waiters))
+        wake = functools.partial(_wake, bell, waiters)
+        service.listeners.append(wake)
         # other servers on the same database: their commits wake our followers and waiters
         unlisten = store.listen(bell.ring, waiters.notify)
         executor = make_executor(service)  # the store's group commits (and its checkpoints)
@@ -157,7 +163,8 @@ def create_app(
         # Everything built so far lives as long as the server: keep it out of the cyclic
         # collector's full passes, which otherwise walked it all every few hundred requests
         # (70-300 ms pauses; a third of the CPU under load).
-        gc.freeze()
+        if not direct:
+            gc.freeze()
         try:
             async with AsyncExitStack() as running:
                 for mount in mounts:
@@ -165,6 +172,7 @@ def create_app(
                     await running.enter_async_context(serving)
                 yield
         finally:
+            service.listeners.remove(wake)
             waiters.close()
             bell.close()
             if unlisten is not None:
@@ -172,7 +180,8 @@ def create_app(
             reaper.stop()
             await anyio.to_thread.run_sync(watch.stop)
             await anyio.to_thread.run_sync(executor.close)
-            await anyio.to_thread.run_sync(store.close)
+            if owned:
+                await anyio.to_thread.run_sync(store.close)
 
     app = TenureApp(
         title="tenure",
@@ -199,6 +208,18 @@ def create_app(
     for mount in mounts:
         mount.mount(app)
     return app
+
+
+def _open_service(settings: Settings, clock: Clock | None) -> Service:
+    store = open_store(settings.db, clock=clock)
+    resume(store)  # no token goes back (a restored copy)
+    return Service(
+        store,
+        settings.policy,
+        stall_ms=settings.stall_ms,
+        retention=settings.compaction,
+        quotas=settings.quotas,
+    )
 
 
 def add_other_routes(app: FastAPI) -> None:

@@ -29,8 +29,9 @@ import math
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import anyio
 
@@ -39,6 +40,7 @@ from tenure.errors import RateLimited, TenureError, Unauthenticated
 from tenure.service.principals import TOKEN_RE, Principals, expired
 from tenure.settings import AuthSettings
 from tenure.store.base import Credential
+from tenure.verbs.fields import TRUSTED_PRINCIPAL
 
 MAX_KNOWN = 10_000  # tokens whose principal is remembered (then the oldest are forgotten)
 MAX_UNKNOWN = 10_000  # refused tokens remembered
@@ -77,6 +79,7 @@ class Authenticator:
         self._now_ms, self._clock = now_ms, monotonic
         self._lock = threading.Lock()
         self._known: OrderedDict[str, _Known] = OrderedDict()
+        self._trusted_known: dict[str, _Known] = {}  # direct mode's principals, by name
         self._unknown: OrderedDict[str, tuple[float, str]] = OrderedDict()  # until, detail
         self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()  # level, at
         self._version, self._version_at = -1, -math.inf
@@ -142,6 +145,33 @@ class Authenticator:
         if isinstance(got, RateLimited):
             await anyio.sleep(TARPIT_S)
         raise got or Unauthenticated(MISSING)
+
+    async def caller(self, scope: Mapping[str, Any], token: str | None) -> Principal:
+        """Who a request is: the principal a direct-mode client of this process named (the
+        scope key only it sets, :data:`TRUSTED_PRINCIPAL`: the stored principal of that name,
+        else a plain one), or that of its bearer token (:meth:`authenticate`)."""
+        name = scope.get(TRUSTED_PRINCIPAL)
+        if isinstance(name, str):
+            return await self._trusted(name)
+        client = scope.get("client")
+        return await self.authenticate(token, client[0] if client else None)
+
+    async def _trusted(self, name: str) -> Principal:
+        """The stored principal ``name``, else a plain one: remembered as a known token is (a
+        change of its roles made elsewhere is seen within ``cache_ms``)."""
+        if self._clock() - self._version_at >= self._cache_s:
+            await anyio.to_thread.run_sync(self._read_version)
+        known, version = self._trusted_known.get(name), self._version
+        fresh = self._clock() - self._version_at < self._cache_s
+        if known is not None and known.version == version and fresh:
+            return known.principal
+        found = await anyio.to_thread.run_sync(self._store.get_principal, name)
+        principal = found or Principal(name)
+        with self._lock:
+            self._trusted_known[name] = _Known(principal, None, version)
+            while len(self._trusted_known) > MAX_KNOWN:
+                self._trusted_known.pop(next(iter(self._trusted_known)))
+        return principal
 
     async def still_valid(self, token: str) -> bool:
         """Whether ``token`` still authenticates (an open stream asks every second)."""

@@ -62,10 +62,9 @@ async def caller(
 ) -> Principal:
     """Async: a known token costs no worker thread (an unknown one is looked up in one)."""
     st: State = request.app.tenure
-    client = request.client.host if request.client else None
     # ``creds`` only puts the scheme in the OpenAPI document: the header is read as everywhere
     token = bearer_token(request.headers.get("authorization"))
-    return await st.auth.authenticate(token, client)
+    return await st.auth.caller(request.scope, token)
 
 
 Caller = Annotated[Principal, Depends(caller)]
