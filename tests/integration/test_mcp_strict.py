@@ -37,6 +37,7 @@ FILLERS: dict[str, Any] = {
     "message": "m",
     "reason": "r",
     "to": "jo/b",
+    "to_session": "s-1",
 }
 PYDANTIC = ("pydantic", "Input should", "Extra inputs", "validation error", "Error executing")
 
