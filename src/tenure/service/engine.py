@@ -27,8 +27,8 @@ from tenure.core.models import (
     Principal,
 )
 from tenure.core.policy import Policy, PolicySet
-from tenure.core.semaphores import SLOT_MARK, counted, semaphore_of
 from tenure.core.quotas import Quotas, minute_of, refuse_items, refuse_lease
+from tenure.core.semaphores import SLOT_MARK, counted, semaphore_of
 from tenure.errors import InvalidRequest, LeaseLost
 from tenure.metrics import Metrics
 from tenure.service.principals import ancestors
