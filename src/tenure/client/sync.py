@@ -315,6 +315,7 @@ class Client(EventsMixin):
         on_lost: Callable[[LeaseHandle], object] | None = None,
         fences: Iterable[Admits] | None = None,
         scope: str | None = None,
+        slots: int | None = None,
     ) -> LeaseHandle:
         """A context manager holding ``key``: acquires on entry (waiting up to ``wait``
         seconds), renews in a background thread every ``ttl``/3 seconds, releases on exit.
@@ -322,12 +323,14 @@ class Client(EventsMixin):
         See :class:`~tenure.client.lease.LeaseHandle` for how a lost lease is reported.
         ``fences``: each fence's ``admit(key, token)`` runs with the new token as soon as it is
         granted, before the block (a refusal releases the lease and raises). ``scope``:
-        ``"subtree"`` (on a key ending in ``/``) holds every key under it too.
+        ``"subtree"`` (on a key ending in ``/``) holds every key under it too. ``slots``:
+        ``key`` is a semaphore of that many slots; the handle holds one slot's lease (its
+        ``key`` becomes the slot's, ``gpu#slot/1``, which the heartbeat renews).
         """
         if fences is None:
-            return LeaseHandle(self, key, ttl, task, meta, wait, on_lost, scope)
+            return LeaseHandle(self, key, ttl, task, meta, wait, on_lost, scope, slots)
         return FencedLeaseHandle(
-            self, key, ttl, task, meta, wait, on_lost, fences=fences, scope=scope
+            self, key, ttl, task, meta, wait, on_lost, fences=fences, scope=scope, slots=slots
         )
 
     # fenced register --------------------------------------------------------------------------
