@@ -60,3 +60,18 @@ def test_the_async_handle_holds_a_slot(live_server: Any) -> None:
             assert (lease.state, lease.task, lease.semaphore) == ("released", "crawl", "pool")
 
     asyncio.run(main())
+
+
+def test_a_slot_lease_is_transferred_over_http_as_the_same_slot(live_server: Any) -> None:
+    token = live_server.token_for("web")
+    with (
+        tenure.Client(live_server.url, token=token, session="r1") as r1,
+        tenure.Client(live_server.url, token=token, session="r2") as r2,
+        tenure.Client(live_server.url, token=live_server.token_for("ops")) as ops,
+    ):
+        mine = r1.acquire("gpu", ttl_ms=60_000, slots=2)
+        theirs = ops.acquire("gpu", ttl_ms=60_000, slots=2)
+        moved = r1.transfer(mine.key, mine.token, "r2")
+        assert (moved.key, moved.session, moved.slot, moved.slots) == (mine.key, "r2", 0, 2)
+        assert moved.token > theirs.token > mine.token  # the semaphore's next token
+        assert r2.release(moved.key, moved.token).released
