@@ -104,3 +104,20 @@ def test_direct_mode_a_cancelled_acquisition_leaves_nothing_held(store_url: str)
             return (await client.get_lease(KEY)).state
 
     assert asyncio.run(main()) == "released"
+
+
+def test_a_semaphores_grant_interrupted_releases_its_slot(live_server: LiveServer) -> None:
+    token = live_server.token_for("bo")
+
+    def client(session: str) -> tenure.Client:
+        transport = InterruptedOnReply(HttpTransport(live_server.url, token), KeyboardInterrupt())
+        return tenure.Client(live_server.url, token=token, transport=transport, session=session)
+
+    with client("s1") as fresh, pytest.raises(KeyboardInterrupt):
+        fresh.acquire("gpu", ttl_ms=600_000, wait_ms=5_000, slots=2)
+    with client("s2") as held:
+        assert held.get_lease("gpu#slot/0").state == "released"
+        kept = held.acquire("gpu", ttl_ms=600_000, slots=2)
+        with pytest.raises(KeyboardInterrupt):  # the session's own slot, renewed: kept
+            held.acquire("gpu", ttl_ms=600_000, wait_ms=5_000, slots=2)
+        assert held.get_lease(kept.key).state == "live"

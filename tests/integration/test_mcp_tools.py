@@ -225,6 +225,7 @@ async def test_a_semaphore_over_acquire_lock(agent: Agent) -> None:
         one = (await call(jo, "acquire_lock", key="gpu", slots=2, task="train"))["lease"]
         two = (await call(kim, "acquire_lock", key="gpu", slots=2))["lease"]
         assert (one["key"], two["key"]) == ("gpu#slot/0", "gpu#slot/1")
+        assert (two["semaphore"], two["slot"], two["slots"]) == ("gpu", 1, 2)
         assert two["token"] > one["token"]
         text = await refused(lu, "acquire_lock", "lease_held", key="gpu", slots=2)
         assert "all 2 slots held, by jo, kim" in text

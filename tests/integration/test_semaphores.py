@@ -10,7 +10,7 @@ from collections.abc import Callable
 import pytest
 
 import tenure
-from procs import Shell, doc, fails, remembered
+from procs import Shell, doc, fails, ok, remembered
 
 
 def test_slots_over_http_and_a_waiter_gets_a_freed_slot(shell: Callable[..., Shell]) -> None:
@@ -58,3 +58,27 @@ def test_lock_acquire_and_run_with_slots(shell: Callable[..., Shell]) -> None:
     cmd = ("sh", "-c", "echo $TENURE_LEASE_KEY $TENURE_LEASE_TOKEN >&2")
     ran = bo.json("run", "pool", "--slots", "1", "--", *cmd)
     assert ran["key"] == "pool#slot/0" and ran["token"] > lease["token"]
+
+
+def test_lock_ls_and_show_name_the_semaphore_and_the_slot(shell: Callable[..., Shell]) -> None:
+    jo, bo = shell("jo"), shell("bo")
+    doc(jo, "lock", "acquire", "gpu", "--slots", "3", "--ttl", "1m", "--task", "train")
+    doc(bo, "lock", "acquire", "gpu", "--slots", "3", "--ttl", "1m")
+    doc(jo, "lock", "acquire", "deploy", "--ttl", "1m")
+    listed = doc(jo, "lock", "ls")["leases"]
+    assert [(x["key"], x["semaphore"], x["slot"], x["slots"]) for x in listed] == [
+        ("deploy", None, None, None),
+        ("gpu#slot/0", "gpu", 0, 3),
+        ("gpu#slot/1", "gpu", 1, 3),
+    ]
+    rows = [line.split() for line in ok(jo, "lock", "ls").splitlines()[1:]]
+    assert [r[:6] for r in rows[1:]] == [
+        ["gpu", "slot", "0", "of", "3", "jo"],
+        ["gpu", "slot", "1", "of", "3", "bo"],
+    ]
+    assert rows[0][:3] == ["deploy", "key", "jo"]
+    shown = ok(bo, "lock", "show", "gpu#slot/1")
+    assert "gpu, slot 1 of 3" in shown, shown
+    with tenure.Client(jo.url, token=jo.token) as client:  # GET /v1/leases, parsed
+        (lease,) = client.list_leases(prefix="gpu#slot/1")
+        assert (lease.semaphore, lease.slot, lease.slots) == ("gpu", 1, 3)

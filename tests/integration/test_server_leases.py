@@ -28,6 +28,9 @@ LEASE_FIELDS = {
     "meta",
     "state",
     "scope",
+    "semaphore",
+    "slot",
+    "slots",
 }
 
 

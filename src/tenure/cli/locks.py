@@ -51,6 +51,7 @@ def lease_table(lease: Lease) -> Any:
             ("token", lease.token),
             ("state", lease.state),
             *([("scope", "subtree (every key under it)")] if lease.scope == "subtree" else []),
+            *([("semaphore", f"{lease.semaphore}, {slot_of_n(lease)}")] if lease.semaphore else []),
             *deadline(lease),
             ("acquired", when(lease.acquired_at)),
             ("renewals", lease.renewals),
@@ -69,15 +70,22 @@ def deadline(lease: Lease) -> list[tuple[str, str]]:
     return []
 
 
+def slot_of_n(lease: Lease) -> str:
+    """``slot 1 of 3``: a semaphore's slot lease (slot 1 is the key ``gpu#slot/1``)."""
+    return f"slot {lease.slot} of {lease.slots if lease.slots is not None else '?'}"
+
+
 def leases_table(leases: list[Lease]) -> Any:
     """Who holds what: a subtree lease reads ``subtree`` in SCOPE (it holds every key under
-    its own); SESSION tells one agent session (one process) of a principal from another."""
+    its own), a semaphore's slot lease its semaphore's key in KEY and ``slot I of N`` in SCOPE
+    (its key is ``KEY#slot/I``); SESSION tells one agent session (one process) of a principal
+    from another."""
     return table(
         ["KEY", "SCOPE", "HOLDER", "SESSION", "TASK", "TOKEN", "EXPIRES", "LEFT"],
         [
             (
-                x.key, x.scope, x.holder, x.session, x.task, x.token, clock(x.expires_at),
-                relative(x.expires_at),
+                x.semaphore or x.key, slot_of_n(x) if x.semaphore else x.scope, x.holder,
+                x.session, x.task, x.token, clock(x.expires_at), relative(x.expires_at),
             )
             for x in leases
         ],

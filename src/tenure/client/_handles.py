@@ -54,6 +54,7 @@ class LeaseHandle(_SyncHeld):
             except LeaseHeld as held:
                 time.sleep(self._pause_or_raise(held, give_up))  # a long poll's chunk
                 continue
+            self._granted_key(lease)
             if not self._confirm_needed(sent):
                 return lease, sent
             try:

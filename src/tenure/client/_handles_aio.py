@@ -60,6 +60,7 @@ class AsyncLeaseHandle(_AsyncHeld):
             except LeaseHeld as held:
                 await asyncio.sleep(self._pause_or_raise(held, give_up))  # a long poll's chunk
                 continue
+            self._granted_key(lease)
             if not self._confirm_needed(sent):
                 return lease, sent
             try:

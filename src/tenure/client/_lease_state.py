@@ -173,10 +173,12 @@ class _Handle(Generic[C]):
         wait: float | None = None,
         on_lost: Callable[[Any], object] | None = None,
         scope: str | None = None,
+        slots: int | None = None,
     ) -> None:
         _check_args(ttl, wait)
-        self.key = key
+        self.key = key  # a semaphore's: its slot's key once granted (``gpu#slot/1``)
         self.scope = scope  # "subtree": every key under ``key`` too (None: the key alone)
+        self.slots = slots  # ``key`` is a semaphore of this many slots (None: a plain lock)
         self.ttl = float(ttl)
         self.task = task
         self.meta = meta
@@ -262,8 +264,14 @@ class _Handle(Generic[C]):
         wait_ms = self._wait_ms(give_up)
         return lv.ACQUIRE.call(
             key=self.key, ttl_ms=ttl_ms, task=self.task, meta=self.meta, wait_ms=wait_ms,
-            session=session, scope=self.scope,
+            session=session, scope=self.scope, slots=self.slots,
         )  # fmt: skip
+
+    def _granted_key(self, lease: Lease) -> None:
+        """A semaphore's grant is a slot's lease: the handle holds, renews and releases that
+        slot's key from then on."""
+        if self.key != lease.key:
+            self.key = self._state.key = lease.key
 
     def _pause_or_raise(self, held: LeaseHeld, give_up: float) -> float:
         """How long to pause before polling on after ``held`` (a long poll's chunk ended), or

@@ -34,6 +34,7 @@ from tenure.core.models import (
     RenewAllResult,
 )
 from tenure.core.policy import PolicySet
+from tenure.core.semaphores import slot_prefix
 from tenure.core.signin import SigninCode
 from tenure.core.token_floor import TokenFloor
 from tenure.verbs import admin as av
@@ -202,19 +203,25 @@ class AsyncClient(AsyncEventsMixin):
             return await self._timed(call)
         except BaseException as err:
             if call.wait_s and not isinstance(err, Exception):
-                await self._drop_unseen_grant(key)
+                await self._drop_unseen_grant(key, (call.body or {}).get("slots") is not None)
             raise
 
-    async def _drop_unseen_grant(self, key: str) -> None:
-        """Release this session's lease on ``key`` if it is a fresh grant (never renewed: not a
-        lease the session held before it asked)."""
+    async def _drop_unseen_grant(self, key: str, semaphore: bool = False) -> None:
+        """Release this session's lease on ``key`` (a ``semaphore``'s: its slot's) if it is a
+        fresh grant (never renewed: not a lease the session held before it asked)."""
         once = RetryPolicy(attempts=1)
         with contextlib.suppress(Exception):
-            read = lv.GET_LEASE.call(key=key)
-            lease, _ = await self._timed(read, retry=once, timeout=CLEANUP_S)
-            if lease.state == "live" and lease.session == self.session and not lease.renewals:
-                release = sh.release(key, lease.token, self.session)
-                await self._timed(release, retry=once, timeout=CLEANUP_S)
+            if semaphore:  # the session's slot, if it has one (one at most)
+                read_slots = lv.LIST_LEASES.call(prefix=slot_prefix(key))
+                page, _ = await self._timed(read_slots, retry=once, timeout=CLEANUP_S)
+                found = [x for x in page.entries if x.session == self.session]
+            else:
+                read = lv.GET_LEASE.call(key=key)
+                found = [(await self._timed(read, retry=once, timeout=CLEANUP_S))[0]]
+            for lease in found:
+                if lease.state == "live" and lease.session == self.session and not lease.renewals:
+                    release = sh.release(lease.key, lease.token, self.session)
+                    await self._timed(release, retry=once, timeout=CLEANUP_S)
 
     # leases -----------------------------------------------------------------------------------
     async def acquire(
@@ -316,6 +323,7 @@ class AsyncClient(AsyncEventsMixin):
         on_lost: Callable[[AsyncLeaseHandle], object] | None = None,
         fences: Iterable[Admits] | None = None,
         scope: str | None = None,
+        slots: int | None = None,
     ) -> AsyncLeaseHandle:
         """An async context manager holding ``key``: acquires on entry (waiting up to ``wait``
         seconds), renews in a task every ``ttl``/3 seconds, releases on exit. If the lease is
@@ -324,12 +332,14 @@ class AsyncClient(AsyncEventsMixin):
         See :class:`~tenure.client.lease.AsyncLeaseHandle` for how a lost lease is reported.
         ``fences``: each fence's ``admit(key, token)`` runs with the new token as soon as it is
         granted, before the block (a refusal releases the lease and raises). ``scope``:
-        ``"subtree"`` (on a key ending in ``/``) holds every key under it too.
+        ``"subtree"`` (on a key ending in ``/``) holds every key under it too. ``slots``:
+        ``key`` is a semaphore of that many slots; the handle holds one slot's lease (its
+        ``key`` becomes the slot's, ``gpu#slot/1``, which the heartbeat renews).
         """
         if fences is None:
-            return AsyncLeaseHandle(self, key, ttl, task, meta, wait, on_lost, scope)
+            return AsyncLeaseHandle(self, key, ttl, task, meta, wait, on_lost, scope, slots)
         return AsyncFencedLeaseHandle(
-            self, key, ttl, task, meta, wait, on_lost, fences=fences, scope=scope
+            self, key, ttl, task, meta, wait, on_lost, fences=fences, scope=scope, slots=slots
         )
 
     # fenced register --------------------------------------------------------------------------

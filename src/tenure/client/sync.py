@@ -34,6 +34,7 @@ from tenure.core.models import (
     RenewAllResult,
 )
 from tenure.core.policy import PolicySet
+from tenure.core.semaphores import slot_prefix
 from tenure.core.signin import SigninCode
 from tenure.core.token_floor import TokenFloor
 from tenure.verbs import admin as av
@@ -201,19 +202,25 @@ class Client(EventsMixin):
             return self._timed(call)
         except BaseException as err:
             if call.wait_s and not isinstance(err, Exception):
-                self._drop_unseen_grant(key)
+                self._drop_unseen_grant(key, (call.body or {}).get("slots") is not None)
             raise
 
-    def _drop_unseen_grant(self, key: str) -> None:
-        """Release this session's lease on ``key`` if it is a fresh grant (never renewed: not a
-        lease the session held before it asked)."""
+    def _drop_unseen_grant(self, key: str, semaphore: bool = False) -> None:
+        """Release this session's lease on ``key`` (a ``semaphore``'s: its slot's) if it is a
+        fresh grant (never renewed: not a lease the session held before it asked)."""
         once = RetryPolicy(attempts=1)
         with contextlib.suppress(Exception):
-            read = lv.GET_LEASE.call(key=key)
-            lease, _ = self._timed(read, retry=once, timeout=CLEANUP_S)
-            if lease.state == "live" and lease.session == self.session and not lease.renewals:
-                release = sh.release(key, lease.token, self.session)
-                self._timed(release, retry=once, timeout=CLEANUP_S)
+            if semaphore:  # the session's slot, if it has one (one at most)
+                read_slots = lv.LIST_LEASES.call(prefix=slot_prefix(key))
+                page, _ = self._timed(read_slots, retry=once, timeout=CLEANUP_S)
+                found = [x for x in page.entries if x.session == self.session]
+            else:
+                read = lv.GET_LEASE.call(key=key)
+                found = [(self._timed(read, retry=once, timeout=CLEANUP_S))[0]]
+            for lease in found:
+                if lease.state == "live" and lease.session == self.session and not lease.renewals:
+                    release = sh.release(lease.key, lease.token, self.session)
+                    self._timed(release, retry=once, timeout=CLEANUP_S)
 
     # leases -----------------------------------------------------------------------------------
     def acquire(
@@ -315,6 +322,7 @@ class Client(EventsMixin):
         on_lost: Callable[[LeaseHandle], object] | None = None,
         fences: Iterable[Admits] | None = None,
         scope: str | None = None,
+        slots: int | None = None,
     ) -> LeaseHandle:
         """A context manager holding ``key``: acquires on entry (waiting up to ``wait``
         seconds), renews in a background thread every ``ttl``/3 seconds, releases on exit.
@@ -322,12 +330,14 @@ class Client(EventsMixin):
         See :class:`~tenure.client.lease.LeaseHandle` for how a lost lease is reported.
         ``fences``: each fence's ``admit(key, token)`` runs with the new token as soon as it is
         granted, before the block (a refusal releases the lease and raises). ``scope``:
-        ``"subtree"`` (on a key ending in ``/``) holds every key under it too.
+        ``"subtree"`` (on a key ending in ``/``) holds every key under it too. ``slots``:
+        ``key`` is a semaphore of that many slots; the handle holds one slot's lease (its
+        ``key`` becomes the slot's, ``gpu#slot/1``, which the heartbeat renews).
         """
         if fences is None:
-            return LeaseHandle(self, key, ttl, task, meta, wait, on_lost, scope)
+            return LeaseHandle(self, key, ttl, task, meta, wait, on_lost, scope, slots)
         return FencedLeaseHandle(
-            self, key, ttl, task, meta, wait, on_lost, fences=fences, scope=scope
+            self, key, ttl, task, meta, wait, on_lost, fences=fences, scope=scope, slots=slots
         )
 
     # fenced register --------------------------------------------------------------------------

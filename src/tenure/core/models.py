@@ -79,6 +79,20 @@ class IssuedToken:
         return cls(principal, data["token_id"], data["token"], data.get("expires_at"))
 
 
+#: what separates a semaphore's key from its slot's number in a slot key (``gpu#slot/1``)
+SLOT_MARK = "#slot/"
+
+
+def slot_of(key: str) -> tuple[str, int] | tuple[None, None]:
+    """``(semaphore key, slot)`` of a slot key; ``(None, None)`` for any other key."""
+    if SLOT_MARK not in key:
+        return None, None
+    base, _, number = key.rpartition(SLOT_MARK)
+    if not base or not (number.isascii() and number.isdigit()):
+        return None, None
+    return base, int(number)
+
+
 @quick_init
 @dataclass(frozen=True)
 class Lease:
@@ -97,6 +111,11 @@ class Lease:
     state: LeaseState = "live"
     session: str = ""
     scope: Scope = "key"
+    #: a semaphore's slot lease: the semaphore's key (``gpu`` for ``gpu#slot/1``), the slot's
+    #: number (as in its key) and the semaphore's number of slots; all ``None`` for a plain lease
+    semaphore: str | None = None
+    slot: int | None = None
+    slots: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         # what asdict() gives (meta deep-copied), without its generic recursion: hot path
@@ -114,6 +133,9 @@ class Lease:
             "meta": deepcopy(self.meta) if self.meta else {},
             "state": self.state,
             "scope": self.scope,
+            "semaphore": self.semaphore,
+            "slot": self.slot,
+            "slots": self.slots,
         }
 
     @classmethod
@@ -124,6 +146,7 @@ class Lease:
             data["acquired_at"], data["renewed_at"], data["expires_at"], data["renewals"],
             meta=dict(data.get("meta") or {}), state=data.get("state", "live"),
             session=data.get("session") or "", scope=data.get("scope") or "key",
+            semaphore=data.get("semaphore"), slot=data.get("slot"), slots=data.get("slots"),
         )  # fmt: skip
 
 
@@ -179,6 +202,7 @@ class KeyRecord:
             self.state(now),
             self.session,
             self.scope,
+            *slot_of(self.key),
         )
 
     def update(self, **changes: Any) -> KeyRecord:

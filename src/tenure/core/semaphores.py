@@ -10,12 +10,14 @@ grow across the semaphore. Pure: which slots are free, what a refusal says.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import is_dataclass, replace
+from typing import TypeVar
 
-from tenure.core.models import KeyRecord
+from tenure.core.models import SLOT_MARK, KeyRecord, Lease, slot_of
 from tenure.errors import InvalidRequest, LeaseHeld
 
-#: what separates a semaphore's key from its slot's number in a slot key
-SLOT_MARK = "#slot/"
+__all__ = ["SLOT_MARK"]
+T = TypeVar("T")
 #: the most slots a semaphore may have
 MAX_SLOTS = 1000
 
@@ -31,10 +33,8 @@ def slot_prefix(key: str) -> str:
 
 def semaphore_of(key: str) -> tuple[str, int] | None:
     """``(semaphore key, slot)`` of a slot key; ``None`` for any other key."""
-    base, mark, number = key.rpartition(SLOT_MARK)
-    if not mark or not base or not (number.isascii() and number.isdigit()):
-        return None
-    return base, int(number)
+    base, slot = slot_of(key)
+    return None if base is None or slot is None else (base, slot)
 
 
 def check_slots(slots: object) -> int:
@@ -109,3 +109,14 @@ def plainly_held(rec: KeyRecord) -> LeaseHeld:
         held_key=rec.key,
         scope=rec.scope,
     )
+
+
+def counted(result: T, slots: int | None) -> T:
+    """``result`` (a lease, or a verb's result carrying one as ``lease``) with the slot lease's
+    ``slots``: its semaphore's number of slots, which its key does not say."""
+    if isinstance(result, Lease):
+        return replace(result, slots=slots) if result.semaphore is not None else result
+    lease = getattr(result, "lease", None)
+    if isinstance(lease, Lease) and lease.semaphore is not None and is_dataclass(result):
+        return replace(result, lease=replace(lease, slots=slots))  # type: ignore[type-var]
+    return result

@@ -28,6 +28,7 @@ from tenure.core.models import (
 )
 from tenure.core.policy import Policy, PolicySet
 from tenure.core.quotas import Quotas, minute_of, refuse_items, refuse_lease
+from tenure.core.semaphores import SLOT_MARK, counted, semaphore_of
 from tenure.errors import InvalidRequest, LeaseLost
 from tenure.metrics import Metrics
 from tenure.service.principals import ancestors
@@ -83,8 +84,12 @@ class Engine:
                 tx.save(decision.record)
             if decision.events:
                 tx.append(decision.events)
+            result = decision.result if SLOT_MARK in key and decision.error is None else None
+            if result is not None:  # a semaphore's slot lease: its semaphore's number of slots
+                row = tx.read("semaphore_slots", {"key": semaphore_of(key)[0]})  # type: ignore[index]
+                result = counted(result, int(row[0]) if row else None)
         self.committed(decision.events)
-        return decision.raise_or_result()
+        return decision.raise_or_result() if result is None else result
 
     @contextmanager
     def group(self) -> Iterator[None]:

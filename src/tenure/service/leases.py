@@ -50,7 +50,12 @@ from tenure.errors import InvalidRequest, NotFound, StaleToken, TenureError
 from tenure.service.compaction import Ages, compact
 from tenure.service.engine import Engine, Who, as_principal
 from tenure.service.queue import WorkQueue
-from tenure.service.semaphores import acquire_slot
+from tenure.service.semaphores import (
+    acquire_slot,
+    counted_json,
+    counted_leases,
+    transfer_floor,
+)
 from tenure.service.stats import StatsView
 from tenure.service.token_floors import floor_for
 from tenure.store.base import KeyTx, Reach, Store
@@ -176,7 +181,7 @@ class Service(Engine):
         now, records = self.store.renew_all(me.name, sid, wanted)
         if records:
             self.metrics.inc("tenure_renewals_total", by=len(records))
-        by_key = {r.key: r.lease(now) for r in records}
+        by_key = {x.key: x for x in counted_leases(self.store, [r.lease(now) for r in records])}
         if wanted is None:
             renewed_all = tuple(by_key[k] for k in sorted(by_key))
             return RenewAllResult(renewed_all, self._lapsed(me, sid or ""))
@@ -203,7 +208,8 @@ class Service(Engine):
         heartbeat over 100,000 leases: a 22 MB reply)."""
         me = as_principal(who)
         sid = v.check_session(session)
-        _, leases, count = self.store.renew_all_json(me.name, sid)
+        _, parts, count = self.store.renew_all_json(me.name, sid)
+        leases = counted_json(self.store, parts)
         if count:
             self.metrics.inc("tenure_renewals_total", by=count)
         lost = json.dumps([x.to_dict() for x in self._lapsed(me, sid)], separators=(",", ":"))
@@ -280,7 +286,13 @@ class Service(Engine):
 
         def decide(tx: KeyTx) -> Decision:
             floor = floor_for(tx, fresh=True)
-            return decide_transfer(tx.record, key, me, token, to, tx.now, floor, tx.nearby())
+            decision = decide_transfer(tx.record, key, me, token, to, tx.now, floor, tx.nearby())
+            if decision.error is None and SLOT_MARK in key:  # a slot: the semaphore's next token
+                floor = transfer_floor(tx, floor)
+                decision = decide_transfer(
+                    tx.record, key, me, token, to, tx.now, floor, tx.nearby()
+                )
+            return decision
 
         lease: Lease = self._run(key, decide, reach=Reach("key", me.name, to))
         return lease
@@ -304,7 +316,7 @@ class Service(Engine):
         rec = self.store.get(self._check_key(key))
         if rec is None:
             raise NotFound(f"no lease was ever granted on {key!r}", key=key, what="lease")
-        return rec.lease(self.store.now_ms())
+        return counted_leases(self.store, [rec.lease(self.store.now_ms())])[0]
 
     def list(
         self,
@@ -327,7 +339,7 @@ class Service(Engine):
             limit = v.check_positive("limit", limit, 100_000)
         now = self.store.now_ms()
         query = LeaseQuery(prefix, holder, task, limit, after, v.check_lease_state(state))
-        return [r.lease(now) for r in self.store.live(now, query)]
+        return counted_leases(self.store, [r.lease(now) for r in self.store.live(now, query)])
 
     def contention(self, key: str) -> int:
         """How many acquisitions of ``key`` were refused because someone held it."""

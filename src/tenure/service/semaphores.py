@@ -11,16 +11,17 @@ already renews it (same token), as a plain acquisition renews its own lease.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from tenure.core import semaphores as s
 from tenure.core.decide import Decision, decide_acquire
-from tenure.core.models import Lease, LeaseQuery, Principal
+from tenure.core.models import Lease, LeaseQuery, Principal, slot_of
 from tenure.core.subtree import upper_bound
 from tenure.errors import LeaseHeld, SlotsMismatch
 from tenure.service.engine import Engine
 from tenure.service.token_floors import floor_for
-from tenure.store.base import KeyTx
+from tenure.store.base import KeyTx, Store
 
 
 def acquire_slot(
@@ -75,6 +76,46 @@ def acquire_slot(
     if not held:  # every slot we tried was taken and has ended since: one more round
         return acquire_slot(engine, me, key, slots, lease)
     raise s.full(key, slots, held)
+
+
+def transfer_floor(tx: KeyTx, floor: int) -> int:
+    """The floor under the new token of slot lease ``tx.record`` being transferred: the slot
+    stays the same, its new token is its semaphore's next (drawn in this transaction, as a
+    grant's), so the semaphore's tokens stay distinct and growing."""
+    rec = tx.record
+    key, _ = slot_of(rec.key) if rec is not None else (None, None)
+    if rec is None or key is None:
+        return floor
+    row = tx.read("semaphore_slots", {"key": key})
+    prefix = s.slot_prefix(key)
+    bounds = {"key": key, "lo": prefix, "hi": upper_bound(prefix), "now": tx.now}
+    slots = int(row[0]) if row else 1
+    drawn = tx.read("semaphore_next", {**bounds, "slots": slots, "floor": max(floor, rec.token)})
+    return int(drawn[0]) - 1 if drawn else floor
+
+
+def counted_leases(store: Store, leases: list[Lease]) -> list[Lease]:
+    """``leases`` (a read's), each slot lease with its semaphore's number of slots."""
+    keys = [x.semaphore for x in leases if x.semaphore is not None]
+    if not keys:
+        return leases
+    slots = store.semaphore_slots(keys)
+    return [x if x.semaphore is None else s.counted(x, slots.get(x.semaphore)) for x in leases]
+
+
+def counted_json(store: Store, parts: list[bytes]) -> list[bytes]:
+    """The renewed leases' JSON (``Store.renew_all_json``'s parts, which send the slot fields
+    as null) with each slot lease's ``semaphore``, ``slot`` and ``slots``; read only when a
+    renewed key may be a slot's."""
+    if not any(s.SLOT_MARK.encode() in part for part in parts):
+        return parts
+    leases = json.loads(b"[" + b"".join(parts) + b"]")
+    found = [slot_of(x["key"]) for x in leases]
+    slots = store.semaphore_slots([sem for sem, _ in found if sem is not None])
+    for lease, (sem, slot) in zip(leases, found, strict=True):
+        if sem is not None:
+            lease.update(semaphore=sem, slot=slot, slots=slots.get(sem))
+    return [json.dumps(leases, separators=(",", ":"))[1:-1].encode()]
 
 
 def _mismatch(tx: KeyTx, key: str, slots: int) -> SlotsMismatch:

@@ -83,6 +83,11 @@ class Reads:
         """Every token of ``name``, revoked ones included, oldest first."""
         return principal_writes.tokens_from(self._query_all("list_tokens", {"name": name}))
 
+    def semaphore_slots(self, keys: Sequence[str]) -> dict[str, int]:
+        """The number of slots of each semaphore of ``keys`` the store has seen."""
+        found = {k: self._query_one("semaphore_slots", {"key": k}) for k in set(keys)}
+        return {k: int(row[0]) for k, row in found.items() if row is not None}
+
     def live_token_ids(self) -> set[str]:
         """The ids of every unrevoked token (expired ones included)."""
         return {str(r[0]) for r in self._query_all("live_token_ids", {})}

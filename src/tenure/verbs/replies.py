@@ -27,6 +27,9 @@ Roles = list[Literal["admin", "supervisor"]]
     describe={
         "session": 'the holder\'s session (`""`: its default)',
         "scope": "`subtree`: the lease (on a key ending in `/`) holds every key under it",
+        "semaphore": "a semaphore's slot lease: the semaphore's key (`gpu`); null: a plain lease",
+        "slot": "a slot lease's slot, as in its key (`gpu#slot/1`: 1); null: a plain lease",
+        "slots": "a slot lease's semaphore's number of slots; null: a plain lease",
     },
 )
 class LeaseOut(Out):

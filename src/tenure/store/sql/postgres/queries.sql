@@ -252,6 +252,7 @@ RETURNING key, token, holder, task, ttl_ms, acquired_at, renewed_at, expires_at,
           ended, fence_open, conflicts, session, scope;
 
 -- name: renew_all_json
+-- A slot lease's semaphore, slot and slots are sent as null here: the service fills them in.
 -- renew_all without keys, second step, whose reply PostgreSQL writes, once for each part of
 -- the rows lock_holder_leases locked (:locked, a slice of its keys in their order): the update
 -- of renew_all, then the number of leases renewed and their JSON separated by commas (each
@@ -274,7 +275,7 @@ SELECT count(*), coalesce(string_agg(concat(
            ',"token":', token, ',"ttl_ms":', ttl_ms, ',"acquired_at":', acquired_at,
            ',"renewed_at":', renewed_at, ',"expires_at":', expires_at,
            ',"renewals":', renewals, ',"meta":', meta, ',"state":"live","scope":', to_json(scope),
-           '}'
+           ',"semaphore":null,"slot":null,"slots":null}'
        ), ',' ORDER BY key COLLATE "C"), '')
 FROM renewed;
 

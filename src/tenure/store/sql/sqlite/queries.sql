@@ -234,6 +234,7 @@ WHERE holder = :holder AND ended IS NULL AND expires_at > :now
   AND (:session IS NULL OR session = :session);
 
 -- name: renewed_json
+-- A slot lease's semaphore, slot and slots are sent as null here: the service fills them in.
 -- The leases renew_held just renewed, as the JSON of the reply, and their number: each one's
 -- Lease.to_dict() (state live), by key, separated by commas (the inside of the reply's array),
 -- as a BLOB, so that Python gets the UTF-8 bytes as they are. The predicate is renew_held's: the
@@ -251,7 +252,8 @@ FROM (
                        'ttl_ms', ttl_ms, 'acquired_at', acquired_at, 'renewed_at', renewed_at,
                        'expires_at', expires_at, 'renewals', renewals,
                        'meta', CASE meta WHEN '{}' THEN json_object() ELSE json(meta) END,
-                       'state', 'live', 'scope', scope) AS lease
+                       'state', 'live', 'scope', scope,
+                       'semaphore', NULL, 'slot', NULL, 'slots', NULL) AS lease
     FROM tenure_leases
     WHERE holder = :holder AND ended IS NULL AND expires_at > :now
       AND (:session IS NULL OR session = :session)

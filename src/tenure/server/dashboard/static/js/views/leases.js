@@ -2,7 +2,8 @@
 // server-side paging by key (`after` cursor) with prefix/holder/task filters,
 // countdowns that tick every second, refreshed on events and periodically. "By session" groups
 // the page's leases under their holder and session (which agent session holds which files);
-// a subtree lease (it holds every key under its own) is marked in its key cell.
+// a subtree lease (it holds every key under its own) is marked in its key cell. A semaphore's
+// live slot leases are one row, "gpu — 2/3 held", with its holders under it, one row a slot.
 
 import { api, enc, session } from "../api.js";
 import { badge, card, clear, fmtDateTime, fmtInt, h, itemLink, problemBox, throttle, timeEl, toast, keyLink } from "../dom.js";
@@ -185,11 +186,46 @@ export function leases(el, _arg, query) {
     clear(
       tbody,
       st.rows.length
-        ? st.grouped ? groupedRows(st.rows) : st.rows.map(row)
+        ? st.grouped ? groupedRows(st.rows) : st.state === "live" ? semaphoreRows(st.rows) : st.rows.map(row)
         : h("tr", {}, h("td", { colspan: columns, class: "empty" }, st.prefix || st.holder || st.task ? "No lease matches." : NONE[st.state])),
     );
     renderRange();
     findCauses();
+  }
+
+  // The page's leases, each semaphore's slot leases under one row ("gpu — 2/3 held") where its
+  // first slot would be, ordered by slot.
+  function semaphoreRows(rows) {
+    const slotsOf = new Map();
+    for (const lease of rows) {
+      if (lease.semaphore == null) continue;
+      if (!slotsOf.has(lease.semaphore)) slotsOf.set(lease.semaphore, []);
+      slotsOf.get(lease.semaphore).push(lease);
+    }
+    return rows.flatMap((lease) => {
+      if (lease.semaphore == null) return [row(lease)];
+      const held = slotsOf.get(lease.semaphore);
+      if (held === undefined) return []; // listed already, under its semaphore
+      slotsOf.delete(lease.semaphore);
+      held.sort((a, b) => a.slot - b.slot);
+      return [semaphoreRow(lease.semaphore, held), ...held.map(row)];
+    });
+  }
+
+  function semaphoreRow(key, held) {
+    const slots = held[0].slots ?? "?";
+    return h(
+      "tr",
+      { class: "group-row semaphore-row", dataset: { semaphore: key } },
+      h(
+        "td",
+        { colspan: columns, title: `semaphore ${key}: up to ${slots} holders at once, each on a slot key ${key}#slot/I` },
+        h("span", { class: "mono semaphore-key" }, key),
+        " — ",
+        h("span", { class: "semaphore-held" }, `${held.length}/${slots} held`),
+        h("span", { class: "muted group-what" }, "semaphore"),
+      ),
+    );
   }
 
   // The page's leases under one header row per holder and session, in order of first key.
@@ -223,14 +259,18 @@ export function leases(el, _arg, query) {
   function row(lease) {
     const subtree = lease.scope === "subtree";
     const live = lease.state === "live";
+    const slot = lease.semaphore != null;
     return h(
       "tr",
-      { dataset: { key: lease.key, scope: lease.scope ?? "key", state: lease.state ?? "live" } },
+      { class: slot ? "slot-row" : null, dataset: { key: lease.key, scope: lease.scope ?? "key", state: lease.state ?? "live", ...(slot ? { slot: String(lease.slot) } : {}) } },
       h(
         "td",
         { class: "mono key-cell", title: subtree ? `${lease.key}: every key under it` : lease.key },
-        keyLink(lease.key, keyRoom()),
+        slot && !st.grouped && st.state === "live"
+          ? h("span", { class: "slot-label" }, `slot ${lease.slot}`)
+          : keyLink(lease.key, keyRoom()),
         subtree ? badge("subtree", "subtree") : null,
+        slot ? h("span", { class: "muted small slot-of" }, ` of ${lease.slots ?? "?"}`) : null,
       ),
       h("td", { class: "holder-cell" }, holderOf(lease)),
       h("td", { class: "muted col-2" }, lease.task ?? ""),
