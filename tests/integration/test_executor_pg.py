@@ -84,7 +84,7 @@ def test_a_group_of_calls_on_keys_locked_ahead_is_two_round_trips(
     events = ["insert_event", "record_conflict", "insert_event"]
     # the bound on live leases of each principal that got a new one, under its lock
     bounds = ["lock_principal", "check_live_leases"] * 2  # alice, bob
-    commit = ["save_leases", *bounds, "notify", "serialize_events", *events, "COMMIT"]
+    commit = ["save_leases", *bounds, "notify", "announce_events", *events, "COMMIT"]
     assert round_trips[1].split() == commit
     assert renewed.renewals == 1 and renewed.token == a.token
     other = Service(PostgresStore(pg.url))  # another connection: the commit is there

@@ -9,7 +9,7 @@ A key's transaction (:class:`KeyTx`) is two round trips: ``BEGIN``, the row lock
 instant; then its writes, the notices, the events and the ``COMMIT``. In a :class:`Group` (the
 server's group commit, :meth:`PostgresConnector.group`) many key transactions share one
 transaction: each call's lock and instant go with the writes of the calls before it, and one
-``COMMIT`` (one fsync, one turn of the event lock) ends them all. A call that fails in Python
+``COMMIT`` (one fsync) ends them all. A call that fails in Python
 is undone alone: its writes, still queued, are dropped (or rolled back to a savepoint, taken
 only if the call had to send its own writes before it failed). An error of the database aborts
 the whole group; the caller decides what to do with its calls (the server runs each again on
@@ -72,7 +72,7 @@ HOT = (
     "find_item_op",
     "save_item_op",
     "notify",
-    "serialize_events",
+    "announce_events",
     "insert_event",
     "save_leases",
     "insert_events",
@@ -228,18 +228,20 @@ class Batch:
 
     def queue_events(self, events: Sequence[tuple[EventDraft, int]]) -> None:
         """Queue the notices and the events (each with its instant), the last statements before
-        the ``COMMIT``: the event lock is held for the server's work and the commit, not for
-        round trips to this client."""
+        the ``COMMIT``. Before the events draw their ids, the transaction announces the newest
+        id drawn so far (``announce_events``: a shared lock, which no writer waits for), so
+        that readers stop below its ids until it ends: ids are handed out in no particular
+        order across transactions, yet an ``after`` cursor never passes one still in flight."""
         if not events:
             return
         # The notices first: PostgreSQL delivers them at the commit wherever they are sent in
-        # the transaction, and each statement after the event lock is time under it.
+        # the transaction, and each statement after the announcement holds readers back.
         payloads = notices([e for e, _ in events])
         if len(payloads) == 1:
             self.add("notify", {"payload": payloads[0]})
         else:
             self.add("notify_all", {"payloads": payloads})
-        self.add("serialize_events")  # ids are handed out after this, under the event lock
+        self.add("announce_events")  # ids are drawn after this, above the value announced
         run: list[dict[str, Any]] = []  # events to insert, in one statement
         for e, now in events:
             params = rows.event_params(e, now, rows.dumps(e.data))
@@ -422,7 +424,7 @@ class KeyTx(keytx.KeyTx):
         self.saved = record
 
     def append(self, events: Sequence[EventDraft]) -> None:
-        self.events.extend(events)  # sent with the COMMIT, so the event lock is held briefly
+        self.events.extend(events)  # sent with the COMMIT: readers are held back briefly
 
     def item(self, item_id: str) -> Item | None:
         row = self._ask("get_item", {"id": item_id})
