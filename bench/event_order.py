@@ -19,8 +19,10 @@ The ways (``--ways``), each a server whose two statements are swapped before it 
 Rounds alternate the ways. For each run: ops/s summed over the servers' load processes, acquire
 p50/p99, and what the database's client backends were doing, sampled from
 ``pg_stat_activity`` every 5 ms over the load: the share of samples in which a backend waited
-on a heavyweight lock (``wait_event_type = 'Lock'``: advisory, transaction id or row locks),
-and the average number of backends so waiting (= lock-wait seconds per second). Then the cost
+on a heavyweight lock (``pg_locks`` not granted, named: the event lock, an announcement, another
+advisory lock (a principal's bound, a key prefix), NOTIFY's queue lock (PostgreSQL takes it at
+the COMMIT of every transaction that notifies, for the whole cluster), a row or a transaction
+id), and the average number of backends so waiting (= lock-wait seconds per second). Then the cost
 of a reader's ``max_event_id`` with each way's statement (median of 200, in µs, during no
 load). Nothing is asserted about speed. The figures are a small run on a shared machine.
 """
@@ -59,6 +61,27 @@ def serve_as(way: str, argv: list[str]) -> None:
     runpy.run_module("tenure.cli", run_name="__main__")
 
 
+#: Each client backend of the database: its state and the lock it waits for (None: none), named.
+SAMPLE = """
+SELECT a.state, w.what
+FROM pg_stat_activity a
+LEFT JOIN LATERAL (
+    SELECT CASE
+        WHEN l.locktype = 'advisory' AND l.objsubid = 2 AND l.classid = 7468 AND l.objid = 1
+            THEN 'event lock'
+        WHEN l.locktype = 'advisory' AND l.objsubid = 2 AND l.classid >= 7470
+            THEN 'announcement'
+        WHEN l.locktype = 'advisory' THEN 'advisory (a principal or a prefix)'
+        WHEN l.locktype = 'object' AND l.classid = 'pg_database'::regclass
+            THEN 'NOTIFY queue (object)'
+        ELSE l.locktype END AS what
+    FROM pg_locks l WHERE l.pid = a.pid AND NOT l.granted LIMIT 1
+) AS w ON true
+WHERE a.datname = current_database() AND a.backend_type = 'client backend'
+  AND a.pid <> pg_backend_pid()
+"""
+
+
 class Waits(threading.Thread):
     """Samples the database's client backends every 5 ms until stopped."""
 
@@ -73,20 +96,15 @@ class Waits(threading.Thread):
     def run(self) -> None:
         import psycopg
 
-        sql = (
-            "SELECT state, wait_event_type, wait_event FROM pg_stat_activity "
-            "WHERE datname = current_database() AND backend_type = 'client backend' "
-            "AND pid <> pg_backend_pid()"
-        )
         with psycopg.connect(self.db, autocommit=True) as conn:
             while not self.stop.is_set():
                 self.samples += 1
-                for state, kind, event in conn.execute(sql).fetchall():
+                for state, lock in conn.execute(SAMPLE).fetchall():
                     if state in ("active", "idle in transaction"):
                         self.busy += 1
-                    if kind == "Lock":
+                    if lock is not None:
                         self.lock_waits += 1
-                        self.kinds[event] = self.kinds.get(event, 0) + 1
+                        self.kinds[lock] = self.kinds.get(lock, 0) + 1
                 time.sleep(0.005)
 
     def figures(self) -> dict[str, Any]:
