@@ -18,6 +18,7 @@ its own, :mod:`tenure.server.runtime.executor`).
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 import time
@@ -45,6 +46,7 @@ from tenure.store.retention import coalesced, window_params
 from tenure.store.sqlfiles import queries
 
 Q = queries("postgres")
+log = logging.getLogger(__name__)
 SAVEPOINT = "tenure_call"
 TUPLES_OK, FATAL_ERROR = ExecStatus.TUPLES_OK, ExecStatus.FATAL_ERROR
 
@@ -151,6 +153,7 @@ class Batch:
         self.failed: psycopg.Error | None = None  # a batch failed: the transaction is lost
         #: the last round trip's last statement got no answer of its own (its fate is unknown)
         self.unanswered = False
+        self.notices: list[str] = []  # NOTIFY payloads, sent after the COMMIT (commit())
 
     def add(self, name: str, params: dict[str, Any] | None = None) -> None:
         """Queue the prepared statement ``name`` (of :data:`HOT`) with ``params``."""
@@ -172,11 +175,13 @@ class Batch:
         """Unqueue what was queued since ``mark`` (it was never sent)."""
         del self._sql[mark:]
 
-    def _run(self) -> list[PGresult]:
+    def _run(self, committed_at: int | None = None) -> list[PGresult]:
         """Send what is queued as one simple query and wait for its results: libpq's own calls
         through the connection's wait (flushing the query first, however long), as a cursor
         does without its bookkeeping, which cost a round trip 30-40 µs of CPU. The first
-        statement that fails raises, as ``cursor.execute`` would."""
+        statement that fails raises, as ``cursor.execute`` would, but one after the statement
+        at ``committed_at`` (a ``COMMIT`` that went through): the notices' own transaction
+        failed, which is rolled back and logged (waiters wake by their fallbacks)."""
         if self.failed is not None:
             raise psycopg.OperationalError("the transaction failed before") from self.failed
         sent, self.unanswered = len(self._sql), True
@@ -187,6 +192,8 @@ class Batch:
                 conn.pgconn.send_query(query)
                 results: list[PGresult] = conn.wait(execute(conn.pgconn))
             for at, result in enumerate(results):
+                if result.status == FATAL_ERROR and committed_at is not None and at > committed_at:
+                    return self._notices_failed(results, at)
                 if result.status == FATAL_ERROR:
                     # An error answered for a statement before the last: that statement failed
                     # and the rest never ran. On the last one (or with no answer) it is unknown.
@@ -195,6 +202,13 @@ class Batch:
         except psycopg.Error as exc:
             self.failed = exc
             raise
+        return results
+
+    def _notices_failed(self, results: list[PGresult], at: int) -> list[PGresult]:
+        self.unanswered = False
+        error = error_from_result(results[at], encoding=self.conn.info.encoding)
+        log.warning("the notices of a commit were not sent: %s", first_line(error))
+        self.conn.execute("ROLLBACK")
         return results
 
     def _load(self, result: PGresult, n: int | None = None) -> list[tuple[Any, ...]]:
@@ -234,13 +248,7 @@ class Batch:
         order across transactions, yet an ``after`` cursor never passes one still in flight."""
         if not events:
             return
-        # The notices first: PostgreSQL delivers them at the commit wherever they are sent in
-        # the transaction, and each statement after the announcement holds readers back.
-        payloads = notices([e for e, _ in events])
-        if len(payloads) == 1:
-            self.add("notify", {"payload": payloads[0]})
-        else:
-            self.add("notify_all", {"payloads": payloads})
+        self.notices = notices([e for e, _ in events])  # sent after the COMMIT (commit())
         self.add("announce_events")  # ids are drawn after this, above the value announced
         run: list[dict[str, Any]] = []  # events to insert, in one statement
         for e, now in events:
@@ -261,10 +269,27 @@ class Batch:
 
     def commit(self) -> None:
         """Send what is queued and the ``COMMIT``, in one round trip. A connection lost in that
-        round trip leaves the outcome unknown (the COMMIT may have run): :func:`in_doubt`."""
+        round trip leaves the outcome unknown (the COMMIT may have run): :func:`in_doubt`.
+
+        The notices of the events follow in the same round trip, in a transaction of their
+        own that does not wait for the disk: PostgreSQL takes one lock for the whole cluster
+        at the ``COMMIT`` of every transaction that notifies, held until its commit is flushed,
+        so notices sent in the transaction would make the commits of every server wait for
+        each other. Sent after, they reach the listeners once the change is visible, as
+        before, and hold that lock for a moment only."""
         self.add_sql("COMMIT")
+        committed_at = self.mark() - 1
+        if self.notices:
+            self.add_sql("BEGIN")
+            self.add_sql("SET LOCAL synchronous_commit = off")
+            if len(self.notices) == 1:
+                self.add("notify", {"payload": self.notices[0]})
+            else:
+                self.add("notify_all", {"payloads": self.notices})
+            self.add_sql("COMMIT")
+            self.notices = []
         try:
-            status = self.send().command_status
+            status = self._run(committed_at)[committed_at].command_status
         except psycopg.Error as exc:
             if self.unanswered and (self.conn.broken or self.conn.closed):
                 raise in_doubt(exc) from exc
