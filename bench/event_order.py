@@ -8,10 +8,14 @@ The ways (``--ways``), each a server whose two statements are swapped before it 
 
 - ``lock``: as before: a global advisory lock taken before a transaction's events are
   inserted and held through its COMMIT, so ids follow commit order; readers read up to the
-  newest id.
+  newest id; the notices (``NOTIFY``) sent inside the transaction.
+- ``announce-notify-inside``: ``announce`` (below) with the notices inside the transaction, as
+  before: PostgreSQL's own NOTIFY lock (one for the whole cluster, taken at the COMMIT of every
+  transaction that notifies and held through its flush) then orders the commits instead.
 - ``announce``: what tenure does now: a transaction announces the newest id drawn so far as a
   shared advisory lock (no writer waits for another) and readers stop at the smallest one
-  announced (``max_event_id``, which reads ``pg_locks``).
+  announced (``max_event_id``, which reads ``pg_locks``); the notices go after the COMMIT in a
+  transaction of their own that does not wait for the disk.
 - ``none``: ids with no ordering at all (readers may skip an event): the floor of any way
   without a lock in the commit path (per-server sequences merged at read time, or ids made of
   ``pg_current_xact_id()``, cost the writers this much at least).
@@ -40,7 +44,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-WAYS = ("lock", "announce", "none")
+WAYS = ("lock", "announce-notify-inside", "announce", "none")
 LOCK = {
     "announce_events": "SELECT pg_advisory_xact_lock(7468, 1);",
     "max_event_id": "SELECT coalesce(max(id), 0) FROM tenure_events;",
@@ -49,7 +53,14 @@ NONE = {
     "announce_events": "SELECT 1;",
     "max_event_id": "SELECT coalesce(max(id), 0) FROM tenure_events;",
 }
-SWAPS: dict[str, dict[str, str]] = {"lock": LOCK, "announce": {}, "none": NONE}
+SWAPS: dict[str, dict[str, str]] = {
+    "lock": LOCK,
+    "announce-notify-inside": {},
+    "announce": {},
+    "none": NONE,
+}
+#: the ways whose notices go inside the transaction, before its COMMIT, as they did before
+NOTIFY_INSIDE = ("lock", "announce-notify-inside")
 
 
 def serve_as(way: str, argv: list[str]) -> None:
@@ -57,6 +68,18 @@ def serve_as(way: str, argv: list[str]) -> None:
     from tenure.store.sqlfiles import queries
 
     queries("postgres").update(SWAPS[way])
+    if way in NOTIFY_INSIDE:
+        from tenure.store.postgres import tx
+
+        queue = tx.Batch.queue_events
+
+        def inside(self: Any, events: Any) -> None:
+            queue(self, events)
+            for payload in self.notices:  # in the transaction: NOTIFY's lock through COMMIT
+                self.add("notify", {"payload": payload})
+            self.notices = []
+
+        tx.Batch.queue_events = inside  # type: ignore[method-assign]
     sys.argv = ["tenure", *argv]
     runpy.run_module("tenure.cli", run_name="__main__")
 
@@ -139,7 +162,7 @@ def horizon_cost(db: str) -> dict[str, float]:
 
     out = {}
     with psycopg.connect(db, autocommit=True) as conn:
-        for way in ("lock", "announce"):
+        for way in ("lock", "announce"):  # (the other ways read as one of these)
             sql = SWAPS[way].get("max_event_id") or queries("postgres")["max_event_id"]
             times = []
             for _ in range(200):
