@@ -139,7 +139,9 @@ class Waits(threading.Thread):
         }
 
 
-def one_run(db: str, token: str, way: str, servers: int, clients: int, seconds: float, raw: Path):
+def one_run(
+    db: str, token: str, way: str, servers: int, clients: int, seconds: float, raw: Path
+) -> dict[str, Any]:
     from growth_http import cycle_load, serve
 
     launcher = [sys.executable, __file__, "serve-as", way]
