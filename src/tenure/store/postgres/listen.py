@@ -8,10 +8,10 @@ the transaction's ``COMMIT``, in the same round trip, in a transaction of their 
 not wait for the disk (:meth:`tenure.store.postgres.tx.Batch.commit`): PostgreSQL serializes
 the commits of every transaction that notifies, cluster-wide, until each is flushed, which
 would make the commits of every server queue behind each other. So they are never sent for a
-rollback, and a listener reads the change they announce. Each server runs one :class:`Listener` on its own
-connection that rings its event bell (long-polls of ``/v1/events``, SSE followers) and wakes the
-long-poll waiters of a freed key, so waiters on any server are woken by changes made on any
-other.
+rollback, and a listener reads the change they announce. Each server runs one
+:class:`Listener` on its own connection that rings its event bell (long-polls of
+``/v1/events``, SSE followers) and wakes the long-poll waiters of a freed key, so waiters on
+any server are woken by changes made on any other.
 
 A lost connection is re-opened with backoff; while it is down, followers fall back to reading
 the log every second and waiters to the holder's deadline, so nothing is missed, only later.
