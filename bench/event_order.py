@@ -24,7 +24,8 @@ Rounds alternate the ways. For each run: ops/s summed over the servers' load pro
 p50/p99, and what the database's client backends were doing, sampled from
 ``pg_stat_activity`` every 5 ms over the load: the share of samples in which a backend waited
 on a heavyweight lock (``pg_locks`` not granted, named: the event lock, an announcement, another
-advisory lock (a principal's bound, a key prefix), NOTIFY's queue lock (PostgreSQL takes it at
+advisory lock (the bench's one principal's bound on live leases, counted under its lock at
+a group's commit; a key prefix), NOTIFY's queue lock (PostgreSQL takes it at
 the COMMIT of every transaction that notifies, for the whole cluster), a row or a transaction
 id), and the average number of backends so waiting (= lock-wait seconds per second). Then the cost
 of a reader's ``max_event_id`` with each way's statement (median of 200, in µs, during no
@@ -94,7 +95,10 @@ LEFT JOIN LATERAL (
             THEN 'event lock'
         WHEN l.locktype = 'advisory' AND l.objsubid = 2 AND l.classid >= 7470
             THEN 'announcement'
-        WHEN l.locktype = 'advisory' THEN 'advisory (a principal or a prefix)'
+        WHEN l.locktype = 'advisory' AND l.objsubid = 1
+             AND ((l.classid::bigint << 32) | l.objid::bigint) = hashtextextended('bench', 7469)
+            THEN 'the principal''s bound (lock_principal)'
+        WHEN l.locktype = 'advisory' THEN 'advisory (a key prefix)'
         WHEN l.locktype = 'object' AND l.classid = 'pg_database'::regclass
             THEN 'NOTIFY queue (object)'
         ELSE l.locktype END AS what
