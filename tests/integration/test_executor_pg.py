@@ -31,9 +31,9 @@ def round_trips(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     sent: list[str] = []
     run = postgres_tx.Batch._run
 
-    def counted(self: postgres_tx.Batch) -> Any:
+    def counted(self: postgres_tx.Batch, *args: Any) -> Any:
         sent.append(" ".join(s.split("(")[0].removeprefix("EXECUTE tenure_") for s in self._sql))
-        return run(self)
+        return run(self, *args)
 
     monkeypatch.setattr(postgres_tx.Batch, "_run", counted)
     return sent
@@ -84,7 +84,9 @@ def test_a_group_of_calls_on_keys_locked_ahead_is_two_round_trips(
     events = ["insert_event", "record_conflict", "insert_event"]
     # the bound on live leases of each principal that got a new one, under its lock
     bounds = ["lock_principal", "check_live_leases"] * 2  # alice, bob
-    commit = ["save_leases", *bounds, "notify", "serialize_events", *events, "COMMIT"]
+    # then the notices, in a transaction of their own that does not wait for the disk
+    notify = ["BEGIN", "SET", "LOCAL", "synchronous_commit", "=", "off", "notify", "COMMIT"]
+    commit = ["save_leases", *bounds, "announce_events", *events, "COMMIT", *notify]
     assert round_trips[1].split() == commit
     assert renewed.renewals == 1 and renewed.token == a.token
     other = Service(PostgresStore(pg.url))  # another connection: the commit is there
@@ -334,3 +336,18 @@ def test_a_group_that_loses_its_connection_fails_its_calls_without_running_them_
     finally:
         executor.close()
         killer.close()
+
+
+def test_a_commit_whose_notices_fail_is_still_a_commit(pg: PostgresStore) -> None:
+    """The notices go in a transaction of their own after the COMMIT: if that one fails (here
+    a payload over PostgreSQL's limit), the commit before it stands, nothing is raised, and the
+    connection is fit for the next transaction."""
+    with pg.connector.pool.connection() as conn:
+        batch = postgres_tx.Batch(conn)
+        batch.add_sql("BEGIN")
+        batch.add_sql("INSERT INTO tenure_cursors (principal, name, event_id) VALUES ('n', 'n', 7)")
+        batch.notices = ["x" * 9000]
+        batch.commit()
+        assert conn.execute("SELECT 1").fetchone() == (1,)
+    got = pg.connector._one("SELECT event_id FROM tenure_cursors WHERE principal = 'n'", {})
+    assert got == (7,)

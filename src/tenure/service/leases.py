@@ -406,7 +406,11 @@ class Service(Engine):
         upto: int | None = None,
     ) -> builtins.list[Event]:
         """Events after the cursor ``after``, oldest first; ``item`` is short for its key;
-        ``upto``: only ids up to it (a bounded window of the log)."""
+        ``upto``: only ids up to it (a bounded window of the log). Never past the store's
+        :meth:`~tenure.store.base.Store.last_event_id`, read first: a cursor moved to the last
+        event returned never passes one that commits later."""
+        if upto is None:
+            upto = self.store.last_event_id()
         query = EventQuery(
             after=v.check_cursor(after),
             key=None if key is None else self._check_key(key),

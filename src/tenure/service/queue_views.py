@@ -214,7 +214,8 @@ class QueueViews:
         since = self.store.get_cursor(me.name, "briefing")
         # The cursor moves to the end of the window read first; only events up to it are shown,
         # so an event appended meanwhile (or past a full window) is shown next time, exactly once.
-        window = self.store.events(EventQuery(after=since, limit=v.MAX_LIMIT))
+        head = self.store.last_event_id()  # no further: an id still in flight commits later
+        window = self.store.events(EventQuery(after=since, limit=v.MAX_LIMIT, upto=head))
         upto = window[-1].id if window else since
         happened = [e for e in self._events_since(since) if e.id <= upto and self._concerns(me, e)]
         if window:

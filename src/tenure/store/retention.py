@@ -62,7 +62,7 @@ def prune(
     window = {"pruned": pruned, "batch": batch, "audit_before": audit_before}
     deleted = int(cur.execute(q["delete_aged_endings"], window).rowcount)
     cur.execute(q["close_conflict_windows"], {"since": now - CONFLICT_WINDOW_MS})
-    params = {**window, "before": before, "over_count": newest - max_count}
+    params = {**window, "before": before, "over_count": newest - max_count, "newest": newest}
     upto = _first(cur, q["prune_next_upto"], params)
     if upto is None:
         return Pruned(deleted)

@@ -40,7 +40,9 @@ class StatsReads:
         return [(int(slot), kind, int(n)) for slot, kind, n in rows]
 
     def last_event_id(self) -> int:
-        """The newest event's id (0 for none): every event up to it is committed."""
+        """The newest event's id (0 for none) that a follower may read up to: every event up
+        to it that will ever be committed is, and a read that starts after this one sees it (on
+        PostgreSQL, no further than the ids a transaction in flight holds)."""
         return _first(self.connector.query_one("max_event_id", {}))
 
     def conflict_total(self) -> int:
@@ -52,6 +54,7 @@ class StatsReads:
         """Counts by kind of the events after id ``after``, in one snapshot; when ``after`` is
         older than what retention folded away, the folded totals are included (``base``)."""
         q = self.connector.Q
+        head = self.last_event_id()  # before the snapshot, which then sees every id up to it
         with self.connector.snapshot() as cur:  # the folded totals and the events after them
             pruned = _first(cur.execute(q["pruned_upto"]).fetchone())
             base = after < pruned
@@ -59,7 +62,7 @@ class StatsReads:
             if base:
                 counts = {k: int(n) for k, n in cur.execute(q["event_totals"]).fetchall()}
             upto = max(after, pruned)
-            found = cur.execute(q["count_events_after"], {"after": upto}).fetchall()
+            found = cur.execute(q["count_events_after"], {"after": upto, "upto": head}).fetchall()
         for kind, n, newest in found:
             counts[kind] = counts.get(kind, 0) + int(n)
             upto = max(upto, int(newest))

@@ -51,7 +51,7 @@ def insert_events(cur: psycopg.Cursor[Any], events: Sequence[EventDraft], now: i
     ids (for the reaper, whose caller needs them)."""
     if not events:
         return []
-    cur.execute(Q["serialize_events"])
+    cur.execute(Q["announce_events"])  # readers stop below this transaction's ids until it ends
     out = []
     for e in events:
         row = cur.execute(

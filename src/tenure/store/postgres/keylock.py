@@ -49,10 +49,10 @@ the subtree rows above its key (proper prefixes: before it in byte order), then 
 it), in one round trip and in that order (:func:`_lock`); a renewal, an extend
 or a release locks its own row alone. Its advisory locks come before any row lock, so it never
 holds a row lock while it waits for an advisory one (and ``renew-all`` takes none). The
-reaper and compaction skip locked rows (``SKIP LOCKED``). The event lock is taken last, by
-statements that wait for no row. (Were the row above locked after the key's own, a plain
-acquisition of ``P/a`` holding ``P/a`` and waiting for ``P/`` would deadlock with a renew-all
-holding ``P/`` and waiting for ``P/a``.)
+reaper and compaction skip locked rows (``SKIP LOCKED``). The events' announcement (a shared
+lock, which waits for no one) is taken last, by statements that wait for no row. (Were the row
+above locked after the key's own, a plain acquisition of ``P/a`` holding ``P/a`` and waiting
+for ``P/`` would deadlock with a renew-all holding ``P/`` and waiting for ``P/a``.)
 
 In a group (the server's group commit) the keys locked ahead take their prefix locks in the
 group's first round trip, all of them, the strongest mode of each prefix, in that order; the

@@ -3,11 +3,15 @@
 Every transaction that appends events also sends one ``NOTIFY tenure`` whose payload has a line
 ``e`` (the event log grew) and a line ``k:<key>`` for each key it freed (a lease released,
 force-released or expired): one notification per transaction, a group's included, however many
-keys it freed (more only past PostgreSQL's 8,000-byte limit). NOTIFY is transactional: it is
-delivered on commit, never for a rollback. Each server runs one :class:`Listener` on its own
-connection that rings its event bell (long-polls of ``/v1/events``, SSE followers) and wakes the
-long-poll waiters of a freed key, so waiters on any server are woken by changes made on any
-other.
+keys it freed (more only past PostgreSQL's 8,000-byte limit). The notices are sent right after
+the transaction's ``COMMIT``, in the same round trip, in a transaction of their own that does
+not wait for the disk (:meth:`tenure.store.postgres.tx.Batch.commit`): PostgreSQL serializes
+the commits of every transaction that notifies, cluster-wide, until each is flushed, which
+would make the commits of every server queue behind each other. So they are never sent for a
+rollback, and a listener reads the change they announce. Each server runs one
+:class:`Listener` on its own connection that rings its event bell (long-polls of
+``/v1/events``, SSE followers) and wakes the long-poll waiters of a freed key, so waiters on
+any server are woken by changes made on any other.
 
 A lost connection is re-opened with backoff; while it is down, followers fall back to reading
 the log every second and waiters to the holder's deadline, so nothing is missed, only later.

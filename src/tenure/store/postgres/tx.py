@@ -9,7 +9,7 @@ A key's transaction (:class:`KeyTx`) is two round trips: ``BEGIN``, the row lock
 instant; then its writes, the notices, the events and the ``COMMIT``. In a :class:`Group` (the
 server's group commit, :meth:`PostgresConnector.group`) many key transactions share one
 transaction: each call's lock and instant go with the writes of the calls before it, and one
-``COMMIT`` (one fsync, one turn of the event lock) ends them all. A call that fails in Python
+``COMMIT`` (one fsync) ends them all. A call that fails in Python
 is undone alone: its writes, still queued, are dropped (or rolled back to a savepoint, taken
 only if the call had to send its own writes before it failed). An error of the database aborts
 the whole group; the caller decides what to do with its calls (the server runs each again on
@@ -18,6 +18,7 @@ its own, :mod:`tenure.server.runtime.executor`).
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 import time
@@ -46,6 +47,7 @@ from tenure.store.retention import coalesced, window_params
 from tenure.store.sqlfiles import queries
 
 Q = queries("postgres")
+log = logging.getLogger(__name__)
 SAVEPOINT = "tenure_call"
 TUPLES_OK, FATAL_ERROR = ExecStatus.TUPLES_OK, ExecStatus.FATAL_ERROR
 
@@ -73,7 +75,7 @@ HOT = (
     "find_item_op",
     "save_item_op",
     "notify",
-    "serialize_events",
+    "announce_events",
     "insert_event",
     "save_leases",
     "insert_events",
@@ -155,6 +157,7 @@ class Batch:
         self.failed: psycopg.Error | None = None  # a batch failed: the transaction is lost
         #: the last round trip's last statement got no answer of its own (its fate is unknown)
         self.unanswered = False
+        self.notices: list[str] = []  # NOTIFY payloads, sent after the COMMIT (commit())
 
     def add(self, name: str, params: dict[str, Any] | None = None) -> None:
         """Queue the prepared statement ``name`` (of :data:`HOT`) with ``params``."""
@@ -176,11 +179,13 @@ class Batch:
         """Unqueue what was queued since ``mark`` (it was never sent)."""
         del self._sql[mark:]
 
-    def _run(self) -> list[PGresult]:
+    def _run(self, committed_at: int | None = None) -> list[PGresult]:
         """Send what is queued as one simple query and wait for its results: libpq's own calls
         through the connection's wait (flushing the query first, however long), as a cursor
         does without its bookkeeping, which cost a round trip 30-40 µs of CPU. The first
-        statement that fails raises, as ``cursor.execute`` would."""
+        statement that fails raises, as ``cursor.execute`` would, but one after the statement
+        at ``committed_at`` (a ``COMMIT`` that went through): the notices' own transaction
+        failed, which is rolled back and logged (waiters wake by their fallbacks)."""
         if self.failed is not None:
             raise psycopg.OperationalError("the transaction failed before") from self.failed
         sent, self.unanswered = len(self._sql), True
@@ -191,6 +196,8 @@ class Batch:
                 conn.pgconn.send_query(query)
                 results: list[PGresult] = conn.wait(execute(conn.pgconn))
             for at, result in enumerate(results):
+                if result.status == FATAL_ERROR and committed_at is not None and at > committed_at:
+                    return self._notices_failed(results, at)
                 if result.status == FATAL_ERROR:
                     # An error answered for a statement before the last: that statement failed
                     # and the rest never ran. On the last one (or with no answer) it is unknown.
@@ -199,6 +206,13 @@ class Batch:
         except psycopg.Error as exc:
             self.failed = exc
             raise
+        return results
+
+    def _notices_failed(self, results: list[PGresult], at: int) -> list[PGresult]:
+        self.unanswered = False
+        error = error_from_result(results[at], encoding=self.conn.info.encoding)
+        log.warning("the notices of a commit were not sent: %s", first_line(error))
+        self.conn.execute("ROLLBACK")
         return results
 
     def _load(self, result: PGresult, n: int | None = None) -> list[tuple[Any, ...]]:
@@ -232,18 +246,14 @@ class Batch:
 
     def queue_events(self, events: Sequence[tuple[EventDraft, int]]) -> None:
         """Queue the notices and the events (each with its instant), the last statements before
-        the ``COMMIT``: the event lock is held for the server's work and the commit, not for
-        round trips to this client."""
+        the ``COMMIT``. Before the events draw their ids, the transaction announces the newest
+        id drawn so far (``announce_events``: a shared lock, which no writer waits for), so
+        that readers stop below its ids until it ends: ids are handed out in no particular
+        order across transactions, yet an ``after`` cursor never passes one still in flight."""
         if not events:
             return
-        # The notices first: PostgreSQL delivers them at the commit wherever they are sent in
-        # the transaction, and each statement after the event lock is time under it.
-        payloads = notices([e for e, _ in events])
-        if len(payloads) == 1:
-            self.add("notify", {"payload": payloads[0]})
-        else:
-            self.add("notify_all", {"payloads": payloads})
-        self.add("serialize_events")  # ids are handed out after this, under the event lock
+        self.notices = notices([e for e, _ in events])  # sent after the COMMIT (commit())
+        self.add("announce_events")  # ids are drawn after this, above the value announced
         run: list[dict[str, Any]] = []  # events to insert, in one statement
         for e, now in events:
             params = rows.event_params(e, now, rows.dumps(e.data))
@@ -263,10 +273,27 @@ class Batch:
 
     def commit(self) -> None:
         """Send what is queued and the ``COMMIT``, in one round trip. A connection lost in that
-        round trip leaves the outcome unknown (the COMMIT may have run): :func:`in_doubt`."""
+        round trip leaves the outcome unknown (the COMMIT may have run): :func:`in_doubt`.
+
+        The notices of the events follow in the same round trip, in a transaction of their
+        own that does not wait for the disk: PostgreSQL takes one lock for the whole cluster
+        at the ``COMMIT`` of every transaction that notifies, held until its commit is flushed,
+        so notices sent in the transaction would make the commits of every server wait for
+        each other. Sent after, they reach the listeners once the change is visible, as
+        before, and hold that lock for a moment only."""
         self.add_sql("COMMIT")
+        committed_at = self.mark() - 1
+        if self.notices:
+            self.add_sql("BEGIN")
+            self.add_sql("SET LOCAL synchronous_commit = off")
+            if len(self.notices) == 1:
+                self.add("notify", {"payload": self.notices[0]})
+            else:
+                self.add("notify_all", {"payloads": self.notices})
+            self.add_sql("COMMIT")
+            self.notices = []
         try:
-            status = self.send().command_status
+            status = self._run(committed_at)[committed_at].command_status
         except psycopg.Error as exc:
             if self.unanswered and (self.conn.broken or self.conn.closed):
                 raise in_doubt(exc) from exc
@@ -427,7 +454,7 @@ class KeyTx(keytx.KeyTx):
         self.saved = record
 
     def append(self, events: Sequence[EventDraft]) -> None:
-        self.events.extend(events)  # sent with the COMMIT, so the event lock is held briefly
+        self.events.extend(events)  # sent with the COMMIT: readers are held back briefly
 
     def grant_above(self, prefixes: Sequence[str]) -> GrantAbove | None:
         """In a group that read the grants above its keys ahead (:attr:`Group.grants`): from

@@ -85,10 +85,15 @@ WHERE token > 0
 ORDER BY key
 LIMIT %(limit)s;
 
--- name: serialize_events
--- Held to commit, so event ids are handed out in commit order and an `after` cursor never
--- skips an event that commits late.
-SELECT pg_advisory_xact_lock(7468, 1);
+-- name: announce_events
+-- Before a transaction draws event ids: the newest id drawn so far, L (every id it draws will
+-- be above), announced as a shared advisory lock held to commit (classid 7470 + L >> 32, objid
+-- L's low 32 bits). Shared locks never wait for each other, so writers do not queue here;
+-- readers stop at the smallest L announced (max_event_id), so an `after` cursor never passes
+-- an id that a transaction still in flight holds and may commit later.
+SELECT pg_advisory_xact_lock_shared(7470 + (l >> 32)::int,
+                                    (((l & 4294967295) # 2147483648) - 2147483648)::int)
+FROM (SELECT last_value - (NOT is_called)::int AS l FROM tenure_events_id_seq) AS drawn;
 
 -- name: insert_event
 INSERT INTO tenure_events (at, type, key, holder, task, token, actor, reason, data)
@@ -168,7 +173,7 @@ SELECT CASE WHEN type = 'released' AND reason = 'completed' THEN 'released:compl
             ELSE type END AS kind,
        sum(CASE WHEN type = 'conflict' THEN coalesce((data::jsonb ->> 'repeats')::bigint, 1)
                 ELSE 1 END), max(id)
-FROM tenure_events WHERE id > %(after)s
+FROM tenure_events WHERE id > %(after)s AND id <= %(upto)s
 GROUP BY kind;
 
 -- name: count_events_since
@@ -221,7 +226,17 @@ GROUP BY slot, kind;
 SELECT pg_advisory_xact_lock(7468, 2);
 
 -- name: max_event_id
-SELECT coalesce(max(id), 0) FROM tenure_events;
+-- The event horizon: the newest committed id, but no further than the smallest id announced by
+-- a transaction in flight (announce_events: its own ids are above it). Every id up to it that will ever exist is committed, and visible to
+-- a statement that starts after this one: the snapshot is taken before the locks are read, so
+-- a writer missing from the locks either had not drawn its ids yet (they will be above the
+-- newest id seen) or had committed.
+SELECT least(
+    (SELECT coalesce(max(id), 0) FROM tenure_events),
+    (SELECT min(((classid::bigint - 7470) << 32) | objid::bigint)
+     FROM pg_locks
+     WHERE locktype = 'advisory' AND objsubid = 2 AND classid::bigint >= 7470
+       AND database = (SELECT oid FROM pg_database WHERE datname = current_database())));
 
 -- Cross-server wake-ups --------------------------------------------------------------------
 
@@ -399,8 +414,10 @@ ON CONFLICT (key, actor, session) DO UPDATE SET event_id = excluded.event_id, at
 
 -- name: prune_next_upto
 -- The newest event id of the oldest batch not yet folded that is over the count or past the
--- age (the events kept by age are folded already: below pruned).
-SELECT max(id) FROM (SELECT id, at FROM tenure_events WHERE id > %(pruned)s ORDER BY id
+-- age (the events kept by age are folded already: below pruned), never past the event horizon
+-- (max_event_id, read before: an id a transaction in flight holds is folded after it commits).
+SELECT max(id) FROM (SELECT id, at FROM tenure_events
+                     WHERE id > %(pruned)s AND id <= %(newest)s ORDER BY id
                      LIMIT %(batch)s) AS oldest
 WHERE id <= %(over_count)s OR at < %(before)s;
 

@@ -139,7 +139,7 @@ SELECT i.id, i.title, '', i.status, i.priority, i.labels, i.parent, i.assignee,
 SELECT CASE WHEN type = 'released' AND reason = 'completed' THEN 'released:completed'
             ELSE type END AS kind,
        sum(CASE WHEN type = 'conflict' THEN coalesce(json_extract(data, '$.repeats'), 1) ELSE 1 END), max(id)
-FROM tenure_events WHERE id > :after
+FROM tenure_events WHERE id > :after AND id <= :upto
 GROUP BY kind;
 
 -- name: count_events_since
@@ -304,9 +304,9 @@ ON CONFLICT (key, actor, session) DO UPDATE SET event_id = excluded.event_id, at
 
 -- name: prune_next_upto
 -- The newest event id of the oldest batch not yet folded that is over the count or past the
--- age (the events kept by age are folded already: below :pruned).
-SELECT max(id) FROM (SELECT id, at FROM tenure_events WHERE id > :pruned ORDER BY id
-                     LIMIT :batch)
+-- age (the events kept by age are folded already: below :pruned), up to :newest (max_event_id).
+SELECT max(id) FROM (SELECT id, at FROM tenure_events WHERE id > :pruned AND id <= :newest
+                     ORDER BY id LIMIT :batch)
 WHERE id <= :over_count OR at < :before;
 
 -- name: fold_range
