@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import httpx
+
+# The in-process CLI (``Shell(..., inproc=True)``) swaps the process's environment and standard
+# streams for the duration of one call: one call at a time.
+_INPROC_LOCK = threading.Lock()
 
 
 def free_port() -> int:
@@ -77,13 +83,63 @@ class Serve:
             self.proc.communicate(timeout=10)
 
 
+def cli_inproc(
+    args: Sequence[str], env: dict[str, str], input: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``tenure ARGS…`` run in this process: the console script's own function
+    (:func:`tenure.cli.main`, what ``python -m tenure.cli`` exits with) with ``env`` as the whole
+    environment, stdin from ``input`` and stdout and stderr captured apart; its exit code and
+    output as :func:`subprocess.run` gives them. It saves the half second of CPU a new Python
+    costs per call; a test file keeps a few subprocess calls for what only a process shows
+    (the interpreter's exit, the entry point). An exception the CLI lets escape fails the test
+    here, where a subprocess would exit 1 with a traceback."""
+    from tenure.cli import main
+
+    # Text over bytes, as a pipe is: click writes some output to the binary buffer.
+    raw_out, raw_err = io.BytesIO(), io.BytesIO()
+    out = io.TextIOWrapper(raw_out, encoding="utf-8", write_through=True)
+    err = io.TextIOWrapper(raw_err, encoding="utf-8", write_through=True)
+    stdin = io.TextIOWrapper(io.BytesIO((input or "").encode()), encoding="utf-8")
+    with _INPROC_LOCK:
+        saved_env = dict(os.environ)
+        saved = sys.stdin, sys.stdout, sys.stderr
+        os.environ.clear()
+        os.environ.update(env)
+        sys.stdin, sys.stdout, sys.stderr = stdin, out, err
+        try:
+            try:
+                code: Any = main(list(args))
+            except SystemExit as exit:  # click's shell completion exits
+                code = exit.code
+        finally:
+            sys.stdin, sys.stdout, sys.stderr = saved
+            os.environ.clear()
+            os.environ.update(saved_env)
+    if code is None:
+        code = 0
+    elif not isinstance(code, int):
+        err.write(f"{code}\n")
+        code = 1
+    out.flush()
+    err.flush()
+    said = raw_out.getvalue().decode(), raw_err.getvalue().decode()
+    return subprocess.CompletedProcess(["tenure", *args], code, *said)
+
+
 class Shell:
     """The ``tenure`` command as one user at a terminal: their server URL and token in the
-    environment, their own config and state directories (login file, remembered tokens)."""
+    environment, their own config and state directories (login file, remembered tokens).
 
-    def __init__(self, url: str, token: str | None, home: Path) -> None:
-        self.url, self.token, self.home = url, token, home
+    With ``inproc`` each call (not :meth:`popen`) runs the CLI in this process
+    (:func:`cli_inproc`), else as a subprocess."""
+
+    def __init__(self, url: str, token: str | None, home: Path, inproc: bool = False) -> None:
+        self.url, self.token, self.home, self.inproc = url, token, home, inproc
         home.mkdir(parents=True, exist_ok=True)
+
+    def process(self) -> Shell:
+        """The same user, each call a real ``tenure`` subprocess."""
+        return Shell(self.url, self.token, self.home)
 
     def env(self, **extra: str) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("TENURE_")}
@@ -107,6 +163,11 @@ class Shell:
         **extra_env: str,
     ) -> subprocess.CompletedProcess[str]:
         """``tenure ARGS…``; the exit code is not checked unless ``check``."""
+        if self.inproc:
+            done = cli_inproc(args, self.env(**extra_env), input)
+            if check:
+                done.check_returncode()
+            return done
         return subprocess.run(
             [sys.executable, "-m", "tenure.cli", *args],
             capture_output=True,

@@ -9,7 +9,8 @@ checks that results,
 errors and the stored state agree, and that the invariants hold: one holder per key, tokens
 that only grow, one recorded ending per lease, and no state change from refused input.
 
-Each example runs on a brand new database of the backend under test (SQLite and PostgreSQL).
+Each example runs on a database just as its migrations left it, of the backend under test: a new
+SQLite file, or on PostgreSQL one database emptied back to that state between examples.
 """
 
 from __future__ import annotations
@@ -426,7 +427,7 @@ class Model:
 
 # the machine ---------------------------------------------------------------------------------
 class ServiceVsModel(RuleBasedStateMachine):
-    """Subclassed per test with ``make_url`` set to the ``fresh_url`` fixture."""
+    """Subclassed per test with ``make_url`` set to the ``emptied_url`` fixture."""
 
     make_url: Callable[[], str]
 
@@ -666,9 +667,9 @@ class ServiceVsModel(RuleBasedStateMachine):
                     assert last == [state]
 
 
-def test_service_matches_model(backend: str, fresh_url: Callable[[], str]) -> None:
+def test_service_matches_model(backend: str, emptied_url: Callable[[], str]) -> None:
     class Machine(ServiceVsModel):
-        make_url = staticmethod(fresh_url)
+        make_url = staticmethod(emptied_url)
 
     run_state_machine_as_test(
         Machine,

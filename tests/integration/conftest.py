@@ -7,7 +7,8 @@
   ``live_server.stop()`` and ``live_server.start()`` stop and restart it on the same port and
   database (for outage tests).
 - ``shell``: ``shell("jo", kind=..., roles=..., parent=...)`` is the ``tenure`` command run as
-  a subprocess by that principal against ``live_server`` (see ``procs.Shell``).
+  a subprocess by that principal against ``live_server`` (see ``procs.Shell``); with
+  ``inproc=True`` run in the test's process instead (``procs.cli_inproc``).
 - ``pg``: a :class:`PostgresStore` on the test's database with the database's own clock (for
   tests parametrized with ``backend="postgres"``).
 """
@@ -104,13 +105,20 @@ def live_server(store_url: str) -> Iterator[LiveServer]:
 
 @pytest.fixture
 def shell(live_server: LiveServer, tmp_path: Path) -> Callable[..., Shell]:
-    """``shell(name, kind=, roles=, parent=)``: the ``tenure`` command as that principal,
-    against ``live_server``, with its own config and state directories."""
+    """``shell(name, kind=, roles=, parent=, inproc=False)``: the ``tenure`` command as that
+    principal, against ``live_server``, with its own config and state directories; a subprocess
+    per call, or with ``inproc`` the CLI's entry function run in this process (``procs.cli_inproc``,
+    for tests that call it dozens of times)."""
 
     def make(
-        name: str, kind: str = "human", roles: tuple[str, ...] = (), parent: str | None = None
+        name: str,
+        kind: str = "human",
+        roles: tuple[str, ...] = (),
+        parent: str | None = None,
+        inproc: bool = False,
     ) -> Shell:
         token = live_server.token_for(name, kind, roles, parent)
-        return Shell(live_server.url, token, tmp_path / "homes" / name.replace("/", "_"))
+        home = tmp_path / "homes" / name.replace("/", "_")
+        return Shell(live_server.url, token, home, inproc=inproc)
 
     return make

@@ -1,4 +1,8 @@
-"""Shell completion: the scripts, and lease keys and item ids completed from a real server."""
+"""Shell completion: the scripts, and lease keys and item ids completed from a real server.
+
+Completing from the server runs the CLI's entry function in the test's process
+(``procs.cli_inproc``: a subprocess costs about half a second of CPU), the rest as real
+``tenure`` subprocesses."""
 
 from __future__ import annotations
 
@@ -22,11 +26,14 @@ def complete(user: Shell, line: str) -> list[str]:
 
 
 def test_lease_keys_and_item_ids_complete_from_the_server(shell: Callable[..., Shell]) -> None:
-    jo = shell("jo")
-    jo.json("lock", "acquire", "jobs/nightly", "--ttl", "1m")
+    jo = shell("jo", inproc=True)
+    jo.process().json("lock", "acquire", "jobs/nightly", "--ttl", "1m")
     jo.json("lock", "acquire", "jobs/hourly", "--ttl", "1m")
     jo.json("lock", "acquire", "deploy/prod", "--ttl", "1m")
-    assert sorted(complete(jo, "tenure lock show jobs/")) == ["jobs/hourly", "jobs/nightly"]
+    assert sorted(complete(jo.process(), "tenure lock show jobs/")) == [
+        "jobs/hourly",
+        "jobs/nightly",
+    ]
     assert complete(jo, "tenure lock release de") == ["deploy/prod"]
     assert "lock" in complete(jo, "tenure lo")
     assert {"acquire", "release", "ls"} <= set(complete(jo, "tenure lock "))

@@ -1,9 +1,11 @@
 """The item verbs, ``items add|ls|show``, ``events`` and ``heartbeat``: the ``tenure`` command
-run as a subprocess against a real server, in table and ``--json`` form, with the exit code of
-each failure (docs/cli.md: 2 invalid, 3 conflict, 4 lost or stale, 5 not found).
+against a real server, in table and ``--json`` form, with the exit code of each failure
+(docs/cli.md: 2 invalid, 3 conflict, 4 lost or stale, 5 not found).
 
-Each CLI run costs about half a second, so each test walks one story with several assertions,
-and setup or checks that are not about the CLI go through the Python client.
+Each test walks one story with several assertions, and setup or checks that are not about the
+CLI go through the Python client. A subprocess costs about half a second of CPU, so jo and bob
+run the CLI's entry function in the test's process (``procs.cli_inproc``); some calls in each
+story, ``events --follow`` and the other users' calls are real ``tenure`` subprocesses.
 """
 
 from __future__ import annotations
@@ -51,12 +53,12 @@ def state_of(client: tenure.Client, item_id: str) -> tuple[dict[str, Any], int]:
 
 @pytest.fixture
 def jo(shell: Callable[..., Shell]) -> Shell:
-    return shell("jo")
+    return shell("jo", inproc=True)
 
 
 @pytest.fixture
 def bob(shell: Callable[..., Shell]) -> Shell:
-    return shell("bob")
+    return shell("bob", inproc=True)
 
 
 @pytest.fixture
@@ -275,8 +277,8 @@ def test_bad_input_exits_2_and_changes_nothing(jo: Shell, jos: tenure.Client) ->
     epoch = doc(jo, "claim", "5", "--ttl", "5m")["item"]["epoch"]
     before = state_of(jos, "5")
 
-    assert "not a duration: '5x'" in fails(jo, 2, "claim", "5", "--ttl", "5x")
-    assert "not a positive duration" in fails(jo, 2, "renew", "5", "--ttl", "0s")
+    assert "not a duration: '5x'" in fails(jo.process(), 2, "claim", "5", "--ttl", "5x")
+    assert "not a positive duration" in fails(jo.process(), 2, "renew", "5", "--ttl", "0s")
     assert "not a duration" in fails(jo, 2, "extend", "5", "soon")
     assert "not JSON" in fails(jo, 2, "progress", "5", "x", "--data", "{bad")
     assert "JSON object" in fails(jo, 2, "progress", "5", "x", "--data", "[1]")
@@ -286,7 +288,7 @@ def test_bad_input_exits_2_and_changes_nothing(jo: Shell, jos: tenure.Client) ->
     said = fails(jo, 2, "renew", "5", "--ttl", "11m")  # over the policy's max_ttl
     assert "--ttl 11m is too long: at most 10m (policy max_ttl)" in said
     assert "(field id)" in fails(jo, 2, "claim", "bad id!")
-    assert "not found: no item 'nope'" in fails(jo, 5, "claim", "nope")
+    assert "not found: no item 'nope'" in fails(jo.process(), 5, "claim", "nope")
     fails(jo, 5, "progress", "nope", "x", "--epoch", str(epoch))
 
     assert state_of(jos, "5") == before

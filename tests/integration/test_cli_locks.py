@@ -1,6 +1,10 @@
-"""``tenure lock acquire|renew|extend|release|force-release|ls|show``: the ``tenure`` command run
-as a subprocess against a real server, in table and ``--json`` form, with the exit code of each
-failure (docs/cli.md: 1 error, 2 invalid, 3 conflict, 4 lost, 5 not found)."""
+"""``tenure lock acquire|renew|extend|release|force-release|ls|show``: the ``tenure`` command
+against a real server, in table and ``--json`` form, with the exit code of each failure
+(docs/cli.md: 1 error, 2 invalid, 3 conflict, 4 lost, 5 not found).
+
+A subprocess costs about half a second of CPU, so jo and bob run the CLI's entry function in the
+test's process (``procs.cli_inproc``); root's calls, and some of jo's, are real ``tenure``
+subprocesses."""
 
 from __future__ import annotations
 
@@ -21,7 +25,7 @@ SESSION = r"cli:[\w.-]+:[0-9a-f]{8}"  # the CLI's own session
 
 @pytest.fixture
 def jo(shell: Callable[..., Shell]) -> Shell:
-    return shell("jo")
+    return shell("jo", inproc=True)
 
 
 @pytest.fixture
@@ -31,7 +35,9 @@ def jos(jo: Shell) -> Iterator[tenure.Client]:
 
 
 def test_acquire_renew_extend_show_ls_release(jo: Shell, jos: tenure.Client) -> None:
-    shown = ok(jo, "lock", "acquire", KEY, "--ttl", "30s", "--task", "cron", "--meta", '{"a": 1}')
+    shown = ok(
+        jo.process(), "lock", "acquire", KEY, "--ttl", "30s", "--task", "cron", "--meta", '{"a": 1}'
+    )
     for row in (f"key       {KEY}", "holder    jo", "task      cron", "state     live"):
         assert row in shown, shown
     session = doc(jo, "whoami")["session"]
@@ -78,7 +84,7 @@ def test_acquire_renew_extend_show_ls_release(jo: Shell, jos: tenure.Client) -> 
     }
     assert doc(jo, "lock", "show", KEY)["lease"]["state"] == "live"
 
-    assert ok(jo, "lock", "release", KEY) == f"{KEY}: released\n"
+    assert ok(jo.process(), "lock", "release", KEY) == f"{KEY}: released\n"
     assert KEY not in remembered(jo)
     assert ok(jo, "lock", "release", KEY) == f"{KEY}: nothing to release\n"  # idempotent
     assert doc(jo, "lock", "release", KEY)["released"] is False
@@ -88,7 +94,7 @@ def test_acquire_renew_extend_show_ls_release(jo: Shell, jos: tenure.Client) -> 
 def test_conflicts_losses_and_bad_input(
     shell: Callable[..., Shell], jo: Shell, jos: tenure.Client
 ) -> None:
-    bob, root = shell("bob"), shell("root2", roles=("admin",))
+    bob, root = shell("bob", inproc=True), shell("root2", roles=("admin",))
     token = doc(jo, "lock", "acquire", "deploy/prod", "--ttl", "5m", "--task", "deploy-42")
     token = token["lease"]["token"]
 

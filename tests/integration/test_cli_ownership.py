@@ -2,7 +2,9 @@
 item stays revoked), ``tenure reassign``, ``tenure complete --follow-up``, ``tenure items add
 --parent-epoch``, a takeover without a reason, item keys refused by ``tenure lock``, and
 ``queue``/``brief`` showing revoked and stalled claims. Each: success, refusal with its exit code
-and words, and ``--json``."""
+and words, and ``--json``. A subprocess costs about half a second of CPU, so jo and bob run the
+CLI's entry function in the test's process (``procs.cli_inproc``); the admin's and the
+supervisor's calls are real ``tenure`` subprocesses."""
 
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ if TYPE_CHECKING:
 
 @pytest.fixture
 def jo(shell: Callable[..., Shell]) -> Shell:
-    return shell("jo")
+    return shell("jo", inproc=True)
 
 
 @pytest.fixture
@@ -44,7 +46,7 @@ def jos(jo: Shell) -> Iterator[tenure.Client]:
 def test_force_release_keeps_the_item_revoked_until_reassigned(
     shell: Callable[..., Shell], jo: Shell, root: Shell, jos: tenure.Client
 ) -> None:
-    bob, sue = shell("bob"), shell("sue", roles=("supervisor",))
+    bob, sue = shell("bob", inproc=True), shell("sue", roles=("supervisor",))
     jos.items.create("Migrate the billing DB", id="7")
     epoch = doc(jo, "claim", "7", "--ttl", "5m")["lease"]["token"]
 
@@ -130,7 +132,7 @@ def test_force_release_keeps_the_item_revoked_until_reassigned(
 def test_complete_with_follow_ups_and_items_fenced_on_their_parent(
     jo: Shell, shell: Callable[..., Shell], jos: tenure.Client
 ) -> None:
-    bob = shell("bob")
+    bob = shell("bob", inproc=True)
     jos.items.create("Release 1.4", id="rel")
     epoch = doc(jo, "claim", "rel")["lease"]["token"]
 
@@ -171,7 +173,7 @@ def test_queue_and_brief_show_stalled_and_revoked_claims(store_url: str, tmp_pat
     server: LiveServer = Server(store_url, Settings(db=store_url, stall_ms=300)).start()
     with contextlib.ExitStack() as stack:
         stack.callback(server.stop)
-        jo = Shell(server.url, server.token_for("jo", "human"), tmp_path / "jo")
+        jo = Shell(server.url, server.token_for("jo", "human"), tmp_path / "jo", inproc=True)
         jos = stack.enter_context(tenure.Client(server.url, token=jo.token))
         admin = stack.enter_context(tenure.Client(server.url, token=server.admin_token))
         jos.items.create("Slow work", id="slow")

@@ -1,5 +1,7 @@
-"""``tenure principal ls|show|set-roles|remove`` as real processes against a real server, the
-same routes over HTTP, and ``--db`` on the database directly.
+"""``tenure principal ls|show|set-roles|remove`` against a real server, the same routes over
+HTTP, and ``--db`` on the database directly. bob's calls and ``--db`` are real ``tenure``
+processes; root's and alice's run the CLI's entry function in the test's process
+(``procs.cli_inproc``: a subprocess costs about half a second of CPU).
 
 An admin lists everyone, sees a principal's tokens (ids and times, never a secret), changes
 roles and removes principals; anyone else sees itself and its agents and gets exit 1 for the
@@ -23,7 +25,7 @@ if TYPE_CHECKING:
 def test_an_admin_operates_on_principals_from_the_cli(
     live_server: LiveServer, shell: Callable[..., Shell]
 ) -> None:
-    root, bob = shell("root"), shell("bob")
+    root, bob = shell("root", inproc=True), shell("bob")
     listed = doc(root, "principal", "ls")["principals"]
     assert [p["name"] for p in listed] == ["bob", "root"]
     table = ok(root, "principal", "ls").splitlines()
@@ -66,7 +68,7 @@ def test_an_admin_operates_on_principals_from_the_cli(
 def test_a_principal_sees_itself_and_its_agents_only(
     live_server: LiveServer, shell: Callable[..., Shell]
 ) -> None:
-    alice, bob = shell("alice"), shell("bob")
+    alice, bob = shell("alice", inproc=True), shell("bob")
     shell("alice/helper", kind="agent", parent="alice")
     assert [p["name"] for p in doc(alice, "principal", "ls")["principals"]] == [
         "alice",

@@ -201,3 +201,17 @@ def test_the_client_loads_no_service_or_store_module(module: str) -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
     )
     assert run.stdout.split() == []
+
+
+def test_the_cli_loads_no_store_or_fence_module() -> None:
+    """``tenure`` starts without the store, the fences or the service's database-side modules:
+    only a command working on a database directly (``--db``, ``fence reset``) imports them."""
+    probe = (
+        "import sys, tenure.cli\n"
+        "print('\\n'.join(m for m in sys.modules if m.startswith(('tenure.store', "
+        "'tenure.fence', 'tenure.service.principals', 'tenure.service.token_floors'))))"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert run.stdout.split() == []

@@ -12,7 +12,6 @@ from tenure.cli.options import DIRECT_DB
 from tenure.cli.render import pairs
 from tenure.core.compaction import MAX_BATCH, CompactionResult
 from tenure.core.token_floor import TokenFloor
-from tenure.service.token_floors import set_floor, show_floor
 from tenure.settings import Settings
 
 
@@ -52,6 +51,7 @@ def _on_server(floor: int | None) -> TokenFloor:
 
 
 def _on_database(db: str, floor: int | None) -> TokenFloor:
+    from tenure.service.token_floors import set_floor, show_floor  # here: the CLI starts faster
     from tenure.store.open import open_store
 
     store = open_store(Settings.from_env(db=db).db)

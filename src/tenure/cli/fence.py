@@ -12,8 +12,6 @@ from tenure.cli.app import cli
 from tenure.cli.context import cli_of, verb
 from tenure.cli.render import pairs
 from tenure.errors import InvalidRequest
-from tenure.fence._args import check_key, check_table
-from tenure.fence.keyed import reset_table
 
 
 @cli.group(
@@ -43,6 +41,9 @@ def fence_reset(db: str, key: str | None, every: bool, table: str) -> None:
     if (key is None) == (not every):
         raise InvalidRequest("fence reset: give either --key KEY or --all", field="key")
     import psycopg  # here: every other command starts without it (~60 ms)
+
+    from tenure.fence._args import check_key, check_table
+    from tenure.fence.keyed import reset_table
 
     only = None if key is None else check_key(key)
     name = check_table(table)

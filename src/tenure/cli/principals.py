@@ -6,7 +6,7 @@ event (``principal_roles_set``, ``token_revoked``, ``principal_removed``)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 from rich.console import Group
@@ -17,9 +17,11 @@ from tenure.cli.options import DIRECT_DB
 from tenure.cli.render import pairs, table
 from tenure.core.models import Principal
 from tenure.core.text import clock, when
-from tenure.service.principals import Principals
 from tenure.settings import Settings
 from tenure.verbs.principals import PrincipalInfo
+
+if TYPE_CHECKING:
+    from tenure.service.principals import Principals
 
 T = TypeVar("T")
 ROLE = click.Choice(["admin", "supervisor"])
@@ -27,6 +29,7 @@ ROLE = click.Choice(["admin", "supervisor"])
 
 def on_database(db: str, act: Callable[[Principals], T]) -> T:
     """``act`` on the database at ``db`` (``-`` or empty: $TENURE_DB), as the trusted CLI."""
+    from tenure.service.principals import Principals  # here: the CLI starts faster
     from tenure.store.open import open_store
 
     store = open_store(Settings.from_env(db=db).db)
