@@ -205,6 +205,12 @@ TABLE: dict[tuple[str, str], tuple[Request, dict[str, Any]]] = {
         lambda c: ("POST", f"/v1/items/{c.item}/cancel", {"reason": "matrix"}),
         expect(403, "forbidden", holder=200, **AUTHORITIES),
     ),
+    # The cell's item is claimed, not parked: a reopen is refused on its state before anyone's
+    # rights are weighed (who may reopen a parked item: test_cli_parking.py, test_mcp_parking.py).
+    ("POST", "/v1/items/{id}/reopen"): (
+        lambda c: ("POST", f"/v1/items/{c.item}/reopen", {"reason": "matrix"}),
+        expect(409, "conflict"),
+    ),
     ("POST", "/v1/items/{id}/force-release"): (
         lambda c: ("POST", f"/v1/items/{c.item}/force-release", {"reason": "matrix"}),
         expect(403, "forbidden", **AUTHORITIES),
