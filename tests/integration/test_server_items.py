@@ -24,6 +24,7 @@ PROBLEM = "application/problem+json"
 ITEM_FIELDS = {
     "id", "title", "body", "status", "priority", "labels", "parent", "assignee", "epoch",
     "progress", "progress_at", "result", "created_by", "created_at", "updated_at", "revoked",
+    "attempts", "failures",
 }  # fmt: skip
 LAPSE_S = 1.1  # a claim of ttl_ms=1000 (the policy's min_ttl) has lapsed by then
 
@@ -420,7 +421,9 @@ def test_queue_ready_and_briefing(
     problem(bob.get("/v1/queue/%20"), 422, "invalid_request")
 
     first = ok(alice.get("/v1/briefing", params={"ready": 1}))
-    assert set(first) == {"principal", "carrying", "lapsed", "happened", "ready", "stalled"}
+    assert set(first) == {
+        "principal", "carrying", "lapsed", "happened", "ready", "stalled", "parked",
+    }  # fmt: skip
     assert first["stalled"] == []
     assert first["principal"] == "alice"
     assert sorted(v["item"]["id"] for v in first["carrying"]) == ["mid", "mine"]
