@@ -10,6 +10,7 @@ import pytest
 import tenure
 from tenure import InvalidRequest, Service
 from tenure.core.models import EventQuery
+from tenure.core.token_floor import MAX_FLOOR
 from tenure.service.token_floors import set_floor, show_floor
 
 from ._items import ALICE
@@ -133,3 +134,11 @@ def test_an_item_claim_after_the_floor_gets_a_larger_epoch(svc: Service) -> None
     set_floor(svc.store, ADMIN, 30)
     claim = svc.items.claim(ALICE, "job")
     assert (claim.lease.token, claim.item.epoch) == (31, 31)
+
+
+def test_a_semaphore_slot_after_the_highest_floor_gets_a_larger_token(service: Service) -> None:
+    # The floor can be as high as 2**62: a slot's token is drawn above it (a 64-bit number on
+    # every backend, never a 32-bit one: PostgreSQL answered 500 here once).
+    set_floor(service.store, ADMIN, MAX_FLOOR)
+    assert service.acquire("alice", "gpu", slots=2).token == MAX_FLOOR + 1
+    assert service.acquire("bob", "gpu", slots=2).token == MAX_FLOOR + 2

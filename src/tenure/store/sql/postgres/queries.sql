@@ -631,7 +631,7 @@ SET token = greatest(tenure_subtree_tokens.token, excluded.token);
 -- granted; its N becomes slots. No row when the semaphore has another N and one of its slots
 -- (the keys in [lo, hi)) is live: holders must agree on N. The row's lock orders the
 -- semaphore's grants until the commit.
-INSERT INTO tenure_semaphores (key, slots, token) VALUES (%(key)s, %(slots)s, %(floor)s + 1)
+INSERT INTO tenure_semaphores (key, slots, token) VALUES (%(key)s, %(slots)s, %(floor)s::bigint + 1)
 ON CONFLICT (key) DO UPDATE
 SET token = greatest(tenure_semaphores.token, excluded.token - 1) + 1, slots = excluded.slots
 WHERE tenure_semaphores.slots = excluded.slots OR NOT EXISTS (
