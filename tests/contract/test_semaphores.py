@@ -124,3 +124,18 @@ def test_concurrent_acquisitions_grant_exactly_n_with_distinct_tokens(service: S
     assert len({g.token for g in granted}) == 3
     assert sorted(g.key for g in granted) == [f"gpu#slot/{i}" for i in range(3)]
     assert len(service.list(prefix="gpu#slot/")) == 3
+
+
+def test_a_key_that_leaves_no_room_for_its_slot_keys_is_refused(
+    service: Service,
+) -> None:
+    # A slot key is the key and "#slot/I": it must fit the bound on keys (512 bytes by default),
+    # or every verb that reads the slot's lease back (release-all, lists) would refuse it.
+    long = "k" * 506  # "#slot/9" makes 513
+    with pytest.raises(InvalidRequest) as refused:
+        service.acquire("a", long, slots=10)
+    assert refused.value.field == "key" and refused.value.maximum == 505, refused.value
+    with pytest.raises(InvalidRequest):
+        service.acquire("b", long, slots=1)
+    fits = service.acquire("a", "k" * 505, slots=10)  # the refusals drew no token
+    assert (fits.key, fits.token) == ("k" * 505 + "#slot/0", 1)

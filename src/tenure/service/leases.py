@@ -44,7 +44,7 @@ from tenure.core.models import (
 from tenure.core.policy import Policy, PolicySet
 from tenure.core.quotas import Quotas
 from tenure.core.retention import audit_before
-from tenure.core.semaphores import SLOT_MARK, check_plain_key, check_slots
+from tenure.core.semaphores import SLOT_MARK, check_plain_key, check_room, check_slots
 from tenure.core.subtree_tokens import prefixes_above
 from tenure.errors import InvalidRequest, NotFound, StaleToken, TenureError
 from tenure.service.compaction import Ages, compact
@@ -143,7 +143,9 @@ class Service(Engine):
         if slots is not None:
             if wide != "key":
                 raise InvalidRequest("scope: a semaphore holds its key only", field="scope")
-            return acquire_slot(self, me, key, check_slots(slots), (ttl, task, meta, sid))
+            n = check_slots(slots)
+            check_room(key, n, policy.max_key_bytes)
+            return acquire_slot(self, me, key, n, (ttl, task, meta, sid))
 
         def decide(tx: KeyTx) -> Decision:
             floor = floor_for(tx, wide)
