@@ -40,13 +40,13 @@ def semaphore_of(key: str) -> tuple[str, int] | None:
 def check_room(key: str, slots: int, max_bytes: int) -> None:
     """The semaphore's slot keys (``KEY#slot/I``) fit the bound on a key's size: a slot key
     longer than any key may be would be refused later, by every verb that reads it back."""
-    longest = len(slot_key(key, slots - 1).encode("utf-8", "surrogatepass"))
-    if longest > max_bytes:
-        room = max_bytes - (longest - len(key.encode("utf-8", "surrogatepass")))
+    size = len(key.encode("utf-8", "surrogatepass"))
+    room = max_bytes - len(SLOT_MARK) - len(str(slots - 1))  # the suffix is ASCII
+    if size > room:
         raise InvalidRequest(
             f"key is too long for a semaphore of {slots} slots: its slot keys "
-            f"({key[:20]}…{SLOT_MARK}{slots - 1}) are up to {longest} bytes, more than "
-            f"{max_bytes}; a key of at most {room} bytes leaves room for them",
+            f"({key[:20]}…{SLOT_MARK}{slots - 1}) are up to {size + max_bytes - room} bytes, "
+            f"more than {max_bytes}; a key of at most {room} bytes leaves room for them",
             field="key",
             maximum=room,
         )
