@@ -15,7 +15,7 @@ from pydantic import ConfigDict, Field
 
 from tenure.core.validate import MAX_FOLLOW_UPS, MAX_LIMIT
 from tenure.core.work import MAX_EXIT_STATUS, ReleaseReason
-from tenure.verbs.call import listed
+from tenure.verbs.call import Send, listed, unless_false
 from tenure.verbs.fields import (
     AGENT_PATTERN,
     LINE_PATTERN,
@@ -121,6 +121,7 @@ class ClaimIn(OnItem):
             "stalled, or one whose claim was force-released (revoked), yours included; "
             "needs a `reason`"
         ),
+        Send(unless_false),
     ] = None
     reason: Annotated[
         Reason | None, Field(description="why: required with `takeover` (kept in the transfer)")
@@ -226,6 +227,7 @@ class CompleteIn(OnItem):
             description="items to create under this one, in the completion's transaction: "
             "all or none, and once per `op_id` (a repeat returns the same ones)",
         ),
+        Send(follow_ups_body),
     ] = None
 
 
@@ -265,6 +267,7 @@ class DispatchIn(OnItem):
             description="dispatch again an item whose claim lapsed, stalled or was revoked: "
             "yours, your agents', or one you may force-release; needs a `reason`"
         ),
+        Send(unless_false),
     ] = None
     reason: Annotated[
         Reason | None, Field(description="why: required with `takeover` (kept in the transfer)")

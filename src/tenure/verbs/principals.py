@@ -36,7 +36,7 @@ from tenure.verbs.wire import token_floor_from_wire
 #: a principal's name in a path: slashes and all, but never the path of one of its tokens
 #: (:class:`tenure.server.http.convertors.PrincipalPath`)
 NAME_PATH = "/v1/principals/{name:principal}"
-Roles = Annotated[list[Literal["admin", "supervisor"]], Field(max_length=2)]
+Roles = Annotated[list[Literal["admin", "supervisor"]], Field(max_length=2), c.Send(c.listed)]
 
 
 class NoArgs(Body):
