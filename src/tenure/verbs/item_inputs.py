@@ -108,6 +108,13 @@ class ItemPatch(OnItem):
     ] = None
 
 
+#: a takeover's flag, sent only when set (an older server takes a request without it)
+Takeover = Annotated[bool | None, Send(unless_false)]
+TakeoverReason = Annotated[
+    Reason | None, Field(description="why: required with `takeover` (kept in the transfer)")
+]
+
+
 class ClaimIn(OnItem):
     """``takeover: true`` needs a ``reason``."""
 
@@ -115,17 +122,14 @@ class ClaimIn(OnItem):
     ttl_ms: Ttl | None = None
     task: Task | None = None
     takeover: Annotated[
-        bool | None,
+        Takeover,
         Field(
             description="take over an item assigned to someone else whose claim lapsed or "
             "stalled, or one whose claim was force-released (revoked), yours included; "
             "needs a `reason`"
         ),
-        Send(unless_false),
     ] = None
-    reason: Annotated[
-        Reason | None, Field(description="why: required with `takeover` (kept in the transfer)")
-    ] = None
+    reason: TakeoverReason = None
     session: Session | None = None
 
 
@@ -262,16 +266,13 @@ class DispatchIn(OnItem):
         Session | None, Field(description="the session of the agent that will hold the claim")
     ] = None
     takeover: Annotated[
-        bool | None,
+        Takeover,
         Field(
             description="dispatch again an item whose claim lapsed, stalled or was revoked: "
             "yours, your agents', or one you may force-release; needs a `reason`"
         ),
-        Send(unless_false),
     ] = None
-    reason: Annotated[
-        Reason | None, Field(description="why: required with `takeover` (kept in the transfer)")
-    ] = None
+    reason: TakeoverReason = None
 
 
 class ReassignIn(OnItem):
