@@ -64,6 +64,7 @@ Wire = dict[str, Any]
 PATH_PARAM = re.compile(r"\{(\w+)(?::\w+)?\}")
 #: the methods whose input travels (at least partly) as a JSON body; the others' as a query
 BODY_METHODS = frozenset({"POST", "PATCH", "PUT"})
+METHODS = BODY_METHODS | {"GET", "DELETE"}
 
 
 @dataclass(frozen=True)
@@ -218,7 +219,9 @@ class Family:
     ) -> Verb[In, Out]:
         """The entry of the verb ``name`` served at ``route`` (``"POST /v1/leases/renew"``):
         ``run`` on ``input``, answered as ``reply`` says, described by ``run``'s docstring."""
-        method, path = route.split(" ")
+        method, _, path = route.partition(" ")
+        if method not in METHODS or not path.startswith("/"):
+            raise ValueError(f"{name}: a route is a method and a path ('GET /v1/me'): {route!r}")
         return Verb(
             name=name,
             method=method,
