@@ -212,8 +212,15 @@ def _refused(
         wanted["held_key"] = held.key
     conflict = conflict_event(held, key, who, wanted)
     where = "" if held.key == key else f" through {held.key!r} ({held.scope})"
-    error = LeaseHeld(
-        f"{key!r} is held{where} by {held_by(held)}",
+    error = lease_held(f"{key!r} is held{where} by {held_by(held)}", key, held)
+    return Decision(record, (*events, conflict), None, error)
+
+
+def lease_held(message: str, key: str, held: KeyRecord, **more: Any) -> LeaseHeld:
+    """``key`` refused because ``held``'s lease holds it (its own, or one that conflicts
+    through a subtree or a semaphore's slots): the refusal names that lease."""
+    return LeaseHeld(
+        message,
         key=key,
         holder=held.holder,
         session=held.session,
@@ -222,8 +229,8 @@ def _refused(
         token=held.token,
         held_key=held.key,
         scope=held.scope,
+        **more,
     )
-    return Decision(record, (*events, conflict), None, error)
 
 
 def _check_own(

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import is_dataclass, replace
 from typing import TypeVar
 
+from tenure.core.decide import lease_held
 from tenure.core.models import SLOT_MARK, KeyRecord, Lease, slot_of
 from tenure.errors import InvalidRequest, LeaseHeld
 
@@ -96,34 +97,15 @@ def full(key: str, slots: int, held: Sequence[KeyRecord]) -> LeaseHeld:
     first (its key is ``held_key``, its deadline ``expires_at``)."""
     first = min(held, key=lambda r: r.expires_at)
     names = ", ".join(sorted({repr(r.holder) for r in held}))
-    return LeaseHeld(
-        f"all {slots} slots of {key!r} are held (by {names}); the first ends at {first.expires_at}",
-        key=key,
-        holder=first.holder,
-        session=first.session,
-        task=first.task,
-        expires_at=first.expires_at,
-        token=first.token,
-        held_key=first.key,
-        scope=first.scope,
-        holders=[r.holder for r in sorted(held, key=lambda r: r.key)],
-        slots=slots,
-    )
+    message = f"all {slots} slots of {key!r} are held (by {names}); the first ends at "
+    holders = [r.holder for r in sorted(held, key=lambda r: r.key)]
+    return lease_held(f"{message}{first.expires_at}", key, first, holders=holders, slots=slots)
 
 
 def plainly_held(rec: KeyRecord) -> LeaseHeld:
     """A semaphore's key held by a plain lease: no slot is granted beside it."""
-    return LeaseHeld(
-        f"{rec.key!r} is held by {rec.holder!r} as a plain lease, not as a semaphore",
-        key=rec.key,
-        holder=rec.holder,
-        session=rec.session,
-        task=rec.task,
-        expires_at=rec.expires_at,
-        token=rec.token,
-        held_key=rec.key,
-        scope=rec.scope,
-    )
+    message = f"{rec.key!r} is held by {rec.holder!r} as a plain lease, not as a semaphore"
+    return lease_held(message, rec.key, rec)
 
 
 def counted(result: T, slots: int | None) -> T:

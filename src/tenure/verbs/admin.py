@@ -9,10 +9,9 @@ from pydantic import Field
 
 from tenure.core.compaction import MAX_BATCH, MAX_BATCHES, CompactionResult
 from tenure.core.models import Principal
-from tenure.verbs import wire as w
 from tenure.verbs.fields import Body, Whole
 from tenure.verbs.replies import Out
-from tenure.verbs.table import Services, Verb
+from tenure.verbs.table import Family, Reply, Services
 
 
 class CompactIn(Body):
@@ -41,24 +40,17 @@ class CompactReply(Out):
     elapsed_ms: int = Field(description="how long the pass took")
 
 
+ADMIN = Family(tags=("admin",), problems=(400, 401, 403, 413, 422))
+
+
 def _compact(services: Services, me: Principal, a: CompactIn) -> CompactionResult:
+    """Run one compaction pass (admins): delete the lease rows of keys idle past the retention (a
+    key acquired again still gets a larger token than any it had), op_ids past their
+    idempotency window, events past the retention (all-time counts kept) and dispatched agents
+    retired after their grace period; each batch its own short transaction. The server also
+    runs it on a schedule."""
     return services.leases.compact(a.batch, a.max_batches, actor=me)
 
 
-COMPACT: Verb[CompactIn, CompactionResult] = Verb(
-    name="compact",
-    method="POST",
-    path="/v1/admin/compact",
-    input=CompactIn,
-    run=_compact,
-    wire=w.to_dict,
-    parse=CompactionResult.from_wire,
-    reply=CompactReply,
-    problems=(400, 401, 403, 413, 422),
-    tags=("admin",),
-    doc="Run one compaction pass (admins): delete the lease rows of keys idle past the "
-    "retention (a key acquired again still gets a larger token than any it had), op_ids past "
-    "their idempotency window, events past the retention (all-time counts kept) and "
-    "dispatched agents retired after their grace period; each batch its own short "
-    "transaction. The server also runs it on a schedule.",
-)
+COMPACTED = Reply.of(CompactionResult.from_wire, CompactReply)
+COMPACT = ADMIN.verb("compact", "POST /v1/admin/compact", CompactIn, _compact, COMPACTED)

@@ -65,6 +65,15 @@ def long_poll(wait_ms: Any) -> float:
 
 
 # the conversions of the arguments a client sends (a verb's ``send``) ------------------------
+@dataclass(frozen=True)
+class Send:
+    """A field type's mark (``Annotated[..., Send(to_millis)]``): the client converts an
+    argument of that type with ``convert`` before sending it (a verb's ``send`` is read from its
+    input's fields)."""
+
+    convert: Callable[[Any], Any]
+
+
 def to_millis(until: int | datetime | None) -> int | None:
     """An instant as epoch milliseconds (a ``datetime`` must carry its time zone)."""
     if until is None or isinstance(until, int):

@@ -27,6 +27,7 @@ from tenure.core.validate import (
     MAX_WAIT_MS,
     RESERVED_SESSION_PREFIX,
 )
+from tenure.verbs.call import Send, listed, to_millis, unless_key
 
 MAX_INT = 2**63 - 1
 MAX_RENEW_KEYS = 1000  # keys one renew-all may name
@@ -118,7 +119,10 @@ Ttl = Annotated[
     Whole,
 ]
 Millis = Annotated[int, Field(ge=1, le=MAX_INT), Whole]
-Instant = Annotated[int, Field(ge=0, le=MAX_INT, description="epoch milliseconds (UTC)"), Whole]
+#: a ``datetime`` (with its time zone) is sent as epoch milliseconds
+Instant = Annotated[
+    int, Field(ge=0, le=MAX_INT, description="epoch milliseconds (UTC)"), Whole, Send(to_millis)
+]
 WaitMs = Annotated[
     int,
     Field(ge=0, le=MAX_WAIT_MS, description="long-poll up to this long while the key is held"),
@@ -143,6 +147,7 @@ LeaseScope = Annotated[
         "above it, and while it lives nobody else gets a key under it; leases of your own "
         "session never block each other this way"
     ),
+    Send(unless_key),  # the default is not sent: an older server takes a request without it
 ]
 Reason = Annotated[
     str, Field(json_schema_extra=text_schema(MAX_REASON_CHARS, "why (recorded in the event)"))
@@ -215,7 +220,9 @@ Priority = Annotated[
 ]
 Label = Annotated[str, Field(json_schema_extra=text_schema(64, "a label"))]
 Labels = Annotated[
-    list[Label], Field(max_length=MAX_LABELS, description="labels (repeats are dropped)")
+    list[Label],
+    Field(max_length=MAX_LABELS, description="labels (repeats are dropped)"),
+    Send(listed),  # a tuple or a set as a JSON list
 ]
 Epoch = Annotated[
     int,

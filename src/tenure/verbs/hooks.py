@@ -14,7 +14,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from tenure.core.models import Principal
-from tenure.verbs.table import Services, Verb, never
+from tenure.verbs.table import Family, Reply, Services, never
 
 EVENT_FIELDS = (
     "hook_event_name", "session_id", "agent_id", "cwd", "tool_name", "tool_input", "prompt_id",
@@ -91,6 +91,24 @@ class HookReply(BaseModel):
 
 
 def _claude_code(services: Services, me: Principal, a: ClaudeCodeEventIn) -> dict[str, Any]:
+    """Answer a Claude Code hook event (the body, as the harness sends it) with the harness's
+    decision.
+
+    An edit (`PreToolUse` of Edit, Write, MultiEdit, NotebookEdit) takes or renews the lease on
+    `files/<repo>/<path from the repository root>` for the event's `session_id`; held by another
+    session (or under its subtree lease) the reply denies the tool call, naming holder, session,
+    task and expiry. `PostToolUse` renews the session's leases, `SessionEnd` releases them (a
+    subagent's event, with `agent_id`, acts in the session `<session_id>/agent:<agent_id>`, which
+    its parent's heartbeat and end cover); a failed edit (`PostToolUseFailure`) releases the
+    file's lease it took; `UserPromptSubmit` names the session's task (the prompt's first line).
+    The reply is `200` for every event tenure understood: `{}` (go on), a deny
+    (`hookSpecificOutput.permissionDecision: "deny"`), or a `systemMessage`. A malformed edit is
+    denied (fail closed); a malformed heartbeat or end is a `systemMessage` (fail open); a body
+    without a string `hook_event_name` is `422`. Any failure of an edit's request (no or refused
+    token, rate limiting, a body over `TENURE_HOOK_MAX_BODY_BYTES` or not JSON, the database
+    gone, a crash) is a `200` deny naming it. `repo` (query) or `Tenure-Repo` (header) names the
+    repository; `root` or `Tenure-Root` its top directory; without them the server finds both
+    from `cwd` with git (same machine only)."""
     from tenure.service import hooks as service_hooks  # the client reads the table without it
 
     event = a.model_dump(exclude_unset=True, exclude={"tenure_repo", "tenure_root"})
@@ -101,34 +119,8 @@ def _same(out: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-CLAUDE_CODE: Verb[ClaudeCodeEventIn, dict[str, Any]] = Verb(
-    name="hook_claude_code",
-    method="POST",
-    path="/v1/hooks/claude-code",
-    input=ClaudeCodeEventIn,
-    run=_claude_code,
-    wire=_same,
-    parse=_same,
-    reply=HookReply,
-    problems=(400, 401, 413, 422),
-    tags=("hooks",),
-    repeatable=never,
-    doc="Answer a Claude Code hook event (the body, as the harness sends it) with the "
-    "harness's decision.\n\n"
-    "An edit (`PreToolUse` of Edit, Write, MultiEdit, NotebookEdit) takes or renews the lease "
-    "on `files/<repo>/<path from the repository root>` for the event's `session_id`; held by "
-    "another session (or under its subtree lease) the reply denies the tool call, naming "
-    "holder, session, task and expiry. `PostToolUse` renews the session's leases, `SessionEnd` "
-    "releases them (a subagent's event, with `agent_id`, acts in the session "
-    "`<session_id>/agent:<agent_id>`, which its parent's heartbeat and end cover); a failed "
-    "edit (`PostToolUseFailure`) releases the file's lease it took; `UserPromptSubmit` names "
-    "the session's task (the prompt's first line). The reply is `200` for every event tenure "
-    "understood: `{}` (go on), a "
-    'deny (`hookSpecificOutput.permissionDecision: "deny"`), or a `systemMessage`. A '
-    "malformed edit is denied (fail closed); a malformed heartbeat or end is a `systemMessage` "
-    "(fail open); a body without a string `hook_event_name` is `422`. Any failure of an edit's "
-    "request (no or refused token, rate limiting, a body over `TENURE_HOOK_MAX_BODY_BYTES` or "
-    "not JSON, the database gone, a crash) is a `200` deny naming it. `repo` (query) or "
-    "`Tenure-Repo` (header) names the repository; `root` or `Tenure-Root` its top directory; "
-    "without them the server finds both from `cwd` with git (same machine only).",
-)
+HOOKS = Family(tags=("hooks",), problems=(400, 401, 413, 422))
+CLAUDE_CODE = HOOKS.verb(
+    "hook_claude_code", "POST /v1/hooks/claude-code", ClaudeCodeEventIn, _claude_code,
+    Reply(_same, _same, HookReply), repeatable=never,
+)  # fmt: skip

@@ -15,7 +15,7 @@ from pydantic import ConfigDict, Field
 
 from tenure.core.validate import MAX_FOLLOW_UPS, MAX_LIMIT
 from tenure.core.work import MAX_EXIT_STATUS, ReleaseReason
-from tenure.verbs.call import listed
+from tenure.verbs.call import Send, listed, unless_false
 from tenure.verbs.fields import (
     AGENT_PATTERN,
     LINE_PATTERN,
@@ -108,6 +108,13 @@ class ItemPatch(OnItem):
     ] = None
 
 
+#: a takeover's flag, sent only when set (an older server takes a request without it)
+Takeover = Annotated[bool | None, Send(unless_false)]
+TakeoverReason = Annotated[
+    Reason | None, Field(description="why: required with `takeover` (kept in the transfer)")
+]
+
+
 class ClaimIn(OnItem):
     """``takeover: true`` needs a ``reason``."""
 
@@ -115,16 +122,14 @@ class ClaimIn(OnItem):
     ttl_ms: Ttl | None = None
     task: Task | None = None
     takeover: Annotated[
-        bool | None,
+        Takeover,
         Field(
             description="take over an item assigned to someone else whose claim lapsed or "
             "stalled, or one whose claim was force-released (revoked), yours included; "
             "needs a `reason`"
         ),
     ] = None
-    reason: Annotated[
-        Reason | None, Field(description="why: required with `takeover` (kept in the transfer)")
-    ] = None
+    reason: TakeoverReason = None
     session: Session | None = None
 
 
@@ -226,6 +231,7 @@ class CompleteIn(OnItem):
             description="items to create under this one, in the completion's transaction: "
             "all or none, and once per `op_id` (a repeat returns the same ones)",
         ),
+        Send(follow_ups_body),
     ] = None
 
 
@@ -260,15 +266,13 @@ class DispatchIn(OnItem):
         Session | None, Field(description="the session of the agent that will hold the claim")
     ] = None
     takeover: Annotated[
-        bool | None,
+        Takeover,
         Field(
             description="dispatch again an item whose claim lapsed, stalled or was revoked: "
             "yours, your agents', or one you may force-release; needs a `reason`"
         ),
     ] = None
-    reason: Annotated[
-        Reason | None, Field(description="why: required with `takeover` (kept in the transfer)")
-    ] = None
+    reason: TakeoverReason = None
 
 
 class ReassignIn(OnItem):

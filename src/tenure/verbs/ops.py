@@ -25,7 +25,7 @@ from tenure.verbs.fields import (
 )
 from tenure.verbs.principals import NoArgs
 from tenure.verbs.replies import EventsReply, Out
-from tenure.verbs.table import Services, Verb
+from tenure.verbs.table import Family, Reply, Services
 
 if TYPE_CHECKING:
     from tenure.service.leases import Service
@@ -94,10 +94,6 @@ def filters_of(query: Any) -> Filters:
     return Filters(query.key, query.item, query.holder, query.type)
 
 
-def _events(services: Services, me: Principal, a: EventsIn) -> EventPage:
-    return read_page(services.leases, a.after, filters_of(a), a.limit, services.limits.event_scan)
-
-
 def events_wire(page: EventPage) -> dict[str, Any]:
     return {"events": [e.to_dict() for e in page.events], "next": page.next}
 
@@ -107,17 +103,9 @@ def _event_page(data: Any) -> EventPage:
     return EventPage(found, int(data.get("next") or 0))
 
 
-def _stats(services: Services, me: Principal, a: NoArgs) -> dict[str, Any]:
-    return services.leases.stats()
-
-
 class TimelineIn(Body):
     span_ms: Annotated[int, Field(ge=1000, le=7 * DAY_MS)] = 3_600_000
     bucket_ms: Annotated[int, Field(ge=1000, le=7 * DAY_MS)] = 60_000
-
-
-def _timeline(services: Services, me: Principal, a: TimelineIn) -> dict[str, Any]:
-    return services.leases.timeline(a.span_ms, a.bucket_ms)
 
 
 def json_object(data: Any) -> dict[str, Any]:
@@ -193,48 +181,42 @@ class TimelineReply(Out):
     buckets: list[Bucket]
 
 
-EVENTS: Verb[EventsIn, EventPage] = Verb(
-    name="events",
-    method="GET",
-    path="/v1/events",
-    input=EventsIn,
-    run=_events,
-    wire=events_wire,
-    parse=_event_page,
-    reply=EventsReply,
+OPERATIONS = Family(tags=("operations",), problems=(401, 422))
+
+
+def _events(services: Services, me: Principal, a: EventsIn) -> EventPage:
+    """Events after the cursor `after`, oldest first; `next` is the cursor to go on from.
+
+    One read examines a bounded stretch of the log: `next` moves past every event it examined,
+    matched or not, so a filtered reader always advances (an empty page with a larger `next`
+    means: ask again at once). With `wait_ms`, once the log is read to its end an empty answer
+    waits (long-poll) until a matching event is recorded or the wait ends; each principal may
+    hold a limited number of waits open (else `429`)."""
+    return read_page(services.leases, a.after, filters_of(a), a.limit, services.limits.event_scan)
+
+
+EVENTS = OPERATIONS.verb(
+    "events", "GET /v1/events", EventsIn, _events, Reply(events_wire, _event_page, EventsReply),
     problems=(401, 413, 422),
-    tags=("operations",),
-    doc="Events after the cursor `after`, oldest first; `next` is the cursor to go on from.\n\n"
-    "One read examines a bounded stretch of the log: `next` moves past every event it "
-    "examined, matched or not, so a filtered reader always advances (an empty page with a "
-    "larger `next` means: ask again at once). With `wait_ms`, once the log is read to its "
-    "end an empty answer waits (long-poll) until a matching event is recorded or the wait "
-    "ends; each principal may hold a limited number of waits open (else `429`).",
-)
-STATS: Verb[NoArgs, dict[str, Any]] = Verb(
-    name="stats",
-    method="GET",
-    path="/v1/stats",
-    input=NoArgs,
-    run=_stats,
-    wire=json_object,
-    parse=json_object,
-    reply=StatsReply,
-    problems=(401,),
-    tags=("operations",),
-    doc="Counts by ending, the expired share over 1 h and 24 h, contention, hold times.",
-)
-TIMELINE: Verb[TimelineIn, dict[str, Any]] = Verb(
-    name="timeline",
-    method="GET",
-    path="/v1/stats/timeline",
-    input=TimelineIn,
-    run=_timeline,
-    wire=json_object,
-    parse=json_object,
-    reply=TimelineReply,
-    problems=(401, 422),
-    tags=("operations",),
-    doc="Lease endings per bucket, oldest first. At most 1440 buckets: a finer `bucket_ms` "
-    "is widened, and the reply's `bucket_ms` is the one used.",
+)  # fmt: skip
+
+
+def _stats(services: Services, me: Principal, a: NoArgs) -> dict[str, Any]:
+    """Counts by ending, the expired share over 1 h and 24 h, contention, hold times."""
+    return services.leases.stats()
+
+
+STATS_REPLY = Reply(json_object, json_object, StatsReply)
+STATS = OPERATIONS.verb("stats", "GET /v1/stats", NoArgs, _stats, STATS_REPLY, problems=(401,))
+
+
+def _timeline(services: Services, me: Principal, a: TimelineIn) -> dict[str, Any]:
+    """Lease endings per bucket, oldest first. At most 1440 buckets: a finer `bucket_ms` is
+    widened, and the reply's `bucket_ms` is the one used."""
+    return services.leases.timeline(a.span_ms, a.bucket_ms)
+
+
+TIMELINE_REPLY = Reply(json_object, json_object, TimelineReply)
+TIMELINE = OPERATIONS.verb(
+    "timeline", "GET /v1/stats/timeline", TimelineIn, _timeline, TIMELINE_REPLY
 )

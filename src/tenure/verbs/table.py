@@ -13,9 +13,21 @@ verb is built from its entry:
   ``path``, ``send`` for the arguments the client converts, ``parse``, and ``repeatable`` for
   the retry rules; the clients' methods call it with their arguments, no builder in between.
 
-An entry is written with keywords only. A verb whose path carries part of its input (an item's
-``{id}``) has one input model with every field; the JSON body's model is derived from it (the
-same name and fields, the path's left out).
+An entry says only what is particular to its verb; the rest comes from what it names:
+
+    RENEW = LEASES.verb("renew", "POST /v1/leases/renew", RenewIn, _renew, LEASE, grouped=True)
+
+- its :class:`Family` (``LEASES``) gives the tags and the problems its verbs may answer (an
+  entry names other ``problems`` when it differs);
+- the route is one string, the method and the path;
+- its :class:`Reply` (``LEASE``) is how the result travels: ``wire``, ``parse`` and the schema;
+- the operation's description is the run function's docstring (its lines joined, its blank
+  lines kept as paragraph breaks);
+- the client's conversions of arguments (``send``) come from the input's field types (an
+  ``Instant`` may be given as a ``datetime``: :class:`tenure.verbs.call.Send`).
+
+A verb whose path carries part of its input (an item's ``{id}``) has one input model with every
+field; the JSON body's model is derived from it (the same name and fields, the path's left out).
 
 Adding a verb is one entry here plus its decision in :mod:`tenure.core` and the service method
 that runs it; ``docs/architecture.md`` walks through one.
@@ -23,7 +35,10 @@ that runs it; ``docs/architecture.md`` walks through one.
 
 from __future__ import annotations
 
+import inspect
 import re
+import types
+import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -32,7 +47,8 @@ from pydantic import BaseModel, create_model
 
 from tenure.core.models import Principal
 from tenure.settings import Limits
-from tenure.verbs.call import Call, Safety, long_poll, segment
+from tenure.verbs.call import Call, Safety, Send, long_poll, segment
+from tenure.verbs.wire import to_dict
 
 if TYPE_CHECKING:  # the HTTP client reads the table without loading the service layer
     from tenure.service.leases import Service
@@ -41,12 +57,14 @@ if TYPE_CHECKING:  # the HTTP client reads the table without loading the service
 
 In = TypeVar("In", bound=BaseModel)
 Out = TypeVar("Out")
+Parsed = TypeVar("Parsed")
 Wire = dict[str, Any]
 #: a path parameter of a route: ``{key}``, ``{key:path}`` or with another convertor
 #: (``{name:principal}``)
 PATH_PARAM = re.compile(r"\{(\w+)(?::\w+)?\}")
 #: the methods whose input travels (at least partly) as a JSON body; the others' as a query
 BODY_METHODS = frozenset({"POST", "PATCH", "PUT"})
+METHODS = BODY_METHODS | {"GET", "DELETE"}
 
 
 @dataclass(frozen=True)
@@ -159,3 +177,93 @@ def body_model(input: type[BaseModel], path: str) -> type[BaseModel]:
         **fields,
     )
     return model
+
+
+@dataclass(frozen=True)
+class Reply(Generic[Out]):
+    """How a verb's result travels, shared by the verbs that answer alike: ``wire`` turns the
+    result into the reply's JSON, ``parse`` turns that back (the client's side), ``schema``
+    describes it (the OpenAPI document)."""
+
+    wire: Callable[[Out], Wire | bytes | None]
+    parse: Callable[[Any], Out]
+    schema: type[BaseModel]
+
+    @staticmethod
+    def of(parse: Callable[[Any], Parsed], schema: type[BaseModel]) -> Reply[Parsed]:
+        """The reply of a core model: its ``to_dict``, read back by ``parse``."""
+        return Reply(to_dict, parse, schema)
+
+
+@dataclass(frozen=True)
+class Family:
+    """What the verbs of one kind share: their tags in the API's reference and the statuses of
+    the problems they may answer (an entry names others when it differs)."""
+
+    tags: tuple[str, ...]
+    problems: tuple[int, ...] = ()
+
+    def verb(
+        self,
+        name: str,
+        route: str,
+        input: type[In],
+        run: Callable[[Services, Principal, In], Out],
+        reply: Reply[Out],
+        *,
+        problems: tuple[int, ...] | None = None,
+        status: int = 200,
+        repeatable: Callable[[Mapping[str, Any]], bool] = always,
+        grouped: bool = False,
+        nulls: tuple[str, ...] = (),
+    ) -> Verb[In, Out]:
+        """The entry of the verb ``name`` served at ``route`` (``"POST /v1/leases/renew"``):
+        ``run`` on ``input``, answered as ``reply`` says, described by ``run``'s docstring."""
+        method, _, path = route.partition(" ")
+        if method not in METHODS or not path.startswith("/"):
+            raise ValueError(f"{name}: a route is a method and a path ('GET /v1/me'): {route!r}")
+        return Verb(
+            name=name,
+            method=method,
+            path=path,
+            input=input,
+            run=run,
+            wire=reply.wire,
+            parse=reply.parse,
+            reply=reply.schema,
+            problems=self.problems if problems is None else problems,
+            tags=self.tags,
+            status=status,
+            repeatable=repeatable,
+            doc=described(run),
+            grouped=grouped,
+            send=sends(input),
+            nulls=nulls,
+        )
+
+
+def described(run: Callable[..., Any]) -> str:
+    """The description of an operation from its run function's docstring: the lines of a
+    paragraph joined by spaces, paragraphs apart by a blank line (``""`` without one)."""
+    paragraphs = inspect.cleandoc(run.__doc__ or "").split("\n\n")
+    return "\n\n".join(" ".join(p.split("\n")) for p in paragraphs)
+
+
+def sends(input: type[BaseModel]) -> dict[str, Callable[[Any], Any]]:
+    """The client's conversion of each field of ``input`` whose type has one (its
+    :class:`~tenure.verbs.call.Send`, also inside ``X | None``)."""
+    found: dict[str, Callable[[Any], Any]] = {}
+    for name, info in input.model_fields.items():
+        for mark in [*info.metadata, *_marks(info.annotation)]:
+            if isinstance(mark, Send):
+                found[name] = mark.convert
+    return found
+
+
+def _marks(annotation: Any) -> list[Any]:
+    """The ``Annotated`` metadata inside ``annotation`` (a union's members included)."""
+    if typing.get_origin(annotation) is typing.Annotated:
+        return [*annotation.__metadata__, *_marks(typing.get_args(annotation)[0])]
+    if typing.get_origin(annotation) in (types.UnionType, typing.Union):
+        return [mark for member in typing.get_args(annotation) for mark in _marks(member)]
+    return []

@@ -156,43 +156,42 @@ export function item(el, id) {
     }
   }
 
-  async function takeOver(view) {
-    const done = await askReason(
+  // Ask why, then `post(reason)`; once it is done, say `said` and show the item again.
+  async function withReason(title, what, post, placeholder, said) {
+    if (await askReason(title, what, post, placeholder)) {
+      toast(said, "success");
+      load();
+    }
+  }
+
+  function takeOver(view) {
+    return withReason(
       "Take over",
       [h("span", { class: "mono" }, id), ` is assigned to ${view.item.assignee} (claim ${view.lease_state}). You claim it with a new epoch: the old holder's writes are refused from now on. Reassign it afterwards to whoever will do the work.`],
       (reason) => api(`/v1/items/${enc(id)}/claim`, { method: "POST", body: { takeover: true, reason } }),
       "e.g. the agent crashed; picking it up",
+      `Took over ${id}`,
     );
-    if (done) {
-      toast(`Took over ${id}`, "success");
-      load();
-    }
   }
 
-  async function reopen() {
-    const done = await askReason(
+  function reopen() {
+    return withReason(
       "Reopen item",
       [h("span", { class: "mono" }, id), " is open and nobody's again, its attempts reset: anyone may claim it. Reopen it once the cause of its failures is dealt with."],
       (reason) => api(`/v1/items/${enc(id)}/reopen`, { method: "POST", body: { reason } }),
       "e.g. fixed the flaky test it kept failing on",
+      `Reopened ${id}`,
     );
-    if (done) {
-      toast(`Reopened ${id}`, "success");
-      load();
-    }
   }
 
-  async function cancel(it) {
-    const done = await askReason(
+  function cancel() {
+    return withReason(
       "Cancel item",
       [h("span", { class: "mono" }, id), " is closed for good: any live claim ends and nobody can claim it again."],
       (reason) => api(`/v1/items/${enc(id)}/cancel`, { method: "POST", body: { reason } }),
       "e.g. not needed any more",
+      `Cancelled ${id}`,
     );
-    if (done) {
-      toast(`Cancelled ${id}`, "success");
-      load();
-    }
   }
 
   function actionsCard(view) {
