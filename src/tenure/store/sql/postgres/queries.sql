@@ -133,13 +133,12 @@ WITH early AS (
     FOR UPDATE SKIP LOCKED
 )
 UPDATE tenure_leases AS l SET due_at = l.expires_at
-FROM early
-WHERE l.key = early.key AND l.ended IS NULL;
+WHERE l.key = ANY(ARRAY(SELECT key FROM early)) AND l.ended IS NULL;
 
 -- name: reap
 -- Exactly once across reapers: rows another transaction holds are skipped, and the update
--- re-checks `ended IS NULL` under the row lock. Along tenure_leases_due: a lapsed lease's
--- due_at is at or before its deadline.
+-- re-checks `ended IS NULL` under the row lock. Along tenure_leases_due (a lapsed lease's
+-- due_at is at or before its deadline); the rows found are updated by key (the primary key).
 WITH due AS (
     SELECT key FROM tenure_leases
     WHERE ended IS NULL AND due_at <= %(now)s AND expires_at <= %(now)s AND token > 0
@@ -148,8 +147,7 @@ WITH due AS (
     FOR UPDATE SKIP LOCKED
 )
 UPDATE tenure_leases AS l SET ended = 'expired'
-FROM due
-WHERE l.key = due.key AND l.ended IS NULL AND l.expires_at <= %(now)s
+WHERE l.key = ANY(ARRAY(SELECT key FROM due)) AND l.ended IS NULL AND l.expires_at <= %(now)s
 RETURNING l.key, l.token, l.holder, l.task, l.expires_at, l.acquired_at, l.session;
 
 -- name: next_deadline
