@@ -4,13 +4,14 @@ A database (``--db``: the URL of an empty PostgreSQL database; tenure migrates i
 SQL: ``--leases`` lease rows of which ``--live`` are live (100 holders), ``--lapsed`` lapsed but
 not recorded yet and the rest ended (released, expired, force-released; a tenth of them item
 claims); with a ``due_at`` column, ``--stale`` live leases renewed since they were last due
-(their due_at passed: the reaper moves it up). Then, after ``ANALYZE``: ``EXPLAIN (ANALYZE, BUFFERS)`` of each read that a deadline
-index served or serves (the reaper's sweep, the earliest deadline, a session's lapsed leases,
-compaction's idle leases, a holder's live leases counted for its bound, listed, ended, the
-stats), each in a transaction rolled back. Printed per query: its scans (node, index), the rows
-they visited, the shared buffers hit and read, and the execution time; ``--plans`` prints the
-plans whole. Run it with the tenure of a branch before and after a change of the indexes
-(``PYTHONPATH=/path/to/other/src``) for their plans side by side. Nothing is asserted.
+(their due_at passed: the reaper moves it up). Then, after ``ANALYZE``: ``EXPLAIN (ANALYZE,
+BUFFERS)`` of each read that a deadline index served or serves (the reaper's sweep, the earliest
+deadline, a session's lapsed leases, compaction's idle leases, a holder's live leases counted
+for its bound, listed, ended, the stats), each in a transaction rolled back. Printed per query:
+its scans (node, index), the rows they visited, the shared buffers hit and read, and the
+execution time; ``--plans`` prints the plans whole. Run it with the tenure of a branch before
+and after a change of the indexes (``PYTHONPATH=/path/to/other/src``) for their plans side by
+side. Nothing is asserted.
 
     python bench/lease_indexes.py --db postgresql://…/bench --leases 100000 --live 3000
 """
@@ -56,7 +57,6 @@ PARAMS: dict[str, Any] = {
     "skip": [],
     "cap": 100,
     "over": 101,
-    "limit_": 50,
     "task": None,
     "after": None,
     "state": "expired",
