@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from importlib import resources
 
 import psycopg
 import pytest
@@ -95,3 +96,41 @@ def test_renewed_leases_past_their_first_deadline_do_not_hold_up_the_reaper(
     assert [e.key for e in service.reap(limit=2)] == ["z"]
     assert service.reap(limit=2) == []
     assert sorted(x.key for x in service.list()) == [f"r{i}" for i in range(5)]
+
+
+def test_leases_from_before_the_due_column_are_renewed_and_reaped(
+    backend: str,
+    blank_url: Callable[[], str],
+    make_store: Callable[..., tenure.Store],
+    clock: tenure.FakeClock,
+) -> None:
+    """A PostgreSQL database written before migration 0023: its live lease starts due at its
+    deadline, its renewals are kept, and it is recorded as expired at its last deadline."""
+    if backend != "postgres":
+        pytest.skip("the due column is PostgreSQL's")
+    url = blank_url()
+    folder = resources.files("tenure.store").joinpath("sql", "postgres", "migrations")
+    names = sorted(f.name for f in folder.iterdir() if f.name.endswith(".sql"))
+    upto = names.index(next(n for n in names if n.endswith("_hot_renewals.sql")))
+    now = clock.now_ms()
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(
+            "CREATE TABLE tenure_schema (version integer PRIMARY KEY, name text NOT NULL,"
+            " applied_at bigint NOT NULL)"
+        )
+        for version, name in enumerate(names[:upto], start=1):
+            conn.execute(folder.joinpath(name).read_text().encode())
+            conn.execute("INSERT INTO tenure_schema VALUES (%s, %s, 0)", (version, name[5:-4]))
+        conn.execute(
+            "INSERT INTO tenure_leases (key, token, holder, ttl_ms, acquired_at, renewed_at,"
+            " expires_at) VALUES ('old', 3, 'web', 1000, %s, %s, %s)",
+            (now, now, now + 1_000),
+        )
+    service = Service(make_store(url=url))
+    assert service.store.next_deadline() == now + 1_000
+    clock.advance(900)
+    service.renew("web", "old", 3)
+    clock.advance(900)
+    assert service.reap() == []
+    clock.advance(100)
+    assert [(e.key, e.token) for e in service.reap()] == [("old", 3)]

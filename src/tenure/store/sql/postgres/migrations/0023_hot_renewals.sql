@@ -18,8 +18,13 @@
 
 ALTER TABLE tenure_leases SET (fillfactor = 80);
 
-ALTER TABLE tenure_leases ADD COLUMN due_at bigint;
-UPDATE tenure_leases SET due_at = expires_at;
+-- Both columns in one rewrite of the table (with the fillfactor above): due_at starts as each
+-- row's deadline, then is a plain column.
+ALTER TABLE tenure_leases
+    ADD COLUMN due_at bigint GENERATED ALWAYS AS (expires_at) STORED,
+    ADD COLUMN ended_at bigint
+        GENERATED ALWAYS AS (CASE WHEN ended IS NULL THEN NULL ELSE expires_at END) STORED;
+ALTER TABLE tenure_leases ALTER COLUMN due_at DROP EXPRESSION;
 ALTER TABLE tenure_leases ALTER COLUMN due_at SET NOT NULL;
 ALTER TABLE tenure_leases ADD CONSTRAINT tenure_leases_due_first
     CHECK (ended IS NOT NULL OR due_at <= expires_at);
@@ -33,10 +38,6 @@ END
 $$;
 CREATE TRIGGER tenure_leases_due_default BEFORE INSERT ON tenure_leases
     FOR EACH ROW WHEN (NEW.due_at IS NULL) EXECUTE FUNCTION tenure_leases_due_default();
-
--- (Adding a stored generated column rewrites the table, with the fillfactor above.)
-ALTER TABLE tenure_leases ADD COLUMN ended_at bigint
-    GENERATED ALWAYS AS (CASE WHEN ended IS NULL THEN NULL ELSE expires_at END) STORED;
 
 DROP INDEX tenure_leases_due;
 CREATE INDEX tenure_leases_due ON tenure_leases (due_at) WHERE ended IS NULL;
