@@ -19,7 +19,7 @@ from typing import Any
 CHUNK = 1_000_000
 DAY_MS = 86_400_000
 #: the columns holding instants (ms) that aging moves back, wherever a table has them
-INSTANTS = ("acquired_at", "renewed_at", "expires_at", "at", "updated_at", "created_at")
+INSTANTS = ("acquired_at", "renewed_at", "expires_at", "due_at", "at", "updated_at", "created_at")
 AGED_TABLES = ("tenure_leases", "tenure_events", "tenure_fenced", "tenure_fenced_ops")
 TABLES = (
     "tenure_leases",

@@ -348,7 +348,11 @@ class PostgresConnector:
     def reap(self, limit: int) -> list[Event]:
         with self._tx() as cur:
             now = self._now(cur)
-            due = cur.execute(Q["reap"], {"now": now, "limit": limit}).fetchall()
+            params = {"now": now, "limit": limit}
+            moved = limit
+            while moved == limit:  # each round moves leases out of the due range: it ends
+                moved = cur.execute(Q["move_due"], params).rowcount
+            due = cur.execute(Q["reap"], params).fetchall()
             drafts = [reaped_event(row) for row in sorted(due, key=_deadline)]
             return insert_events(cur, drafts, now)
 

@@ -11,8 +11,8 @@ FROM tenure_leases WHERE key = %(key)s FOR UPDATE;
 -- A placeholder (token 0) that gives a new key a row to lock; never visible once committed,
 -- because the same transaction saves the real lease over it.
 INSERT INTO tenure_leases (key, token, holder, ttl_ms, acquired_at, renewed_at, expires_at,
-                           ended)
-VALUES (%(key)s, 0, '', 0, 0, 0, 0, 'released')
+                           ended, due_at)
+VALUES (%(key)s, 0, '', 0, 0, 0, 0, 'released', 0)
 ON CONFLICT (key) DO NOTHING;
 
 -- name: get_lease
@@ -26,13 +26,17 @@ FROM tenure_leases WHERE key = %(key)s AND token > 0;
 -- server. The check has to be the server's: this statement is pipelined with the transaction's
 -- COMMIT (tenure.store.postgres), so the client sees its result only after the COMMIT ran, and
 -- an error here is what makes that COMMIT roll everything back instead.
+-- due_at (migration 0023): a renewal of the unended lease (same token) keeps it, unless the new
+-- deadline comes before it; any other save starts it at the deadline.
 WITH saved AS (
     UPDATE tenure_leases SET
         token = %(token)s, holder = %(holder)s, task = %(task)s, ttl_ms = %(ttl_ms)s,
         acquired_at = %(acquired_at)s, renewed_at = %(renewed_at)s,
         expires_at = %(expires_at)s, renewals = %(renewals)s, meta = %(meta)s,
         ended = %(ended)s, fence_open = %(fence_open)s, conflicts = %(conflicts)s,
-        session = %(session)s, scope = %(scope)s
+        session = %(session)s, scope = %(scope)s,
+        due_at = CASE WHEN ended IS NULL AND %(ended)s::text IS NULL AND token = %(token)s
+                      THEN least(due_at, %(expires_at)s) ELSE %(expires_at)s END
     WHERE key = %(key)s AND %(token)s >= token
     RETURNING 1
 )
@@ -116,23 +120,44 @@ WHERE id > %(after)s AND id <= %(upto)s
 ORDER BY id
 LIMIT %(limit)s;
 
+-- name: move_due
+-- Before reap: the unended leases whose due_at (a lower bound of their deadline, which their
+-- renewals leave alone: migration 0023) has come but which are still live get due_at = their
+-- deadline, at most %(limit)s of them, along tenure_leases_due; rows another transaction holds
+-- are skipped (the next round moves them).
+WITH early AS (
+    SELECT key FROM tenure_leases
+    WHERE ended IS NULL AND due_at <= %(now)s AND expires_at > %(now)s AND token > 0
+    ORDER BY due_at
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE tenure_leases AS l SET due_at = l.expires_at
+WHERE l.key = ANY(ARRAY(SELECT key FROM early)) AND l.ended IS NULL;
+
 -- name: reap
 -- Exactly once across reapers: rows another transaction holds are skipped, and the update
--- re-checks `ended IS NULL` under the row lock.
+-- re-checks `ended IS NULL` under the row lock. Along tenure_leases_due (a lapsed lease's
+-- due_at is at or before its deadline); the rows found are updated by key (the primary key).
 WITH due AS (
     SELECT key FROM tenure_leases
-    WHERE ended IS NULL AND expires_at <= %(now)s AND token > 0
-    ORDER BY expires_at
+    WHERE ended IS NULL AND due_at <= %(now)s AND expires_at <= %(now)s AND token > 0
+    ORDER BY due_at
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
 )
 UPDATE tenure_leases AS l SET ended = 'expired'
-FROM due
-WHERE l.key = due.key AND l.ended IS NULL AND l.expires_at <= %(now)s
+WHERE l.key = ANY(ARRAY(SELECT key FROM due)) AND l.ended IS NULL AND l.expires_at <= %(now)s
 RETURNING l.key, l.token, l.holder, l.task, l.expires_at, l.acquired_at, l.session;
 
 -- name: next_deadline
-SELECT min(expires_at) FROM tenure_leases WHERE ended IS NULL AND token > 0;
+-- The earliest deadline of an unended lease, along tenure_leases_due: the lease with the
+-- earliest due_at has a deadline X at or after it, and the earliest deadline's lease has a
+-- due_at at or before it, so before X: only the leases due by X are read.
+SELECT min(expires_at) FROM tenure_leases
+WHERE ended IS NULL AND token > 0
+  AND due_at <= (SELECT expires_at FROM tenure_leases WHERE ended IS NULL AND token > 0
+                 ORDER BY due_at LIMIT 1);
 
 -- name: list_items
 -- :after_* (all or none): only items sorting after that (priority, created_at, id), a page's end.
@@ -296,15 +321,17 @@ FROM renewed;
 
 -- name: lapsed_leases
 -- The leases of a holder's session that lapsed lately, as SQLite's lapsed_leases: the recorded
--- ones along tenure_leases_lapsed, the unrecorded ones along the unended leases by deadline
--- (tenure_leases_due: the holder is filtered after, so its live leases are never read).
+-- ones along tenure_leases_lapsed (ended_at: an ended lease's deadline), the unrecorded ones
+-- along the unended leases due by now (tenure_leases_due: a lapsed lease's due_at is at or
+-- before its deadline; the holder is filtered after, so its live leases are never read).
 SELECT key, token, ended FROM tenure_leases
-WHERE holder = %(holder)s AND session = %(session)s AND expires_at > %(since)s
+WHERE holder = %(holder)s AND session = %(session)s AND ended_at > %(since)s
   AND ended IN ('expired', 'force_released')
 UNION ALL
 SELECT key, token, 'expired' FROM (
     SELECT key, token, holder, session FROM tenure_leases
-    WHERE ended IS NULL AND expires_at > %(since)s AND expires_at <= %(now)s
+    WHERE ended IS NULL AND due_at <= %(now)s AND expires_at > %(since)s
+      AND expires_at <= %(now)s
     OFFSET 0
 ) AS due
 WHERE holder = %(holder)s AND session = %(session)s;
@@ -313,6 +340,7 @@ WHERE holder = %(holder)s AND session = %(session)s;
 -- A group's leases, each as the group saved it last, in one statement (tenure.store.postgres_tx
 -- Group.commit). Tokens only grow, as in save_lease: if any row would get a lower token, fewer
 -- rows match than were given, and the division by zero aborts the group's transaction.
+-- due_at as in save_lease.
 WITH v AS (
     SELECT * FROM unnest(
         %(key)s::text[], %(token)s::bigint[], %(holder)s::text[], %(task)s::text[],
@@ -327,7 +355,9 @@ WITH v AS (
         token = v.token, holder = v.holder, task = v.task, ttl_ms = v.ttl_ms,
         acquired_at = v.acquired_at, renewed_at = v.renewed_at, expires_at = v.expires_at,
         renewals = v.renewals, meta = v.meta, ended = v.ended, fence_open = v.fence_open,
-        conflicts = v.conflicts, session = v.session, scope = v.scope
+        conflicts = v.conflicts, session = v.session, scope = v.scope,
+        due_at = CASE WHEN l.ended IS NULL AND v.ended IS NULL AND l.token = v.token
+                      THEN least(l.due_at, v.expires_at) ELSE v.expires_at END
     FROM v
     WHERE l.key = v.key AND v.token >= l.token
     RETURNING 1
@@ -453,15 +483,15 @@ SELECT floor FROM tenure_token_floor FOR UPDATE;
 
 -- name: idle_leases
 -- The oldest ended leases of the scope's keys whose deadline is before the mark (never an
--- item's claim), along their partial index, locked; a row another transaction holds (an
--- acquisition of that key) is skipped.
+-- item's claim), along their partial index (ended_at: an ended lease's deadline), locked; a
+-- row another transaction holds (an acquisition of that key) is skipped.
 SELECT key, token, conflicts
 FROM tenure_leases
-WHERE ended IS NOT NULL AND left(key, 6) <> 'items/' AND expires_at < %(before)s
+WHERE ended IS NOT NULL AND left(key, 6) <> 'items/' AND ended_at < %(before)s
   AND substr(key, 1, length(%(prefix)s)) = %(prefix)s
   AND NOT EXISTS (SELECT 1 FROM unnest(%(skip)s::text[]) AS s(p)
                   WHERE substr(key, 1, length(s.p)) = s.p)
-ORDER BY expires_at
+ORDER BY ended_at
 LIMIT %(limit)s
 FOR UPDATE SKIP LOCKED;
 
