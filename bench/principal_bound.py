@@ -62,12 +62,30 @@ def serve_as(way: str, argv: list[str]) -> None:
     runpy.run_module("tenure.cli", run_name="__main__")
 
 
+STATS = """
+SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint, xact_rollback, deadlocks
+FROM pg_stat_database WHERE datname = current_database()
+"""
+
+
+def db_stats(db: str) -> tuple[int, ...]:
+    """The next transaction id (the writing transactions since a reading are the difference:
+    a group's and its notices' after it), the database's transactions rolled back and its
+    deadlocks so far (each backend reports those as it ends: read once the servers stopped)."""
+    import psycopg
+
+    with psycopg.connect(db, autocommit=True) as conn:
+        row = conn.execute(STATS).fetchone()
+    return tuple(int(v) for v in row) if row else (0, 0, 0)
+
+
 def one_run(
     db: str, token: str, way: str, servers: int, clients: int, seconds: float, raw: Path
 ) -> dict[str, Any]:
     from growth_http import cycle_load, serve
 
     launcher = [sys.executable, __file__, "serve-as", way]
+    before = db_stats(db)
     with contextlib.ExitStack() as stack:
         started = [stack.enter_context(serve(db, launcher=launcher)) for _ in range(servers)]
         waits = Waits(db)
@@ -76,7 +94,11 @@ def one_run(
         m = cycle_load(started, token, clients, seconds, raw, label)
         waits.stop.set()
         waits.join()
-    return {"way": way, **m, **waits.figures()}
+    time.sleep(1)  # (the servers' backends report their counts as they end)
+    xids, rollbacks, deadlocks = (b - a for a, b in zip(before, db_stats(db), strict=True))
+    calls = m.get("ops_per_s", 0.0) * seconds  # (each acquire, renew, release a call)
+    rolled = {"rollbacks": rollbacks, "deadlocks": deadlocks}
+    return {"way": way, **m, **waits.figures(), "calls_per_xid": calls / max(1, xids), **rolled}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -116,6 +138,12 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"[bound] {way} round {n + 1}: {r.get('ops_per_s', r.get('error'))}",
                       file=sys.stderr, flush=True)  # fmt: skip
     print(table(rows, args.servers, args.clients))
+    for r in rows:
+        if "error" not in r:
+            print(
+                f"{r['way']} round {r['round']}: about {r['calls_per_xid']:.1f} calls a "
+                f"transaction id, {r['rollbacks']} rollbacks, {r['deadlocks']} deadlocks"
+            )
     return 1 if any("error" in r for r in rows) else 0
 
 
