@@ -343,14 +343,16 @@ class Crowded:
 
 
 def over_bound(checks: dict[str, tuple[int, int, int]]) -> QuotaExceeded:
-    """A group's commit found a principal past its bound on live leases: the group failed,
-    nothing of it happened (the server's executor runs its calls again, each alone, and each
-    then counts for itself)."""
+    """A group's commit found a principal past its bound on live leases, or within the margin
+    of the slots it did not hold (:meth:`Group.queue_bounds`): the group failed, nothing of it
+    happened (the server's executor runs its calls again, each alone, and each then counts for
+    itself, exactly)."""
     holders = ", ".join(repr(h) for h in sorted(checks))
     limits = {limit for limit, _, _ in checks.values()}
     return QuotaExceeded(
         f"a group of calls would have given one of {holders} more live leases than it may "
-        "hold: nothing of the group was done",
+        "hold, or came too near that bound to count alongside other groups: nothing of the "
+        "group was done (each call alone is counted exactly)",
         limit=min(limits) if limits else None,
         setting=SETTINGS["live_leases"],
     )
