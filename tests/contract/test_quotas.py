@@ -313,3 +313,22 @@ def test_groups_racing_near_the_bound_reach_it_and_never_pass_it(
         assert len(held) == limit, (r, sorted(lease.key for lease in held))
         for lease in held:
             services[0].release("alice", lease.key, lease.token)
+
+
+def test_a_group_counting_in_the_calls_counts_its_own_new_leases(
+    bounded: Callable[..., Service],
+) -> None:
+    """A principal at its bound lately is counted in each call of a group (PostgreSQL): the
+    group's own new leases before the call count too, though saved only at its commit."""
+    svc = bounded(live_leases=2)
+    svc.acquire("alice", "a")
+    with pytest.raises(QuotaExceeded), svc.group():
+        svc.acquire("alice", "b")
+        svc.acquire("alice", "c")  # PostgreSQL: found at the group's commit, the group lost
+    with svc.group():  # from now on alice's new leases are counted in the call
+        svc.acquire("alice", "c")
+        with pytest.raises(QuotaExceeded) as over:
+            svc.acquire("alice", "d")  # a and c: no room
+        svc.acquire("bob", "z")
+    assert over.value.current == 2
+    assert sorted(lease.key for lease in svc.list()) == ["a", "c", "z"]

@@ -383,9 +383,8 @@ class KeyTx(keytx.KeyTx):
         self.mark = mark  # in a group: where this call's writes begin in the queue
         self.savepoint = False  # in a group: taken at the mark, before this call's writes
         self.nearby_records: list[KeyRecord] = []  # read with the lock (tree.queue_nearby)
-        #: in a group: the bounds on live leases it checks at its commit (Group.checks), and
-        #: the principals a group's commit found at their bound lately (counted in the call)
-        self.checks: dict[str, tuple[int, int, int]] | None = None
+        #: in a group: the principals a group's commit found at their bound lately (counted
+        #: in the call)
         self.crowded: Crowded | None = None
         self.group: Group | None = None  # the group it joined (its grants read ahead)
 
@@ -411,14 +410,20 @@ class KeyTx(keytx.KeyTx):
         its commit, in the same round trip, that ``holder`` has no more than ``cap`` live
         leases then (:meth:`Group.commit`): a group's acquisitions cost no round trip more.
         But a principal that made a group fail so lately (:class:`Crowded`) is counted here,
-        so that one client at its bound does not make every group it joins fail."""
-        if self.checks is not None and (self.crowded is None or holder not in self.crowded):
-            _, _, n = self.checks.get(holder, (cap, self.now, 0))
-            self.checks[holder] = (cap, self.now, n + 1)  # one more new lease of holder's
-            return 0
+        so that one client at its bound does not make every group it joins fail: under its
+        lock, plus the new leases the group gave it before (saved only at the commit, which
+        checks its bound again, exactly)."""
+        n = 0
+        group = self.group
+        if group is not None:
+            _, _, n = group.checks.get(holder, (cap, self.now, 0))
+            group.checks[holder] = (cap, self.now, n + 1)  # one more new lease of holder's
+            if self.crowded is None or holder not in self.crowded:
+                return 0
+            group.exact.add(holder)
         self.batch.add("lock_principal", {"principal": holder})
         row = self._ask("count_live_leases", {"holder": holder, "now": self.now, "cap": cap})
-        return int(row[0]) if row else 0
+        return (int(row[0]) if row else 0) + n
 
     def live_agents(self, parent: str, cap: int) -> int:
         self.batch.add("lock_principal", {"principal": parent})
@@ -523,6 +528,8 @@ class Group:
         #: holder -> (its bound on live leases, an instant, the new leases the group gave it):
         #: checked at the commit
         self.checks: dict[str, tuple[int, int, int]] = {}
+        #: the holders of :attr:`checks` counted in a call (:class:`Crowded`): checked exactly
+        self.exact: set[str] = set()
         #: prefix -> its latest subtree token and its lease, read ahead for the keys locked
         #: (for the prefixes in :attr:`grants_read`); None once the group wrote a subtree token
         self.grants: dict[str, tuple[int, KeyRecord | None]] | None = None
@@ -548,13 +555,14 @@ class Group:
         it does not hold. That is exact: every lease added by a transaction still in flight
         that passed its check holds a slot (or, under the lock held exclusive, none is in
         flight), so the group's count, what committed and its own, plus the others' slots
-        bounds what the principal will hold. Without enough free slots, or with a bound no
-        larger than :attr:`SLOTS`, the group takes the lock exclusive and counts exactly (it
-        waits for the groups holding it). Within the margin of the bound the group fails
+        bounds what the principal will hold. Without enough free slots, with a bound no
+        larger than :attr:`SLOTS`, or for a principal counted in the calls, the group takes the
+        lock exclusive and counts exactly (it waits for the groups holding it). Within the margin of the bound the group fails
         (:func:`over_bound`) and its calls run again, each alone, counted under the lock."""
         for holder in sorted(self.checks):  # the principals' locks, in one order
             limit, now, n = self.checks[holder]
-            tries = self.SLOTS if n <= self.SLOTS < limit else 0
+            fast = holder not in self.exact and n <= self.SLOTS < limit
+            tries = self.SLOTS if fast else 0
             self.batch.add("lock_principal_slots", {"principal": holder, "n": n, "tries": tries})
             check = {"holder": holder, "now": now, "over": limit + 1, "limit": limit}
             self.batch.add("check_live_leases", check)
