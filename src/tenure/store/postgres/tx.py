@@ -556,9 +556,10 @@ class Group:
         that passed its check holds a slot (or, under the lock held exclusive, none is in
         flight), so the group's count, what committed and its own, plus the others' slots
         bounds what the principal will hold. Without enough free slots, with a bound no
-        larger than :attr:`SLOTS`, or for a principal counted in the calls, the group takes the
-        lock exclusive and counts exactly (it waits for the groups holding it). Within the margin of the bound the group fails
-        (:func:`over_bound`) and its calls run again, each alone, counted under the lock."""
+        larger than :attr:`SLOTS`, or for a principal counted in the calls, the group takes
+        the lock exclusive and counts exactly (it waits for the groups holding it). Within
+        the margin of the bound the group fails (:func:`over_bound`) and its calls run again,
+        each alone, counted under the lock."""
         for holder in sorted(self.checks):  # the principals' locks, in one order
             limit, now, n = self.checks[holder]
             fast = holder not in self.exact and n <= self.SLOTS < limit
