@@ -17,6 +17,7 @@ from tenure import QuotaExceeded, Service
 from tenure.core.quotas import MINUTE_MS, Quotas
 from tenure.errors import Conflict
 from tenure.service.hooks import claude_code
+from tenure.store.postgres.tx import Crowded, Group
 
 from ._items import ADMIN, ALICE, BOB, org, snapshot
 
@@ -268,3 +269,66 @@ def test_a_hooks_edit_past_the_bound_is_denied_saying_why(
     reply = claude_code(svc, "jo", edit, repo="github.com/acme/shop", root="/home/dev/shop")
     assert reply == {}  # no decision: the edit goes on, its file leased
     assert svc.list(holder="jo")[0].key == "files/github.com/acme/shop/src/app.py"
+
+
+def test_groups_racing_near_the_bound_reach_it_and_never_pass_it(
+    bounded: Callable[..., Service],
+    make_store: Callable[..., tenure.Store],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Eight connections each give one principal a new lease in a group of their own, all at
+    once, round after round, from two to four leases held to the bound of 5 and past it.
+    PostgreSQL's groups commit side by side while a principal is far from its bound (a slot
+    each new lease, a margin of the slots): with 2 slots, below 5 - 2. A group refused whole
+    runs its call again alone, as the server's executor does."""
+    monkeypatch.setattr(Group, "SLOTS", 2)
+    monkeypatch.setattr(Crowded, "SPAN_S", 0.0)  # a refused group: the next ones still try
+    limit, threads, rounds = 5, 8, 12
+    services = [bounded(live_leases=limit)] + [
+        Service(make_store(), quotas=Quotas(live_leases=limit)) for _ in range(threads - 1)
+    ]
+
+    def run(svc: Service, key: str, start: threading.Barrier) -> None:
+        start.wait(timeout=10)
+        with contextlib.suppress(QuotaExceeded):
+            try:
+                with svc.group():
+                    svc.acquire("alice", key, ttl_ms=600_000)
+            except QuotaExceeded:  # refused in the call (SQLite) or the group whole
+                svc.acquire("alice", key, ttl_ms=600_000)  # again, alone
+
+    for r in range(rounds):
+        for n in range(2 + r % 3):
+            services[0].acquire("alice", f"r{r}-held-{n}", ttl_ms=600_000)
+        start = threading.Barrier(threads)
+        workers = [
+            threading.Thread(target=run, args=(svc, f"r{r}-{n}", start))
+            for n, svc in enumerate(services)
+        ]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join(timeout=60)
+        held = services[0].list(holder="alice")
+        assert len(held) == limit, (r, sorted(lease.key for lease in held))
+        for lease in held:
+            services[0].release("alice", lease.key, lease.token)
+
+
+def test_a_group_counting_in_the_calls_counts_its_own_new_leases(
+    bounded: Callable[..., Service],
+) -> None:
+    """A principal at its bound lately is counted in each call of a group (PostgreSQL): the
+    group's own new leases before the call count too, though saved only at its commit."""
+    svc = bounded(live_leases=2)
+    svc.acquire("alice", "a")
+    with pytest.raises(QuotaExceeded), svc.group():
+        svc.acquire("alice", "b")
+        svc.acquire("alice", "c")  # PostgreSQL: found at the group's commit, the group lost
+    with svc.group():  # from now on alice's new leases are counted in the call
+        svc.acquire("alice", "c")
+        with pytest.raises(QuotaExceeded) as over:
+            svc.acquire("alice", "d")  # a and c: no room
+        svc.acquire("bob", "z")
+    assert over.value.current == 2
+    assert sorted(lease.key for lease in svc.list()) == ["a", "c", "z"]

@@ -83,7 +83,7 @@ def test_a_group_of_calls_on_keys_locked_ahead_is_two_round_trips(
     # recorded in its window, a statement of its own)
     events = ["insert_event", "record_conflict", "insert_event"]
     # the bound on live leases of each principal that got a new one, under its lock
-    bounds = ["lock_principal", "check_live_leases"] * 2  # alice, bob
+    bounds = ["lock_principal_slots", "check_live_leases"] * 2  # alice, bob
     # then the notices, in a transaction of their own that does not wait for the disk
     notify = ["BEGIN", "SET", "LOCAL", "synchronous_commit", "=", "off", "notify", "COMMIT"]
     commit = ["save_leases", *bounds, "announce_events", *events, "COMMIT", *notify]

@@ -258,7 +258,7 @@ class PostgresConnector:
         tx = KeyTx(batch, key, now, locked.record, mark=batch.mark(), floor=locked.floor)
         tx.savepoint = locked.savepoint
         tx.nearby_records = locked.nearby
-        tx.checks, tx.crowded, tx.group = group.checks, self.crowded, group
+        tx.crowded, tx.group = self.crowded, group
         try:
             yield tx
         except BaseException:

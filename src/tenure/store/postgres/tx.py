@@ -89,6 +89,7 @@ HOT = (
     "nearby_subtrees",
     "nearby_under",
     "lock_principal",
+    "lock_principal_slots",
     "count_live_leases",
     "check_live_leases",
     "count_live_agents",
@@ -329,7 +330,7 @@ class Crowded:
         self._until: dict[str, float] = {}
         self._lock = threading.Lock()
 
-    def add(self, checks: dict[str, tuple[int, int]]) -> None:
+    def add(self, checks: dict[str, tuple[int, int, int]]) -> None:
         until = time.monotonic() + self.SPAN_S
         with self._lock:
             if len(self._until) + len(checks) > self.MOST:
@@ -341,15 +342,17 @@ class Crowded:
         return until is not None and until > time.monotonic()
 
 
-def over_bound(checks: dict[str, tuple[int, int]]) -> QuotaExceeded:
-    """A group's commit found a principal past its bound on live leases: the group failed,
-    nothing of it happened (the server's executor runs its calls again, each alone, and each
-    then counts for itself)."""
+def over_bound(checks: dict[str, tuple[int, int, int]]) -> QuotaExceeded:
+    """A group's commit found a principal past its bound on live leases, or within the margin
+    of the slots it did not hold (:meth:`Group.queue_bounds`): the group failed, nothing of it
+    happened (the server's executor runs its calls again, each alone, and each then counts for
+    itself, exactly)."""
     holders = ", ".join(repr(h) for h in sorted(checks))
-    limits = {limit for limit, _ in checks.values()}
+    limits = {limit for limit, _, _ in checks.values()}
     return QuotaExceeded(
         f"a group of calls would have given one of {holders} more live leases than it may "
-        "hold: nothing of the group was done",
+        "hold, or came too near that bound to count alongside other groups: nothing of the "
+        "group was done (each call alone is counted exactly)",
         limit=min(limits) if limits else None,
         setting=SETTINGS["live_leases"],
     )
@@ -380,9 +383,8 @@ class KeyTx(keytx.KeyTx):
         self.mark = mark  # in a group: where this call's writes begin in the queue
         self.savepoint = False  # in a group: taken at the mark, before this call's writes
         self.nearby_records: list[KeyRecord] = []  # read with the lock (tree.queue_nearby)
-        #: in a group: the bounds on live leases it checks at its commit (Group.checks), and
-        #: the principals a group's commit found at their bound lately (counted in the call)
-        self.checks: dict[str, tuple[int, int]] | None = None
+        #: in a group: the principals a group's commit found at their bound lately (counted
+        #: in the call)
         self.crowded: Crowded | None = None
         self.group: Group | None = None  # the group it joined (its grants read ahead)
 
@@ -408,13 +410,20 @@ class KeyTx(keytx.KeyTx):
         its commit, in the same round trip, that ``holder`` has no more than ``cap`` live
         leases then (:meth:`Group.commit`): a group's acquisitions cost no round trip more.
         But a principal that made a group fail so lately (:class:`Crowded`) is counted here,
-        so that one client at its bound does not make every group it joins fail."""
-        if self.checks is not None and (self.crowded is None or holder not in self.crowded):
-            self.checks[holder] = (cap, self.now)
-            return 0
+        so that one client at its bound does not make every group it joins fail: under its
+        lock, plus the new leases the group gave it before (saved only at the commit, which
+        checks its bound again, exactly)."""
+        n = 0
+        group = self.group
+        if group is not None:
+            _, _, n = group.checks.get(holder, (cap, self.now, 0))
+            group.checks[holder] = (cap, self.now, n + 1)  # one more new lease of holder's
+            if self.crowded is None or holder not in self.crowded:
+                return 0
+            group.exact.add(holder)
         self.batch.add("lock_principal", {"principal": holder})
         row = self._ask("count_live_leases", {"holder": holder, "now": self.now, "cap": cap})
-        return int(row[0]) if row else 0
+        return (int(row[0]) if row else 0) + n
 
     def live_agents(self, parent: str, cap: int) -> int:
         self.batch.add("lock_principal", {"principal": parent})
@@ -500,6 +509,10 @@ class Group:
     by :meth:`PostgresConnector.group`) cost their calls no round trip: the group holds their rows'
     locks, so their records (as the group saved them last) are the truth until its commit."""
 
+    #: a principal's slots for new leases in flight (:meth:`queue_bounds`): the margin below
+    #: its bound on live leases where groups of several servers stop committing side by side
+    SLOTS = 128
+
     def __init__(self, conn: psycopg.Connection[Any]) -> None:
         self.batch = Batch(conn)
         self.batch.add_sql("BEGIN")
@@ -512,8 +525,11 @@ class Group:
         self.auth_version: int | None = None  # read in the same round trip
         #: the token floor and the retired-token mark, read in the same round trip
         self.floor: tuple[int, int] | None = None
-        #: holder -> (its bound on live leases, an instant): checked at the commit
-        self.checks: dict[str, tuple[int, int]] = {}
+        #: holder -> (its bound on live leases, an instant, the new leases the group gave it):
+        #: checked at the commit
+        self.checks: dict[str, tuple[int, int, int]] = {}
+        #: the holders of :attr:`checks` counted in a call (:class:`Crowded`): checked exactly
+        self.exact: set[str] = set()
         #: prefix -> its latest subtree token and its lease, read ahead for the keys locked
         #: (for the prefixes in :attr:`grants_read`); None once the group wrote a subtree token
         self.grants: dict[str, tuple[int, KeyRecord | None]] | None = None
@@ -521,16 +537,33 @@ class Group:
 
     def commit(self) -> None:
         """One round trip: what is queued, every lease the group saved (one statement), the
-        bounds of the principals that got a new lease (each under the principal's lock; one
-        passed fails the group: :func:`over_bound`), the notices, the events and the
-        ``COMMIT``."""
+        bounds of the principals that got a new lease (:meth:`queue_bounds`; one passed fails
+        the group: :func:`over_bound`), the notices, the events and the ``COMMIT``."""
         if self.saves:
             params = [rows.record_params(r, rows.dumps(r.meta)) for r in self.saves.values()]
             self.batch.add("save_leases", columns(params))
-        for holder in sorted(self.checks):  # the principals' locks, in one order
-            limit, now = self.checks[holder]
-            self.batch.add("lock_principal", {"principal": holder})
-            check = {"holder": holder, "now": now, "over": limit + 1, "limit": limit}
-            self.batch.add("check_live_leases", check)
+        self.queue_bounds()
         self.batch.queue_events(self.events)
         self.batch.commit()
+
+    def queue_bounds(self) -> None:
+        """Each principal's bound on live leases, checked after the group's saves, in one
+        order of the principals. Groups of different servers that give one principal new
+        leases do not wait for each other while it is far from its bound: a group holds one
+        of the principal's :attr:`SLOTS` slots for each new lease it gives it (try-locks,
+        none waits) and the principal's lock shared, and counts with a margin of the slots
+        it does not hold. That is exact: every lease added by a transaction still in flight
+        that passed its check holds a slot (or, under the lock held exclusive, none is in
+        flight), so the group's count, what committed and its own, plus the others' slots
+        bounds what the principal will hold. Without enough free slots, with a bound no
+        larger than :attr:`SLOTS`, or for a principal counted in the calls, the group takes
+        the lock exclusive and counts exactly (it waits for the groups holding it). Within
+        the margin of the bound the group fails (:func:`over_bound`) and its calls run again,
+        each alone, counted under the lock."""
+        for holder in sorted(self.checks):  # the principals' locks, in one order
+            limit, now, n = self.checks[holder]
+            fast = holder not in self.exact and n <= self.SLOTS < limit
+            tries = self.SLOTS if fast else 0
+            self.batch.add("lock_principal_slots", {"principal": holder, "n": n, "tries": tries})
+            check = {"holder": holder, "now": now, "over": limit + 1, "limit": limit}
+            self.batch.add("check_live_leases", check)

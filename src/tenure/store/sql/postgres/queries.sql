@@ -602,6 +602,28 @@ WHERE key = ANY(%(keys)s::text[]) OR key = ANY(%(above)s::text[]);
 -- locks use 7468.)
 SELECT pg_advisory_xact_lock(hashtextextended(%(principal)s, 7469))::text;
 
+-- name: lock_principal_slots
+-- A group's commit, its saves sent before, that gave %(principal)s %(n)s new leases: take %(n)s
+-- of the principal's %(tries)s slots (one for each lease in flight: try-locks, each with its
+-- own seed of hashtextextended from 7471, and none waits), starting from one that depends on
+-- the backend. With them all, the principal's lock shared: groups that hold their slots do not
+-- wait for each other, and leave the margin the other slots may be adding (%(tries)s - %(n)s)
+-- in the transaction's setting tenure.bound_margin, which check_live_leases adds to the count.
+-- Without them (too few free, or %(tries)s 0), the lock as lock_principal takes it (waiting
+-- for the groups that hold it shared to end, so that the count sees all they added), margin 0.
+SELECT CASE WHEN (
+    SELECT count(*) FROM (
+        SELECT 1 FROM generate_series(0, %(tries)s - 1) AS s
+        WHERE pg_try_advisory_xact_lock(
+            hashtextextended(%(principal)s, 7471 + mod(s + pg_backend_pid(), %(tries)s)))
+        LIMIT %(n)s
+    ) AS got) = %(n)s
+  THEN set_config('tenure.bound_margin', (%(tries)s - %(n)s)::text, true)
+       || pg_advisory_xact_lock_shared(hashtextextended(%(principal)s, 7469))::text
+  ELSE set_config('tenure.bound_margin', '0', true)
+       || pg_advisory_xact_lock(hashtextextended(%(principal)s, 7469))::text
+END;
+
 -- name: count_live_leases
 -- How many live leases %(holder)s has (item claims included), counting no further than
 -- %(cap)s, along the partial index of the unended leases by holder.
@@ -612,10 +634,12 @@ SELECT count(*) FROM (
 ) AS held;
 
 -- name: check_live_leases
--- A group's commit (its saves sent before): fail if %(holder)s has more than %(limit)s live
--- leases (counting to %(over)s, one more): ln(0)'s error, which nothing else raises (the
--- store knows it for a bound passed: the whole group is lost); else ln(1).
-SELECT ln(CASE WHEN count(*) > %(limit)s THEN 0 ELSE 1 END::float8) FROM (
+-- A group's commit (its saves sent before, then lock_principal_slots): fail if %(holder)s has
+-- more than %(limit)s live leases with the margin left by lock_principal_slots added (counting
+-- to %(over)s, one more than the bound): ln(0)'s error, which nothing else raises (the store
+-- knows it for a bound passed: the whole group is lost); else ln(1).
+SELECT ln(CASE WHEN count(*) + current_setting('tenure.bound_margin')::int > %(limit)s
+               THEN 0 ELSE 1 END::float8) FROM (
     SELECT 1 FROM tenure_leases
     WHERE holder = %(holder)s AND ended IS NULL AND expires_at > %(now)s
     LIMIT %(over)s
