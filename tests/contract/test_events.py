@@ -131,6 +131,9 @@ def test_events_can_be_queried_by_cursor_key_holder_type_and_limit(
         seen.extend(page)
         cursor = page[-1].id
     assert seen == everything
+    # A misspelt filter is refused, not ignored (it would read the whole log).
+    with pytest.raises(TypeError, match="kye"):
+        service.events(kye="a")  # type: ignore[call-arg]
 
 
 def test_a_cursor_reader_sees_every_event_once_while_writers_commit(

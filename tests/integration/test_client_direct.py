@@ -77,6 +77,9 @@ def test_direct_mode_runs_every_verb(store_url: str) -> None:
         assert not cron.release("jobs/nightly", lease.token).released
         events = root.events(key="jobs/nightly")
         assert events[0].type == "acquired" and events[-1].type == "force_released"
+        assert root.events(key="jobs/nightly", type="acquired", limit=1) == events[:1]
+        with pytest.raises(TypeError, match="kye"):
+            root.events(kye="jobs/nightly")  # type: ignore[call-overload]
 
         issued = root.add_principal("helper", parent="cron")
         assert issued.principal.parent == "cron" and issued.token.startswith("tnr_")
@@ -123,6 +126,9 @@ def test_async_direct_mode(store_url: str) -> None:
             with pytest.raises(tenure.LeaseHeld):
                 await root.acquire("a/k")
             assert (await cron.release("a/k", lease.token)).released
+            assert [e.type for e in await cron.events(key="a/k", wait_ms=10)][-1] == "released"
+            with pytest.raises(TypeError, match="kye"):
+                cron.events(kye="a/k")  # type: ignore[call-arg]
             async with cron.lease("a/held", ttl=TTL) as held:
                 await asyncio.sleep(1.2 * TTL)
                 held.check()

@@ -120,7 +120,9 @@ def events(
                 run.out.line(event.to_dict(), event_line(event))
         return follow_events(run, begin, f)
     if isinstance(start, int):
-        found = run.client.events(start, key, holder, kind, limit or 100, item)
+        found = run.client.events(
+            start, key=key, holder=holder, type=kind, limit=limit or 100, item=item
+        )
         cursor = found[-1].id if found else start
     elif isinstance(start, Cutoff):
         found, cursor = eventlog.latest(run.client, limit or 1000, f, start.reached)
@@ -166,7 +168,9 @@ def start_of(after: int | None, since: str | None, from_start: bool) -> int | Cu
 
 
 def follow_events(run: Cli, after: int, f: Filters) -> int:
-    events = run.client.events(after, f.key, f.holder, f.type, item=f.item, follow=True)
+    events = run.client.events(
+        after, key=f.key, holder=f.holder, type=f.type, item=f.item, follow=True
+    )
     feed = follow_in_background(events)
     with stoppable():
         try:

@@ -6,14 +6,30 @@ mixes its half in (:class:`EventsMixin`, :class:`AsyncEventsMixin`)."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Generator, Iterator
-from typing import Any, Literal, TypeVar, overload
+from typing import Any, Literal, TypeVar, Unpack, overload
 
 from tenure.client import _wire as sh
 from tenure.client._call import Call
-from tenure.core.models import Event
+from tenure.core.models import Event, EventWhere, event_where
 from tenure.verbs.ops import Filters
 
 T = TypeVar("T")
+
+
+class EventRead(EventWhere, total=False):
+    """The filters of :class:`~tenure.core.models.EventWhere` and ``wait_ms``: if no event is
+    there yet, wait up to this long for one (long-poll)."""
+
+    wait_ms: int | None
+
+
+def _reading(read: EventRead) -> tuple[Filters, int, int | None]:
+    """``read`` checked (an unknown keyword is a :class:`TypeError`): the filters, the limit
+    and the long-poll's wait."""
+    wait_ms = read.pop("wait_ms", None)
+    w = event_where(dict(read))
+    where = Filters(w.get("key"), w.get("item"), w.get("holder"), w.get("type"))
+    return where, w.get("limit", 100), wait_ms
 
 
 class EventsMixin:
@@ -24,49 +40,25 @@ class EventsMixin:
 
     @overload
     def events(
-        self,
-        after: int = 0,
-        key: str | None = None,
-        holder: str | None = None,
-        type: str | None = None,
-        limit: int = 100,
-        item: str | None = None,
-        wait_ms: int | None = None,
-        follow: Literal[False] = False,
+        self, after: int = 0, *, follow: Literal[False] = False, **read: Unpack[EventRead]
     ) -> list[Event]: ...
 
     @overload
     def events(
-        self,
-        after: int = 0,
-        key: str | None = None,
-        holder: str | None = None,
-        type: str | None = None,
-        limit: int = 100,
-        item: str | None = None,
-        wait_ms: int | None = None,
-        *,
-        follow: Literal[True],
+        self, after: int = 0, *, follow: Literal[True], **read: Unpack[EventRead]
     ) -> Iterator[Event]: ...
 
     def events(
-        self,
-        after: int = 0,
-        key: str | None = None,
-        holder: str | None = None,
-        type: str | None = None,
-        limit: int = 100,
-        item: str | None = None,
-        wait_ms: int | None = None,
-        follow: bool = False,
+        self, after: int = 0, *, follow: bool = False, **read: Unpack[EventRead]
     ) -> list[Event] | Iterator[Event]:
-        """Events with ids greater than ``after``, oldest first (``item``: of that item).
+        """Events with ids greater than ``after``, oldest first, that match the filters of
+        :class:`EventRead` (``key``, ``item``, ``holder``, ``type``, ``limit``).
 
         ``wait_ms``: if none is there yet, wait up to this long for one (long-poll).
         ``follow=True``: an endless iterator over the log from ``after``, long-polling for
         new events; it ends only with an error or when you stop iterating.
         """
-        where = Filters(key=key, item=item, holder=holder, type=type)
+        where, limit, wait_ms = _reading(read)
         if follow:
             return self._follow(after, where)
         return self._call(sh.events(after, where, limit, wait_ms))
@@ -84,22 +76,15 @@ class AsyncEventsMixin:
         raise NotImplementedError
 
     def events(
-        self,
-        after: int = 0,
-        key: str | None = None,
-        holder: str | None = None,
-        type: str | None = None,
-        limit: int = 100,
-        item: str | None = None,
-        wait_ms: int | None = None,
-        follow: bool = False,
+        self, after: int = 0, *, follow: bool = False, **read: Unpack[EventRead]
     ) -> AsyncEvents:
-        """Events with ids greater than ``after``, oldest first (``item``: of that item).
+        """Events with ids greater than ``after``, oldest first, that match the filters of
+        :class:`EventRead` (``key``, ``item``, ``holder``, ``type``, ``limit``).
 
         ``await client.events(...)`` is one page (``wait_ms``: long-poll while there is none);
         ``async for event in client.events(follow=True)`` follows the log from ``after``.
         """
-        where = Filters(key=key, item=item, holder=holder, type=type)
+        where, limit, wait_ms = _reading(read)
         page = sh.events(after, where, limit, wait_ms)
         return AsyncEvents(self, page, (after, where) if follow else None)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from copy import deepcopy
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict, cast
 
 from tenure.core.frozen import quick_init
 from tenure.core.record import Record
@@ -283,6 +283,27 @@ class EventTally:
     upto: int
     counts: dict[str, int]
     base: bool
+
+
+class EventWhere(TypedDict, total=False):
+    """Which events a read of the log returns, every filter optional: those of ``key``, of
+    ``item`` (short for the item's key), of ``holder``, of ``type``; at most ``limit`` (100 by
+    default). The keyword arguments of ``events(...)`` on the service and both clients."""
+
+    key: str | None
+    item: str | None
+    holder: str | None
+    type: str | None
+    limit: int
+
+
+def event_where(where: dict[str, Any]) -> EventWhere:
+    """``where`` as :class:`EventWhere`, checked: an unknown filter is a :class:`TypeError`, as
+    an unknown keyword argument is (a misspelt filter must not read the whole log)."""
+    unknown = sorted(set(where) - EventWhere.__annotations__.keys())
+    if unknown:
+        raise TypeError(f"events() got unexpected keyword arguments {unknown}")
+    return cast(EventWhere, where)
 
 
 @dataclass(frozen=True)

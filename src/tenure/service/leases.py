@@ -10,7 +10,7 @@ import builtins
 import json
 from collections.abc import Iterable
 from dataclasses import replace
-from typing import Any
+from typing import Any, Unpack
 
 from tenure.core import validate as v
 from tenure.core.compaction import CompactionResult, Retention
@@ -29,6 +29,7 @@ from tenure.core.models import (
     Event,
     EventDraft,
     EventQuery,
+    EventWhere,
     ExtendResult,
     FencedValue,
     FencedWrite,
@@ -40,6 +41,7 @@ from tenure.core.models import (
     ReleaseAllResult,
     ReleaseResult,
     RenewAllResult,
+    event_where,
 )
 from tenure.core.policy import Policy, PolicySet
 from tenure.core.quotas import Quotas
@@ -398,19 +400,15 @@ class Service(Engine):
 
     # events and upkeep ----------------------------------------------------------------------
     def events(
-        self,
-        after: int = 0,
-        key: str | None = None,
-        holder: str | None = None,
-        type: str | None = None,
-        limit: int = 100,
-        item: str | None = None,
-        upto: int | None = None,
+        self, after: int = 0, *, upto: int | None = None, **where: Unpack[EventWhere]
     ) -> builtins.list[Event]:
-        """Events after the cursor ``after``, oldest first; ``item`` is short for its key;
-        ``upto``: only ids up to it (a bounded window of the log). Never past the store's
-        :meth:`~tenure.store.base.Store.last_event_id`, read first: a cursor moved to the last
-        event returned never passes one that commits later."""
+        """Events after the cursor ``after``, oldest first, that match ``where``
+        (:class:`~tenure.core.models.EventWhere`); ``upto``: only ids up to it (a bounded window
+        of the log). Never past the store's :meth:`~tenure.store.base.Store.last_event_id`, read
+        first: a cursor moved to the last event returned never passes one that commits later."""
+        w = event_where(dict(where))
+        key, holder, type, item = w.get("key"), w.get("holder"), w.get("type"), w.get("item")
+        limit = w.get("limit", 100)
         if upto is None:
             upto = self.store.last_event_id()
         query = EventQuery(

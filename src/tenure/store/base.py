@@ -72,12 +72,7 @@ class Store(Reads, Writes, Compaction, StatsReads):
         self.connector.recovered()
 
     def key_tx(
-        self,
-        key: str,
-        *,
-        create: bool = False,
-        reach: Reach | None = None,
-        extends: bool = False,
+        self, key: str, *, create: bool = False, reach: Reach | None = None, extends: bool = False
     ) -> AbstractContextManager[KeyTx]:
         """Lock ``key`` and open a transaction; ``create`` makes its row if missing; ``reach``:
         the acquisition it is for, whose nearby leases :meth:`KeyTx.nearby` gives; ``extends``:

@@ -83,7 +83,9 @@ def read_page(service: Service, after: int, filters: Filters, limit: int, scan: 
     head = service.store.last_event_id()
     upto = max(after, min(head, after + scan))
     f = filters
-    found = service.events(after, f.key, f.holder, f.type, limit, f.item, upto=upto)
+    found = service.events(
+        after, upto=upto, limit=limit, key=f.key, item=f.item, holder=f.holder, type=f.type
+    )
     if len(found) >= limit:
         return EventPage(found, found[-1].id, False)
     return EventPage(found, upto, upto >= head)

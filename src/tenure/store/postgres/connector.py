@@ -18,7 +18,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, suppress
-from typing import Any
+from typing import Any, TypedDict
 
 import psycopg
 from psycopg.errors import DivisionByZero, InvalidArgumentForLogarithm
@@ -64,6 +64,17 @@ def insert_events(cur: psycopg.Cursor[Any], events: Sequence[EventDraft], now: i
     for payload in notices(events):  # delivered to every listening server on commit
         cur.execute(Q["notify"], {"payload": payload})
     return out
+
+
+class PostgresOptions(TypedDict, total=False):
+    """A :class:`PostgresConnector`'s options beside its URL: ``clock`` (the store's time, the
+    database's own by default), the connection pool's ``min_size`` (2) and ``max_size`` (10),
+    and ``timeout`` (30 s): how long to wait for a connection, at the start and later."""
+
+    clock: Clock | None
+    min_size: int
+    max_size: int
+    timeout: float
 
 
 class PostgresConnector:
@@ -212,12 +223,7 @@ class PostgresConnector:
 
     @contextmanager
     def key_tx(
-        self,
-        key: str,
-        *,
-        create: bool = False,
-        reach: Reach | None = None,
-        extends: bool = False,
+        self, key: str, *, create: bool = False, reach: Reach | None = None, extends: bool = False
     ) -> Iterator[KeyTx]:
         group: Group | None = getattr(self._local, "group", None)
         guard = reach is not None or extends  # it may make a lease live: the prefix locks

@@ -72,7 +72,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from tenure.core.clock import Clock
 from tenure.core.items import ITEM_PREFIX
@@ -151,7 +151,7 @@ def _in_group(
         row, now, floor, _ = _lock(batch, key, None, clock, create=True)
         rec = record(row)
         savepoint = True
-    nearby += from_group(key, reach, group.locked, group.subtrees)
+    nearby += from_group(key, reach, known(group))
     return Locked(rec, now, floor, nearby, savepoint)
 
 
@@ -168,13 +168,12 @@ def _lock(
     (share-locked) and the instant: the row (or None), the instant, the floor (read in the
     same round trip: a new token costs no round trip of its own), the nearby leases. The
     rows are locked in key order (see the module's docstring)."""
-    locked, subtrees = (group.locked, group.subtrees) if group else ({}, {})
-    above = queue_above(batch, key, reach, locked, subtrees)
+    above = queue_above(batch, key, reach, known(group))
     if create:
         batch.add("create_lease_row", {"key": key})
     batch.add("lock_lease", {"key": key})
     batch.add("token_floor")
-    under = queue_under(batch, key, reach, locked, subtrees)
+    under = queue_under(batch, key, reach, known(group))
     if clock is None:
         batch.add("now_ms")
     got = batch.all_rows(above + create + 2 + under + (clock is None))
@@ -194,7 +193,7 @@ def _under(
     and an instant read after it (a release, which takes no prefix lock, may have committed
     since the group's instant: the decision must not predate what it read)."""
     batch = group.batch
-    batch.add("nearby_under", under_params(key, reach, group.locked, group.subtrees))
+    batch.add("nearby_under", under_params(key, reach, known(group)))
     if clock is None:
         batch.add("now_ms")
     got = batch.all_rows(1 + (clock is None))
@@ -310,67 +309,62 @@ def live_subtree(rec: KeyRecord | None) -> bool:
     return rec is not None and rec.scope == "subtree" and rec.ended is None
 
 
-def queue_above(
-    batch: Batch,
-    key: str,
-    reach: Reach | None,
-    locked: Mapping[str, KeyRecord | None],
-    subtrees: Mapping[str, KeyRecord | None],
-) -> int:
+def queue_above(batch: Batch, key: str, reach: Reach | None, known: Known) -> int:
     """Queue the read (and share locks) of the subtree leases above ``key`` for ``reach``,
     before the key's own row is locked (statements queued: 0 or 1); ``locked``, ``subtrees``:
-    what a group knows (:func:`from_group`), not asked again."""
+    what a group knows (:func:`known`), not asked again."""
     if reach is None:
         return 0
-    above = [p for p in ancestors(key) if p not in locked and p not in subtrees]
+    above = [p for p in ancestors(key) if p not in known.locked and p not in known.subtrees]
     if not above:
         return 0
     batch.add("nearby_subtrees", {"prefixes": above})
     return 1
 
 
-def queue_under(
-    batch: Batch,
-    key: str,
-    reach: Reach | None,
-    locked: Mapping[str, KeyRecord | None],
-    subtrees: Mapping[str, KeyRecord | None],
-) -> int:
+def queue_under(batch: Batch, key: str, reach: Reach | None, known: Known) -> int:
     """Queue the read (and share locks) of the leases under ``key`` for a subtree ``reach``,
     after the key's own row is locked (statements queued: 0 or 1)."""
     if reach is None or reach.scope != "subtree":
         return 0
-    batch.add("nearby_under", under_params(key, reach, locked, subtrees))
+    batch.add("nearby_under", under_params(key, reach, known))
     return 1
 
 
-def under_params(
-    key: str,
-    reach: Reach,
-    locked: Mapping[str, KeyRecord | None],
-    subtrees: Mapping[str, KeyRecord | None],
-) -> dict[str, Any]:
+def under_params(key: str, reach: Reach, known: Known) -> dict[str, Any]:
     """``nearby_under``'s parameters: the keys whose whole record the group has are skipped
     (those it locked; a subtree lease it read ahead, not a prefix it found none on)."""
-    skip = [k for k in locked if under(key, k)]
-    skip += [k for k, r in subtrees.items() if r is not None and under(key, k)]
+    skip = [k for k in known.locked if under(key, k)]
+    skip += [k for k, r in known.subtrees.items() if r is not None and under(key, k)]
     return {"prefix": key, "upper": upper_bound(key), "skip": skip, **reach._asdict()}
+
+
+class Known(NamedTuple):
+    """What a group knows near a key, not asked again: the records of the keys it locked (as it
+    saved them last) and the subtree leases it read ahead (``None``: none on that prefix)."""
+
+    locked: Mapping[str, KeyRecord | None]
+    subtrees: Mapping[str, KeyRecord | None]
+
+
+NOTHING_KNOWN = Known({}, {})
+
+
+def known(group: Group | None) -> Known:
+    """What ``group`` knows (nothing outside a group)."""
+    return NOTHING_KNOWN if group is None else Known(group.locked, group.subtrees)
 
 
 def records(found: Sequence[Sequence[Sequence[Any]]]) -> list[KeyRecord]:
     return [rows.record_from(r) for rows_ in found for r in rows_]
 
 
-def from_group(
-    key: str,
-    reach: Reach | None,
-    locked: Mapping[str, KeyRecord | None],
-    subtrees: Mapping[str, KeyRecord | None],
-) -> list[KeyRecord]:
+def from_group(key: str, reach: Reach | None, known: Known) -> list[KeyRecord]:
     """The records a group holds among the nearby leases of ``reach`` on ``key``: those of the
     keys it locked (as it saved them last), else the subtree leases it read ahead."""
     if reach is None:
         return []
+    locked, subtrees = known
     mine = []
     for prefix in ancestors(key):
         rec = locked[prefix] if prefix in locked else subtrees.get(prefix)

@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
-from tenure.core.clock import Clock
+from typing import Unpack
+
 from tenure.store.base import Store
-from tenure.store.postgres.connector import PostgresConnector
+from tenure.store.postgres.connector import PostgresConnector, PostgresOptions
 
 
 class PostgresStore(Store):
@@ -14,18 +15,6 @@ class PostgresStore(Store):
 
     connector: PostgresConnector
 
-    def __init__(
-        self,
-        url: str,
-        *,
-        clock: Clock | None = None,
-        min_size: int = 2,
-        max_size: int = 10,
-        timeout: float = 30.0,
-    ) -> None:
-        super().__init__(
-            PostgresConnector(
-                url, clock=clock, min_size=min_size, max_size=max_size, timeout=timeout
-            )
-        )
+    def __init__(self, url: str, **options: Unpack[PostgresOptions]) -> None:
+        super().__init__(PostgresConnector(url, **options))
         self.pool = self.connector.pool  # (tests reach the database beside the store)
