@@ -32,6 +32,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
+import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -207,10 +210,17 @@ def wake_lag(holder: Server, waiter: Server, token: str, trials: int) -> dict[st
 
 
 def one_count(
-    db: str, token: str, n: int, seconds: float, raw: Path, trials: int, clients: int = CLIENTS
+    db: str,
+    token: str,
+    n: int,
+    seconds: float,
+    raw: Path,
+    trials: int,
+    clients: int = CLIENTS,
+    env: dict[str, str] | None = None,
 ) -> dict:
     with contextlib.ExitStack() as stack:
-        servers = [stack.enter_context(serve(db)) for _ in range(n)]
+        servers = [stack.enter_context(serve(db, env)) for _ in range(n)]
         db0, began, xid0 = pg_cpu_total(db), time.perf_counter(), next_xid(db)
         label = f"servers-{n}-{clients}-{time.time_ns()}"
         with LockWaits(db) as waits:
@@ -246,6 +256,88 @@ def run(
             rows.append(one_count(db, token, n, seconds, raw, trials, c))
             print(f"[servers] {n}, {c} clients: {summary(rows[-1])}", file=sys.stderr, flush=True)
     return {"rows": rows, "clients": clients[0], "seconds": seconds}
+
+
+def tree_token(db: str, tree: Path) -> str:
+    """The benchmark principal's token on ``db``, made (and the schema migrated) by the code
+    of ``tree`` (a database migrated by newer code refuses older code)."""
+    code = "import sys; from growth_http import bench_token; print(bench_token(sys.argv[1]))"
+    env = dict(os.environ, PYTHONPATH=f"{tree / 'src'}{os.pathsep}{Path(__file__).parent}")
+    out = subprocess.run(
+        [sys.executable, "-c", code, db], env=env, capture_output=True, text=True, check=True
+    )
+    return out.stdout.strip().splitlines()[-1]
+
+
+def run_variants(
+    fresh: Any,
+    variants: list[tuple[str, Path]],
+    args: argparse.Namespace,
+    raw: Path,
+    counts: tuple[int, ...],
+    clients: tuple[int, ...],
+) -> dict[str, Any]:
+    """Every variant (its own database, its servers running ``TREE/src``) for ``args.rounds``
+    rounds, the variants' order and the counts' reversed every other round."""
+    dbs = {name: fresh(f"servers_{name}") for name, _ in variants}
+    tokens = {name: tree_token(dbs[name], tree) for name, tree in variants}
+    rows = []
+    for rnd in range(args.rounds):
+        order = variants if rnd % 2 == 0 else variants[::-1]
+        for name, tree in order:
+            env = {"PYTHONPATH": str(tree / "src")}
+            for c in clients:
+                for n in counts if rnd % 2 == 0 else counts[::-1]:
+                    db, token = dbs[name], tokens[name]
+                    row = one_count(db, token, n, args.seconds, raw, args.trials, c, env)
+                    rows.append({**row, "variant": name, "round": rnd})
+                    said = f"[servers] round {rnd + 1} {name}: {n}, {c} clients"
+                    print(f"{said}: {summary(row)}", file=sys.stderr, flush=True)
+    return {"rows": rows, "clients": clients[0], "seconds": args.seconds}
+
+
+def medians(result: dict[str, Any]) -> str:
+    """Per variant, client total and count: the median over the rounds of ops/s, of its ratio
+    to one server in the same round, and of the lock waits; then each variant's ops/s beside
+    the first variant's."""
+    rows = [r for r in result["rows"] if "error" not in r]
+    one = {
+        (r["variant"], r["round"], r["clients"]): r["ops_per_s"] for r in rows if r["servers"] == 1
+    }
+    cells: dict[tuple[str, int, int], list[dict[str, Any]]] = {}
+    for r in rows:
+        cells.setdefault((r["variant"], r["clients"], r["servers"]), []).append(r)
+    names = list(dict.fromkeys(r["variant"] for r in rows))
+    lines = [
+        "| variant | clients | servers | rounds | ops/s (median, range) "
+        "| vs 1 server (median, range) | calls per commit | lock wait (s/s, share) | vs "
+        + names[0]
+        + " (median) |",
+        "|" + "---|" * 9,
+    ]
+    for (name, c, n), got in sorted(
+        cells.items(), key=lambda kv: (kv[0][1], kv[0][2], names.index(kv[0][0]))
+    ):
+        ops = [r["ops_per_s"] for r in got]
+        vs1 = [
+            r["ops_per_s"] / one[(name, r["round"], c)] for r in got if (name, r["round"], c) in one
+        ]
+        first = {r["round"]: r["ops_per_s"] for r in cells.get((names[0], c, n), [])}
+        vs0 = [r["ops_per_s"] / first[r["round"]] for r in got if r["round"] in first]
+        lines.append(
+            f"| {name} | {c} | {n} | {len(got)} | {statistics.median(ops):,.0f} "
+            f"({min(ops):,.0f}-{max(ops):,.0f}) | {spread(vs1)} "
+            f"| {statistics.median(r.get('calls_per_commit', 0) for r in got):.1f} "
+            f"| {statistics.median(r.get('lock_wait_s_per_s', 0) for r in got):.3f}, "
+            f"{statistics.median(r.get('lock_wait_share', 0) for r in got):.0%} | {spread(vs0)} |"
+        )
+    return "\n".join(lines)
+
+
+def spread(values: list[float]) -> str:
+    if not values:
+        return "-"
+    return f"{statistics.median(values):.2f} ({min(values):.2f}-{max(values):.2f})"
 
 
 def summary(r: dict[str, Any]) -> str:
@@ -295,19 +387,37 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--counts", default="1,2,3", help="server counts (default 1,2,3)")
     ap.add_argument("--clients", default=CLIENT_TOTALS, help=f"client totals ({CLIENT_TOTALS})")
     ap.add_argument("--json", type=Path, help="also write the rows there (for bench/model.py)")
+    ap.add_argument("--rounds", type=int, default=1, help="rounds, order reversed each other")
+    ap.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar="NAME=TREE",
+        help="servers running TREE/src, each on a database of its own (repeatable; the first "
+        "is the base of the comparison); default: this tree",
+    )
     args = ap.parse_args(argv)
     counts = tuple(int(c) for c in args.counts.split(","))
     clients = tuple(int(c) for c in args.clients.split(","))
+    variants = [(v.split("=", 1)[0], Path(v.split("=", 1)[1]).resolve()) for v in args.variant]
     with (
         tempfile.TemporaryDirectory(prefix="tenure-servers-") as tmp,
         growth.databases("postgres", Path(tmp)) as fresh,
     ):
         raw = Path(tmp) / "raw.jsonl"
-        result = run(fresh("servers"), args.seconds, raw, counts, args.trials, clients)
+        if variants or args.rounds > 1:
+            variants = variants or [("this", Path(__file__).resolve().parents[1])]
+            result = run_variants(fresh, variants, args, raw, counts, clients)
+        else:
+            result = run(fresh("servers"), args.seconds, raw, counts, args.trials, clients)
     print(table(result))
+    if "variant" in result["rows"][0]:
+        print("\n" + medians(result))
     if args.json:
         args.json.write_text(json.dumps(result, indent=1))
-    print("\n" + model.report(result["rows"]))
+    named = list(dict.fromkeys(r.get("variant", "") for r in result["rows"]))
+    last = [r for r in result["rows"] if r.get("variant", "") == named[-1]]  # the newest tree
+    print("\n" + model.report(last))
     return 1 if any("error" in r for r in result["rows"]) else 0
 
 
