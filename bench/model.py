@@ -21,12 +21,19 @@ The costs, from the measured rows (each a server count and a client total):
   not modelled as CPU; a cross-server lock held through each commit adds a serial term
   (``--serial-ms`` per group: commits a second at most ``1000 / serial-ms`` over all servers).
 
-Prediction on this machine: ops/s = cores left / (server + PostgreSQL + load CPU per call at
-the predicted group size). On a database host of ``--db-cores`` cores, the servers each on a
-machine of its own (one core each: a server runs its calls in one process, one interpreter):
-ops/s = min(servers / server CPU per call, db cores / PostgreSQL CPU per call, the serial
-term), each server with ``--clients-per-server`` clients. Nothing here is measured: it is
-arithmetic on what bench/servers.py measured, and the check beside it says how far to trust it.
+- a server's groups one at a time: a group takes ``l0 + l1 * g`` seconds from its first
+  statement to its commit (fitted over the one-server rows: 1 / their commits a second), and
+  a server starts the next only when it ends, so a server does at most ``g / (l0 + l1 * g)``
+  calls a second whatever the cores (on this machine one server left a third of them idle).
+
+Prediction on this machine: ops/s = the least of the cores left / (server + PostgreSQL + load
+CPU per call at the predicted group size), one core per server (its one interpreter) and each
+server's groups one at a time. On a database host of ``--db-cores`` cores, the servers each on
+a machine of its own (one core each: a server runs its calls in one process, one interpreter):
+ops/s = min(servers / server CPU per call, servers' groups one at a time, db cores /
+PostgreSQL CPU per call, the serial term), each server with ``--clients-per-server`` clients.
+Nothing here is measured: it is arithmetic on what bench/servers.py measured, and the check
+beside it says how far to trust it.
 """
 
 from __future__ import annotations
@@ -36,7 +43,7 @@ import json
 import math
 import statistics
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +61,8 @@ class Costs:
     e: float
     cores: float  # cores of this machine left to the run
     serial_s: float = 0.0  # a cross-server lock held this long by each group (0: none)
+    lat_fixed: float = 0.0  # a group's time, first statement to commit: fixed + per_call * g
+    lat_call: float = 0.0
 
     def group(self, servers: int, clients: int) -> float:
         return max(1.0, self.k * (clients / servers) ** self.e)
@@ -66,16 +75,24 @@ class Costs:
 
     def here(self, servers: int, clients: int, cores: float | None = None) -> float:
         """ops/s on this machine (``cores`` of it left to the run, default the median): every
-        process shares them."""
+        process shares them, and a server uses one core at most."""
         g = self.group(servers, clients)
         cpu = self.server(g) + self.db(g) + self.load
-        return min((cores or self.cores) / cpu, self._serial(g))
+        one_core_each = servers / self.server(g)  # a server: one process, one interpreter
+        return min(
+            (cores or self.cores) / cpu, one_core_each, self.in_turn(servers, g), self._serial(g)
+        )
 
     def host(self, servers: int, clients_per_server: int, db_cores: float) -> float:
         """ops/s with PostgreSQL alone on ``db_cores`` and each server on a core of its own."""
         g = self.group(servers, servers * clients_per_server)
         bounds = (servers / self.server(g), db_cores / self.db(g), self._serial(g))
-        return min(bounds)
+        return min(*bounds, self.in_turn(servers, g))
+
+    def in_turn(self, servers: int, g: float) -> float:
+        """ops/s of ``servers`` whose groups of ``g`` calls each run one at a time."""
+        took = self.lat_fixed + self.lat_call * g
+        return servers * g / took if took > 0 else float("inf")
 
     def _serial(self, g: float) -> float:
         return g / self.serial_s if self.serial_s > 0 else float("inf")
@@ -104,7 +121,12 @@ def fit(rows: list[dict[str, Any]], serial_ms: float = 0.0, cores: int = 2) -> C
     logs = [math.log(r["clients"] / r["servers"]) for r in ok]
     log_k, e = fit_line(logs, [math.log(max(1.0, r["calls_per_commit"])) for r in ok])
     left = statistics.median(cores_left(r, cores) for r in ok)
-    return Costs(sa, sb, da, db_, load, math.exp(log_k), e, left, serial_ms / 1000)
+    alone = [r for r in ok if r["servers"] == 1 and r.get("commits_per_s")]
+    la, lb = fit_line(
+        [r["calls_per_commit"] for r in alone], [1 / r["commits_per_s"] for r in alone]
+    )
+    costs = Costs(sa, sb, da, db_, load, math.exp(log_k), e, left, serial_ms / 1000)
+    return replace(costs, lat_fixed=la, lat_call=lb) if alone else costs
 
 
 def cores_left(row: dict[str, Any], cores: int = 2) -> float:
@@ -132,8 +154,9 @@ def report(
         f"Per call: server CPU {c.server_fixed * us:.0f} µs + {c.server_group * us:.0f} µs per "
         f"group / g; PostgreSQL CPU {c.db_fixed * us:.0f} µs + {c.db_group * us:.0f} µs / g; "
         f"load {c.load * us:.0f} µs; g = {c.k:.2f} x (clients / servers) ^ {c.e:.2f}; cores left "
-        f"to the "
-        f"run {c.cores:.2f}; serial per group {c.serial_s * 1000:.2f} ms.",
+        f"to the run {c.cores:.2f}; serial per group {c.serial_s * 1000:.2f} ms; a group takes "
+        f"{c.lat_fixed * 1000:.2f} ms + {c.lat_call * 1000:.3f} ms a call (a server's one at a "
+        "time).",
         "",
         "| servers | clients | g measured | g model | cores the run got | ops/s measured "
         "| ops/s model | model/measured |",
@@ -160,6 +183,7 @@ def report(
         g = c.group(n, n * clients_per_server)
         limits = {"servers": n / c.server(g), "PostgreSQL": db_cores / c.db(g)}
         limits["serial lock"] = c._serial(g)
+        limits["groups one at a time"] = c.in_turn(n, g)
         by = min(limits, key=lambda name: limits[name])
         out.append(f"| {n} | {x:,.0f} | {x / one:.2f} | {by} |")
     return "\n".join(out)
@@ -171,8 +195,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--serial-ms", type=float, default=0.0, help="lock held per group (0)")
     ap.add_argument("--db-cores", type=float, default=16, help="database host cores (16)")
     ap.add_argument("--clients-per-server", type=int, default=16, help="(16)")
+    ap.add_argument("--variant", help="the rows of this variant (default: the last one run)")
     args = ap.parse_args(argv)
     rows = json.loads(args.rows.read_text())["rows"]
+    names = list(dict.fromkeys(r.get("variant", "") for r in rows))
+    rows = [r for r in rows if r.get("variant", "") == (args.variant or names[-1])]
     print(report(rows, args.serial_ms, args.db_cores, args.clients_per_server))
     return 0
 

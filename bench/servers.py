@@ -11,7 +11,8 @@ the one database (each its own process and connection pool), the shared runner's
 workload with the clients split over
 them (one load process per server, all at once): ops/s summed, acquire p99 (the worst
 server's), the calls per commit and commits a second (PostgreSQL's transaction ids handed out
-over the load, per second of its window), each server's CPU over the window (as its load
+over the load, per second of its window; those of NOTIFY transactions sent after a group's
+commit, heard by listening, taken off), each server's CPU over the window (as its load
 process measured it), the database's (the PostgreSQL processes' CPU seconds over the run, load
 processes' start included, per second of it), the load processes' own CPU and the machine's
 idle share over the window (``/proc/stat``, other work on the machine included), and the time
@@ -67,6 +68,7 @@ class LockWaits:
         self.db, self.every = db, every
         self.samples = 0
         self.busy = 0
+        self.notices = 0  # NOTIFY tenure deliveries heard (one a notifying transaction)
         self.waits: dict[str, int] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -83,6 +85,8 @@ class LockWaits:
         import psycopg
 
         with psycopg.connect(self.db, autocommit=True) as conn:
+            conn.add_notify_handler(self._heard)
+            conn.execute("LISTEN tenure")
             while not self._stop.wait(self.every):
                 got = conn.execute(WAITS.encode()).fetchall()
                 self.samples += 1
@@ -90,6 +94,9 @@ class LockWaits:
                 for kind, event in got:
                     if kind == "Lock":
                         self.waits[event] = self.waits.get(event, 0) + 1
+
+    def _heard(self, _notice: object) -> None:
+        self.notices += 1
 
     def figures(self) -> dict[str, Any]:
         waiting = sum(self.waits.values())
@@ -218,6 +225,7 @@ def one_count(
     trials: int,
     clients: int = CLIENTS,
     env: dict[str, str] | None = None,
+    notify_apart: bool = True,
 ) -> dict:
     with contextlib.ExitStack() as stack:
         servers = [stack.enter_context(serve(db, env)) for _ in range(n)]
@@ -230,6 +238,8 @@ def one_count(
             return {"servers": n, "clients": clients, **m}
         m |= load_figures(raw, label) | waits.figures()
         commits = next_xid(db) - xid0  # the load's own, and its set-up's (a few dozen)
+        if notify_apart:  # each group with events also spends a transaction id on its NOTIFY
+            commits -= waits.notices
         m["commits_per_s"] = commits / m["window_s"]
         m["calls_per_commit"] = m["ops_per_s"] * m["window_s"] / max(1, commits)
         m["server_cpu_s_per_s"] = [  # over the load's window, as its load generator saw it
@@ -256,6 +266,13 @@ def run(
             rows.append(one_count(db, token, n, seconds, raw, trials, c))
             print(f"[servers] {n}, {c} clients: {summary(rows[-1])}", file=sys.stderr, flush=True)
     return {"rows": rows, "clients": clients[0], "seconds": seconds}
+
+
+def notifies_apart(tree: Path) -> bool:
+    """Whether ``tree``'s PostgreSQL groups send their NOTIFY in a transaction of their own
+    after the COMMIT (a transaction id of its own, not a group's)."""
+    tx = tree / "src/tenure/store/postgres/tx.py"
+    return "synchronous_commit = off" in tx.read_text()
 
 
 def tree_token(db: str, tree: Path) -> str:
@@ -289,7 +306,8 @@ def run_variants(
             for c in clients:
                 for n in counts if rnd % 2 == 0 else counts[::-1]:
                     db, token = dbs[name], tokens[name]
-                    row = one_count(db, token, n, args.seconds, raw, args.trials, c, env)
+                    apart = notifies_apart(tree)
+                    row = one_count(db, token, n, args.seconds, raw, args.trials, c, env, apart)
                     rows.append({**row, "variant": name, "round": rnd})
                     said = f"[servers] round {rnd + 1} {name}: {n}, {c} clients"
                     print(f"{said}: {summary(row)}", file=sys.stderr, flush=True)
