@@ -375,16 +375,22 @@ def table(result: dict[str, Any]) -> str:
     )
     lines = [head, "|" + "---|" * 14]
     rows = result.get("rows", [])
-    base: dict[int, float] = {}  # clients -> the first count's ops/s
+    base: dict[tuple[Any, ...], float] = {  # (variant, round, clients) -> one server's ops/s
+        (r.get("variant"), r.get("round"), r["clients"]): r["ops_per_s"]
+        for r in rows
+        if r["servers"] == 1 and "error" not in r
+    }
     for r in rows:
         clients = r.get("clients", result.get("clients", CLIENTS))
         if "error" in r:
             lines.append(f"| {r['servers']} | {clients} | error: {r['error'][:80]} |" + " |" * 11)
             continue
-        first = base.setdefault(clients, r["ops_per_s"])
+        first = base.setdefault((r.get("variant"), r.get("round"), clients), r["ops_per_s"])
         cpu = ", ".join(f"{c:.2f}" for c in r["server_cpu_s_per_s"])
+        run = f"{r['variant']} {r['round'] + 1}: " if "variant" in r else ""
         lines.append(
-            f"| {r['servers']} | {clients} | {r['ops_per_s']:,.0f} | {r['ops_per_s'] / first:.2f} "
+            f"| {run}{r['servers']} | {clients} | {r['ops_per_s']:,.0f} "
+            f"| {r['ops_per_s'] / first:.2f} "
             f"| {r['acquire_p50_ms']:.2f} / {r['acquire_p99_ms']:.2f} "
             f"| {r.get('calls_per_commit', 0):.1f} | {r.get('commits_per_s', 0):,.0f} | {cpu} "
             f"| {r['db_cpu_s_per_s']:.2f} | {r.get('load_cpu_s_per_s', 0):.2f} "
