@@ -34,12 +34,9 @@ load). Nothing is asserted about speed. The figures are a small run on a shared 
 
 from __future__ import annotations
 
-import argparse
-import contextlib
 import runpy
 import statistics
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -146,18 +143,9 @@ class Waits(threading.Thread):
 def one_run(
     db: str, token: str, way: str, servers: int, clients: int, seconds: float, raw: Path
 ) -> dict[str, Any]:
-    from growth_http import cycle_load, serve
+    import sidebyside
 
-    launcher = [sys.executable, __file__, "serve-as", way]
-    with contextlib.ExitStack() as stack:
-        started = [stack.enter_context(serve(db, launcher=launcher)) for _ in range(servers)]
-        waits = Waits(db)
-        waits.start()
-        label = f"order-{way}-{time.time_ns()}"
-        m = cycle_load(started, token, clients, seconds, raw, label)
-        waits.stop.set()
-        waits.join()
-    return {"way": way, **m, **waits.figures()}
+    return sidebyside.loaded(__file__, db, token, way, servers, clients, seconds, raw, Waits(db))
 
 
 def horizon_cost(db: str) -> dict[str, float]:
@@ -209,39 +197,12 @@ def table(rows: list[dict[str, Any]], servers: int, clients: int) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["serve-as"]:
-        serve_as(argv[1], argv[2:])
+    import sidebyside
+
+    done = sidebyside.main(__doc__, WAYS, argv, serve_as, "order", one_run, after=horizon_cost)
+    if done is None:  # a server launched
         return 0
-    import growth
-    from growth_http import bench_token
-
-    import tenure
-
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--servers", type=int, default=3)
-    ap.add_argument("--clients", type=int, default=16)
-    ap.add_argument("--seconds", type=float, default=5.0, help="per run (default 5)")
-    ap.add_argument("--rounds", type=int, default=2, help="alternated rounds (default 2)")
-    ap.add_argument("--ways", default=",".join(WAYS), help=f"default {','.join(WAYS)}")
-    args = ap.parse_args(argv)
-    ways = args.ways.split(",")
-    rows: list[dict[str, Any]] = []
-    with (
-        tempfile.TemporaryDirectory(prefix="tenure-order-") as tmp,
-        growth.databases("postgres", Path(tmp)) as fresh,
-    ):
-        db = fresh("order")
-        tenure.open_store(db).close()
-        token = bench_token(db)
-        raw = Path(tmp) / "raw.jsonl"
-        for n in range(args.rounds):
-            for way in ways if n % 2 == 0 else reversed(ways):
-                r = one_run(db, token, way, args.servers, args.clients, args.seconds, raw)
-                rows.append({**r, "round": n + 1})
-                print(f"[order] {way} round {n + 1}: {r.get('ops_per_s', r.get('error'))}",
-                      file=sys.stderr, flush=True)  # fmt: skip
-        cost = horizon_cost(db)
+    args, rows, cost = done
     print(table(rows, args.servers, args.clients))
     print(
         "a reader's max_event_id, median of 200 without load: "

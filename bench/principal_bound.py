@@ -26,11 +26,8 @@ Nothing is asserted about speed. The figures are a small run on a shared machine
 
 from __future__ import annotations
 
-import argparse
-import contextlib
 import runpy
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -82,61 +79,35 @@ def db_stats(db: str) -> tuple[int, ...]:
 def one_run(
     db: str, token: str, way: str, servers: int, clients: int, seconds: float, raw: Path
 ) -> dict[str, Any]:
-    from growth_http import cycle_load, serve
+    import sidebyside
 
-    launcher = [sys.executable, __file__, "serve-as", way]
     before = db_stats(db)
-    with contextlib.ExitStack() as stack:
-        started = [stack.enter_context(serve(db, launcher=launcher)) for _ in range(servers)]
-        waits = Waits(db)
-        waits.start()
-        label = f"bound-{way}-{time.time_ns()}"
-        m = cycle_load(started, token, clients, seconds, raw, label)
-        waits.stop.set()
-        waits.join()
+    m = sidebyside.loaded(__file__, db, token, way, servers, clients, seconds, raw, Waits(db))
     time.sleep(1)  # (the servers' backends report their counts as they end)
     xids, rollbacks, deadlocks = (b - a for a, b in zip(before, db_stats(db), strict=True))
     calls = m.get("ops_per_s", 0.0) * seconds  # (each acquire, renew, release a call)
-    rolled = {"rollbacks": rollbacks, "deadlocks": deadlocks}
-    return {"way": way, **m, **waits.figures(), "calls_per_xid": calls / max(1, xids), **rolled}
+    return {
+        **m,
+        "calls_per_xid": calls / max(1, xids),
+        "rollbacks": rollbacks,
+        "deadlocks": deadlocks,
+    }
+
+
+def add_rows(db: str) -> None:
+    import psycopg
+
+    with psycopg.connect(db, autocommit=True) as conn:
+        conn.execute(ROWS)
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["serve-as"]:
-        serve_as(argv[1], argv[2:])
+    import sidebyside
+
+    done = sidebyside.main(__doc__, WAYS, argv, serve_as, "bound", one_run, prepare=add_rows)
+    if done is None:  # a server launched
         return 0
-    import growth
-    import psycopg
-    from growth_http import bench_token
-
-    import tenure
-
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--servers", type=int, default=3)
-    ap.add_argument("--clients", type=int, default=16)
-    ap.add_argument("--seconds", type=float, default=5.0, help="per run (default 5)")
-    ap.add_argument("--rounds", type=int, default=2, help="alternated rounds (default 2)")
-    ap.add_argument("--ways", default=",".join(WAYS), help=f"default {','.join(WAYS)}")
-    args = ap.parse_args(argv)
-    ways = args.ways.split(",")
-    rows: list[dict[str, Any]] = []
-    with (
-        tempfile.TemporaryDirectory(prefix="tenure-bound-") as tmp,
-        growth.databases("postgres", Path(tmp)) as fresh,
-    ):
-        db = fresh("bound")
-        tenure.open_store(db).close()
-        with psycopg.connect(db, autocommit=True) as conn:
-            conn.execute(ROWS)
-        token = bench_token(db)
-        raw = Path(tmp) / "raw.jsonl"
-        for n in range(args.rounds):
-            for way in ways if n % 2 == 0 else reversed(ways):
-                r = one_run(db, token, way, args.servers, args.clients, args.seconds, raw)
-                rows.append({**r, "round": n + 1})
-                print(f"[bound] {way} round {n + 1}: {r.get('ops_per_s', r.get('error'))}",
-                      file=sys.stderr, flush=True)  # fmt: skip
+    args, rows, _ = done
     print(table(rows, args.servers, args.clients))
     for r in rows:
         if "error" not in r:
