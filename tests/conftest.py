@@ -63,6 +63,13 @@ _TEST_KNOBS = (
 for _name in [n for n in os.environ if n.startswith("TENURE_") and not n.startswith(_TEST_KNOBS)]:
     del os.environ[_name]
 
+# A suite started in the background by a shell without job control (`./.ci/run &` in a script)
+# inherits SIGINT ignored, and so would every command a test starts and then interrupts the way
+# a user's Ctrl-C does: the command would rightly keep running. Each test process takes the
+# usual handler back, so the commands it starts get SIGINT's default.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
 START_MS = 1_700_000_000_000
 BACKENDS = ("sqlite", "postgres")
 PG_URL_ENV = "TENURE_TEST_PG_URL"
