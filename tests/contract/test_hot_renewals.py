@@ -35,11 +35,10 @@ def lease_updates(url: str, at_least: int, within_s: float = 30.0) -> tuple[int,
             time.sleep(0.1)
 
 
+@pytest.mark.parametrize("backend", ["postgres"], indirect=True)  # heap-only updates are its own
 def test_renewals_on_postgresql_are_heap_only_updates(
     backend: str, store_url: str, make_store: Callable[..., tenure.Store], clock: tenure.FakeClock
 ) -> None:
-    if backend != "postgres":
-        pytest.skip("heap-only updates are PostgreSQL's")
     store = make_store()
     service = Service(store)
     keys = [f"hot/{i}" for i in range(4)]
@@ -98,6 +97,7 @@ def test_renewed_leases_past_their_first_deadline_do_not_hold_up_the_reaper(
     assert sorted(x.key for x in service.list()) == [f"r{i}" for i in range(5)]
 
 
+@pytest.mark.parametrize("backend", ["postgres"], indirect=True)  # the due column is its own
 def test_leases_from_before_the_due_column_are_renewed_and_reaped(
     backend: str,
     blank_url: Callable[[], str],
@@ -106,8 +106,6 @@ def test_leases_from_before_the_due_column_are_renewed_and_reaped(
 ) -> None:
     """A PostgreSQL database written before migration 0023: its live lease starts due at its
     deadline, its renewals are kept, and it is recorded as expired at its last deadline."""
-    if backend != "postgres":
-        pytest.skip("the due column is PostgreSQL's")
     url = blank_url()
     folder = resources.files("tenure.store").joinpath("sql", "postgres", "migrations")
     names = sorted(f.name for f in folder.iterdir() if f.name.endswith(".sql"))
