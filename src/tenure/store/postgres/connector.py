@@ -234,7 +234,7 @@ class PostgresConnector:
         with self.pool.connection() as conn:
             try:
                 batch = Batch(conn)
-                batch.add_sql("BEGIN")
+                batch.begin()
                 locked = keylock.lock_key(
                     batch, key, reach=reach, create=create, guard=guard, clock=self.clock
                 )

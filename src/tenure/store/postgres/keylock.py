@@ -1,12 +1,13 @@
 """PostgreSQL's key locking, in one place: :func:`lock_key` locks a key and its subtree
 neighbours in one round trip (alone or in a group), :func:`lock_ahead` a group's keys.
 
-What it sends, in order, in that round trip: ``BEGIN`` (alone), the prefix locks (for a
-transaction that may make a lease live), the subtree leases above the key (share-locked), a new
-key's placeholder row, the key's row lock, the token floor, the leases under a subtree
-(share-locked) and the instant. PostgreSQL runs them in order, so the instant is read once the
-row lock is granted (a waiter reads it after the holder committed): it orders with the commit,
-as if the client had waited for the lock before asking.
+What it sends, in order, in that round trip: ``BEGIN`` and its generic-plan setting (alone:
+:data:`tenure.store.postgres.tx.BEGIN`), the prefix locks (for a transaction that may make a
+lease live), the subtree leases above the key (share-locked), a new key's placeholder row, the
+key's row lock, the token floor, the leases under a subtree (share-locked) and the instant.
+PostgreSQL runs them in order, so the instant is read once the row lock is granted (a waiter
+reads it after the holder committed): it orders with the commit, as if the client had waited
+for the lock before asking.
 
 Why subtree leases need more than the key's row lock:
 

@@ -104,10 +104,20 @@ HOT = (
     "semaphore_slots",
 )
 _PARAM = re.compile(r"%\((\w+)\)s")
+#: How a key transaction (alone or a group) and its notices' begin. Their statements (all of :data:`HOT`) run
+#: on generic plans, made once per connection: under the default ``plan_cache_mode``
+#: (``auto``) PostgreSQL planned ``subtree_grants_above`` again at every execution (its
+#: custom plan looked cheaper than the generic one), in every group of keys that have a
+#: prefix. Side by side, one server and 16 clients: PostgreSQL's CPU a call 15-27 % lower
+#: (bench/results/2026-11-29-generic-plans.md). Every other statement of :data:`HOT` already
+#: ran on its generic plan after its first five executions; a test checks that each generic
+#: plan reads the big tables through an index.
+BEGIN = ("BEGIN", "SET LOCAL plan_cache_mode = force_generic_plan")
 
 
-def _prepare(name: str, sql: str) -> tuple[str, tuple[str, ...]]:
-    """``PREPARE tenure_<name> AS …`` with positional parameters, and their names in order."""
+def _positional(sql: str) -> tuple[str, tuple[str, ...]]:
+    """``sql`` without its comment lines, its parameters positional, and their names in
+    order."""
     order: list[str] = []
 
     def positional(m: re.Match[str]) -> str:
@@ -116,11 +126,18 @@ def _prepare(name: str, sql: str) -> tuple[str, tuple[str, ...]]:
         return f"${order.index(m[1]) + 1}"
 
     body = "\n".join(line for line in sql.splitlines() if not line.startswith("--"))
-    return f"PREPARE tenure_{name} AS {_PARAM.sub(positional, body)}", tuple(order)
+    return _PARAM.sub(positional, body), tuple(order)
 
 
-_STATEMENTS = {name: _prepare(name, Q[name]) for name in HOT}
+_STATEMENTS = {name: _positional(Q[name]) for name in HOT}
 PARAMS = {name: order for name, (_, order) in _STATEMENTS.items()}
+
+
+def prepared(name: str) -> str:
+    """The statement ``name`` of :data:`HOT` as it is prepared (its parameters positional)."""
+    return _STATEMENTS[name][0]
+
+
 #: psycopg's own automatic prepared statements are off on the store's connections (it would
 #: ``DEALLOCATE ALL`` at every ``ROLLBACK``), so ``DEALLOCATE ALL`` here drops only ours. The
 #: literals are written for ``standard_conforming_strings`` on (the default since PostgreSQL
@@ -130,7 +147,7 @@ PREPARE_ALL = ";".join(
         "SET standard_conforming_strings = on",
         "SET client_encoding = 'UTF8'",
         "DEALLOCATE ALL",
-        *(p for p, _ in _STATEMENTS.values()),
+        *(f"PREPARE tenure_{name} AS {sql}" for name, (sql, _) in _STATEMENTS.items()),
     ]
 ).encode()
 _prepared: weakref.WeakSet[psycopg.Connection[Any]] = weakref.WeakSet()
@@ -168,6 +185,10 @@ class Batch:
             return
         assert params is not None, name
         self._sql.append(f"EXECUTE tenure_{name}({literals([params[p] for p in order])})")
+
+    def begin(self) -> None:
+        """Queue the start of the transaction (:data:`BEGIN`)."""
+        self._sql.extend(BEGIN)
 
     def add_sql(self, sql: str, at: int | None = None) -> None:
         self._sql.insert(len(self._sql) if at is None else at, sql)
@@ -285,7 +306,7 @@ class Batch:
         self.add_sql("COMMIT")
         committed_at = self.mark() - 1
         if self.notices:
-            self.add_sql("BEGIN")
+            self.begin()
             self.add_sql("SET LOCAL synchronous_commit = off")
             if len(self.notices) == 1:
                 self.add("notify", {"payload": self.notices[0]})
@@ -515,7 +536,7 @@ class Group:
 
     def __init__(self, conn: psycopg.Connection[Any]) -> None:
         self.batch = Batch(conn)
-        self.batch.add_sql("BEGIN")
+        self.batch.begin()
         self.events: list[tuple[EventDraft, int]] = []
         self.saves: dict[str, KeyRecord] = {}  # key -> the record to save at the commit
         self.locked: dict[str, KeyRecord | None] = {}  # key -> its record, locked ahead
