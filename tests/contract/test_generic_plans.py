@@ -39,7 +39,9 @@ GROWING = ("tenure_leases", "tenure_events", "tenure_items", "tenure_item_ops", 
 
 
 @pytest.mark.parametrize("backend", ["postgres"], indirect=True)  # plans are PostgreSQL's
-def test_key_transactions_run_on_plans_made_once(backend: str, fresh_url: Callable[[], str]) -> None:
+def test_key_transactions_run_on_plans_made_once(
+    backend: str, fresh_url: Callable[[], str]
+) -> None:
     store = tenure.open_store(fresh_url(), min_size=1, max_size=1)  # one connection: its plans
     try:
         service, groups = Service(store), store.group_commit()
@@ -75,7 +77,9 @@ def test_every_generic_plan_reads_the_growing_tables_through_an_index(
         for name in tx.HOT:
             sql = tx.prepared(name)
             plan = [row[0] for row in conn.execute(f"EXPLAIN (GENERIC_PLAN) {sql}").fetchall()]
-            seq = [line.strip() for line in plan if any(f"Seq Scan on {t} " in line for t in GROWING)]
+            seq = [
+                line.strip() for line in plan if any(f"Seq Scan on {t} " in line for t in GROWING)
+            ]
             if seq:
                 scans[name] = seq
     assert scans == {}

@@ -104,14 +104,14 @@ HOT = (
     "semaphore_slots",
 )
 _PARAM = re.compile(r"%\((\w+)\)s")
-#: How a key transaction (alone or a group) and its notices' begin. Their statements (all of :data:`HOT`) run
-#: on generic plans, made once per connection: under the default ``plan_cache_mode``
-#: (``auto``) PostgreSQL planned ``subtree_grants_above`` again at every execution (its
-#: custom plan looked cheaper than the generic one), in every group of keys that have a
-#: prefix. Side by side, one server and 16 clients: PostgreSQL's CPU a call 15-27 % lower
-#: (bench/results/2026-11-29-generic-plans.md). Every other statement of :data:`HOT` already
-#: ran on its generic plan after its first five executions; a test checks that each generic
-#: plan reads the big tables through an index.
+#: How a key transaction (alone or a group) and its notices' transaction begin. Their
+#: statements (all of :data:`HOT`) run on generic plans, made once per connection: under the
+#: default ``plan_cache_mode`` (``auto``) PostgreSQL planned ``subtree_grants_above`` again at
+#: every execution (its custom plan looked cheaper than the generic one), in every group of
+#: keys that have a prefix. Side by side, one server and 16 clients: PostgreSQL's CPU a call
+#: 0.88-0.91x, the cycle 1.03x (bench/results/2026-11-29-generic-plans.md). Every other
+#: statement of :data:`HOT` already ran on its generic plan after its first five executions;
+#: a test checks that each generic plan reads the growing tables through an index.
 BEGIN = ("BEGIN", "SET LOCAL plan_cache_mode = force_generic_plan")
 
 
