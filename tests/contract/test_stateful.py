@@ -301,8 +301,8 @@ class Model:
             if meta is not None:
                 rec.meta = dict(meta)
             return rec.view(now)
-        if rec is not None:
-            self.endings[key, rec.token] = rec.state(now)
+        if rec is not None:  # lapsed, or live and widened with a new token (which releases it)
+            self.endings[key, rec.token] = "released" if rec.live(now) else rec.state(now)
         token = max(rec.token if rec else 0, floor) + 1
         self.issued[key].append(token)
         if wide == "subtree":

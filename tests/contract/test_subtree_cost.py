@@ -87,13 +87,13 @@ def _pg_rows(url: str, name: str, params: dict[str, Any], analyze: bool) -> int:
     """The rows the scans of the plan of the store's statement ``name`` produced or filtered
     out, the most over seven runs of the prepared statement (the first five planned for their
     parameters, then the generic plan)."""
-    sql, order = pg_tx._STATEMENTS[name]
+    order = pg_tx.PARAMS[name]
     args = ", ".join("%s::text[]" if isinstance(params[n], list) else "%s::text" for n in order)
     explain = f"EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE tenure_{name}({args})"
     with psycopg.connect(url, autocommit=True) as conn:
         if analyze:
             conn.execute("ANALYZE tenure_leases")
-        conn.execute(sql)
+        conn.execute(f"PREPARE tenure_{name} AS {pg_tx.prepared(name)}")
         cur = psycopg.ClientCursor(conn)
         most = 0
         for _ in range(7):

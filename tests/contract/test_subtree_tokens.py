@@ -67,6 +67,14 @@ def test_widening_a_key_to_a_subtree_gets_a_token_above_the_keys_under_it(
     service.release("bo", "a/x")
     wide = service.acquire("jo", "a/", scope="subtree")
     assert wide.scope == "subtree" and wide.token > 2 > mine.token
+    # the old token's lease ended there, and the log says so (each token acquired ends once)
+    ended = [e for e in service.events(key="a/") if e.type in ("released", "acquired")]
+    assert [(e.type, e.token, e.reason) for e in ended[-2:]] == [
+        ("released", mine.token, "widened to a subtree lease with a new token"),
+        ("acquired", wide.token, None),
+    ]
+    with pytest.raises(StaleToken):
+        service.write("jo", "a/", mine.token, "with the token before the widening")
 
 
 def test_a_force_released_subtree_token_is_dead_under_it(service: Service) -> None:

@@ -183,7 +183,13 @@ def decide_acquire(
     if scope != "key":
         data["scope"] = scope
     acquired = EventDraft("acquired", key, who.name, task, fresh.token, actor=who.name, data=data)
+    if rec is not None and rec.is_live(now):  # widened with a new token: the old one ends here
+        events = (*events, ending_event(rec, "released", now, actor=who.name, reason=WIDENED))
     return Decision(fresh, (*events, acquired), fresh.lease(now))
+
+
+#: the reason of the ``released`` event of a lease widened to a subtree with a new token
+WIDENED = "widened to a subtree lease with a new token"
 
 
 def _widens(rec: KeyRecord, scope: Scope, floor: int) -> bool:
