@@ -332,7 +332,8 @@ class Model:
     def blocker(self, who: Principal, key: str, scope: str, sid: str, now: int) -> MLease | None:
         """The live lease of someone else on another key that a ``scope`` lease on ``key``
         would overlap: a subtree whose key is a prefix of ``key`` (the longest first), else
-        (for a subtree) a lease on a longer key starting with ``key`` (the smallest first)."""
+        (for a subtree) a lease on a longer key starting with ``key`` (the one that lapses
+        last, then the smallest key)."""
         others = [
             r
             for k, r in self.leases.items()
@@ -342,7 +343,7 @@ class Model:
         if above:
             return max(above, key=lambda r: len(r.key))
         below = [r for r in others if scope == "subtree" and r.key.startswith(key)]
-        return min(below, key=lambda r: r.key) if below else None
+        return min(below, key=lambda r: (-r.expires_at, r.key)) if below else None
 
     def renew(self, who: Principal, key: str, token: int, ttl_ms: int | None, now: int) -> Any:
         ttl = None if ttl_ms is None else self.ttl(key, ttl_ms)

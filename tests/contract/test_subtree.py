@@ -56,6 +56,16 @@ def test_a_plain_key_blocks_a_subtree_above_it(service: Service) -> None:
         assert err.token == plain.token and err.expires_at == plain.expires_at
 
 
+def test_a_subtree_refused_names_the_lease_under_it_that_lapses_last(service: Service) -> None:
+    # the subtree is free no sooner than its last lease under it lapses (ties: the smaller key)
+    service.acquire("jo", "t/b/", ttl_ms=30_000, task="first")
+    late = service.acquire("jo", "t/b/c", ttl_ms=600_000)
+    service.acquire("jo", "t/a", ttl_ms=30_000)
+    with pytest.raises(LeaseHeld) as refused:
+        service.acquire("bo", "t/", scope="subtree")
+    assert (refused.value.held_key, refused.value.expires_at) == ("t/b/c", late.expires_at)
+
+
 def test_prefix_siblings_are_not_under(service: Service) -> None:
     subtree(service, "jo", "a/b/")
     assert service.acquire("bo", "a/bc").holder == "bo"

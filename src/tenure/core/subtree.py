@@ -63,7 +63,8 @@ def blocking(
 ) -> KeyRecord | None:
     """The live lease, among ``candidates`` (any superset of the leases that may conflict),
     that stops ``holder``'s ``session`` taking ``key`` with ``scope``: the nearest subtree
-    above first, else the first key under it; ``None`` if nothing does."""
+    above first, else, under it, the lease that lapses last (then the smallest key): the
+    subtree is free no sooner; ``None`` if nothing does."""
     found: KeyRecord | None = None
     for rec in candidates:
         if not rec.is_live(now) or (rec.holder == holder and rec.session == session):
@@ -77,10 +78,11 @@ def blocking(
 
 def _before(a: KeyRecord, b: KeyRecord, key: str) -> bool:
     """``a`` is named before ``b``: a subtree above before a key under; the nearer subtree
-    above; the smaller key under."""
+    above; under, the later deadline, then the smaller key (the stores read the lease under a
+    prefix that lapses last: ``nearby_under``)."""
     a_above, b_above = under(a.key, key), under(b.key, key)
     if a_above != b_above:
         return a_above
     if a_above:
         return len(a.key) > len(b.key)
-    return a.key < b.key
+    return (-a.expires_at, a.key) < (-b.expires_at, b.key)

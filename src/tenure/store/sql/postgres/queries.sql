@@ -540,7 +540,7 @@ FOR SHARE;
 -- and not among %(skip)s (a group's own, which it knows better), with the latest deadline: if
 -- it is not live, none is. Every such row is share-locked first, in key order (as
 -- nearby_subtrees, so that a renewal in flight is waited for and read as it committed), then
--- the latest deadline is taken among them.
+-- the latest deadline is taken among them (then the smallest key).
 SELECT * FROM (
     SELECT key, token, holder, task, ttl_ms, acquired_at, renewed_at, expires_at, renewals, meta,
            ended, fence_open, conflicts, session, scope
@@ -551,7 +551,7 @@ SELECT * FROM (
     ORDER BY key
     FOR SHARE
 ) AS under
-ORDER BY expires_at DESC
+ORDER BY expires_at DESC, key
 LIMIT 1;
 
 -- name: lock_leases_above

@@ -389,13 +389,14 @@ WHERE key IN (:prefixes) AND scope = 'subtree' AND ended IS NULL;
 -- name: nearby_under
 -- The unended lease under the subtree :prefix (keys in [prefix, upper), byte order: a range of
 -- the index of unended keys, so the leases that ended under it are never read) that is not
--- (:holder, :session)'s, with the latest deadline: if it is not live, none is.
+-- (:holder, :session)'s, with the latest deadline (then the smallest key, as on PostgreSQL): if
+-- it is not live, none is.
 SELECT key, token, holder, task, ttl_ms, acquired_at, renewed_at, expires_at, renewals, meta,
        ended, fence_open, conflicts, session, scope
 FROM tenure_leases INDEXED BY tenure_leases_unended
 WHERE key > :prefix AND key < :upper AND ended IS NULL
   AND NOT (holder = :holder AND session = :session)
-ORDER BY expires_at DESC
+ORDER BY expires_at DESC, key
 LIMIT 1;
 
 -- name: count_live_leases
