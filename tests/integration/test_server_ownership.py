@@ -160,6 +160,12 @@ def test_dispatch_takeover_after_the_agent_lapsed(
     assert [(v["item"]["id"], v["lease_state"]) for v in mine] == [("job", "lapsed")]
     assert [v["item"]["id"] for v in ok(alice.get("/v1/briefing"))["lapsed"]] == ["job"]
 
+    def counted() -> bool:  # the reaper counts the lapsed claim as a failed attempt
+        failures = ok(admin.get("/v1/items/job"))["item"]["failures"]
+        return [f["reason"] for f in failures] == ["lapsed"]
+
+    wait_for(counted, 5, "the reaper counting the lapsed claim")  # before the item is compared
+
     after = cursor(admin)
     before = snapshot(admin, "job", after)
     problem(alice.post("/v1/items/job/dispatch", json={}), 409, "assigned_to_other")
